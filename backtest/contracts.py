@@ -1,0 +1,99 @@
+"""Typed contracts of the backtest layer: jobs in, results out.
+
+A job carries everything a worker needs (code, bars, costs), so it can run in
+another process; a result never carries an exception object, only text.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import date
+from enum import StrEnum
+
+import pandas as pd
+from pydantic import BaseModel, Field
+
+
+class CostModel(BaseModel):
+    """Execution costs. Percentages are per side, of traded notional."""
+
+    commission_pct: float = Field(0.1, ge=0, le=5)
+    slippage_pct: float = Field(0.05, ge=0, le=5)
+    cash: float = Field(100_000.0, gt=0)
+
+
+class Fold(BaseModel):
+    """A walk-forward evaluation window.
+
+    Bars from ``warmup_start`` feed the indicators; orders are only allowed and
+    performance only measured from ``start`` to ``end`` (both inclusive).
+    """
+
+    index: int
+    warmup_start: date
+    start: date
+    end: date
+
+
+@dataclass(frozen=True)
+class BacktestJob:
+    """One unit of work: one variant's code on one symbol over one window."""
+
+    job_id: str
+    variant_id: str
+    code: str
+    symbol: str
+    bars: pd.DataFrame  # DatetimeIndex, columns open/high/low/close/volume (float64)
+    fold: Fold
+    costs: CostModel = field(default_factory=CostModel)
+    params: dict[str, float | int] = field(default_factory=dict)
+    periods_per_year: int = 252
+    timeout_s: float = 120.0
+
+
+class JobStatus(StrEnum):
+    OK = "ok"
+    ERROR = "error"
+    TIMEOUT = "timeout"
+    REJECTED = "rejected"
+
+
+class Metrics(BaseModel):
+    """Performance of one equity curve. Percent fields are in percent (12.5 = 12.5%).
+
+    ``sharpe``/``sortino`` are annualised; ``sharpe_per_period`` is the raw per-bar
+    figure the deflated-Sharpe statistics need. NaN is never used: undefined
+    ratios are ``None``.
+    """
+
+    sharpe: float | None
+    sharpe_per_period: float | None
+    sortino: float | None
+    cagr_pct: float
+    total_return_pct: float
+    max_drawdown_pct: float  # positive number: 23.0 means a 23% peak-to-trough loss
+    win_rate_pct: float | None
+    profit_factor: float | None
+    n_trades: int
+    exposure_pct: float
+    final_value: float
+    n_obs: int
+    skew: float | None
+    kurtosis: float | None  # raw (normal = 3)
+
+
+class BacktestResult(BaseModel):
+    job_id: str
+    variant_id: str
+    symbol: str
+    fold: int
+    status: JobStatus
+    metrics: Metrics | None = None
+    error: str | None = None
+    duration_s: float = 0.0
+    # Per-period strategy returns and their dates (ISO), so results can be
+    # aggregated across symbols and folds without re-running anything.
+    return_dates: list[str] = Field(default_factory=list)
+    returns: list[float] = Field(default_factory=list)
+    trade_pnls: list[float] = Field(default_factory=list)
+    bars_in_market: int = 0

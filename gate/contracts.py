@@ -1,0 +1,107 @@
+"""Typed contracts of the quality gate: criteria in, evaluations and a decision out."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+from pydantic import BaseModel, Field
+
+from backtest.contracts import Metrics
+
+
+class Route(StrEnum):
+    SUCCESS = "SUCCESS"
+    TUNE = "TUNE"
+    FIX = "FIX"
+    REFINE = "REFINE"
+    RESEARCH = "RESEARCH"
+    ABANDON = "ABANDON"
+
+
+class FailureType(StrEnum):
+    PARAMETER_ISSUE = "PARAMETER_ISSUE"
+    ALGORITHM_BUG = "ALGORITHM_BUG"
+    DESIGN_FLAW = "DESIGN_FLAW"
+    RESEARCH_GAP = "RESEARCH_GAP"
+    FUNDAMENTAL_IMPOSSIBILITY = "FUNDAMENTAL_IMPOSSIBILITY"
+
+
+class TrajectoryStatus(StrEnum):
+    CONVERGING = "CONVERGING"
+    DIVERGING = "DIVERGING"
+    OSCILLATING = "OSCILLATING"
+    STAGNANT = "STAGNANT"
+
+
+class Criterion(BaseModel):
+    metric: str  # a Metrics field name, e.g. "sharpe", "max_drawdown_pct"
+    op: str  # ">=" or "<="
+    threshold: float
+
+
+class Criteria(BaseModel):
+    rules: list[Criterion]
+    min_trades: int = 30
+    score_threshold: float = 0.6  # fuzzy quality needed to pass
+    dsr_threshold: float = 0.95  # deflated Sharpe needed to pass
+
+
+class VariantEvaluation(BaseModel):
+    """A variant's aggregate (all symbols, all folds) in-sample verdict."""
+
+    variant_id: str
+    family: str
+    trial_key: str
+    metrics: Metrics | None
+    fold_sharpes: list[float | None] = Field(default_factory=list)
+    n_jobs: int = 0
+    n_errors: int = 0
+    errors: list[str] = Field(default_factory=list)
+    vetoes: list[str] = Field(default_factory=list)
+    criteria_met: dict[str, bool] = Field(default_factory=dict)
+    score: float = 0.0
+    dsr: float | None = None
+    passed: bool = False
+
+
+class FailureAnalysis(BaseModel):
+    failure_type: FailureType
+    root_cause: str
+    confidence: float = Field(ge=0, le=1)
+    evidence: list[str] = Field(default_factory=list)
+    actions: list[str] = Field(default_factory=list)
+
+
+class TrajectoryAnalysis(BaseModel):
+    status: TrajectoryStatus
+    improvement_rate: dict[str, float] = Field(default_factory=dict)  # per metric, per iteration
+    variance: dict[str, float] = Field(default_factory=dict)
+    iterations_to_convergence: float | None = None
+    parameter_impact: dict[str, float] = Field(default_factory=dict)
+    reasoning: str = ""
+
+
+class LoopCounters(BaseModel):
+    """Where the loop stands; routing limits are checked against these."""
+
+    iteration: int = 1  # the iteration just evaluated (1-based)
+    strategy_iterations: int = 1  # strategy iterations since the last research pass
+    research_loops: int = 0  # times the loop went back to research
+
+
+class Limits(BaseModel):
+    max_iterations: int = Field(10, ge=1)
+    max_strategy_iterations: int = Field(3, ge=1)  # TUNE/FIX/REFINE before research
+    max_research_loops: int = Field(2, ge=0)
+
+
+class GateDecision(BaseModel):
+    iteration: int
+    decision: Route
+    best_variant_id: str | None
+    evaluations: list[VariantEvaluation]
+    failure: FailureAnalysis | None = None
+    trajectory: TrajectoryAnalysis | None = None
+    reasoning: str
+    actions: list[str] = Field(default_factory=list)
+    n_trials: int = 0

@@ -1,0 +1,73 @@
+"""Strategy specifications: what a variant *is*, independent of its code.
+
+A spec's ``trial_key`` identifies a trial for the gate's trial ledger: it hashes
+the family, the blocks and the parameters, never the display name, so renaming a
+strategy cannot reset the count of trials.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from enum import StrEnum
+
+from pydantic import BaseModel, Field
+
+
+class Family(StrEnum):
+    MOMENTUM = "momentum"
+    MEAN_REVERSION = "mean_reversion"
+    BREAKOUT = "breakout"
+    TREND = "trend"
+    VOLATILITY = "volatility"
+
+
+ParamValue = float | int | bool
+
+
+class StrategySpec(BaseModel):
+    family: Family
+    name: str
+    approach: str  # one sentence a researcher can read
+    entry: str  # entry block id, e.g. "roc_momentum"
+    filters: list[str] = Field(default_factory=list)  # e.g. ["trend_sma"]
+    exits: list[str] = Field(default_factory=list)  # e.g. ["stop_loss", "max_hold"]
+    sizing: str = "fixed_fraction"
+    long_short: bool = False
+    parameters: dict[str, ParamValue] = Field(default_factory=dict)
+
+    def trial_key(self) -> str:
+        payload = {
+            "family": self.family.value,
+            "entry": self.entry,
+            "filters": sorted(self.filters),
+            "exits": sorted(self.exits),
+            "sizing": self.sizing,
+            "long_short": self.long_short,
+            "parameters": {k: self.parameters[k] for k in sorted(self.parameters)},
+        }
+        blob = json.dumps(payload, sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+    @property
+    def complexity(self) -> int:
+        """Number of moving parts: blocks plus tunable parameters."""
+        return 1 + len(self.filters) + len(self.exits) + len(self.parameters)
+
+
+class StrategyVariant(BaseModel):
+    variant_id: str
+    parent_id: str | None = None
+    iteration: int
+    route: str  # the route that produced it: INITIAL, TUNE, FIX, REFINE, RESEARCH
+    spec: StrategySpec
+    code: str
+    code_sha256: str
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+    @property
+    def parameters(self) -> dict[str, ParamValue]:
+        return self.spec.parameters

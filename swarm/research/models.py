@@ -1,0 +1,107 @@
+"""Contracts of the research swarm. Plain pydantic: no LangChain imports here."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+from pydantic import BaseModel, Field
+
+
+class Domain(StrEnum):
+    TECHNICAL = "technical"
+    FUNDAMENTAL = "fundamental"
+    SENTIMENT = "sentiment"
+
+
+class Regime(StrEnum):
+    TRENDING_UP = "trending-up"
+    TRENDING_DOWN = "trending-down"
+    RANGE_BOUND = "range-bound"
+    HIGH_VOL_CHOP = "high-vol-chop"
+
+
+class Finding(BaseModel):
+    """One subagent's conclusion about one symbol.
+
+    ``evidence`` holds the exact numbers the finding rests on, keyed the TA-Lib
+    way (``RSI_14``, ``SMA_50``); each must equal the feature bundle's value at
+    ``as_of``. An abstaining finding has signal 0, low confidence and a reason.
+    """
+
+    symbol: str
+    type: Domain
+    specialization: str  # e.g. "trend", "momentum", "news"
+    indicator: str  # indicator/metric/source the finding is about
+    value: float | None = None
+    interpretation: str
+    signal: float = Field(0.0, ge=-1, le=1)  # -1 bearish .. +1 bullish
+    confidence: float = Field(0.0, ge=0, le=1)
+    evidence: dict[str, float] = Field(default_factory=dict)
+    as_of: str | None = None  # ISO date of the last bar used
+    abstained: bool = False
+    reason: str | None = None
+
+
+class FactSheet(BaseModel):
+    domain: Domain
+    key_insights: list[str]
+    supporting_evidence: list[str] = Field(default_factory=list)
+    conflicting_evidence: list[str] = Field(default_factory=list)
+    confidence: float = Field(ge=0, le=1)
+    signal: float = Field(ge=-1, le=1)
+    recommended_approach: str
+    risks: list[str] = Field(default_factory=list)
+    opportunities: list[str] = Field(default_factory=list)
+    n_findings: int = 0
+    n_abstained: int = 0
+
+
+class SymbolBrief(BaseModel):
+    """The data extractor's summary of one symbol's in-sample window."""
+
+    symbol: str
+    start: str
+    end: str
+    n_bars: int
+    price_high: float
+    price_low: float
+    price_median: float
+    price_p5: float
+    price_p95: float
+    total_return_pct: float
+    annual_volatility_pct: float
+    max_drawdown_pct: float
+    regime: Regime
+    regime_confidence: float = Field(ge=0, le=1)
+    coverage_pct: float
+    quality_issues: list[str] = Field(default_factory=list)
+    sha256: str
+
+
+class SuggestedParameters(BaseModel):
+    family: str
+    lookback: int
+    bollinger_width: float
+    stop_loss_pct: float
+    take_profit_pct: float
+    max_hold_bars: int
+    reasoning: str
+
+
+class DataBrief(BaseModel):
+    symbols: list[SymbolBrief]
+    regime: Regime  # the universe's dominant regime
+    regime_confidence: float
+    suggested: SuggestedParameters
+
+
+class ResearchSynthesis(BaseModel):
+    fact_sheets: list[FactSheet]
+    confidence: float = Field(ge=0, le=1)
+    quality: str  # high / medium / low
+    signal: float = Field(ge=-1, le=1)
+    gaps: list[str] = Field(default_factory=list)
+    regime: Regime
+    recommended_families: list[str] = Field(default_factory=list)
+    summary: str = ""
+    degraded: bool = False

@@ -105,3 +105,16 @@ class GateDecision(BaseModel):
     reasoning: str
     actions: list[str] = Field(default_factory=list)
     n_trials: int = 0
+
+
+class IterationSummary(BaseModel):
+    """One iteration as trajectory analysis and the charts see it."""
+
+    iteration: int
+    route: Route  # the route this iteration's gate decided
+    best_variant_id: str | None
+    family: str | None = None
+    best_score: float
+    best_metrics: dict[str, float | None] = Field(default_factory=dict)
+    best_parameters: dict[str, float | int | bool] = Field(default_factory=dict)
+    n_passed: int = 0

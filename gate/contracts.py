@@ -76,6 +76,7 @@ class TrajectoryAnalysis(BaseModel):
     status: TrajectoryStatus
     improvement_rate: dict[str, float] = Field(default_factory=dict)  # per metric, per iteration
     variance: dict[str, float] = Field(default_factory=dict)
+    direction: dict[str, str] = Field(default_factory=dict)  # improving / worsening / flat
     iterations_to_convergence: float | None = None
     parameter_impact: dict[str, float] = Field(default_factory=dict)
     reasoning: str = ""

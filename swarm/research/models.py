@@ -54,6 +54,13 @@ class FactSheet(BaseModel):
     opportunities: list[str] = Field(default_factory=list)
     n_findings: int = 0
     n_abstained: int = 0
+    # Subagents (specializations) of this domain that returned findings vs raised.
+    subagents_ok: list[str] = Field(default_factory=list)
+    subagents_failed: list[str] = Field(default_factory=list)
+    # Strategy families this domain's view favours (momentum, mean_reversion, breakout,
+    # trend, volatility), strongest first; empty when the domain has no view on it.
+    recommended_families: list[str] = Field(default_factory=list)
+    gaps: list[str] = Field(default_factory=list)  # what the domain could not see, and why
 
 
 class SymbolBrief(BaseModel):
@@ -76,6 +83,14 @@ class SymbolBrief(BaseModel):
     coverage_pct: float
     quality_issues: list[str] = Field(default_factory=list)
     sha256: str
+    # Added by the data extractor: the numbers behind the regime label.
+    yearly_return_pct: float | None = None  # total return if <= 1 year, else CAGR
+    range_width_pct: float | None = None  # (p95 - p5) / median of closes, in %
+    recent_bars: int | None = None  # last-252-bar sub-window (None if window too short)
+    recent_return_pct: float | None = None
+    recent_volatility_pct: float | None = None
+    recent_max_drawdown_pct: float | None = None
+    regime_reasoning: str = ""
 
 
 class SuggestedParameters(BaseModel):

@@ -1,0 +1,226 @@
+"""Export a variant as a standalone strategy: plain backtrader, a CSV, nothing of ours.
+
+    python -m experiments.export RUN_DIR --to DIR [--variant ID]
+
+writes ``strategy.py`` (the variant's code + a small runner), ``params.json`` and a
+README with the figures recorded for it and how it was found.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+RUNNER = '''
+
+# ---------------------------------------------------------------------------
+# Runner (added by experiments.export): plain backtrader on a CSV with a header
+# date,open,high,low,close,volume[,...]. Same execution model as the lab: market
+# orders fill at the next bar's open, commission and slippage per side.
+# ---------------------------------------------------------------------------
+
+
+def _csv_feed(path, fromdate=None, todate=None):
+    import csv
+    import datetime as _dt
+
+    with open(path, newline="") as fh:
+        header = [h.strip().lower() for h in next(csv.reader(fh))]
+    cols = {name: header.index(name) for name in ("date", "open", "high", "low", "close", "volume")}
+    return bt.feeds.GenericCSVData(
+        dataname=path, dtformat="%Y-%m-%d", datetime=cols["date"], open=cols["open"],
+        high=cols["high"], low=cols["low"], close=cols["close"], volume=cols["volume"],
+        openinterest=-1, nullvalue=float("nan"),
+        fromdate=_dt.datetime.fromisoformat(fromdate) if fromdate else None,
+        todate=_dt.datetime.fromisoformat(todate) if todate else None,
+    )
+
+
+def _gated(strategy_cls, trade_start):
+    """Orders before ``trade_start`` are dropped: earlier bars only warm up indicators."""
+    import datetime as _dt
+
+    start = _dt.date.fromisoformat(trade_start)
+
+    class Gated(strategy_cls):
+        def buy(self, *args, **kwargs):
+            return None if self.data.datetime.date(0) < start else super().buy(*args, **kwargs)
+
+        def sell(self, *args, **kwargs):
+            return None if self.data.datetime.date(0) < start else super().sell(*args, **kwargs)
+
+    return Gated
+
+
+def main(argv=None):
+    import argparse
+
+    parser = argparse.ArgumentParser(description="Run this strategy with plain backtrader.")
+    parser.add_argument("--data", required=True, help="CSV: date,open,high,low,close,volume")
+    parser.add_argument("--from", dest="fromdate", help="first bar to load (ISO date)")
+    parser.add_argument("--to", dest="todate", help="last bar to load (ISO date)")
+    parser.add_argument("--trade-start", help="no orders before this date (warm-up before it)")
+    parser.add_argument("--cash", type=float, default=CASH)
+    parser.add_argument("--commission-pct", type=float, default=COMMISSION_PCT)
+    parser.add_argument("--slippage-pct", type=float, default=SLIPPAGE_PCT)
+    args = parser.parse_args(argv)
+
+    cerebro = bt.Cerebro(stdstats=False)
+    cerebro.adddata(_csv_feed(args.data, args.fromdate, args.todate))
+    strategy_cls = STRATEGY
+    if args.trade_start:
+        strategy_cls = _gated(strategy_cls, args.trade_start)
+    cerebro.addstrategy(strategy_cls)
+    cerebro.broker.setcash(args.cash)
+    cerebro.broker.setcommission(commission=args.commission_pct / 100.0)
+    cerebro.broker.set_slippage_perc(
+        args.slippage_pct / 100.0, slip_open=True, slip_limit=True, slip_match=True, slip_out=False
+    )
+    cerebro.run()
+    print(f"final_value={cerebro.broker.getvalue():.6f}")
+
+
+if __name__ == "__main__":
+    main()
+'''
+
+
+class ExportError(Exception):
+    """Bad export request; the message says what to do."""
+
+
+def standalone_source(code: str, class_name: str, *, costs: dict[str, float]) -> str:
+    header = (
+        f"\n\nSTRATEGY = {class_name}\n"
+        f"CASH = {float(costs.get('cash', 100_000.0))!r}\n"
+        f"COMMISSION_PCT = {float(costs.get('commission_pct', 0.1))!r}\n"
+        f"SLIPPAGE_PCT = {float(costs.get('slippage_pct', 0.05))!r}\n"
+    )
+    return code.rstrip() + "\n" + header + RUNNER
+
+
+def write_export(
+    dest: Path,
+    *,
+    variant: dict[str, Any],
+    class_name: str,
+    costs: dict[str, float],
+    figures: dict[str, Any],
+    lineage: list[str],
+    run_dir: Path,
+) -> Path:
+    dest.mkdir(parents=True, exist_ok=True)
+    (dest / "strategy.py").write_text(standalone_source(variant["code"], class_name, costs=costs))
+    (dest / "params.json").write_text(
+        json.dumps(variant["spec"]["parameters"], indent=2, sort_keys=True) + "\n"
+    )
+    (dest / "README.md").write_text(_readme(variant, figures, lineage, run_dir, costs))
+    return dest
+
+
+def _readme(variant, figures, lineage, run_dir, costs) -> str:
+    spec = variant["spec"]
+    lines = [
+        f"# {spec['name']} ({variant['variant_id']})",
+        "",
+        f"Family: {spec['family']}. {spec['approach']}",
+        "",
+        f"Found by the strategy lab in run `{Path(run_dir).name}`, iteration {variant['iteration']}, "
+        f"route {variant['route']}. Lineage (oldest first): {' -> '.join(lineage)}.",
+        "",
+        "## Run it",
+        "",
+        "    pip install backtrader==1.9.78.123",
+        "    python strategy.py --data AAPL.csv",
+        "",
+        "Add `--from`/`--to` to select bars and `--trade-start DATE` to keep earlier bars for",
+        "indicator warm-up only, as the lab does. Costs default to what the lab used: "
+        f"commission {costs.get('commission_pct')}% and slippage {costs.get('slippage_pct')}% per side.",
+        "",
+        "## Figures recorded by the lab",
+        "",
+        "| window | sharpe | CAGR % | max DD % | win rate % | trades | buy & hold sharpe |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for window, row in figures.items():
+        m, bh = row.get("metrics") or {}, row.get("buy_and_hold") or {}
+        lines.append(
+            f"| {window} | {_f(m.get('sharpe'))} | {_f(m.get('cagr_pct'))} | "
+            f"{_f(m.get('max_drawdown_pct'))} | {_f(m.get('win_rate_pct'))} | "
+            f"{m.get('n_trades', '–')} | {_f(bh.get('sharpe'))} |"
+        )
+    lines += [
+        "",
+        "In-sample figures come from walk-forward folds the search looked at; the holdout was",
+        "sealed during the search and opened once for this strategy. Parameters: `params.json`.",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def _f(x: Any) -> str:
+    return "–" if x is None else f"{x:.2f}"
+
+
+def lineage_of(variant_id: str, all_variants: dict[str, dict[str, Any]]) -> list[str]:
+    chain, seen = [], set()
+    current: str | None = variant_id
+    while current and current in all_variants and current not in seen:
+        seen.add(current)
+        chain.append(current)
+        current = all_variants[current].get("parent_id")
+    return list(reversed(chain))
+
+
+def export_from_run(run_dir: Path, to: Path, variant_id: str | None = None) -> Path:
+    run_dir = Path(run_dir)
+    state_file = run_dir / "variants.json"
+    verdict_file = run_dir / "verdict.json"
+    if not state_file.exists() or not verdict_file.exists():
+        raise ExportError(
+            f"RUN_DIR: {run_dir} is not a finished run folder (no variants.json/verdict.json); "
+            "pass the folder printed by `python -m swarm.develop`"
+        )
+    variants = json.loads(state_file.read_text())
+    verdict = json.loads(verdict_file.read_text())
+    variant_id = variant_id or verdict.get("best_variant")
+    if not variant_id:
+        raise ExportError(f"--variant: run {run_dir.name} has no winner; pass --variant ID")
+    if variant_id not in variants:
+        raise ExportError(
+            f"--variant: {variant_id} is not in this run (e.g. {', '.join(list(variants)[:3])})"
+        )
+    variant = variants[variant_id]
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    figures = verdict.get("figures", {}) if variant_id == verdict.get("best_variant") else {}
+    return write_export(
+        Path(to),
+        variant=variant,
+        class_name=variant["class_name"],
+        costs=manifest["config"]["costs"],
+        figures=figures,
+        lineage=lineage_of(variant_id, variants),
+        run_dir=run_dir,
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m experiments.export", description=__doc__)
+    parser.add_argument("run_dir", type=Path)
+    parser.add_argument("--to", type=Path, required=True)
+    parser.add_argument("--variant", default=None)
+    args = parser.parse_args(argv)
+    try:
+        dest = export_from_run(args.run_dir, args.to, args.variant)
+    except ExportError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    print(dest)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,153 @@
+"""The run's markdown report: what was decided, on what evidence, with which caveats."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def _f(x: Any, nd: int = 2) -> str:
+    if x is None:
+        return "–"
+    if isinstance(x, int | float):
+        return f"{x:.{nd}f}"
+    return str(x)
+
+
+def _metrics_row(label: str, m: dict[str, Any] | None) -> str:
+    m = m or {}
+    return (
+        f"| {label} | {_f(m.get('sharpe'))} | {_f(m.get('sortino'))} | {_f(m.get('cagr_pct'))} | "
+        f"{_f(m.get('max_drawdown_pct'))} | {_f(m.get('win_rate_pct'))} | "
+        f"{_f(m.get('profit_factor'))} | {m.get('n_trades', '–')} | {_f(m.get('exposure_pct'))} |"
+    )
+
+
+METRICS_HEADER = [
+    "| window | sharpe | sortino | CAGR % | max DD % | win rate % | profit factor | trades | exposure % |",
+    "|---|---|---|---|---|---|---|---|---|",
+]
+
+
+def render_report(
+    *,
+    run_id: str,
+    config: dict[str, Any],
+    verdict: dict[str, Any],
+    decisions: list[dict[str, Any]],
+    synthesis: dict[str, Any] | None,
+    data: dict[str, Any],
+    best_variant: dict[str, Any] | None,
+    best_eval: dict[str, Any] | None,
+    figures: dict[str, Any],
+    criteria_text: str,
+) -> str:
+    out = [
+        f"# Strategy lab run `{run_id}`",
+        "",
+        f"**Directive:** {config['directive']}  ",
+        f"**Verdict:** {verdict['verdict']} after {verdict['iterations']} iteration(s), "
+        f"{verdict['n_backtests']} backtests, {verdict['n_trials']} trials counted.  ",
+        f"**Reason:** {verdict['reason']}",
+        "",
+        "## Set-up",
+        "",
+        f"- Universe: {', '.join(config['tickers'])} ({config['universe_source']}), timeframe "
+        f"{config['timeframe']}, {config['start']} .. {config['end']}",
+        f"- Split: in-sample {data['split']['insample_start']} .. {data['split']['insample_end']} "
+        f"in {len(data['folds'])} walk-forward folds; sealed holdout "
+        f"{data['split']['holdout_start']} .. {data['split']['holdout_end']}",
+        f"- Costs: commission {config['costs']['commission_pct']}% and slippage "
+        f"{config['costs']['slippage_pct']}% per side; market orders fill at the next bar's open",
+        f"- Gate criteria: `{criteria_text}`; a pass also needs fuzzy score >= "
+        f"{verdict['score_threshold']} and deflated Sharpe >= {verdict['dsr_threshold']}",
+        "",
+        "## Route history",
+        "",
+        "| iteration | variants | passed | best variant | best score | DSR | failure | trajectory | decision |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for d in decisions:
+        evs = d["evaluations"]
+        best = next((e for e in evs if e["variant_id"] == d["best_variant_id"]), None)
+        out.append(
+            f"| {d['iteration']} | {len(evs)} | {sum(e['passed'] for e in evs)} | "
+            f"{d['best_variant_id'] or '–'} | {_f(best['score'] if best else None, 3)} | "
+            f"{_f(best['dsr'] if best else None, 3)} | "
+            f"{(d.get('failure') or {}).get('failure_type', '–')} | "
+            f"{(d.get('trajectory') or {}).get('status', '–')} | {d['decision']} |"
+        )
+    out += ["", "Reasons, in order:", ""]
+    out += [f"{d['iteration']}. {d['reasoning']}" for d in decisions]
+
+    if synthesis:
+        out += [
+            "",
+            "## Research summary",
+            "",
+            f"Regime **{synthesis['regime']}**, signal {synthesis['signal']:+.2f}, confidence "
+            f"{synthesis['confidence']:.2f} ({synthesis['quality']} quality)"
+            + (" — research degraded" if synthesis.get("degraded") else "")
+            + ". Recommended families: "
+            + ", ".join(synthesis.get("recommended_families", []))
+            + ".",
+            "",
+            synthesis.get("summary", ""),
+            "",
+        ]
+        if synthesis.get("gaps"):
+            out += ["Gaps: " + "; ".join(synthesis["gaps"]) + ".", ""]
+        out += ["Details: `research/research.md`, `research/data_brief.md`."]
+
+    out += ["", "## Best variant", ""]
+    if best_variant and best_eval:
+        spec = best_variant["spec"]
+        out += [
+            f"`{best_variant['variant_id']}` — {spec['name']} ({spec['family']}): {spec['approach']}",
+            "",
+            f"Code: `strategies/{best_variant['variant_id']}.py`; parameters: "
+            + ", ".join(f"{k}={v}" for k, v in sorted(spec["parameters"].items())),
+            "",
+            f"Fuzzy score {_f(best_eval['score'], 3)}; deflated Sharpe {_f(best_eval['dsr'], 3)} over "
+            f"{verdict['n_trials']} trials; fold Sharpes "
+            + ", ".join(_f(s) for s in best_eval.get("fold_sharpes", []))
+            + (f"; vetoes: {'; '.join(best_eval['vetoes'])}" if best_eval.get("vetoes") else ""),
+            "",
+            *METRICS_HEADER,
+        ]
+        for window, row in figures.items():
+            out.append(_metrics_row(f"{window} (strategy)", row.get("metrics")))
+            out.append(_metrics_row(f"{window} (buy & hold)", row.get("buy_and_hold")))
+        if "holdout" not in figures:
+            out += ["", "The holdout stays sealed: it is opened only for a strategy that passed the gate."]
+    else:
+        out.append("No variant produced a result.")
+
+    pbo = verdict.get("pbo")
+    out += [
+        "",
+        "## Statistical honesty",
+        "",
+        f"- Trials counted (every distinct variant × parameter set backtested on this data): "
+        f"{verdict['n_trials']}",
+        f"- Deflated Sharpe of the best variant: {_f(verdict.get('best_dsr'), 3)}",
+        f"- PBO (CSCV): {_f(pbo, 3) if pbo is not None else 'not computed (needs >= 8 variants)'}",
+        "",
+        "## Caveats",
+        "",
+        "- Survivorship: the default universes are today's famous names; past winners are "
+        "over-represented.",
+        "- Costs are assumptions (commission and slippage above); no borrow costs, no market impact.",
+        f"- Data: {_sources(data)}. OHLC are split-adjusted but not dividend-adjusted in the "
+        "Yahoo-style corpus; signals and fills use those prices.",
+        "- In-sample folds were looked at many times by the search; only the holdout is out-of-sample.",
+        "",
+        "Files: `experiments.jsonl` (every backtest and gate decision), `charts/`, `strategies/`, "
+        "`manifest.json`.",
+        "",
+    ]
+    return "\n".join(out)
+
+
+def _sources(data: dict[str, Any]) -> str:
+    parts = [f"{s} from {d['source']} (sha256 {d['sha256'][:12]}…)" for s, d in data["symbols"].items()]
+    return "; ".join(parts)

@@ -1,0 +1,105 @@
+"""The run folder: one directory holding everything needed to audit and reproduce a run."""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import re
+import subprocess
+import sys
+from datetime import UTC, datetime
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+from experiments.tracker import ExperimentTracker
+
+TRACKED_PACKAGES = (
+    "backtrader", "TA-Lib", "scikit-fuzzy", "langgraph", "langchain-core", "langchain-openai",
+    "pandas", "numpy", "scipy", "pydantic", "yfinance", "matplotlib",
+)  # fmt: skip
+
+
+def new_run_id(directive: str, now: datetime | None = None) -> str:
+    now = now or datetime.now(UTC)
+    slug = re.sub(r"[^a-z0-9]+", "-", directive.lower()).strip("-")[:40] or "run"
+    return f"{now:%Y%m%d-%H%M%S}-{slug}"
+
+
+class RunFolder:
+    """Paths and atomic writers for one run. Never writes outside ``root``."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = Path(root)
+        for sub in ("research", "strategies", "charts"):
+            (self.root / sub).mkdir(parents=True, exist_ok=True)
+        self.tracker = ExperimentTracker(self.root / "experiments.jsonl")
+
+    @classmethod
+    def create(cls, out_dir: Path, run_id: str) -> RunFolder:
+        root = Path(out_dir) / run_id
+        suffix = 1
+        while root.exists():  # two runs in the same second must not share a folder
+            suffix += 1
+            root = Path(out_dir) / f"{run_id}-{suffix}"
+        return cls(root)
+
+    def path(self, rel: str) -> Path:
+        return self.root / rel
+
+    def write_text(self, rel: str, text: str) -> Path:
+        target = self.root / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = target.with_name(target.name + ".tmp")
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, target)  # atomic: a reader never sees half a file
+        return target
+
+    def write_json(self, rel: str, obj: Any) -> Path:
+        return self.write_text(rel, json.dumps(obj, indent=2, sort_keys=True, default=str) + "\n")
+
+
+def package_versions() -> dict[str, str]:
+    out = {}
+    for name in TRACKED_PACKAGES:
+        try:
+            out[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            out[name] = "not installed"
+    return out
+
+
+def git_state(repo_dir: Path) -> dict[str, Any]:
+    """The code's git sha and whether the tree had uncommitted changes."""
+
+    def git(*args: str) -> str | None:
+        try:
+            done = subprocess.run(
+                ["git", *args], cwd=repo_dir, capture_output=True, text=True, timeout=5
+            )
+        except (OSError, subprocess.TimeoutExpired):
+            return None
+        return done.stdout.strip() if done.returncode == 0 else None
+
+    sha = git("rev-parse", "HEAD")
+    status = git("status", "--porcelain", "--untracked-files=no")
+    return {"sha": sha, "dirty": bool(status) if status is not None else None}
+
+
+def build_manifest(
+    *, run_id: str, config: dict[str, Any], data: dict[str, Any], seed: int, argv: list[str]
+) -> dict[str, Any]:
+    repo_dir = Path(__file__).resolve().parents[1]
+    return {
+        "run_id": run_id,
+        "created_at": datetime.now(UTC).isoformat(),
+        "argv": argv,
+        "seed": seed,
+        "config": config,
+        "data": data,
+        "git": git_state(repo_dir),
+        "python": sys.version.split()[0],
+        "platform": platform.platform(),
+        "packages": package_versions(),
+    }

@@ -1,0 +1,82 @@
+"""One variant's verdict input: an equal-weight portfolio over its symbols and folds."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+import numpy as np
+
+from backtest.contracts import BacktestResult, JobStatus, Metrics
+from backtest.metrics import compute_metrics, equity_from_returns
+
+
+def _portfolio_returns(results: list[BacktestResult]) -> tuple[list[str], list[float]]:
+    """Equal-weight across whatever results have a return on each date (rebalanced daily)."""
+    by_date: dict[str, list[float]] = defaultdict(list)
+    for r in results:
+        for d, x in zip(r.return_dates, r.returns, strict=False):
+            by_date[d].append(float(x))
+    dates = sorted(by_date)  # ISO dates sort chronologically
+    return dates, [sum(by_date[d]) / len(by_date[d]) for d in dates]
+
+
+def _job_obs(r: BacktestResult) -> int:
+    return r.metrics.n_obs if r.metrics is not None else len(r.returns)
+
+
+def _metrics_of(
+    results: list[BacktestResult], periods_per_year: int, base: float
+) -> Metrics | None:
+    _, rets = _portfolio_returns(results)
+    if not rets:
+        return None
+    obs = sum(_job_obs(r) for r in results)
+    in_market = sum(r.bars_in_market for r in results)
+    # Scale so exposure = sum(bars_in_market)/sum(n_obs): the n_obs-weighted mean of the
+    # jobs' exposures (a float on purpose: rounding would bias small samples).
+    bars = len(rets) * in_market / obs if obs else 0.0
+    return compute_metrics(
+        equity_from_returns(rets, base),
+        trade_pnls=[p for r in results for p in r.trade_pnls],
+        bars_in_market=bars,  # type: ignore[arg-type]
+        periods_per_year=periods_per_year,
+    )
+
+
+def aggregate_variant(
+    results: list[BacktestResult],
+    *,
+    periods_per_year: int = 252,
+    base: float = 100_000.0,
+) -> tuple[Metrics | None, list[float | None], list[float]]:
+    """(aggregate metrics, per-fold annualised Sharpe in fold order, portfolio returns).
+
+    Only OK results count. The aggregate is None when no OK result carries returns;
+    a fold's Sharpe is None when it has no OK result or an undefined Sharpe.
+    """
+    ok = [r for r in results if r.status == JobStatus.OK]
+    metrics = _metrics_of(ok, periods_per_year, base)
+    _, port = _portfolio_returns(ok)
+    fold_sharpes: list[float | None] = []
+    for fold in sorted({r.fold for r in results}):
+        fm = _metrics_of([r for r in ok if r.fold == fold], periods_per_year, base)
+        fold_sharpes.append(None if fm is None else fm.sharpe)
+    return metrics, fold_sharpes, port
+
+
+def returns_matrix(results: list[BacktestResult], variant_ids: list[str]) -> np.ndarray:
+    """T x N matrix of the variants' portfolio returns on the dates they all share.
+
+    The input PBO by CSCV needs: every column measured on the same periods.
+    """
+    series: list[dict[str, float]] = []
+    for vid in variant_ids:
+        ok = [r for r in results if r.variant_id == vid and r.status == JobStatus.OK]
+        dates, rets = _portfolio_returns(ok)
+        series.append(dict(zip(dates, rets, strict=True)))
+    if not series:
+        return np.zeros((0, 0))
+    common = sorted(set.intersection(*(set(s) for s in series)))
+    return np.array([[s[d] for s in series] for d in common], dtype=float).reshape(
+        len(common), len(series)
+    )

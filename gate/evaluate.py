@@ -1,0 +1,154 @@
+"""Evaluate one iteration's variants: vetoes, criteria, fuzzy score, deflated Sharpe."""
+
+from __future__ import annotations
+
+import math
+
+from backtest.contracts import BacktestResult, JobStatus, Metrics
+from gate.aggregate import aggregate_variant, returns_matrix
+from gate.contracts import Criteria, VariantEvaluation
+from gate.criteria import is_met, metric_value, rule_label
+from gate.fuzzy import FuzzyScorer
+from gate.ledger import TrialLedger
+from gate.stats import deflated_sharpe_ratio, pbo_cscv
+
+MAX_ERROR_RATE = 0.5
+MAX_ERRORS_KEPT = 5
+PBO_MIN_VARIANTS = 8  # CSCV ranks are too coarse with fewer strategies
+
+
+def _vetoes(
+    metrics: Metrics | None,
+    n_jobs: int,
+    n_errors: int,
+    criteria: Criteria,
+    lookahead: str | None,
+) -> list[str]:
+    v: list[str] = []
+    if n_jobs == 0:
+        v.append("no backtest results for this variant")
+    elif n_errors == n_jobs:
+        v.append(f"every job failed ({n_errors}/{n_jobs} error or timeout)")
+    elif n_errors / n_jobs > MAX_ERROR_RATE:
+        v.append(f"error rate {n_errors / n_jobs:.0%} > {MAX_ERROR_RATE:.0%} ({n_errors}/{n_jobs})")
+    if lookahead:
+        v.append(f"lookahead detected: {lookahead}")
+    if metrics is None:
+        if n_jobs and n_errors < n_jobs:
+            v.append("no returns in any successful job: metrics undefined")
+        return v
+    if metrics.n_trades < criteria.min_trades:
+        v.append(f"too few trades: {metrics.n_trades} < {criteria.min_trades}")
+    if metrics.sharpe is None or not math.isfinite(metrics.sharpe):
+        v.append("Sharpe undefined (flat or constant returns)")
+    return v
+
+
+def _dsr(m: Metrics | None, ledger: TrialLedger) -> float | None:
+    if m is None or m.sharpe_per_period is None or m.n_obs < 2:
+        return None
+    return deflated_sharpe_ratio(
+        m.sharpe_per_period,
+        ledger.trial_sharpe_variance(),
+        max(ledger.n_trials, 1),
+        m.n_obs,
+        m.skew if m.skew is not None else 0.0,  # undefined moments: assume normal
+        m.kurtosis if m.kurtosis is not None else 3.0,
+    )
+
+
+def evaluate_variants(
+    variants: list[tuple[str, str, str]],
+    results: list[BacktestResult],
+    criteria: Criteria,
+    ledger: TrialLedger,
+    *,
+    scorer: FuzzyScorer | None = None,
+    lookahead_flags: dict[str, str] | None = None,
+    periods_per_year: int = 252,
+) -> list[VariantEvaluation]:
+    """One evaluation per ``(variant_id, family, trial_key)``, in input order.
+
+    Records every variant in ``ledger`` (mutated) before any DSR is computed, so
+    this iteration's trials deflate this iteration's winner too.
+    """
+    scorer = scorer or FuzzyScorer(criteria)
+    flags = lookahead_flags or {}
+    by_variant: dict[str, list[BacktestResult]] = {}
+    for r in results:
+        by_variant.setdefault(r.variant_id, []).append(r)
+
+    evals: list[VariantEvaluation] = []
+    for variant_id, family, trial_key in variants:
+        jobs = by_variant.get(variant_id, [])
+        metrics, fold_sharpes, _ = aggregate_variant(jobs, periods_per_year=periods_per_year)
+        failed = [r for r in jobs if r.status != JobStatus.OK]
+        errors = list(
+            dict.fromkeys(
+                f"{r.symbol}/fold{r.fold} {r.status}: {r.error or ''}".strip() for r in failed
+            )
+        )[:MAX_ERRORS_KEPT]
+        vetoes = _vetoes(metrics, len(jobs), len(failed), criteria, flags.get(variant_id))
+        evals.append(
+            VariantEvaluation(
+                variant_id=variant_id,
+                family=family,
+                trial_key=trial_key,
+                metrics=metrics,
+                fold_sharpes=fold_sharpes,
+                n_jobs=len(jobs),
+                n_errors=len(failed),
+                errors=errors,
+                vetoes=vetoes,
+                criteria_met={
+                    rule_label(c): is_met(c, metric_value(metrics, c.metric))
+                    for c in criteria.rules
+                },
+            )
+        )
+        sr = metrics.sharpe_per_period if metrics is not None else None
+        ledger.record(trial_key, sr)
+
+    scores = scorer.score([e.metrics for e in evals])  # one vectorised simulation
+    for e, s in zip(evals, scores, strict=True):
+        # A vetoed variant is out whatever its metrics say: score 0 keeps it from ranking first.
+        e.score = 0.0 if e.vetoes else float(s)
+        e.dsr = _dsr(e.metrics, ledger)
+        e.passed = (
+            not e.vetoes
+            and e.score >= criteria.score_threshold
+            and e.dsr is not None
+            and e.dsr >= criteria.dsr_threshold
+            and all(e.criteria_met.values())
+        )
+    return evals
+
+
+def best_evaluation(evaluations: list[VariantEvaluation]) -> VariantEvaluation | None:
+    """Passed first, then score, then DSR, then Sharpe: the variant a quant would look at."""
+    if not evaluations:
+        return None
+
+    def key(e: VariantEvaluation) -> tuple[bool, float, float, float]:
+        m = e.metrics
+        sharpe = m.sharpe if m is not None and m.sharpe is not None else -1e9
+        return (e.passed, e.score, e.dsr if e.dsr is not None else -1.0, sharpe)
+
+    return max(evaluations, key=key)
+
+
+def iteration_pbo(
+    results: list[BacktestResult], variant_ids: list[str], *, n_blocks: int = 16
+) -> float | None:
+    """PBO by CSCV over the variants with returns; None below 8 variants or too little data."""
+    with_returns = [
+        v
+        for v in variant_ids
+        if any(r.variant_id == v and r.status == JobStatus.OK and r.returns for r in results)
+    ]
+    if len(with_returns) < PBO_MIN_VARIANTS:
+        return None
+    m = returns_matrix(results, with_returns)
+    if m.shape[0] < 2 * n_blocks:
+        return None
+    return pbo_cscv(m, n_blocks)

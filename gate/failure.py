@@ -1,0 +1,328 @@
+"""Failure analysis: why did nothing pass, and what should the next iteration change?
+
+Rules a quant would apply, in order of what must be fixed first: broken code
+(ALGORITHM_BUG) before a hopeless search (FUNDAMENTAL_IMPOSSIBILITY), a near miss
+(PARAMETER_ISSUE) before a wrong premise (RESEARCH_GAP), structural defects
+(DESIGN_FLAW) last. Every signal found is reported in the actions as a
+machine-readable ``hint:...`` even when it is not the primary classification.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from gate.contracts import (
+    Criteria,
+    FailureAnalysis,
+    FailureType,
+    IterationSummary,
+    VariantEvaluation,
+)
+from gate.criteria import attainment, is_met, metric_value, rule_label
+from gate.evaluate import best_evaluation
+
+NEAR_ATTAINMENT = 0.75  # a failing criterion within 25% of its threshold is "near"
+FAR_ATTAINMENT = 0.5  # below half-way to a threshold is "far"
+DEEP_DD_FACTOR = 1.5  # drawdown beyond 1.5x the limit is a design problem, not tuning
+COST_PF_BAND = (0.85, 1.15)  # profit factor ~1 with many trades: costs eat the edge
+COLLAPSE_DROP = 1.0  # annualised Sharpe drop from early to late folds
+LOW_RESEARCH_CONFIDENCE = 0.4
+FUNDAMENTAL_MIN_ITERATIONS = 3
+FUNDAMENTAL_SCORE = 0.35  # best fuzzy score stuck in "low" territory
+NEAR_ZERO_DSR = 0.1
+
+# Families that fight a regime (lower-cased regime -> family patterns).
+REGIME_CONTRADICTIONS: dict[str, tuple[str, ...]] = {
+    "trending-up": ("mean_reversion", "reversion", "contrarian"),
+    "trending-down": ("mean_reversion", "reversion", "contrarian"),
+    "range-bound": ("momentum", "trend", "breakout"),
+    "high-vol-chop": ("trend", "breakout"),
+}
+
+
+def _norm(text: str) -> str:
+    return re.sub(r"[\s\-]+", "_", text.strip().lower())
+
+
+def _bug_signals(e: VariantEvaluation, min_trades: int) -> list[str]:
+    s: list[str] = []
+    if e.n_jobs and e.n_errors == e.n_jobs:
+        s.append(f"{e.variant_id}: all {e.n_jobs} jobs failed ({'; '.join(e.errors[:2])})")
+    elif e.n_jobs and e.n_errors / e.n_jobs > 0.5:
+        s.append(f"{e.variant_id}: {e.n_errors}/{e.n_jobs} jobs failed")
+    if any(v.startswith("lookahead") for v in e.vetoes):
+        s.append(f"{e.variant_id}: {next(v for v in e.vetoes if v.startswith('lookahead'))}")
+    m = e.metrics
+    if m is None:
+        if not (e.n_jobs and e.n_errors == e.n_jobs):
+            s.append(f"{e.variant_id}: no metrics (no returns produced)")
+    else:
+        if m.n_trades == 0:
+            s.append(f"{e.variant_id}: zero trades over {m.n_obs} bars")
+        elif m.n_trades < min_trades / 2:
+            # Far too few trades is an entry logic that almost never fires: fix, not tune.
+            s.append(f"{e.variant_id}: far too few trades ({m.n_trades} < {min_trades}/2)")
+        if m.sharpe is None:
+            s.append(f"{e.variant_id}: Sharpe undefined (flat returns)")
+    return s
+
+
+@dataclass
+class _Findings:
+    evidence: list[str] = field(default_factory=list)
+    actions: list[str] = field(default_factory=list)
+    hints: list[str] = field(default_factory=list)
+
+    def hint(self, h: str) -> None:
+        if h not in self.hints:
+            self.hints.append(h)
+
+
+def _design_signals(e: VariantEvaluation, criteria: Criteria, f: _Findings) -> int:
+    """Structural problems of one (usable) variant; returns how many were found."""
+    m = e.metrics
+    if m is None:
+        return 0
+    found = 0
+    dd_rules = [c for c in criteria.rules if c.metric == "max_drawdown_pct" and c.op in ("<=", "<")]
+    if dd_rules and m.max_drawdown_pct > DEEP_DD_FACTOR * dd_rules[0].threshold:
+        found += 1
+        f.hint("hint:deep_drawdown")
+        f.evidence.append(
+            f"{e.variant_id}: max drawdown {m.max_drawdown_pct:.1f}% > {DEEP_DD_FACTOR}x the "
+            f"{dd_rules[0].threshold:g}% limit"
+        )
+        f.actions.append("add an ATR stop (e.g. 2-3x ATR_14) or volatility-scaled position sizing")
+    folds = [s for s in e.fold_sharpes if s is not None]
+    if len(folds) >= 2:
+        half = len(folds) // 2
+        early = sum(folds[:half]) / half
+        late = sum(folds[half:]) / (len(folds) - half)
+        if (early > 0 and late < 0) or early - late > COLLAPSE_DROP:
+            found += 1
+            f.hint("hint:fold_collapse")
+            f.evidence.append(
+                f"{e.variant_id}: fold Sharpe collapses from {early:.2f} (early folds) "
+                f"to {late:.2f} (late folds)"
+            )
+            f.actions.append(
+                "add a regime filter (e.g. ADX_14 or SMA_200 slope) so the edge is "
+                "only traded where it held"
+            )
+    pf = m.profit_factor
+    if (
+        pf is not None
+        and m.n_trades >= 2 * max(criteria.min_trades, 1)
+        and (COST_PF_BAND[0] <= pf <= COST_PF_BAND[1])
+    ):
+        found += 1
+        f.hint("hint:cost_drag")
+        f.evidence.append(
+            f"{e.variant_id}: {m.n_trades} trades with profit factor {pf:.2f}: costs eat the edge"
+        )
+        f.actions.append("trade less: longer lookbacks, a signal threshold or a minimum hold")
+    return found
+
+
+def _regime_mismatch(regime: str, families: list[str]) -> bool:
+    bad = REGIME_CONTRADICTIONS.get(regime.strip().lower().replace("_", "-"), ())
+    fams = [_norm(x) for x in families if x]
+    return bool(fams) and bool(bad) and all(any(b in fam for b in bad) for fam in fams)
+
+
+def analyse_failure(
+    evaluations: list[VariantEvaluation],
+    *,
+    criteria: Criteria,
+    history: list[IterationSummary],
+    research_confidence: float,
+    regime: str,
+    families: list[str],
+) -> FailureAnalysis:
+    """Classify this iteration's failure. ``history`` holds the *previous* iterations."""
+    f = _Findings()
+    bugs = {e.variant_id: _bug_signals(e, criteria.min_trades) for e in evaluations}
+    buggy = [v for v, s in bugs.items() if s]
+    clean = [e for e in evaluations if not bugs[e.variant_id] and e.metrics is not None]
+    for v in buggy:
+        f.evidence.extend(bugs[v])
+    texts = " ".join(" ".join(s) for s in bugs.values())
+    if "zero trades" in texts:
+        f.hint("hint:zero_trades")
+    if "lookahead" in texts:
+        f.hint("hint:lookahead")
+    if "jobs failed" in texts:
+        f.hint("hint:exceptions")
+    if "too few trades" in texts:
+        f.hint("hint:too_few_trades")
+
+    # 1. Broken code first: nothing else is measurable until it runs and trades.
+    if evaluations and (not clean or len(buggy) / len(evaluations) >= 0.5):
+        share = len(buggy) / max(len(evaluations), 1)
+        f.actions.insert(
+            0,
+            "fix the failing variants: read the errors, make every variant trade "
+            "(check entry conditions and warm-up), never index bars forward",
+        )
+        return _out(
+            FailureType.ALGORITHM_BUG,
+            f"{len(buggy)}/{len(evaluations)} variants are broken (errors, zero trades, "
+            "undefined metrics or lookahead)",
+            0.6 + 0.4 * share,
+            f,
+        )
+    if not evaluations:
+        return _out(FailureType.ALGORITHM_BUG, "no variant was evaluated", 0.9, f)
+
+    best = best_evaluation(clean) or clean[0]
+    assert best.metrics is not None
+    failing = {
+        rule_label(c): attainment(c, metric_value(best.metrics, c.metric))
+        for c in criteria.rules
+        if not is_met(c, metric_value(best.metrics, c.metric))
+    }
+    if best.metrics.n_trades < criteria.min_trades:  # the trade floor is a criterion too
+        failing[f"min_trades>={criteria.min_trades}"] = best.metrics.n_trades / criteria.min_trades
+        f.hint("hint:too_few_trades")
+    f.evidence.append(
+        f"best variant {best.variant_id} ({best.family}): score {best.score:.2f}, DSR "
+        f"{_fmt(best.dsr)}, Sharpe {_fmt(best.metrics.sharpe)}, max DD "
+        f"{best.metrics.max_drawdown_pct:.1f}%, {best.metrics.n_trades} trades"
+    )
+    if failing:
+        f.evidence.append(
+            "failing criteria (attainment, 1 = threshold): "
+            + ", ".join(f"{k} at {a:.2f}" for k, a in failing.items())
+        )
+    design_hits = _design_signals(best, criteria, f)
+    best_dsr = max((e.dsr for e in evaluations if e.dsr is not None), default=0.0)
+    mismatch = _regime_mismatch(regime, families)
+    if mismatch:
+        f.hint("hint:regime_mismatch")
+    all_far = all(
+        any(
+            attainment(c, metric_value(e.metrics, c.metric)) < FAR_ATTAINMENT
+            for c in criteria.rules
+        )
+        for e in clean
+    )
+
+    # 2. A search that keeps failing everywhere with no deflated edge: stop spending trials.
+    past = history[-(FUNDAMENTAL_MIN_ITERATIONS - 1) :]
+    tried = {_norm(h.family) for h in history if h.family} | {_norm(e.family) for e in evaluations}
+    if (
+        len(history) + 1 >= FUNDAMENTAL_MIN_ITERATIONS
+        and all(h.best_score < FUNDAMENTAL_SCORE for h in past)
+        and best.score < FUNDAMENTAL_SCORE
+        and all_far
+        and best_dsr < NEAR_ZERO_DSR
+        and len(tried) >= 2
+    ):
+        f.evidence.append(
+            f"{len(history) + 1} iterations, {len(tried)} families ({', '.join(sorted(tried))}): "
+            f"best scores {[round(h.best_score, 2) for h in past] + [round(best.score, 2)]}, "
+            f"best DSR {best_dsr:.3f}"
+        )
+        f.actions.append(
+            "stop: no family shows an edge that survives deflation on this data; "
+            "try another universe, timeframe or data source"
+        )
+        f.hint("hint:no_edge")
+        return _out(
+            FailureType.FUNDAMENTAL_IMPOSSIBILITY,
+            "every family stays far from the criteria and the deflated Sharpe is ~0",
+            0.7 + 0.1 * min(len(history) + 1 - FUNDAMENTAL_MIN_ITERATIONS, 2),
+            f,
+        )
+
+    # 3. Near miss: tuning is the cheapest fix.
+    if failing and all(a >= NEAR_ATTAINMENT for a in failing.values()) and design_hits == 0:
+        f.hint("hint:near_threshold")
+        f.actions.insert(
+            0,
+            f"tune {best.variant_id}'s parameters in small steps around the "
+            f"current values toward: {', '.join(failing)}",
+        )
+        worst = min(failing.values())
+        return _out(
+            FailureType.PARAMETER_ISSUE,
+            f"best variant is within {1 - worst:.0%} of every failing threshold",
+            min(0.9, 0.5 + worst * 0.4),
+            f,
+        )
+    if not failing and best.dsr is not None and best.dsr < criteria.dsr_threshold:
+        # All criteria met but not significant: more tuning would only add trials.
+        f.hint("hint:low_dsr")
+        f.evidence.append(
+            f"criteria met but DSR {best.dsr:.3f} < {criteria.dsr_threshold} "
+            "after all trials counted"
+        )
+        f.actions.insert(
+            0,
+            "strengthen the edge (filters, better entries) rather than tuning; "
+            "every further trial raises the bar",
+        )
+        return _out(
+            FailureType.DESIGN_FLAW,
+            "criteria met but the edge does not survive deflation for the trials made",
+            0.6,
+            f,
+        )
+
+    # 4. The premise: weak research or families fighting the regime.
+    if research_confidence < LOW_RESEARCH_CONFIDENCE or mismatch:
+        if research_confidence < LOW_RESEARCH_CONFIDENCE:
+            f.hint("hint:low_research_confidence")
+            f.evidence.append(
+                f"research confidence {research_confidence:.2f} < {LOW_RESEARCH_CONFIDENCE}"
+            )
+        if mismatch:
+            f.evidence.append(f"families {families} contradict the {regime} regime")
+            f.actions.append(f"research families suited to a {regime} regime")
+        f.actions.insert(0, "go back to research with this failure as feedback")
+        return _out(
+            FailureType.RESEARCH_GAP,
+            "the research premise is weak or contradicts the regime",
+            0.75 if mismatch else 0.6,
+            f,
+        )
+
+    # 5. Structural defects, or no edge as designed.
+    if design_hits:
+        return _out(
+            FailureType.DESIGN_FLAW,
+            f"{design_hits} structural defect(s) in the best variant: "
+            + ", ".join(
+                h.removeprefix("hint:")
+                for h in f.hints
+                if h in ("hint:deep_drawdown", "hint:fold_collapse", "hint:cost_drag")
+            ),
+            min(0.9, 0.6 + 0.1 * design_hits),
+            f,
+        )
+    f.hint("hint:far_from_thresholds")
+    f.actions.insert(
+        0, "change the design: add a trend/regime filter, ATR stops or different entry signals"
+    )
+    return _out(
+        FailureType.DESIGN_FLAW,
+        "far from the criteria with no single defect: the design lacks an edge",
+        0.45,
+        f,
+    )
+
+
+def _fmt(x: float | None) -> str:
+    return "n/a" if x is None else f"{x:.2f}"
+
+
+def _out(kind: FailureType, cause: str, confidence: float, f: _Findings) -> FailureAnalysis:
+    actions = list(dict.fromkeys(f.actions)) + f.hints
+    return FailureAnalysis(
+        failure_type=kind,
+        root_cause=cause,
+        confidence=round(min(max(confidence, 0.0), 1.0), 3),
+        evidence=f.evidence,
+        actions=actions,
+    )

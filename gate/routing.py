@@ -1,0 +1,86 @@
+"""Three-tier routing of the develop loop: one pure function, limits from the config."""
+
+from __future__ import annotations
+
+from gate.contracts import (
+    FailureAnalysis,
+    FailureType,
+    Limits,
+    LoopCounters,
+    Route,
+    TrajectoryAnalysis,
+    TrajectoryStatus,
+)
+
+DIVERGING_MIN_ITERATIONS = 3  # one bad step is noise; a sustained slide over 3 is a verdict
+
+_STRATEGY_ROUTE = {
+    FailureType.ALGORITHM_BUG: Route.FIX,
+    FailureType.PARAMETER_ISSUE: Route.TUNE,
+    FailureType.DESIGN_FLAW: Route.REFINE,
+}
+
+
+def decide_route(
+    *,
+    any_passed: bool,
+    failure: FailureAnalysis | None,
+    trajectory: TrajectoryAnalysis | None,
+    counters: LoopCounters,
+    limits: Limits,
+) -> tuple[Route, str]:
+    """Return the next route and a reason with the numbers behind it.
+
+    Tier 1: SUCCESS. Hard stops: iteration limit, fundamental impossibility, a
+    diverging trajectory from iteration 3 on. Tier 2 (while strategy iterations
+    remain): FIX / TUNE / REFINE by failure type, with the trajectory overriding
+    stagnant tuning (REFINE) and oscillation (TUNE with smaller steps). Tier 3:
+    RESEARCH while research loops remain, else ABANDON.
+    """
+    it, max_it = counters.iteration, limits.max_iterations
+    if any_passed:
+        return Route.SUCCESS, f"a variant passed the gate at iteration {it}"
+
+    if it >= max_it:
+        return Route.ABANDON, f"iteration limit reached ({it}/{max_it}) with no variant passing"
+    kind = failure.failure_type if failure is not None else None
+    if failure is not None and kind == FailureType.FUNDAMENTAL_IMPOSSIBILITY:
+        return Route.ABANDON, (
+            f"fundamental impossibility at iteration {it} "
+            f"(confidence {failure.confidence:.2f}): {failure.root_cause}"
+        )
+    status = trajectory.status if trajectory is not None else None
+    diverging = status == TrajectoryStatus.DIVERGING
+    if trajectory is not None and diverging and it >= DIVERGING_MIN_ITERATIONS:
+        rate = trajectory.improvement_rate.get("score", 0.0)
+        return Route.ABANDON, (
+            f"trajectory diverging at iteration {it} (score {rate:+.1%} per iteration)"
+        )
+
+    si, max_si = counters.strategy_iterations, limits.max_strategy_iterations
+    budget = f"strategy iteration {si}/{max_si}"
+    if kind != FailureType.RESEARCH_GAP and si < max_si:
+        if failure is None or kind is None:
+            return Route.TUNE, f"no failure diagnosis: explore around the best variant ({budget})"
+        if kind == FailureType.PARAMETER_ISSUE and status == TrajectoryStatus.STAGNANT:
+            return Route.REFINE, (
+                f"{kind} but the score is stagnant: more tuning will not help, "
+                f"refine the design ({budget})"
+            )
+        if (
+            kind in (FailureType.PARAMETER_ISSUE, FailureType.DESIGN_FLAW)
+            and status == TrajectoryStatus.OSCILLATING
+        ):
+            return Route.TUNE, (
+                f"{kind} with an oscillating score: tune with smaller steps around the best "
+                f"({budget})"
+            )
+        return _STRATEGY_ROUTE[kind], (
+            f"{kind} (confidence {failure.confidence:.2f}): {failure.root_cause} ({budget})"
+        )
+
+    why = "research gap" if kind == FailureType.RESEARCH_GAP else f"{budget}: budget exhausted"
+    rl, max_rl = counters.research_loops, limits.max_research_loops
+    if rl < max_rl:
+        return Route.RESEARCH, f"{why}: back to research (research loop {rl + 1}/{max_rl})"
+    return Route.ABANDON, f"{why} and research loops exhausted ({rl}/{max_rl})"

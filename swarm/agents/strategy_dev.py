@@ -1,0 +1,104 @@
+"""Strategy development, rules brain: which specs to try next, given the gate's route.
+
+Pure and deterministic for a given ``rng``: the graph node does the I/O.
+INITIAL / RESEARCH: diverse families, the research's and the directive's first.
+TUNE: parameter moves around the best variant so far. FIX: repair what broke.
+REFINE: change the design along the failure analysis' hints.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import random
+from dataclasses import dataclass
+
+from gate.contracts import FailureAnalysis, VariantEvaluation
+from strategies.families import initial_specs
+from strategies.mutate import fix, refine, tune
+from strategies.spec import StrategySpec
+
+ALL_FAMILIES = ["momentum", "mean_reversion", "breakout", "trend", "volatility"]
+
+
+@dataclass(frozen=True)
+class Proposal:
+    spec: StrategySpec
+    parent_id: str | None
+    why: str
+
+
+def preferred_order(directive_families: list[str], research_families: list[str]) -> list[str]:
+    """The directive's style first, then the research's recommendation, then the rest."""
+    ordered = [f for f in directive_families + research_families if f in ALL_FAMILIES]
+    return list(dict.fromkeys(ordered + ALL_FAMILIES))
+
+
+def problem_of(evaluation: VariantEvaluation, min_trades: int) -> str | None:
+    """What FIX should repair in one evaluated variant, or None if it is not broken."""
+    vetoes = " ".join(evaluation.vetoes).lower()
+    if "lookahead" in vetoes:
+        return "lookahead"
+    if evaluation.n_jobs and evaluation.n_errors * 2 > evaluation.n_jobs:
+        return "exception"
+    n_trades = evaluation.metrics.n_trades if evaluation.metrics else 0
+    if n_trades == 0:
+        return "zero_trades"
+    if n_trades < min_trades:
+        return "too_few_trades"
+    return None
+
+
+def propose(
+    *,
+    route: str,
+    n: int,
+    rng: random.Random,
+    seen: set[str],
+    families: list[str],
+    suggested: dict | None,
+    best: tuple[str, StrategySpec] | None,
+    last: list[tuple[VariantEvaluation, StrategySpec]],
+    failure: FailureAnalysis | None,
+    min_trades: int,
+) -> list[Proposal]:
+    seen = set(seen)
+    out: list[Proposal] = []
+
+    def add(spec: StrategySpec, parent: str | None, why: str) -> None:
+        key = spec.trial_key()
+        if key not in seen and len(out) < n:
+            seen.add(key)
+            out.append(Proposal(spec, parent, why))
+
+    if route == "FIX":
+        for ev, spec in last:
+            problem = problem_of(ev, min_trades)
+            if problem:
+                with contextlib.suppress(LookupError):  # no untried repair left for this one
+                    add(fix(spec, problem, rng=rng, seen=seen), ev.variant_id, f"fix {problem}")
+    elif route == "REFINE":
+        hints = [a.split(":", 1)[1] for a in (failure.actions if failure else []) if a.startswith("hint:")]
+        hints = hints or ["deep_drawdown"]
+        ranked = sorted(last, key=lambda p: p[0].score, reverse=True)
+        # Refine the best of each family, so the design change is tried on several ideas.
+        by_family: dict[str, tuple[VariantEvaluation, StrategySpec]] = {}
+        for ev, spec in ranked:
+            by_family.setdefault(ev.family, (ev, spec))
+        for i, (ev, spec) in enumerate(by_family.values()):
+            hint = hints[i % len(hints)]
+            with contextlib.suppress(LookupError):  # every design change already tried
+                add(refine(spec, failure_hint=hint, rng=rng, seen=seen), ev.variant_id, f"refine: {hint}")
+
+    if route in {"TUNE", "FIX", "REFINE"} and best is not None:
+        best_id, best_spec = best
+        for spec in tune(best_spec, max(0, n - len(out)), rng=rng, seen=seen):
+            add(spec, best_id, "tune around the best so far")
+
+    if len(out) < n:  # INITIAL, RESEARCH, or nothing left to mutate: fresh diverse ideas
+        for spec in initial_specs(2 * n, preferred_families=families, suggested=suggested, rng=rng):
+            add(spec, None, f"new {spec.family.value} idea")
+    if len(out) < n:  # every default already tried: perturb the defaults
+        for spec in initial_specs(n, preferred_families=families, suggested=suggested, rng=rng):
+            for tuned in tune(spec, n, rng=rng, seen=seen):
+                add(tuned, None, f"perturbed {spec.family.value} idea")
+    return out

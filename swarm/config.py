@@ -1,0 +1,46 @@
+"""One run's configuration: an immutable object passed down, never a global."""
+
+from __future__ import annotations
+
+from datetime import date
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from backtest.contracts import CostModel
+from gate.contracts import Limits
+
+
+class RunConfig(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    directive: str
+    tickers: list[str]
+    universe_source: str
+    preferred_families: list[str]
+    start: date
+    end: date
+    timeframe: str = "1d"
+    data_dir: Path | None = None
+    source: str = "auto"
+    cache_dir: Path | None = None
+    news_file: Path | None = None
+    variants: int = Field(5, ge=1, le=50)
+    limits: Limits = Field(default_factory=Limits)
+    seed: int = 0
+    out: Path = Path("runs")
+    llm: str = "none"
+    costs: CostModel = Field(default_factory=CostModel)
+    criteria_text: str | None = None
+    holdout_frac: float = Field(0.2, gt=0, lt=0.5)
+    n_folds: int = Field(3, ge=1, le=10)
+    warmup_bars: int = Field(200, ge=0)
+    workers: int | None = None
+    executor: str = "process"
+    offline: bool = False
+
+    @property
+    def periods_per_year(self) -> int:
+        if self.timeframe == "1h":
+            return 252 * 7  # ~7 regular-session hours; crypto users should read the caveat
+        return 252

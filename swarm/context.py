@@ -1,0 +1,45 @@
+"""Everything a node needs that is not state: config, data, executor, run folder.
+
+Built once per run by the CLI and handed to the graph as LangGraph's runtime
+context (``graph.invoke(..., context=ctx)``), so there is no global config.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import pandas as pd
+
+from backtest.contracts import Fold
+from backtest.data import LoadedBars
+from backtest.executor import Executor
+from backtest.splits import TimeSplit
+from experiments.runfolder import RunFolder
+from gate.contracts import Criteria
+from swarm.config import RunConfig
+from swarm.progress import Progress
+
+
+@dataclass
+class RunContext:
+    config: RunConfig
+    run: RunFolder
+    data: dict[str, LoadedBars]
+    split: TimeSplit
+    folds: list[Fold]
+    holdout_fold: Fold
+    criteria: Criteria
+    executor: Executor
+    progress: Progress
+    news_items: list[Any] = field(default_factory=list)
+    cache: dict[str, Any] = field(default_factory=dict)  # per-run memo (feature bundles…)
+
+    @property
+    def symbols(self) -> list[str]:
+        return list(self.data)
+
+    def insample_bars(self, symbol: str) -> pd.DataFrame:
+        """The only window research may look at: the holdout stays sealed."""
+        bars = self.data[symbol].bars
+        return bars.loc[: pd.Timestamp(self.split.insample_end)]

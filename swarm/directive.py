@@ -1,0 +1,83 @@
+"""Directive -> plan, by rules. The LLM brain may interpret a directive; this one never guesses.
+
+The rules read three things from free text: a style (which strategy families to try
+first), a universe (a sector word or explicit tickers), and a timeframe hint.
+"""
+
+from __future__ import annotations
+
+import re
+
+from pydantic import BaseModel
+
+# Longest phrases first so "mean reversion" wins over a bare "reversion".
+STYLE_KEYWORDS: list[tuple[str, list[str]]] = [
+    ("mean reversion", ["mean_reversion"]),
+    ("mean-reversion", ["mean_reversion"]),
+    ("reversion", ["mean_reversion"]),
+    ("revert", ["mean_reversion"]),
+    ("oversold", ["mean_reversion"]),
+    ("pullback", ["mean_reversion", "momentum"]),
+    ("momentum", ["momentum"]),
+    ("breakout", ["breakout"]),
+    ("channel", ["breakout"]),
+    ("trend", ["trend"]),
+    ("volatility", ["volatility"]),
+    ("squeeze", ["volatility"]),
+]
+
+SECTORS: dict[str, list[str]] = {
+    "tech": ["AAPL", "MSFT", "NVDA", "GOOGL", "AMZN"],
+    "technology": ["AAPL", "MSFT", "NVDA", "GOOGL", "AMZN"],
+    "semis": ["NVDA", "AMD", "INTC", "QCOM", "TXN", "AVGO"],
+    "semiconductor": ["NVDA", "AMD", "INTC", "QCOM", "TXN", "AVGO"],
+    "software": ["MSFT", "ORCL", "ADBE", "CRM"],
+    "index": ["SPY", "QQQ", "IWM", "DIA"],
+    "etf": ["SPY", "QQQ", "IWM", "DIA"],
+    "crypto": ["BTC-USD", "ETH-USD"],
+}
+DEFAULT_UNIVERSE = SECTORS["tech"]
+ALL_FAMILIES = ["momentum", "mean_reversion", "breakout", "trend", "volatility"]
+_TICKER = re.compile(r"(?<![\w$])\$?([A-Z]{1,5}(?:-USD)?)(?![\w])")
+_NOT_TICKERS = {"A", "I", "AND", "OR", "IN", "ON", "THE", "ETF", "USD", "ATR", "RSI", "MACD", "SMA"}
+
+
+class Plan(BaseModel):
+    directive: str
+    style: str  # the first preferred family, or "any"
+    preferred_families: list[str]
+    universe_source: str  # "sector:tech", "directive", "default", "--tickers"
+    tickers: list[str]
+    timeframe: str
+
+
+def parse_directive(directive: str) -> Plan:
+    text = directive.strip()
+    if not text:
+        raise ValueError("empty directive")
+    low = text.lower()
+
+    families: list[str] = []
+    for phrase, fams in STYLE_KEYWORDS:
+        if phrase in low:
+            low = low.replace(phrase, " ")  # consume, so "mean reversion" is not also "reversion"
+            families += [f for f in fams if f not in families]
+
+    explicit = [t for t in _TICKER.findall(text) if t not in _NOT_TICKERS]
+    sector = next((w for w in re.findall(r"[a-z]+", text.lower()) if w in SECTORS), None)
+    if explicit:
+        tickers, source = list(dict.fromkeys(explicit)), "directive"
+    elif sector:
+        tickers, source = SECTORS[sector], f"sector:{sector}"
+    else:
+        tickers, source = DEFAULT_UNIVERSE, "default"
+
+    timeframe = "1h" if re.search(r"\b(hourly|intraday|1h)\b", text.lower()) else "1d"
+    return Plan(
+        directive=text,
+        style=families[0] if families else "any",
+        preferred_families=families,
+        universe_source=source,
+        tickers=list(tickers),
+        timeframe=timeframe,
+    )

@@ -1,0 +1,291 @@
+"""Gate nodes: reduce the backtests, score, analyse failure and trajectory, route the loop."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+import pandas as pd
+
+from langgraph.runtime import Runtime
+
+from backtest.contracts import BacktestResult, JobStatus
+from gate.aggregate import aggregate_variant
+from gate.contracts import (
+    FailureAnalysis,
+    GateDecision,
+    IterationSummary,
+    Limits,
+    LoopCounters,
+    Route,
+    TrajectoryAnalysis,
+    VariantEvaluation,
+)
+from gate.evaluate import evaluate_variants
+from gate.failure import analyse_failure
+from gate.fuzzy import FuzzyScorer
+from gate.ledger import TrialLedger
+from gate.routing import decide_route
+from gate.trajectory import analyse_trajectory
+from strategies.spec import StrategyVariant
+from swarm.context import RunContext
+from swarm.state import DevelopState
+
+SUMMARY_METRICS = ("sharpe", "sortino", "cagr_pct", "max_drawdown_pct", "win_rate_pct",
+                   "profit_factor", "n_trades", "exposure_pct")  # fmt: skip
+
+
+def portfolio_series(results: list[BacktestResult], periods_per_year: int) -> pd.Series:
+    """The equal-weight portfolio's per-period returns, indexed by date."""
+    ok = [r for r in results if r.status == JobStatus.OK]
+    _, _, rets = aggregate_variant(ok, periods_per_year=periods_per_year)
+    dates = sorted({d for r in ok for d in r.return_dates})
+    return pd.Series(list(rets), index=pd.to_datetime(dates[: len(rets)]), dtype=float)
+
+
+
+def _scorer(ctx: RunContext) -> FuzzyScorer:
+    if "scorer" not in ctx.cache:
+        ctx.cache["scorer"] = FuzzyScorer(ctx.criteria)
+    return ctx.cache["scorer"]
+
+
+def _rank(ev: VariantEvaluation) -> tuple:
+    sharpe = ev.metrics.sharpe if ev.metrics and ev.metrics.sharpe is not None else float("-inf")
+    return (ev.passed, not ev.vetoes, ev.score, ev.dsr or 0.0, sharpe)
+
+
+def gate(state: DevelopState, runtime: Runtime[RunContext]) -> dict[str, Any]:
+    ctx = runtime.context
+    results = [BacktestResult.model_validate(r) for r in state.get("results", [])]
+    variants = [StrategyVariant.model_validate(v) for v in state.get("variants", [])]
+    ledger = TrialLedger.model_validate(state.get("ledger") or {})
+    evaluations = evaluate_variants(
+        [(v.variant_id, v.spec.family.value, v.spec.trial_key()) for v in variants],
+        results,
+        ctx.criteria,
+        ledger,
+        scorer=_scorer(ctx),
+        periods_per_year=ctx.config.periods_per_year,
+    )
+    best = state.get("best")
+    if evaluations:
+        top = max(evaluations, key=_rank)
+        if best is None or _rank(top) > _rank(VariantEvaluation.model_validate(best)):
+            rets = portfolio_series(
+                [r for r in results if r.variant_id == top.variant_id], ctx.config.periods_per_year
+            )
+            best = top.model_dump(mode="json") | {
+                "portfolio": {"dates": [d.date().isoformat() for d in rets.index], "values": rets.tolist()}
+            }
+    n_passed = sum(e.passed for e in evaluations)
+    ctx.progress.stage(
+        "gate",
+        f"iteration {state['iteration']}: {n_passed}/{len(evaluations)} passed; best score "
+        f"{max((e.score for e in evaluations), default=0):.3f}; trials counted {ledger.n_trials}",
+    )
+    return {
+        "evaluations": [e.model_dump(mode="json") for e in evaluations],
+        "ledger": ledger.model_dump(mode="json"),
+        "best": best,
+        "failure": None,
+        "trajectory": None,
+        "n_backtests": state.get("n_backtests", 0) + len(results),
+    }
+
+
+def after_gate(state: DevelopState) -> str:
+    return "router" if any(e["passed"] for e in state.get("evaluations", [])) else "failure_analysis"
+
+
+def failure_analysis(state: DevelopState, runtime: Runtime[RunContext]) -> dict[str, Any]:
+    ctx = runtime.context
+    synthesis = state.get("synthesis") or {}
+    evaluations = [VariantEvaluation.model_validate(e) for e in state.get("evaluations", [])]
+    analysis = analyse_failure(
+        evaluations,
+        criteria=ctx.criteria,
+        history=[IterationSummary.model_validate(h) for h in state.get("history", [])],
+        research_confidence=float(synthesis.get("confidence", 0.0)),
+        regime=str(synthesis.get("regime", "")),
+        families=sorted({e.family for e in evaluations}),
+    )
+    ctx.progress.stage(
+        "failure", f"{analysis.failure_type.value} ({analysis.confidence:.2f}): {analysis.root_cause}"
+    )
+    return {"failure": analysis.model_dump(mode="json")}
+
+
+def after_failure(state: DevelopState) -> str:
+    # The trajectory needs this iteration plus at least one before it.
+    return "trajectory" if len(state.get("history", [])) >= 1 else "router"
+
+
+def _summary(state: DevelopState, route: Route) -> IterationSummary:
+    evaluations = [VariantEvaluation.model_validate(e) for e in state.get("evaluations", [])]
+    top = max(evaluations, key=_rank) if evaluations else None
+    all_variants = state.get("all_variants", {})
+    params = all_variants[top.variant_id]["spec"]["parameters"] if top else {}
+    metrics = top.metrics.model_dump() if top and top.metrics else {}
+    return IterationSummary(
+        iteration=state["iteration"],
+        route=route,
+        best_variant_id=top.variant_id if top else None,
+        family=top.family if top else None,
+        best_score=top.score if top else 0.0,
+        best_metrics={k: metrics.get(k) for k in SUMMARY_METRICS} | {"dsr": top.dsr if top else None},
+        best_parameters=params,
+        n_passed=sum(e.passed for e in evaluations),
+    )
+
+
+def trajectory(state: DevelopState, runtime: Runtime[RunContext]) -> dict[str, Any]:
+    ctx = runtime.context
+    # The current iteration's route is not decided yet; the analysis reads scores and metrics.
+    history = [IterationSummary.model_validate(h) for h in state.get("history", [])]
+    history.append(_summary(state, Route.TUNE))
+    analysis = analyse_trajectory(history)
+    if analysis is None:
+        return {"trajectory": None}
+    ctx.progress.stage("trajectory", f"{analysis.status.value}: {analysis.reasoning}")
+    return {"trajectory": analysis.model_dump(mode="json")}
+
+
+def router(state: DevelopState, runtime: Runtime[RunContext]) -> dict[str, Any]:
+    ctx = runtime.context
+    cfg = ctx.config
+    iteration = state["iteration"]
+    counters = LoopCounters.model_validate(state.get("counters") or {"iteration": iteration})
+    counters = counters.model_copy(update={"iteration": iteration})
+    evaluations = [VariantEvaluation.model_validate(e) for e in state.get("evaluations", [])]
+    failure = FailureAnalysis.model_validate(state["failure"]) if state.get("failure") else None
+    traj = TrajectoryAnalysis.model_validate(state["trajectory"]) if state.get("trajectory") else None
+    limits: Limits = cfg.limits
+    route, reason = decide_route(
+        any_passed=any(e.passed for e in evaluations),
+        failure=failure,
+        trajectory=traj,
+        counters=counters,
+        limits=limits,
+    )
+    ledger = TrialLedger.model_validate(state.get("ledger") or {})
+    top = max(evaluations, key=_rank) if evaluations else None
+    decision = GateDecision(
+        iteration=iteration,
+        decision=route,
+        best_variant_id=top.variant_id if top else None,
+        evaluations=evaluations,
+        failure=failure,
+        trajectory=traj,
+        reasoning=reason,
+        actions=failure.actions if failure else [],
+        n_trials=ledger.n_trials,
+    )
+    _record_iteration(ctx, state, decision)
+    summary = _summary(state, route)
+    history = [*state.get("history", []), summary.model_dump(mode="json")]
+    ctx.progress.stage("route", f"iteration {iteration} -> {route.value}: {reason}")
+
+    update: dict[str, Any] = {
+        "decisions": [decision.model_dump(mode="json")],
+        "history": history,
+        "route": route.value,
+    }
+    if route in (Route.TUNE, Route.FIX, Route.REFINE):
+        update["iteration"] = iteration + 1
+        update["counters"] = counters.model_copy(
+            update={"iteration": iteration + 1, "strategy_iterations": counters.strategy_iterations + 1}
+        ).model_dump()
+    elif route == Route.RESEARCH:
+        update["iteration"] = iteration + 1
+        update["counters"] = counters.model_copy(
+            update={
+                "iteration": iteration + 1,
+                "strategy_iterations": 1,
+                "research_loops": counters.research_loops + 1,
+            }
+        ).model_dump()
+        update["feedback"] = [*state.get("feedback", []), reason]
+    return update
+
+
+def after_router(state: DevelopState) -> str:
+    route = state["route"]
+    if route == Route.SUCCESS:
+        return "holdout"
+    if route == Route.ABANDON:
+        return "finalize"
+    if route == Route.RESEARCH:
+        return "data_extractor"
+    return "strategy_dev"
+
+
+def _record_iteration(ctx: RunContext, state: DevelopState, decision: GateDecision) -> None:
+    """One JSONL record per variant × symbol, then one for the gate decision."""
+    now = datetime.now(UTC).isoformat()
+    run_id = ctx.run.root.name
+    evals = {e.variant_id: e for e in decision.evaluations}
+    results = [BacktestResult.model_validate(r) for r in state.get("results", [])]
+    for variant_dump in state.get("variants", []):
+        variant = StrategyVariant.model_validate(variant_dump)
+        ev = evals.get(variant.variant_id)
+        for symbol in ctx.symbols:
+            rs = sorted(
+                (r for r in results if r.variant_id == variant.variant_id and r.symbol == symbol),
+                key=lambda r: r.fold,
+            )
+            ok = [r for r in rs if r.status == JobStatus.OK]
+            metrics, fold_sharpes, _ = aggregate_variant(ok, periods_per_year=ctx.config.periods_per_year)
+            ctx.run.tracker.append(
+                {
+                    "kind": "backtest",
+                    "run_id": run_id,
+                    "iteration": decision.iteration,
+                    "route": state.get("route", "INITIAL"),
+                    "variant_id": variant.variant_id,
+                    "parent_id": variant.parent_id,
+                    "name": variant.spec.name,
+                    "family": variant.spec.family.value,
+                    "trial_key": variant.spec.trial_key(),
+                    "parameters": variant.spec.parameters,
+                    "code_sha256": variant.code_sha256,
+                    "symbol": symbol,
+                    "symbols": [symbol],
+                    "data_sha256": ctx.data[symbol].sha256,
+                    "folds": [
+                        {
+                            "fold": r.fold,
+                            "status": r.status.value,
+                            "error": r.error,
+                            "metrics": r.metrics.model_dump() if r.metrics else None,
+                        }
+                        for r in rs
+                    ],
+                    "fold_sharpes": fold_sharpes,
+                    "status": "ok" if len(ok) == len(rs) and rs else ("error" if not ok else "partial"),
+                    "metrics": metrics.model_dump() if metrics else None,
+                    "gate_score": ev.score if ev else None,
+                    "gate_passed": ev.passed if ev else False,
+                    "gate_vetoes": ev.vetoes if ev else [],
+                    "gate_decision": decision.decision.value,
+                    "recorded_at": now,
+                }
+            )
+    ctx.run.tracker.append(
+        {
+            "kind": "gate",
+            "run_id": run_id,
+            "iteration": decision.iteration,
+            "route": state.get("route", "INITIAL"),
+            "gate_decision": decision.decision.value,
+            "variant_id": decision.best_variant_id,
+            "symbols": ctx.symbols,
+            "metrics": next(
+                (e.metrics.model_dump() for e in decision.evaluations
+                 if e.variant_id == decision.best_variant_id and e.metrics), None,
+            ),  # fmt: skip
+            "gate_score": max((e.score for e in decision.evaluations), default=None),
+            "decision": decision.model_dump(mode="json"),
+            "recorded_at": now,
+        }
+    )

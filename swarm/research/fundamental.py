@@ -1,0 +1,174 @@
+"""Rules brains of the five fundamental subagents.
+
+They read a fundamentals snapshot (yfinance ``Ticker.info`` field names) from the
+context's provider and abstain when there is none. Caveat a quant must know: such a
+snapshot is current, not point-in-time, so confidence is capped at 0.4 and a snapshot
+dated after ``as_of`` is refused.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+from collections.abc import Callable
+from typing import Any
+
+from swarm.research.context import ResearchContext, abstain, clip
+from swarm.research.features import FeatureBundle
+from swarm.research.models import Domain, Finding
+
+MAX_CONFIDENCE = 0.4  # fundamentals are slow-moving and not point-in-time here
+
+
+def _num(data: dict[str, Any], key: str) -> float | None:
+    v = data.get(key)
+    if isinstance(v, bool) or not isinstance(v, int | float):
+        return None
+    return float(v) if math.isfinite(v) else None
+
+
+# Each scorer: available numbers -> list of (component score in [-1, 1], text).
+Scorer = Callable[[dict[str, float]], list[tuple[float, str]]]
+
+
+def _financial_metrics(x: dict[str, float]) -> list[tuple[float, str]]:
+    out = []
+    if (pm := x.get("profitMargins")) is not None:
+        out.append((clip((pm - 0.10) / 0.15), f"profit margin {pm * 100:.1f}% (10% neutral)"))
+    if (om := x.get("operatingMargins")) is not None:
+        out.append((clip((om - 0.12) / 0.15), f"operating margin {om * 100:.1f}% (12% neutral)"))
+    if (roe := x.get("returnOnEquity")) is not None:
+        out.append((clip((roe - 0.12) / 0.15), f"ROE {roe * 100:.1f}% (12% neutral)"))
+    if (rg := x.get("revenueGrowth")) is not None:
+        out.append((clip(rg / 0.15), f"revenue growth {rg * 100:+.1f}%"))
+    if (eg := x.get("earningsGrowth")) is not None:
+        out.append((clip(eg / 0.25), f"earnings growth {eg * 100:+.1f}%"))
+    return out
+
+
+def _valuation(x: dict[str, float]) -> list[tuple[float, str]]:
+    out = []
+    if (pe := x.get("trailingPE")) is not None:
+        score = -0.5 if pe <= 0 else clip((20 - pe) / 15)  # cheap is bullish, losses bearish
+        out.append((score, f"trailing P/E {pe:.1f} (20 neutral)"))
+        if (fpe := x.get("forwardPE")) is not None and fpe > 0 and pe > 0:
+            out.append((clip((pe - fpe) / pe * 3), f"forward P/E {fpe:.1f} vs trailing {pe:.1f}"))
+    if (pb := x.get("priceToBook")) is not None and pb > 0:
+        out.append((clip((3 - pb) / 3), f"price/book {pb:.2f} (3 neutral)"))
+    if (peg := x.get("pegRatio")) is not None and peg > 0:
+        out.append((clip((1.5 - peg) / 1.5), f"PEG {peg:.2f} (1.5 neutral)"))
+    if (ev := x.get("enterpriseToEbitda")) is not None and ev > 0:
+        out.append((clip((14 - ev) / 10), f"EV/EBITDA {ev:.1f} (14 neutral)"))
+    return out
+
+
+def _balance_sheet(x: dict[str, float]) -> list[tuple[float, str]]:
+    out = []
+    if (de := x.get("debtToEquity")) is not None:  # yfinance reports it in percent
+        out.append((clip((100 - de) / 100), f"debt/equity {de:.0f}% (100% neutral)"))
+    if (cr := x.get("currentRatio")) is not None:
+        out.append((clip(cr - 1.0), f"current ratio {cr:.2f} (1.0 neutral)"))
+    if (qr := x.get("quickRatio")) is not None:
+        out.append((clip(qr - 0.8), f"quick ratio {qr:.2f} (0.8 neutral)"))
+    cash, debt, cap = x.get("totalCash"), x.get("totalDebt"), x.get("marketCap")
+    if cash is not None and debt is not None and cap:
+        net = (cash - debt) / cap
+        out.append((clip(net * 10), f"net cash {net * 100:+.1f}% of market cap"))
+    return out
+
+
+def _cash_flow(x: dict[str, float]) -> list[tuple[float, str]]:
+    out = []
+    cap = x.get("marketCap")
+    if (fcf := x.get("freeCashflow")) is not None and cap:
+        y = fcf / cap
+        out.append((clip((y - 0.03) / 0.04), f"free-cash-flow yield {y * 100:.2f}% (3% neutral)"))
+    if (ocf := x.get("operatingCashflow")) is not None and cap:
+        y = ocf / cap
+        out.append((clip((y - 0.05) / 0.05), f"operating cash-flow yield {y * 100:.2f}%"))
+    return out
+
+
+def _industry(x: dict[str, float]) -> list[tuple[float, str]]:
+    # Without a peer set there is nothing to rank against: report beta as risk context only.
+    if (beta := x.get("beta")) is not None:
+        return [(0.0, f"beta {beta:.2f}")]
+    return []
+
+
+SPECS: dict[str, tuple[tuple[str, ...], Scorer]] = {
+    "financial_metrics": (
+        ("profitMargins", "operatingMargins", "returnOnEquity", "revenueGrowth",
+         "earningsGrowth"), _financial_metrics,
+    ),
+    "valuation": (
+        ("trailingPE", "forwardPE", "priceToBook", "pegRatio", "enterpriseToEbitda"), _valuation,
+    ),
+    "balance_sheet": (
+        ("debtToEquity", "currentRatio", "quickRatio", "totalCash", "totalDebt", "marketCap"),
+        _balance_sheet,
+    ),
+    "cash_flow": (("freeCashflow", "operatingCashflow", "marketCap"), _cash_flow),
+    "industry": (("beta",), _industry),
+}  # fmt: skip
+
+
+def _snapshot_date(data: dict[str, Any]) -> dt.date | None:
+    raw = data.get("as_of") or data.get("asOf")
+    if raw is None:
+        return None
+    try:
+        return dt.date.fromisoformat(str(raw)[:10])
+    except ValueError:
+        return None
+
+
+def run_fundamental(
+    specialization: str, bundle: FeatureBundle, context: ResearchContext
+) -> Finding:
+    symbol, as_of = bundle.symbol, bundle.as_of
+    fields, scorer = SPECS[specialization]
+
+    def no(reason: str) -> Finding:
+        return abstain(symbol, Domain.FUNDAMENTAL, specialization, ", ".join(fields), reason, as_of)
+
+    if context.fundamentals is None:
+        where = "offline" if context.offline else "in this run"
+        return no(f"no fundamentals source available {where} (yfinance unreachable or disabled)")
+    data, error = context.fundamentals_for(symbol)
+    if error:
+        return no(f"fundamentals provider failed for {symbol} ({error})")
+    if not data:
+        return no(f"fundamentals provider returned nothing for {symbol}")
+    snap = _snapshot_date(data)
+    if snap is not None and snap > dt.date.fromisoformat(as_of):
+        return no(f"fundamentals snapshot dated {snap} is after as_of {as_of} (lookahead)")
+
+    x = {k: v for k in fields if (v := _num(data, k)) is not None}
+    parts = scorer(x)
+    sector, industry = data.get("sector"), data.get("industry")
+    if specialization == "industry":
+        if not (sector or industry) and not parts:
+            return no(f"provider has no sector, industry or beta for {symbol}")
+        label = f"sector {sector or 'unknown'}, industry {industry or 'unknown'}"
+        interp = (
+            f"{symbol} is classified in {label}"
+            + (f"; {parts[0][1]}" if parts else "")
+            + "; no peer set is available to rank it, so no directional stance."
+        )
+        return Finding(
+            symbol=symbol, type=Domain.FUNDAMENTAL, specialization=specialization,
+            indicator="sector, industry, beta", value=x.get("beta"), interpretation=interp,
+            signal=0.0, confidence=0.1, evidence=x, as_of=as_of,
+        )  # fmt: skip
+    if not parts:
+        return no(f"provider has none of {', '.join(fields)} for {symbol}")
+    signal = clip(sum(s for s, _ in parts) / len(parts))
+    confidence = clip(0.15 + 0.05 * len(parts) + 0.15 * abs(signal), 0, MAX_CONFIDENCE)
+    when = f"snapshot dated {snap}" if snap else "undated (current) snapshot, not point-in-time"
+    interp = f"{'; '.join(t for _, t in parts)} -> score {signal:+.2f} ({when})."
+    return Finding(
+        symbol=symbol, type=Domain.FUNDAMENTAL, specialization=specialization,
+        indicator=", ".join(x), value=next(iter(x.values())), interpretation=interp, signal=signal,
+        confidence=confidence, evidence=x, as_of=as_of,
+    )  # fmt: skip

@@ -1,0 +1,78 @@
+"""Executors: the fork pool matches serial runs and survives a worker that dies."""
+
+from __future__ import annotations
+
+from datetime import date
+
+import bt_strategy_sources as src
+import pytest
+from conftest import read_real_bars
+
+from backtest.contracts import BacktestJob, Fold, JobStatus
+from backtest.errors import BacktestError
+from backtest.executor import Executor, ProcessPoolBackend, SerialBackend, make_executor
+
+FOLD = Fold(index=0, warmup_start=date(2014, 1, 2), start=date(2015, 1, 2), end=date(2016, 12, 30))
+
+
+@pytest.fixture(scope="module")
+def jobs() -> list[BacktestJob]:
+    bars = read_real_bars("AAPL", "2014-01-01", "2016-12-31")
+    return [
+        BacktestJob(
+            job_id=f"j{i}",
+            variant_id="sma",
+            code=src.SMA_CROSS,
+            symbol="AAPL",
+            bars=bars,
+            fold=FOLD,
+            params={"fast": 5 + 3 * i, "slow": 30},
+        )
+        for i in range(4)
+    ]
+
+
+def _comparable(results):
+    return [r.model_dump(exclude={"duration_s"}) for r in results]
+
+
+@pytest.mark.integration
+def test_process_pool_matches_serial(jobs: list[BacktestJob]) -> None:
+    seen = []
+    with ProcessPoolBackend(2) as pool:
+        assert isinstance(pool, Executor)
+        parallel = pool.map(jobs, on_result=lambda r: seen.append(r.job_id))
+    with SerialBackend() as serial:
+        expected = serial.map(jobs)
+    assert [r.job_id for r in parallel] == ["j0", "j1", "j2", "j3"]  # job order
+    assert sorted(seen) == ["j0", "j1", "j2", "j3"]
+    assert all(r.status == JobStatus.OK for r in parallel)
+    assert _comparable(parallel) == _comparable(expected)
+
+
+@pytest.mark.integration
+def test_dead_worker_is_an_error_and_the_pool_recovers(jobs: list[BacktestJob]) -> None:
+    killer = BacktestJob(
+        job_id="killer",
+        variant_id="bad",
+        code=src.EXITS_PROCESS,
+        symbol="AAPL",
+        bars=jobs[0].bars,
+        fold=FOLD,
+    )
+    with ProcessPoolBackend(2) as pool:
+        results = pool.map([jobs[0], killer, jobs[1]])
+        assert [r.status for r in results] == [JobStatus.OK, JobStatus.ERROR, JobStatus.OK]
+        assert results[1].error.startswith("WorkerCrashed") and results[1].job_id == "killer"
+        after = pool.submit(jobs[2]).result(timeout=60)
+        assert after.status == JobStatus.OK
+
+
+@pytest.mark.unit
+def test_make_executor() -> None:
+    with make_executor("serial") as ex:
+        assert isinstance(ex, SerialBackend)
+    with pytest.raises(BacktestError, match="--executor ray is not available yet"):
+        make_executor("ray")
+    with pytest.raises(BacktestError, match="--executor: unknown kind 'gpu'"):
+        make_executor("gpu")

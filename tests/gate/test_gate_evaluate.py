@@ -1,0 +1,133 @@
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from gate_builders import iso_dates, make_result
+
+from backtest.contracts import JobStatus
+from gate.criteria import parse_criteria
+from gate.evaluate import best_evaluation, evaluate_variants
+from gate.ledger import TrialLedger
+from gate.stats import deflated_sharpe_ratio
+
+pytestmark = pytest.mark.unit
+
+CRITERIA = parse_criteria(None)
+N = 500
+DATES = iso_dates(N)
+
+
+def _strong(seed: int) -> np.ndarray:
+    # Daily mean 0.2% / sd 1%: annual Sharpe ~3.2, drawdowns well under 20%.
+    return np.random.default_rng(seed).normal(0.002, 0.01, N)
+
+
+def _pnls(n: int, win: float = 0.6) -> list[float]:
+    k = int(n * win)
+    return [200.0] * k + [-100.0] * (n - k)
+
+
+def _jobs(vid: str, rets_by_symbol: dict[str, np.ndarray], n_trades: int = 40) -> list:
+    return [
+        make_result(
+            vid, r, symbol=s, dates=DATES, trade_pnls=_pnls(n_trades // 2), bars_in_market=N // 2
+        )
+        for s, r in rets_by_symbol.items()
+    ]
+
+
+@pytest.fixture
+def scenario():
+    results = []
+    results += _jobs("good", {"A": _strong(1), "B": _strong(2)})
+    results += [
+        make_result("broken", [], symbol=s, status=JobStatus.ERROR, error="NameError: x")
+        for s in "AB"
+    ]
+    results += _jobs("mostly_broken", {"A": _strong(3)}) + [
+        make_result("mostly_broken", [], symbol=s, status=JobStatus.TIMEOUT) for s in "BC"
+    ]
+    results += _jobs("few_trades", {"A": _strong(4), "B": _strong(5)}, n_trades=10)
+    results += _jobs("peeker", {"A": _strong(6), "B": _strong(7)})
+    results += [
+        make_result("flat", np.zeros(N), symbol=s, dates=DATES, trade_pnls=_pnls(20)) for s in "AB"
+    ]
+    variants = [
+        (v, "momentum", f"sha-{v}")
+        for v in ("good", "broken", "mostly_broken", "few_trades", "peeker", "flat", "missing")
+    ]
+    return variants, results
+
+
+def test_vetoes_and_pass(scenario) -> None:
+    variants, results = scenario
+    ledger = TrialLedger()
+    ev = {
+        e.variant_id: e
+        for e in evaluate_variants(
+            variants, results, CRITERIA, ledger, lookahead_flags={"peeker": "close[1] used"}
+        )
+    }
+    good = ev["good"]
+    assert good.vetoes == [] and all(good.criteria_met.values())
+    assert good.score >= CRITERIA.score_threshold and good.dsr is not None and good.dsr >= 0.95
+    assert good.passed and good.n_jobs == 2 and good.n_errors == 0
+    assert any("every job failed" in v for v in ev["broken"].vetoes)
+    assert ev["broken"].metrics is None and "NameError" in ev["broken"].errors[0]
+    assert any("error rate 67%" in v for v in ev["mostly_broken"].vetoes)
+    assert any("too few trades: 10 < 30" in v for v in ev["few_trades"].vetoes)
+    assert any("lookahead detected: close[1] used" in v for v in ev["peeker"].vetoes)
+    assert any("Sharpe undefined" in v for v in ev["flat"].vetoes)
+    assert any("no backtest results" in v for v in ev["missing"].vetoes)
+    for vid in ("broken", "mostly_broken", "few_trades", "peeker", "flat", "missing"):
+        assert not ev[vid].passed and ev[vid].score == 0.0, vid
+    assert best_evaluation(list(ev.values())).variant_id == "good"
+
+
+def test_trials_recorded_before_dsr(scenario) -> None:
+    variants, results = scenario
+    ledger = TrialLedger()
+    ledger.record("older-trial", 0.01)
+    evals = evaluate_variants(variants, results, CRITERIA, ledger)
+    assert ledger.n_trials == 1 + len(variants)  # failed and missing variants count too
+    good = next(e for e in evals if e.variant_id == "good")
+    m = good.metrics
+    expected = deflated_sharpe_ratio(
+        m.sharpe_per_period,
+        ledger.trial_sharpe_variance(),
+        ledger.n_trials,
+        m.n_obs,
+        m.skew,
+        m.kurtosis,
+    )
+    assert good.dsr == pytest.approx(expected)
+    # Re-evaluating the same trials (even renamed) does not inflate the count.
+    renamed = [(f"renamed-{v}", f, k) for v, f, k in variants]
+    evaluate_variants(renamed, results, CRITERIA, ledger)
+    assert ledger.n_trials == 1 + len(variants)
+
+
+def test_many_trials_deflate_a_mediocre_variant() -> None:
+    rng = np.random.default_rng(0)
+    rets = rng.normal(0.0007, 0.01, N)  # annual Sharpe ~1.1: meets sharpe>=1 but weakly
+    results = _jobs("meh", {"A": rets})
+    ledger = TrialLedger()
+    for i in range(200):
+        ledger.record(f"old-{i}", float(rng.normal(0, 0.04)))
+    (e,) = evaluate_variants(
+        [("meh", "trend", "sha-meh")], results, parse_criteria("sharpe>=0.5,min_trades>=10"), ledger
+    )
+    assert e.dsr is not None and e.dsr < 0.5 and not e.passed
+
+
+def test_iteration_pbo_needs_eight_variants() -> None:
+    from gate.evaluate import iteration_pbo
+
+    rng = np.random.default_rng(5)
+    results = [make_result(f"v{i}", rng.normal(0, 0.01, N), dates=DATES) for i in range(10)]
+    ids = [f"v{i}" for i in range(10)]
+    assert iteration_pbo(results, ids[:7]) is None
+    pbo = iteration_pbo(results, ids)
+    assert pbo is not None and 0.0 <= pbo <= 1.0
+    results += [make_result("edge", rng.normal(0.004, 0.01, N), dates=DATES)]
+    assert iteration_pbo(results, [*ids, "edge"]) < 0.1

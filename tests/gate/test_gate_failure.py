@@ -1,0 +1,138 @@
+from __future__ import annotations
+
+import pytest
+from gate_builders import make_eval, make_metrics
+
+from gate.contracts import FailureType, IterationSummary, Route
+from gate.criteria import parse_criteria
+from gate.failure import analyse_failure
+
+pytestmark = pytest.mark.unit
+
+CRITERIA = parse_criteria(None)
+
+
+def _analyse(evals, *, history=(), confidence=0.8, regime="trending-up", families=("momentum",)):
+    return analyse_failure(
+        list(evals),
+        criteria=CRITERIA,
+        history=list(history),
+        research_confidence=confidence,
+        regime=regime,
+        families=list(families),
+    )
+
+
+def _ok(vid: str, score: float = 0.3, dsr: float = 0.5, family: str = "momentum", **m):
+    return make_eval(vid, family, metrics=make_metrics(**m), score=score, dsr=dsr)
+
+
+def test_errors_are_algorithm_bug() -> None:
+    evals = [
+        make_eval("a", n_jobs=4, n_errors=4, errors=["A/fold0 error: NameError: sma"]),
+        make_eval("b", n_jobs=4, n_errors=3),
+        _ok("c", sharpe=0.9),
+    ]
+    f = _analyse(evals)
+    assert f.failure_type == FailureType.ALGORITHM_BUG
+    assert "hint:exceptions" in f.actions and any("NameError" in x for x in f.evidence)
+
+
+def test_zero_trades_is_algorithm_bug() -> None:
+    evals = [_ok("a", n_trades=0, sharpe=None, win_rate_pct=None, profit_factor=None)]
+    f = _analyse(evals)
+    assert f.failure_type == FailureType.ALGORITHM_BUG and "hint:zero_trades" in f.actions
+    assert any("zero trades over 750 bars" in x for x in f.evidence)
+
+
+def test_lookahead_is_algorithm_bug() -> None:
+    evals = [make_eval("a", metrics=make_metrics(sharpe=4.0), vetoes=["lookahead detected: x"])]
+    f = _analyse(evals)
+    assert f.failure_type == FailureType.ALGORITHM_BUG and "hint:lookahead" in f.actions
+
+
+def test_near_thresholds_is_parameter_issue() -> None:
+    evals = [_ok("a", sharpe=0.85, win_rate_pct=36.0), _ok("b", sharpe=0.2, score=0.1)]
+    f = _analyse(evals)
+    assert f.failure_type == FailureType.PARAMETER_ISSUE
+    assert "hint:near_threshold" in f.actions
+    assert any("sharpe>=1 at 0.85" in x for x in f.evidence)
+
+
+def test_deep_drawdown_is_design_flaw() -> None:
+    f = _analyse([_ok("a", sharpe=0.6, max_drawdown_pct=35.0)])
+    assert f.failure_type == FailureType.DESIGN_FLAW and "hint:deep_drawdown" in f.actions
+    assert any("35.0%" in x for x in f.evidence)
+
+
+def test_fold_collapse_is_design_flaw() -> None:
+    e = _ok("a", sharpe=0.85)
+    e.fold_sharpes = [1.8, 1.2, -0.4, -0.9]
+    f = _analyse([e])
+    assert f.failure_type == FailureType.DESIGN_FLAW and "hint:fold_collapse" in f.actions
+
+
+def test_cost_drag_is_design_flaw() -> None:
+    f = _analyse([_ok("a", sharpe=0.3, n_trades=400, profit_factor=1.02)])
+    assert f.failure_type == FailureType.DESIGN_FLAW and "hint:cost_drag" in f.actions
+
+
+def test_criteria_met_but_low_dsr_is_design_flaw() -> None:
+    f = _analyse([_ok("a", score=0.85, dsr=0.7)])
+    assert f.failure_type == FailureType.DESIGN_FLAW and "hint:low_dsr" in f.actions
+
+
+def test_low_research_confidence_is_research_gap() -> None:
+    f = _analyse([_ok("a", sharpe=0.2)], confidence=0.3)
+    assert f.failure_type == FailureType.RESEARCH_GAP
+    assert any("0.30" in x for x in f.evidence)
+
+
+def test_regime_mismatch_is_research_gap() -> None:
+    f = _analyse(
+        [_ok("a", sharpe=0.2, family="mean reversion")],
+        regime="trending-up",
+        families=["mean-reversion", "Mean_Reversion_RSI"],
+    )
+    assert f.failure_type == FailureType.RESEARCH_GAP and "hint:regime_mismatch" in f.actions
+
+
+def test_far_without_signal_falls_back_to_design_flaw() -> None:
+    f = _analyse([_ok("a", sharpe=0.2, profit_factor=0.6)])
+    assert f.failure_type == FailureType.DESIGN_FLAW and "hint:far_from_thresholds" in f.actions
+
+
+def _hist(i: int, score: float, family: str) -> IterationSummary:
+    return IterationSummary(
+        iteration=i, route=Route.REFINE, best_variant_id=f"v{i}", family=family, best_score=score
+    )
+
+
+def test_fundamental_impossibility_after_three_iterations() -> None:
+    evals = [
+        _ok("a", sharpe=0.1, score=0.15, dsr=0.02, family="breakout"),
+        _ok("b", sharpe=-0.2, score=0.15, dsr=0.01, family="trend"),
+    ]
+    hist = [_hist(1, 0.15, "momentum"), _hist(2, 0.16, "mean_reversion")]
+    f = _analyse(evals, history=hist)
+    assert f.failure_type == FailureType.FUNDAMENTAL_IMPOSSIBILITY
+    assert any("best DSR 0.020" in x for x in f.evidence)
+    # Two iterations are not enough to give up.
+    assert _analyse(evals, history=hist[1:]).failure_type != FailureType.FUNDAMENTAL_IMPOSSIBILITY
+    # A meaningful deflated Sharpe is not "impossible" either.
+    evals[0].dsr = 0.6
+    assert _analyse(evals, history=hist).failure_type != FailureType.FUNDAMENTAL_IMPOSSIBILITY
+
+
+def test_confidence_in_range_and_actions_present() -> None:
+    for evals in ([_ok("a", sharpe=0.85)], [_ok("a", sharpe=0.2)], [make_eval("x", n_errors=4)]):
+        f = _analyse(evals)
+        assert 0 <= f.confidence <= 1 and f.actions and f.evidence and f.root_cause
+
+
+def test_far_too_few_trades_is_algorithm_bug_and_few_is_tuning() -> None:
+    f = _analyse([_ok("a", n_trades=5)])
+    assert f.failure_type == FailureType.ALGORITHM_BUG and "hint:too_few_trades" in f.actions
+    f = _analyse([_ok("a", n_trades=25, score=0.0)])  # vetoed (25 < 30) but close
+    assert f.failure_type == FailureType.PARAMETER_ISSUE and "hint:too_few_trades" in f.actions
+    assert any("min_trades>=30 at 0.83" in x for x in f.evidence)

@@ -1,0 +1,118 @@
+"""Table-driven: every route and every limit boundary of decide_route."""
+
+from __future__ import annotations
+
+import pytest
+
+from gate.contracts import (
+    FailureAnalysis,
+    FailureType,
+    Limits,
+    LoopCounters,
+    Route,
+    TrajectoryAnalysis,
+    TrajectoryStatus,
+)
+from gate.routing import decide_route
+
+pytestmark = pytest.mark.unit
+
+BUG, PARAM, DESIGN, GAP, FUND = (
+    FailureType.ALGORITHM_BUG,
+    FailureType.PARAMETER_ISSUE,
+    FailureType.DESIGN_FLAW,
+    FailureType.RESEARCH_GAP,
+    FailureType.FUNDAMENTAL_IMPOSSIBILITY,
+)
+CONV, DIV, OSC, STAG = (
+    TrajectoryStatus.CONVERGING,
+    TrajectoryStatus.DIVERGING,
+    TrajectoryStatus.OSCILLATING,
+    TrajectoryStatus.STAGNANT,
+)
+LIMITS = Limits(max_iterations=10, max_strategy_iterations=3, max_research_loops=2)
+
+# (id, passed, failure, trajectory, (iteration, strategy_iterations, research_loops), route, text)
+CASES = [
+    ("success", True, PARAM, None, (1, 1, 0), Route.SUCCESS, "passed"),
+    ("success beats every limit", True, FUND, DIV, (10, 3, 2), Route.SUCCESS, "passed"),
+    ("iteration limit reached", False, PARAM, None, (10, 1, 0), Route.ABANDON, "10/10"),
+    ("iteration below limit", False, PARAM, None, (9, 1, 0), Route.TUNE, "1/3"),
+    ("fundamental impossibility", False, FUND, None, (1, 1, 0), Route.ABANDON, "fundamental"),
+    ("diverging at iteration 3", False, PARAM, DIV, (3, 2, 0), Route.ABANDON, "diverging"),
+    ("diverging at iteration 2 is not final", False, PARAM, DIV, (2, 2, 0), Route.TUNE, "2/3"),
+    ("bug -> fix", False, BUG, None, (1, 1, 0), Route.FIX, "ALGORITHM_BUG"),
+    ("parameter -> tune", False, PARAM, CONV, (2, 2, 0), Route.TUNE, "PARAMETER_ISSUE"),
+    ("design -> refine", False, DESIGN, None, (1, 1, 0), Route.REFINE, "DESIGN_FLAW"),
+    ("stagnant tuning -> refine", False, PARAM, STAG, (2, 2, 0), Route.REFINE, "stagnant"),
+    (
+        "oscillating parameter -> smaller steps",
+        False,
+        PARAM,
+        OSC,
+        (3, 2, 0),
+        Route.TUNE,
+        "smaller steps",
+    ),
+    (
+        "oscillating design -> smaller steps",
+        False,
+        DESIGN,
+        OSC,
+        (3, 2, 0),
+        Route.TUNE,
+        "smaller steps",
+    ),
+    ("oscillating bug still fixed", False, BUG, OSC, (3, 2, 0), Route.FIX, "ALGORITHM_BUG"),
+    ("stagnant design still refined", False, DESIGN, STAG, (3, 2, 0), Route.REFINE, "DESIGN"),
+    ("no diagnosis -> tune", False, None, None, (1, 1, 0), Route.TUNE, "no failure diagnosis"),
+    ("strategy budget boundary (2 < 3)", False, BUG, None, (2, 2, 0), Route.FIX, "2/3"),
+    ("strategy budget exhausted -> research", False, BUG, None, (3, 3, 0), Route.RESEARCH, "1/2"),
+    ("research gap -> research", False, GAP, None, (1, 1, 0), Route.RESEARCH, "research gap"),
+    ("research gap, last research loop", False, GAP, None, (4, 1, 1), Route.RESEARCH, "2/2"),
+    ("research gap, loops exhausted", False, GAP, None, (4, 1, 2), Route.ABANDON, "(2/2)"),
+    ("budget and research exhausted", False, DESIGN, None, (7, 3, 2), Route.ABANDON, "exhausted"),
+]
+
+
+@pytest.mark.parametrize(
+    ("passed", "failure", "trajectory", "counters", "route", "text"),
+    [c[1:] for c in CASES],
+    ids=[c[0] for c in CASES],
+)
+def test_route_table(passed, failure, trajectory, counters, route, text) -> None:
+    it, si, rl = counters
+    fa = (
+        None
+        if failure is None
+        else FailureAnalysis(failure_type=failure, root_cause="because", confidence=0.7)
+    )
+    tr = (
+        None
+        if trajectory is None
+        else TrajectoryAnalysis(status=trajectory, improvement_rate={"score": -0.1})
+    )
+    got, reason = decide_route(
+        any_passed=passed,
+        failure=fa,
+        trajectory=tr,
+        counters=LoopCounters(iteration=it, strategy_iterations=si, research_loops=rl),
+        limits=LIMITS,
+    )
+    assert got == route, reason
+    assert text in reason
+
+
+def test_table_covers_every_route() -> None:
+    assert {c[5] for c in CASES} == set(Route)
+
+
+def test_zero_research_loops_allowed_abandons() -> None:
+    got, reason = decide_route(
+        any_passed=False,
+        failure=None,
+        trajectory=None,
+        counters=LoopCounters(iteration=3, strategy_iterations=3, research_loops=0),
+        limits=Limits(max_research_loops=0),
+    )
+    assert got == Route.ABANDON and "0/0" in reason

@@ -1,0 +1,152 @@
+"""TUNE / FIX / REFINE produce fresh, valid, explainable specs."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from strategies.codegen import render
+from strategies.families import PARAM_SPACE, default_spec
+from strategies.mutate import FIX_PROBLEMS, HINT_MOVES, fix, refine, tune
+from strategies.spec import Family
+from strategies.validate import validate_code
+
+pytestmark = pytest.mark.unit
+
+
+def assert_valid(spec) -> None:
+    report = validate_code(render(spec))
+    assert report.ok, report.errors
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    family=st.sampled_from(list(Family)),
+    n=st.integers(1, 12),
+    long_short=st.booleans(),
+)
+def test_tune_never_returns_seen_or_duplicates(
+    seed: int, family: Family, n: int, long_short: bool
+) -> None:
+    spec = default_spec(family, long_short=long_short)
+    rng = random.Random(seed)
+    first = tune(spec, n, rng=rng, seen=set())
+    seen = {spec.trial_key()} | {s.trial_key() for s in first}
+    second = tune(spec, n, rng=rng, seen=seen)
+    for batch, banned in ((first, {spec.trial_key()}), (second, seen)):
+        keys = [s.trial_key() for s in batch]
+        assert len(keys) == len(set(keys))
+        assert not set(keys) & banned
+    assert len(first) == n and len(second) == n
+    for s in first + second:
+        assert s.entry == spec.entry and s.filters == spec.filters  # only parameters move
+        for name, value in s.parameters.items():
+            r = PARAM_SPACE[name]
+            assert r.low <= value <= r.high
+
+
+def test_tune_is_deterministic_and_named() -> None:
+    spec = default_spec(Family.TREND)
+    a = tune(spec, 6, rng=random.Random(7), seen=set())
+    b = tune(spec, 6, rng=random.Random(7), seen=set())
+    assert a == b
+    for s in a:
+        assert " | tune " in s.name and "->" in s.name
+        assert_valid(s)
+
+
+def test_tune_exhausts_gracefully() -> None:
+    spec = default_spec(Family.MOMENTUM)
+    out = tune(spec, 5, rng=random.Random(0), seen=set())
+    assert len(out) == 5
+    assert tune(
+        spec.model_copy(update={"parameters": {}, "exits": [], "filters": []}),
+        3,
+        rng=random.Random(0),
+        seen=set(),
+    )  # reconcile restores the entry's params
+
+
+@pytest.mark.parametrize("family", list(Family))
+@pytest.mark.parametrize("problem", ["zero_trades", "too_few_trades"])
+def test_fix_trade_count_loosens(family: Family, problem: str) -> None:
+    spec = default_spec(family)
+    fixed = fix(spec, problem, rng=random.Random(0), seen={spec.trial_key()})
+    assert fixed.trial_key() != spec.trial_key()
+    assert f"fix {problem}" in fixed.name
+    assert_valid(fixed)
+    lookbacks = [
+        p
+        for p in ("roc_period", "bb_period", "donchian_period", "fast_period")
+        if p in spec.parameters and p in fixed.parameters
+    ]
+    assert any(fixed.parameters[p] < spec.parameters[p] for p in lookbacks) or (
+        len(fixed.filters) < len(spec.filters)
+    )
+
+
+def test_fix_zero_trades_drops_a_filter() -> None:
+    spec = default_spec(Family.MOMENTUM)
+    fixed = fix(spec, "zero_trades", rng=random.Random(0), seen=set())
+    assert "trend_sma" not in fixed.filters and "-trend_sma" in fixed.name
+
+
+@pytest.mark.parametrize("problem", ["exception", "lookahead"])
+def test_fix_rerenders_from_family_defaults(problem: str) -> None:
+    spec = default_spec(Family.BREAKOUT)
+    broken = spec.model_copy(
+        update={"name": "weird", "parameters": {**spec.parameters, "donchian_period": 140}}
+    )
+    fixed = fix(broken, problem, rng=random.Random(0), seen={broken.trial_key()})
+    assert fixed.parameters == spec.parameters and fixed.entry == spec.entry
+    assert "family defaults" in fixed.name
+    # when the default was already tried, another fresh spec comes back
+    again = fix(broken, problem, rng=random.Random(0), seen={spec.trial_key()})
+    assert again.trial_key() != spec.trial_key()
+    assert_valid(again)
+
+
+def test_fix_rejects_unknown_problem() -> None:
+    with pytest.raises(ValueError):
+        fix(default_spec(Family.TREND), "bad_luck", rng=random.Random(0), seen=set())
+
+
+@pytest.mark.parametrize(
+    ("hint", "expect"),
+    [
+        ("deep_drawdown", lambda s: "atr_stop" in s.exits),
+        ("cost_drag", lambda s: "adx" in s.filters),
+        ("fold_collapse", lambda s: "vol_regime" in s.filters),
+        ("regime_mismatch", lambda s: s.entry == "macd_cross"),
+    ],
+)
+def test_refine_follows_hint(hint: str, expect) -> None:
+    spec = default_spec(Family.MOMENTUM)
+    refined = refine(spec, failure_hint=hint, rng=random.Random(0), seen=set())
+    assert expect(refined), refined
+    assert f"refine {hint}" in refined.name
+    assert_valid(refined)
+
+
+@pytest.mark.parametrize("family", list(Family))
+@pytest.mark.parametrize("hint", [*HINT_MOVES, "something_else"])
+def test_refine_skips_seen_designs(family: Family, hint: str) -> None:
+    spec = default_spec(family)
+    rng = random.Random(1)
+    seen = {spec.trial_key()}
+    keys = []
+    for _ in range(3):
+        refined = refine(spec, failure_hint=hint, rng=rng, seen=seen)
+        assert refined.trial_key() not in seen
+        seen.add(refined.trial_key())
+        keys.append(refined.trial_key())
+        assert_valid(refined)
+    assert len(set(keys)) == 3
+
+
+def test_fix_problems_listed() -> None:
+    assert set(FIX_PROBLEMS) == {"zero_trades", "too_few_trades", "exception", "lookahead"}

@@ -1,0 +1,76 @@
+"""Bad input exits 2 with one line that names the argument, never a traceback, and no run folder."""
+
+import subprocess
+import sys
+
+import pytest
+
+from swarm.develop import main
+
+pytestmark = pytest.mark.integration
+
+
+def _run(capsys, tmp_path, *args):
+    code = main([*args, "--out", str(tmp_path / "runs"), "--offline", "--quiet"])
+    captured = capsys.readouterr()
+    return code, captured.err.strip(), captured.out
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (["--directive", "momentum", "--tickers", "ZZZZ"], "--tickers"),
+        (["--directive", "momentum", "--tickers", "AAPL", "--start", "2019-01-01", "--end", "2018-01-01"], "--end"),
+        (["--directive", "momentum", "--tickers", "AAPL", "--start", "1950-01-01", "--end", "1951-01-01"], "1950"),
+        (["--directive", "   ", "--tickers", "AAPL"], "--directive"),
+        (["--directive", "momentum", "--tickers", "AAPL", "--variants", "0"], "--variants"),
+        (["--directive", "momentum", "--tickers", "AAPL", "--start", "2019-13-01"], "--start"),
+        (["--directive", "momentum", "--tickers", "AAPL", "--criteria", "shrape>=1"], "--criteria"),
+        (["--directive", "momentum", "--tickers", "AAPL", "--source", "bloomberg"], "--source"),
+    ],
+)
+def test_bad_input_exits_2_with_one_line(capsys, tmp_path, daily_dir, args, needle):
+    code, err, out = _run(capsys, tmp_path, *args, "--data-dir", str(daily_dir))
+    assert code == 2
+    assert len(err.splitlines()) == 1, err
+    assert err.startswith("error: ") and needle in err
+    assert "Traceback" not in err and out == ""
+    assert not (tmp_path / "runs").exists()  # nothing half-made
+
+
+def test_unreadable_csv_exits_2_naming_the_file(capsys, tmp_path):
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "AAPL.csv").write_text("this is not,a price file\n\x00\x01garbage\n")
+    code, err, _ = _run(capsys, tmp_path, "--directive", "momentum", "--tickers", "AAPL",
+                        "--data-dir", str(data), "--start", "2015-01-01", "--end", "2016-01-01")
+    assert code == 2
+    assert len(err.splitlines()) == 1 and "AAPL.csv" in err
+
+
+def test_missing_data_dir_exits_2(capsys, tmp_path):
+    code, err, _ = _run(capsys, tmp_path, "--directive", "momentum", "--data-dir", str(tmp_path / "nope"))
+    assert code == 2 and "--data-dir" in err
+
+
+def test_real_process_prints_no_traceback(tmp_path, daily_dir):
+    done = subprocess.run(
+        [sys.executable, "-m", "swarm.develop", "--directive", "momentum", "--tickers", "NOPE",
+         "--data-dir", str(daily_dir), "--offline", "--out", str(tmp_path)],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 2
+    assert "Traceback" not in done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: --tickers"), done.stderr
+
+
+def test_print_graph_is_mermaid_with_every_node(capsys):
+    assert main(["--print-graph"]) == 0
+    out = capsys.readouterr().out
+    for node in ("data_extractor", "research_subagent", "synthesizer_technical",
+                 "synthesizer_fundamental", "synthesizer_sentiment", "leader", "strategy_dev",
+                 "backtest", "gate", "failure_analysis", "trajectory", "router", "holdout",
+                 "finalize"):  # fmt: skip
+        assert node in out
+    assert out.lstrip().startswith("---") or "graph TD" in out

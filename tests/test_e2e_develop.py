@@ -1,0 +1,104 @@
+"""The whole develop loop, offline, on a small slice of the real corpus."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = [pytest.mark.e2e, pytest.mark.slow]
+
+REQUIRED = [
+    "manifest.json", "experiments.jsonl", "research/data_brief.md", "research/findings.json",
+    "research/fact_sheets.json", "research/synthesis.json", "report.md", "verdict.json",
+    "variants.json", "charts/trajectory.png",
+]  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory, daily_dir) -> Path:
+    out = tmp_path_factory.mktemp("runs")
+    done = subprocess.run(
+        [sys.executable, "-m", "swarm.develop", "--directive", "momentum alpha in tech",
+         "--tickers", "AAPL,MSFT", "--data-dir", str(daily_dir), "--start", "2013-01-01",
+         "--end", "2018-12-31", "--variants", "3", "--max-iterations", "3", "--folds", "2",
+         "--workers", "2", "--seed", "7", "--offline", "--out", str(out)],
+        capture_output=True, text=True, timeout=900,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    last = done.stdout.strip().splitlines()[-1]
+    path = Path(last)
+    assert path.is_dir() and path.parent == out
+    assert "[strategy]" in done.stderr and "[backtest]" in done.stderr  # progress is shown
+    return path
+
+
+def test_run_folder_holds_every_artefact(run_dir):
+    for rel in REQUIRED:
+        assert (run_dir / rel).exists(), rel
+    strategies = list((run_dir / "strategies").glob("*.py"))
+    assert len(strategies) >= 3
+
+
+def test_verdict_is_consistent_with_the_log(run_dir):
+    verdict = json.loads((run_dir / "verdict.json").read_text())
+    assert verdict["verdict"] in {"SUCCESS", "ABANDON"}
+    assert verdict["iterations"] >= 1 and verdict["reason"]
+    records = [json.loads(x) for x in (run_dir / "experiments.jsonl").read_text().splitlines()]
+    backtests = [r for r in records if r["kind"] == "backtest"]
+    gates = [r for r in records if r["kind"] == "gate"]
+    assert len(gates) == verdict["iterations"]
+    assert verdict["route_history"] == [g["gate_decision"] for g in gates]
+    # Every fold of every variant × symbol ran: n_backtests counts jobs, records aggregate folds.
+    n_jobs = sum(len(r["folds"]) for r in backtests)
+    n_holdout = sum(r["kind"] == "holdout" for r in records)
+    assert verdict["n_backtests"] == n_jobs + n_holdout
+    assert verdict["n_trials"] >= len({r["trial_key"] for r in backtests})
+    if verdict["verdict"] == "SUCCESS":
+        assert (run_dir / "winner" / "strategy.py").exists()
+        assert n_holdout == 2
+    else:
+        assert n_holdout == 0  # the holdout stays sealed without a winner
+
+
+def test_every_jsonl_line_names_variant_symbols_iteration_metrics_score_route(run_dir):
+    for line in (run_dir / "experiments.jsonl").read_text().splitlines():
+        rec = json.loads(line)
+        for key in ("variant_id", "symbols", "iteration", "metrics", "gate_score", "route"):
+            assert key in rec, (key, rec["kind"])
+        if rec["kind"] == "backtest":
+            assert rec["symbol"] in ("AAPL", "MSFT")
+            assert rec["code_sha256"] and rec["data_sha256"]
+            if rec["status"] == "ok":
+                assert rec["metrics"]["n_obs"] > 100
+
+
+def test_manifest_records_config_versions_and_data_hashes(run_dir):
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    assert manifest["seed"] == 7
+    assert manifest["config"]["tickers"] == ["AAPL", "MSFT"]
+    assert set(manifest["data"]["symbols"]) == {"AAPL", "MSFT"}
+    assert all(len(d["sha256"]) == 64 for d in manifest["data"]["symbols"].values())
+    assert manifest["packages"]["backtrader"] == "1.9.78.123"
+    split = manifest["data"]["split"]
+    # The loop's folds end before the sealed holdout starts.
+    assert all(f["end"] < split["holdout_start"] for f in manifest["data"]["folds"])
+
+
+def test_research_cites_numbers_and_abstains_honestly(run_dir):
+    findings = json.loads((run_dir / "research" / "findings.json").read_text())
+    assert len(findings) == 15 * 2
+    technical = [f for f in findings if f["type"] == "technical"]
+    assert technical and all(f["evidence"] and f["as_of"] for f in technical)
+    fundamental = [f for f in findings if f["type"] == "fundamental"]
+    assert all(f["abstained"] and f["reason"] for f in fundamental)
+    # Research never reads the holdout: as_of is the in-sample end.
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    assert all(f["as_of"] <= manifest["data"]["split"]["insample_end"] for f in technical)
+
+
+def test_report_states_trials_and_dsr(run_dir):
+    report = (run_dir / "report.md").read_text()
+    assert "Trials counted" in report and "Deflated Sharpe" in report
+    assert "Route history" in report

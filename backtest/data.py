@@ -37,6 +37,12 @@ Fetcher = Callable[..., pd.DataFrame]
 
 @dataclass(frozen=True)
 class LoadedBars:
+    """One symbol's bars over the requested range, with provenance.
+
+    ``bars``: DatetimeIndex "date" (datetime64[ns], tz-naive; UTC for intraday
+    sources that carry a tz), float64 open/high/low/close/volume, sorted, unique.
+    """
+
     symbol: str
     bars: pd.DataFrame
     source_used: str  # "cache" | "yfinance" | "csv" | "synthetic"
@@ -102,9 +108,13 @@ def _slice(bars: pd.DataFrame, start: date, end: date) -> pd.DataFrame:
 
 
 def _finish(
-    symbol: str, bars: pd.DataFrame, source: str, timeframe: str, path: str | None,
+    symbol: str,
+    bars: pd.DataFrame,
+    source: str,
+    timeframe: str,
+    path: str | None,
     notes: list[str],
-) -> LoadedBars:  # fmt: skip
+) -> LoadedBars:
     return LoadedBars(
         symbol=symbol,
         bars=bars,
@@ -307,9 +317,14 @@ def yfinance_fetch(
 
 
 def _from_yfinance(
-    symbol: str, start: date, end: date, timeframe: str, cache_dir: Path, timeout: float,
+    symbol: str,
+    start: date,
+    end: date,
+    timeframe: str,
+    cache_dir: Path,
+    timeout: float,
     fetcher: Fetcher,
-) -> tuple[pd.DataFrame, str | None]:  # fmt: skip
+) -> tuple[pd.DataFrame, str | None]:
     try:
         raw = fetcher(
             symbol, start=start, end=end, interval=timeframe, timeout=timeout, cache_dir=cache_dir

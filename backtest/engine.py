@@ -22,6 +22,7 @@ import threading
 import time
 import traceback
 import types
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import date, datetime
 from typing import Any
@@ -39,7 +40,7 @@ MAX_ERROR_CHARS = 500
 _counter = itertools.count()
 
 
-class JobTimeout(BaseException):  # noqa: N818
+class JobTimeout(BaseException):
     """Raised by the wall-clock alarm. A BaseException so ``except Exception`` in
     generated code cannot swallow it."""
 
@@ -153,7 +154,8 @@ def _pick_strategy(module: types.ModuleType) -> type:
     return found[0]
 
 
-def _check_params(cls: type, params: dict[str, Any]) -> None:
+def _check_params(cls: type, params: dict[str, Any]) -> dict[str, Any]:
+    """Reject unknown keys; give int-default params ints (tuners may send 20.0)."""
     known = list(cls.params._getkeys())
     unknown = sorted(set(params) - set(known))
     if unknown:
@@ -161,6 +163,19 @@ def _check_params(cls: type, params: dict[str, Any]) -> None:
             f"unknown param(s) {', '.join(unknown)} for {cls.__name__} "
             f"(known: {', '.join(known) or 'none'})"
         )
+    defaults = dict(cls.params._getitems())
+    fixed = {}
+    for key, value in params.items():
+        default = defaults.get(key)
+        if (
+            isinstance(default, int)
+            and not isinstance(default, bool)
+            and isinstance(value, float)
+            and value.is_integer()
+        ):
+            value = int(value)
+        fixed[key] = value
+    return fixed
 
 
 def _gated(cls: type, fold_start: date) -> type:
@@ -205,7 +220,7 @@ def _describe_error(exc: BaseException, code_file: str | None) -> str:
 
 
 @contextlib.contextmanager
-def _wall_clock_limit(seconds: float):  # noqa: ANN202
+def _wall_clock_limit(seconds: float) -> Iterator[None]:
     """SIGALRM-based timeout; only possible in the main thread of a process."""
     usable = (
         seconds
@@ -255,7 +270,7 @@ def _simulate(job: BacktestJob, run: EngineRun, code_file_box: list[str]) -> Non
     code_file_box.append(code_file)
     try:
         user_cls = _pick_strategy(module)
-        _check_params(user_cls, job.params)
+        params = _check_params(user_cls, job.params)
         frame = _feed_frame(job.bars, job.fold)
         fold_start = job.fold.start
         if frame.empty or frame.index[-1].date() < fold_start:
@@ -266,7 +281,7 @@ def _simulate(job: BacktestJob, run: EngineRun, code_file_box: list[str]) -> Non
 
         cerebro = bt.Cerebro(stdstats=False, preload=True, runonce=True, maxcpus=1)
         cerebro.adddata(bt.feeds.PandasData(dataname=frame, openinterest=None), name=job.symbol)
-        cerebro.addstrategy(_gated(user_cls, fold_start), **job.params)
+        cerebro.addstrategy(_gated(user_cls, fold_start), **params)
         cerebro.addanalyzer(_Recorder, _name="recorder")
         costs = job.costs
         cerebro.broker.setcash(costs.cash)

@@ -164,9 +164,15 @@ def assess_quality(bars: pd.DataFrame, timeframe: str = "1d") -> QualityReport:
     n = len(bars)
     if n == 0:
         return QualityReport(
-            timeframe=timeframe, n_bars=0, start=None, end=None, expected_bars=0,
-            coverage_pct=0.0, n_gaps=0, issues=["no bars"],
-        )  # fmt: skip
+            timeframe=timeframe,
+            n_bars=0,
+            start=None,
+            end=None,
+            expected_bars=0,
+            coverage_pct=0.0,
+            n_gaps=0,
+            issues=["no bars"],
+        )
     index = pd.DatetimeIndex(bars.index)
     intraday = timeframe != "1d" or _is_intraday(index)
     expected = max(_expected_bars(index, intraday), 1)

@@ -118,7 +118,10 @@ def render_report(
             out.append(_metrics_row(f"{window} (strategy)", row.get("metrics")))
             out.append(_metrics_row(f"{window} (buy & hold)", row.get("buy_and_hold")))
         if "holdout" not in figures:
-            out += ["", "The holdout stays sealed: it is opened only for a strategy that passed the gate."]
+            out += [
+                "",
+                "The holdout stays sealed: it is opened only for a strategy that passed the gate.",
+            ]
     else:
         out.append("No variant produced a result.")
 
@@ -149,5 +152,7 @@ def render_report(
 
 
 def _sources(data: dict[str, Any]) -> str:
-    parts = [f"{s} from {d['source']} (sha256 {d['sha256'][:12]}…)" for s, d in data["symbols"].items()]
+    parts = [
+        f"{s} from {d['source']} (sha256 {d['sha256'][:12]}…)" for s, d in data["symbols"].items()
+    ]
     return "; ".join(parts)

@@ -33,21 +33,39 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--start", default="2012-01-01", help="first date, ISO (default 2012-01-01)")
     p.add_argument("--end", default=None, help="last date, ISO (default today)")
     p.add_argument("--timeframe", default="1d", help="bar size: 1d (default) or 1h")
-    p.add_argument("--data-dir", type=Path, help="folder of SYMBOL.csv files (date,open,high,low,close,volume)")
+    p.add_argument(
+        "--data-dir", type=Path, help="folder of SYMBOL.csv files (date,open,high,low,close,volume)"
+    )
     p.add_argument("--source", default="auto", help="auto (default), yfinance, csv or synthetic")
     p.add_argument("--offline", action="store_true", help="never touch the network (no yfinance)")
-    p.add_argument("--news-file", type=Path, help="CSV of dated headlines (date,datetime,ticker,headline)")
-    p.add_argument("--variants", type=int, default=5, help="strategy variants per iteration (default 5)")
+    p.add_argument(
+        "--news-file", type=Path, help="CSV of dated headlines (date,datetime,ticker,headline)"
+    )
+    p.add_argument(
+        "--variants", type=int, default=5, help="strategy variants per iteration (default 5)"
+    )
     p.add_argument("--max-iterations", type=int, default=10, help="iteration limit (default 10)")
     p.add_argument("--folds", type=int, default=3, help="walk-forward folds in-sample (default 3)")
-    p.add_argument("--holdout", type=float, default=0.2, help="sealed holdout fraction (default 0.2)")
-    p.add_argument("--criteria", help='gate criteria, e.g. "sharpe>=1.0,max_drawdown_pct<=20,min_trades>=30"')
-    p.add_argument("--commission", type=float, default=0.1, help="commission %% per side (default 0.1)")
-    p.add_argument("--slippage", type=float, default=0.05, help="slippage %% per side (default 0.05)")
-    p.add_argument("--workers", type=int, default=None, help="backtest processes (default: all cores)")
+    p.add_argument(
+        "--holdout", type=float, default=0.2, help="sealed holdout fraction (default 0.2)"
+    )
+    p.add_argument(
+        "--criteria", help='gate criteria, e.g. "sharpe>=1.0,max_drawdown_pct<=20,min_trades>=30"'
+    )
+    p.add_argument(
+        "--commission", type=float, default=0.1, help="commission %% per side (default 0.1)"
+    )
+    p.add_argument(
+        "--slippage", type=float, default=0.05, help="slippage %% per side (default 0.05)"
+    )
+    p.add_argument(
+        "--workers", type=int, default=None, help="backtest processes (default: all cores)"
+    )
     p.add_argument("--executor", default="process", help="process (default)")
     p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
-    p.add_argument("--out", type=Path, default=Path("runs"), help="where run folders go (default ./runs)")
+    p.add_argument(
+        "--out", type=Path, default=Path("runs"), help="where run folders go (default ./runs)"
+    )
     p.add_argument("--llm", default="none", help="none (default): rules brains only")
     p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     p.add_argument("--print-graph", action="store_true", help="print the graph as mermaid and exit")
@@ -70,7 +88,9 @@ def config_from_args(args: argparse.Namespace):
 
     directive = (args.directive or "").strip()
     if not directive:
-        raise UserInputError('--directive: empty; say what to look for, e.g. "momentum alpha in tech"')
+        raise UserInputError(
+            '--directive: empty; say what to look for, e.g. "momentum alpha in tech"'
+        )
     plan = parse_directive(directive)
     tickers, universe_source = plan.tickers, plan.universe_source
     if args.tickers is not None:
@@ -81,33 +101,45 @@ def config_from_args(args: argparse.Namespace):
     start = _iso("--start", args.start)
     end = _iso("--end", args.end) if args.end else date.today()
     if end <= start:
-        raise UserInputError(f"--end {end} is not after --start {start}; swap them or widen the range")
+        raise UserInputError(
+            f"--end {end} is not after --start {start}; swap them or widen the range"
+        )
     if args.timeframe not in TIMEFRAMES:
         raise UserInputError(f"--timeframe: {args.timeframe!r} is not supported; use 1d or 1h")
     if args.source not in SOURCES:
         raise UserInputError(f"--source: {args.source!r} is not one of {', '.join(SOURCES)}")
     if args.data_dir is not None and not args.data_dir.is_dir():
-        raise UserInputError(f"--data-dir: {args.data_dir} is not a folder; pass a folder of SYMBOL.csv files")
+        raise UserInputError(
+            f"--data-dir: {args.data_dir} is not a folder; pass a folder of SYMBOL.csv files"
+        )
     if args.source == "csv" and args.data_dir is None:
         raise UserInputError("--source csv needs --data-dir DIR with SYMBOL.csv files")
     if args.news_file is not None and not args.news_file.is_file():
-        raise UserInputError(f"--news-file: {args.news_file} does not exist; pass a CSV of headlines")
+        raise UserInputError(
+            f"--news-file: {args.news_file} does not exist; pass a CSV of headlines"
+        )
     if args.variants < 1:
         raise UserInputError(f"--variants: {args.variants} must be at least 1 (default 5)")
     if args.max_iterations < 1:
-        raise UserInputError(f"--max-iterations: {args.max_iterations} must be at least 1 (default 10)")
+        raise UserInputError(
+            f"--max-iterations: {args.max_iterations} must be at least 1 (default 10)"
+        )
     if not 1 <= args.folds <= 10:
         raise UserInputError(f"--folds: {args.folds} must be between 1 and 10 (default 3)")
     if not 0.05 <= args.holdout < 0.5:
         raise UserInputError(f"--holdout: {args.holdout} must be in [0.05, 0.5) (default 0.2)")
     if args.commission < 0 or args.slippage < 0:
-        raise UserInputError("--commission/--slippage: costs are percentages and cannot be negative")
+        raise UserInputError(
+            "--commission/--slippage: costs are percentages and cannot be negative"
+        )
     if args.workers is not None and args.workers < 1:
         raise UserInputError(f"--workers: {args.workers} must be at least 1")
     if args.executor != "process":
         raise UserInputError(f"--executor: {args.executor!r} is not available; use process")
     if args.llm != "none":
-        raise UserInputError(f"--llm: {args.llm!r} is not available yet; use --llm none (rules brains)")
+        raise UserInputError(
+            f"--llm: {args.llm!r} is not available yet; use --llm none (rules brains)"
+        )
     try:
         criteria = parse_criteria(args.criteria)
     except CriteriaError as exc:

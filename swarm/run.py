@@ -34,7 +34,9 @@ def _offline_fetch(symbol: str, **_: Any) -> pd.DataFrame:
     raise ConnectionError("--offline: network disabled")
 
 
-def prepare(config: RunConfig, criteria: Criteria, *, argv: list[str], quiet: bool = False) -> Prepared:
+def prepare(
+    config: RunConfig, criteria: Criteria, *, argv: list[str], quiet: bool = False
+) -> Prepared:
     """Everything that can fail because of the user's input fails here, before the run folder exists."""
     progress = Progress(quiet=quiet)
     try:
@@ -51,7 +53,9 @@ def prepare(config: RunConfig, criteria: Criteria, *, argv: list[str], quiet: bo
         )
         calendar = pd.DatetimeIndex(sorted(set().union(*(d.bars.index for d in data.values()))))
         split = split_holdout(calendar, holdout_frac=config.holdout_frac)
-        folds = walk_forward_folds(calendar, split, n_folds=config.n_folds, warmup_bars=config.warmup_bars)
+        folds = walk_forward_folds(
+            calendar, split, n_folds=config.n_folds, warmup_bars=config.warmup_bars
+        )
         hold = holdout_fold(calendar, split, warmup_bars=config.warmup_bars)
     except BacktestError as exc:
         raise UserInputError(str(exc)) from None
@@ -77,7 +81,8 @@ def prepare(config: RunConfig, criteria: Criteria, *, argv: list[str], quiet: bo
         },
     }
     criteria_text = config.criteria_text or ",".join(
-        [f"{c.metric}{c.op}{c.threshold:g}" for c in criteria.rules] + [f"min_trades>={criteria.min_trades}"]
+        [f"{c.metric}{c.op}{c.threshold:g}" for c in criteria.rules]
+        + [f"min_trades>={criteria.min_trades}"]
     )
     run.write_json(
         "manifest.json",

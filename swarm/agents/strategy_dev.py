@@ -77,7 +77,11 @@ def propose(
                 with contextlib.suppress(LookupError):  # no untried repair left for this one
                     add(fix(spec, problem, rng=rng, seen=seen), ev.variant_id, f"fix {problem}")
     elif route == "REFINE":
-        hints = [a.split(":", 1)[1] for a in (failure.actions if failure else []) if a.startswith("hint:")]
+        hints = [
+            a.split(":", 1)[1]
+            for a in (failure.actions if failure else [])
+            if a.startswith("hint:")
+        ]
         hints = hints or ["deep_drawdown"]
         ranked = sorted(last, key=lambda p: p[0].score, reverse=True)
         # Refine the best of each family, so the design change is tried on several ideas.
@@ -87,7 +91,11 @@ def propose(
         for i, (ev, spec) in enumerate(by_family.values()):
             hint = hints[i % len(hints)]
             with contextlib.suppress(LookupError):  # every design change already tried
-                add(refine(spec, failure_hint=hint, rng=rng, seen=seen), ev.variant_id, f"refine: {hint}")
+                add(
+                    refine(spec, failure_hint=hint, rng=rng, seen=seen),
+                    ev.variant_id,
+                    f"refine: {hint}",
+                )
 
     if route in {"TUNE", "FIX", "REFINE"} and best is not None:
         best_id, best_spec = best

@@ -8,7 +8,7 @@ import pandas as pd
 from langgraph.runtime import Runtime
 
 from backtest.benchmark import buy_and_hold_metrics
-from backtest.contracts import BacktestJob, BacktestResult, JobStatus
+from backtest.contracts import BacktestJob, JobStatus
 from experiments.charts import plot_equity, plot_trajectory
 from experiments.export import lineage_of, write_export
 from experiments.report import render_report
@@ -27,7 +27,9 @@ def holdout(state: DevelopState, runtime: Runtime[RunContext]) -> dict[str, Any]
     winner_id = state["best"]["variant_id"]
     variant = state["all_variants"][winner_id]
     fold = ctx.holdout_fold
-    ctx.progress.stage("holdout", f"opening the sealed holdout {fold.start} .. {fold.end} for {winner_id}")
+    ctx.progress.stage(
+        "holdout", f"opening the sealed holdout {fold.start} .. {fold.end} for {winner_id}"
+    )
     jobs = [
         BacktestJob(
             job_id=f"{winner_id}|{symbol}|holdout",
@@ -70,10 +72,16 @@ def holdout(state: DevelopState, runtime: Runtime[RunContext]) -> dict[str, Any]
             "end": fold.end.isoformat(),
             "metrics": metrics.model_dump() if metrics else None,
             "buy_and_hold": bh.model_dump() if bh else None,
-            "per_symbol": {r.symbol: (r.metrics.model_dump() if r.metrics else r.error) for r in results},
-            "returns": {"dates": [d.date().isoformat() for d in rets.index], "values": rets.tolist()},
+            "per_symbol": {
+                r.symbol: (r.metrics.model_dump() if r.metrics else r.error) for r in results
+            },
+            "returns": {
+                "dates": [d.date().isoformat() for d in rets.index],
+                "values": rets.tolist(),
+            },
             "buy_and_hold_returns": {
-                "dates": [d.date().isoformat() for d in bh_rets.index], "values": bh_rets.tolist()
+                "dates": [d.date().isoformat() for d in bh_rets.index],
+                "values": bh_rets.tolist(),
             },
         },
         "n_backtests": state.get("n_backtests", 0) + len(results),
@@ -105,7 +113,9 @@ def finalize(state: DevelopState, runtime: Runtime[RunContext]) -> dict[str, Any
             "buy_and_hold": bh.model_dump() if bh else None,
         }
         port = best_eval["portfolio"]
-        curves["strategy (in-sample)"] = pd.Series(port["values"], index=pd.to_datetime(port["dates"]))
+        curves["strategy (in-sample)"] = pd.Series(
+            port["values"], index=pd.to_datetime(port["dates"])
+        )
         curves["buy & hold (in-sample)"] = bh_rets
     if state.get("holdout"):
         h = state["holdout"]
@@ -114,7 +124,8 @@ def finalize(state: DevelopState, runtime: Runtime[RunContext]) -> dict[str, Any
             h["returns"]["values"], index=pd.to_datetime(h["returns"]["dates"])
         )
         curves["buy & hold (holdout)"] = pd.Series(
-            h["buy_and_hold_returns"]["values"], index=pd.to_datetime(h["buy_and_hold_returns"]["dates"])
+            h["buy_and_hold_returns"]["values"],
+            index=pd.to_datetime(h["buy_and_hold_returns"]["dates"]),
         )
 
     verdict = {

@@ -6,7 +6,6 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pandas as pd
-
 from langgraph.runtime import Runtime
 
 from backtest.contracts import BacktestResult, JobStatus
@@ -21,18 +20,16 @@ from gate.contracts import (
     TrajectoryAnalysis,
     VariantEvaluation,
 )
-from gate.evaluate import evaluate_variants
+from gate.evaluate import best_evaluation, evaluate_variants
 from gate.failure import analyse_failure
 from gate.fuzzy import FuzzyScorer
 from gate.ledger import TrialLedger
 from gate.routing import decide_route
+from gate.summary import summarise_iteration
 from gate.trajectory import analyse_trajectory
 from strategies.spec import StrategyVariant
 from swarm.context import RunContext
 from swarm.state import DevelopState
-
-SUMMARY_METRICS = ("sharpe", "sortino", "cagr_pct", "max_drawdown_pct", "win_rate_pct",
-                   "profit_factor", "n_trades", "exposure_pct")  # fmt: skip
 
 
 def portfolio_series(results: list[BacktestResult], periods_per_year: int) -> pd.Series:
@@ -43,16 +40,10 @@ def portfolio_series(results: list[BacktestResult], periods_per_year: int) -> pd
     return pd.Series(list(rets), index=pd.to_datetime(dates[: len(rets)]), dtype=float)
 
 
-
 def _scorer(ctx: RunContext) -> FuzzyScorer:
     if "scorer" not in ctx.cache:
         ctx.cache["scorer"] = FuzzyScorer(ctx.criteria)
     return ctx.cache["scorer"]
-
-
-def _rank(ev: VariantEvaluation) -> tuple:
-    sharpe = ev.metrics.sharpe if ev.metrics and ev.metrics.sharpe is not None else float("-inf")
-    return (ev.passed, not ev.vetoes, ev.score, ev.dsr or 0.0, sharpe)
 
 
 def gate(state: DevelopState, runtime: Runtime[RunContext]) -> dict[str, Any]:
@@ -69,14 +60,18 @@ def gate(state: DevelopState, runtime: Runtime[RunContext]) -> dict[str, Any]:
         periods_per_year=ctx.config.periods_per_year,
     )
     best = state.get("best")
-    if evaluations:
-        top = max(evaluations, key=_rank)
-        if best is None or _rank(top) > _rank(VariantEvaluation.model_validate(best)):
+    top = best_evaluation(evaluations)
+    if top is not None:
+        previous = VariantEvaluation.model_validate(best) if best else None
+        if previous is None or best_evaluation([previous, top]) is top:
             rets = portfolio_series(
                 [r for r in results if r.variant_id == top.variant_id], ctx.config.periods_per_year
             )
             best = top.model_dump(mode="json") | {
-                "portfolio": {"dates": [d.date().isoformat() for d in rets.index], "values": rets.tolist()}
+                "portfolio": {
+                    "dates": [d.date().isoformat() for d in rets.index],
+                    "values": rets.tolist(),
+                }
             }
     n_passed = sum(e.passed for e in evaluations)
     ctx.progress.stage(
@@ -95,7 +90,9 @@ def gate(state: DevelopState, runtime: Runtime[RunContext]) -> dict[str, Any]:
 
 
 def after_gate(state: DevelopState) -> str:
-    return "router" if any(e["passed"] for e in state.get("evaluations", [])) else "failure_analysis"
+    return (
+        "router" if any(e["passed"] for e in state.get("evaluations", [])) else "failure_analysis"
+    )
 
 
 def failure_analysis(state: DevelopState, runtime: Runtime[RunContext]) -> dict[str, Any]:
@@ -111,40 +108,39 @@ def failure_analysis(state: DevelopState, runtime: Runtime[RunContext]) -> dict[
         families=sorted({e.family for e in evaluations}),
     )
     ctx.progress.stage(
-        "failure", f"{analysis.failure_type.value} ({analysis.confidence:.2f}): {analysis.root_cause}"
+        "failure",
+        f"{analysis.failure_type.value} ({analysis.confidence:.2f}): {analysis.root_cause}",
     )
     return {"failure": analysis.model_dump(mode="json")}
 
 
+def _current_line(history: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Iterations since the last RESEARCH route: a research round starts a new line of ideas,
+    so scores from before it say nothing about whether the current line converges."""
+    start = 0
+    for i, h in enumerate(history):
+        if h["route"] == Route.RESEARCH:
+            start = i + 1
+    return history[start:]
+
+
 def after_failure(state: DevelopState) -> str:
-    # The trajectory needs this iteration plus at least one before it.
-    return "trajectory" if len(state.get("history", [])) >= 1 else "router"
+    # The trajectory needs this iteration plus at least one before it on the same line.
+    return "trajectory" if _current_line(state.get("history", [])) else "router"
 
 
 def _summary(state: DevelopState, route: Route) -> IterationSummary:
     evaluations = [VariantEvaluation.model_validate(e) for e in state.get("evaluations", [])]
-    top = max(evaluations, key=_rank) if evaluations else None
-    all_variants = state.get("all_variants", {})
-    params = all_variants[top.variant_id]["spec"]["parameters"] if top else {}
-    metrics = top.metrics.model_dump() if top and top.metrics else {}
-    return IterationSummary(
-        iteration=state["iteration"],
-        route=route,
-        best_variant_id=top.variant_id if top else None,
-        family=top.family if top else None,
-        best_score=top.score if top else 0.0,
-        best_metrics={k: metrics.get(k) for k in SUMMARY_METRICS} | {"dsr": top.dsr if top else None},
-        best_parameters=params,
-        n_passed=sum(e.passed for e in evaluations),
-    )
+    params = {vid: v["spec"]["parameters"] for vid, v in state.get("all_variants", {}).items()}
+    return summarise_iteration(state["iteration"], evaluations, route=route, parameters=params)
 
 
 def trajectory(state: DevelopState, runtime: Runtime[RunContext]) -> dict[str, Any]:
     ctx = runtime.context
     # The current iteration's route is not decided yet; the analysis reads scores and metrics.
-    history = [IterationSummary.model_validate(h) for h in state.get("history", [])]
+    history = [IterationSummary.model_validate(h) for h in _current_line(state.get("history", []))]
     history.append(_summary(state, Route.TUNE))
-    analysis = analyse_trajectory(history)
+    analysis = analyse_trajectory(history, score_threshold=ctx.criteria.score_threshold)
     if analysis is None:
         return {"trajectory": None}
     ctx.progress.stage("trajectory", f"{analysis.status.value}: {analysis.reasoning}")
@@ -159,7 +155,9 @@ def router(state: DevelopState, runtime: Runtime[RunContext]) -> dict[str, Any]:
     counters = counters.model_copy(update={"iteration": iteration})
     evaluations = [VariantEvaluation.model_validate(e) for e in state.get("evaluations", [])]
     failure = FailureAnalysis.model_validate(state["failure"]) if state.get("failure") else None
-    traj = TrajectoryAnalysis.model_validate(state["trajectory"]) if state.get("trajectory") else None
+    traj = (
+        TrajectoryAnalysis.model_validate(state["trajectory"]) if state.get("trajectory") else None
+    )
     limits: Limits = cfg.limits
     route, reason = decide_route(
         any_passed=any(e.passed for e in evaluations),
@@ -169,7 +167,7 @@ def router(state: DevelopState, runtime: Runtime[RunContext]) -> dict[str, Any]:
         limits=limits,
     )
     ledger = TrialLedger.model_validate(state.get("ledger") or {})
-    top = max(evaluations, key=_rank) if evaluations else None
+    top = best_evaluation(evaluations)
     decision = GateDecision(
         iteration=iteration,
         decision=route,
@@ -194,7 +192,10 @@ def router(state: DevelopState, runtime: Runtime[RunContext]) -> dict[str, Any]:
     if route in (Route.TUNE, Route.FIX, Route.REFINE):
         update["iteration"] = iteration + 1
         update["counters"] = counters.model_copy(
-            update={"iteration": iteration + 1, "strategy_iterations": counters.strategy_iterations + 1}
+            update={
+                "iteration": iteration + 1,
+                "strategy_iterations": counters.strategy_iterations + 1,
+            }
         ).model_dump()
     elif route == Route.RESEARCH:
         update["iteration"] = iteration + 1
@@ -235,7 +236,9 @@ def _record_iteration(ctx: RunContext, state: DevelopState, decision: GateDecisi
                 key=lambda r: r.fold,
             )
             ok = [r for r in rs if r.status == JobStatus.OK]
-            metrics, fold_sharpes, _ = aggregate_variant(ok, periods_per_year=ctx.config.periods_per_year)
+            metrics, fold_sharpes, _ = aggregate_variant(
+                ok, periods_per_year=ctx.config.periods_per_year
+            )
             ctx.run.tracker.append(
                 {
                     "kind": "backtest",
@@ -262,7 +265,9 @@ def _record_iteration(ctx: RunContext, state: DevelopState, decision: GateDecisi
                         for r in rs
                     ],
                     "fold_sharpes": fold_sharpes,
-                    "status": "ok" if len(ok) == len(rs) and rs else ("error" if not ok else "partial"),
+                    "status": "ok"
+                    if len(ok) == len(rs) and rs
+                    else ("error" if not ok else "partial"),
                     "metrics": metrics.model_dump() if metrics else None,
                     "gate_score": ev.score if ev else None,
                     "gate_passed": ev.passed if ev else False,
@@ -281,8 +286,12 @@ def _record_iteration(ctx: RunContext, state: DevelopState, decision: GateDecisi
             "variant_id": decision.best_variant_id,
             "symbols": ctx.symbols,
             "metrics": next(
-                (e.metrics.model_dump() for e in decision.evaluations
-                 if e.variant_id == decision.best_variant_id and e.metrics), None,
+                (
+                    e.metrics.model_dump()
+                    for e in decision.evaluations
+                    if e.variant_id == decision.best_variant_id and e.metrics
+                ),
+                None,
             ),  # fmt: skip
             "gate_score": max((e.score for e in decision.evaluations), default=None),
             "decision": decision.model_dump(mode="json"),

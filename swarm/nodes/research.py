@@ -82,7 +82,9 @@ def make_synthesizer(domain: Domain):
     def synthesize(state: DevelopState, runtime: Runtime[RunContext]) -> dict[str, Any]:
         findings = [Finding.model_validate(f) for f in state.get("findings", [])]
         mine = [f for f in findings if f.type == domain]
-        sheet = synthesize_domain(domain, mine)
+        prefix = f"{domain.value}."
+        failed = [s.removeprefix(prefix) for s in state.get("failed_subagents", []) if s.startswith(prefix)]
+        sheet = synthesize_domain(domain, mine, failed=failed)
         return {"fact_sheets": [sheet.model_dump(mode="json")]}
 
     synthesize.__name__ = f"synthesize_{domain.value}"
@@ -101,6 +103,9 @@ def leader(state: DevelopState, runtime: Runtime[RunContext]) -> dict[str, Any]:
     failed = state.get("failed_subagents", [])
     if failed:
         synthesis.gaps.append(f"failed subagents: {', '.join(sorted(failed))}")
+    if state.get("feedback"):
+        # A RESEARCH round: say what the gate reported, so the research record shows why it reran.
+        synthesis.gaps.append(f"gate feedback: {state['feedback'][-1]}")
     findings = [Finding.model_validate(f) for f in state.get("findings", [])]
     findings.sort(key=lambda f: (f.symbol, f.type.value, f.specialization))
 

@@ -148,11 +148,18 @@ def basic_quality(bars: pd.DataFrame) -> dict[str, Any]:
     return {"coverage_pct": coverage, "issues": issues}
 
 
+_NOT_ISSUES = {"coverage_pct", "n_bars", "expected_bars", "timeframe", "start", "end"}
+
+
 def _quality_issues(quality: dict[str, Any]) -> list[str]:
-    issues = [str(i) for i in quality.get("issues", []) or []]
-    # Accept count-style reports from the market-data layer too.
+    """Issue lines from a quality report. A report with an ``issues`` list (e.g.
+    ``backtest.quality.QualityReport.model_dump()``) already summarises its counts; a
+    plain count-style dict (``{"gaps": 2}``) is turned into lines."""
+    if "issues" in quality:
+        return [str(i) for i in quality.get("issues") or []]
+    issues = []
     for key, value in quality.items():
-        if key in ("issues", "coverage_pct"):
+        if key in _NOT_ISSUES:
             continue
         if isinstance(value, int | float) and not isinstance(value, bool) and value:
             issues.append(f"{key}: {value}")

@@ -244,7 +244,7 @@ def lead(fact_sheets: list[FactSheet], data_brief: DataBrief) -> ResearchSynthes
                 gaps.append(f"{fs.domain.value} unavailable: all {fs.n_findings} findings "
                             f"abstained")  # fmt: skip
         gaps += fs.gaps
-    if any(g.startswith("sentiment.news abstained") for g in gaps):
+    if any(g.startswith("sentiment.news abstained") and " days to " in g for g in gaps):
         gaps.append("no news in window for at least one symbol")
     gaps += [f"{d} degraded: fewer than {MIN_OK_SUBAGENTS} of {SUBAGENTS_PER_DOMAIN} "
              f"subagents ran" for d in degraded_domains]  # fmt: skip
@@ -278,6 +278,13 @@ def lead(fact_sheets: list[FactSheet], data_brief: DataBrief) -> ResearchSynthes
         f"take-profit {sp.take_profit_pct:.2f}%, max hold {sp.max_hold_bars} bars. "
         f"Families to try, in order: {', '.join(families)}. {len(gaps)} gap(s) noted."
     )
+    regime_dir = {Regime.TRENDING_UP: 1.0, Regime.TRENDING_DOWN: -1.0}.get(data_brief.regime)
+    if tech and _took_side(tech) and regime_dir and sign(tech.signal) == -regime_dir:
+        # The window's regime and the reading at its last bar disagree: say so.
+        summary += (
+            f" Note: the technical read at the last bar ({tech.signal:+.2f}) opposes the "
+            f"window's {data_brief.regime.value} regime."
+        )
     return ResearchSynthesis(
         fact_sheets=fact_sheets, confidence=confidence, quality=quality,
         signal=max(-1.0, min(1.0, signal)), gaps=gaps, regime=data_brief.regime,

@@ -260,6 +260,12 @@ def pattern_stats(bundle: FeatureBundle, horizon: int) -> tuple[dict[str, float]
             stats[f"{name}_{side}_n"] = float(cnt)
             stats[f"{name}_{side}_fwd{horizon}_mean_pct"] = float(fwd[mask].mean())
             stats[f"{name}_{side}_fwd{horizon}_hit_rate"] = float(good[mask].mean())
+            if cnt >= 2:
+                sd = float(fwd[mask].std(ddof=1))
+                if sd > 0:
+                    # t-statistic of the pattern's mean against the window's base rate.
+                    t = (float(fwd[mask].mean()) - base) / (sd / math.sqrt(cnt))
+                    stats[f"{name}_{side}_fwd{horizon}_tstat"] = t
     return stats, base
 
 
@@ -273,7 +279,7 @@ def pattern(bundle: FeatureBundle, context: ResearchContext) -> Finding:
     ev[f"fwd{h}_base_mean_pct"] = base
     n_signals = int(sum(v for k, v in stats.items() if k.endswith("_n")))
 
-    votes: list[tuple[float, float]] = []  # (directional edge score, weight)
+    votes: list[float] = []  # t-stat of each recent pattern's history, scaled
     fired: list[str] = []
     for name in CANDLE_PATTERNS:
         recent = bundle.data[name][-RECENT_PATTERN_BARS:]
@@ -292,23 +298,22 @@ def pattern(bundle: FeatureBundle, context: ResearchContext) -> Finding:
         fired.append(f"{name} {side} {bars_ago} bar(s) ago (history n={cnt:.0f})")
         if cnt < MIN_PATTERN_SAMPLE or direction == 0:
             continue
-        # Edge: how much better than the base rate the pattern did in its own direction.
-        edge = direction * (stats[f"{name}_{side}_fwd{h}_mean_pct"] - base)
-        shrink = cnt / (cnt + 20)  # small samples count less
-        votes.append((direction * clip(edge), shrink))
-    signal = clip(sum(v * w for v, w in votes)) if votes else 0.0
-    confidence = clip(0.1 + 0.4 * (sum(w for _, w in votes) / max(1, len(votes))), 0, 0.5)
-    if not votes:
-        confidence = 0.1
+        # A pattern votes with the t-statistic of its own history against the base rate:
+        # |t| = 3 is a full vote, a noisy history barely moves the signal.
+        t = stats.get(f"{name}_{side}_fwd{h}_tstat", 0.0)
+        votes.append(clip(t / 3))
+    signal = clip(sum(votes))
+    confidence = clip(0.1 + 0.3 * max((abs(v) for v in votes), default=0.0), 0, 0.4)
 
     best = sorted(
         (k[:-2] for k in stats if k.endswith("_n") and stats[k] >= MIN_PATTERN_SAMPLE),
-        key=lambda p: abs(stats[f"{p}_fwd{h}_mean_pct"] - base),
+        key=lambda p: abs(stats.get(f"{p}_fwd{h}_tstat", 0.0)),
         reverse=True,
     )[:2]
     best_txt = "; ".join(
         f"{p} mean {stats[f'{p}_fwd{h}_mean_pct']:+.2f}% "
-        f"(n={stats[f'{p}_n']:.0f}, hit {100 * stats[f'{p}_fwd{h}_hit_rate']:.0f}%)"
+        f"(n={stats[f'{p}_n']:.0f}, hit {100 * stats[f'{p}_fwd{h}_hit_rate']:.0f}%, "
+        f"t {stats.get(f'{p}_fwd{h}_tstat', 0.0):+.2f})"
         for p in best
     )
     interp = (

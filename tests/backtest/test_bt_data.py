@@ -122,9 +122,12 @@ def test_malformed_csv(tmp_path: Path, text: str, pattern: str) -> None:
 def test_range_without_data_names_available_range(daily_dir: Path, tmp_path: Path) -> None:
     with pytest.raises(DataError) as err:
         load_bars(
-            "AAPL", start=date(2021, 1, 1), end=date(2021, 6, 30), data_dir=daily_dir,
+            "AAPL",
+            start=date(2021, 1, 1),
+            end=date(2021, 6, 30),
+            data_dir=daily_dir,
             cache_dir=tmp_path,
-        )  # fmt: skip
+        )
     msg = str(err.value)
     assert msg.startswith("--start/--end:")
     assert "1980-12-12 to 2020-12-11" in msg and "2021-01-01..2021-06-30" in msg
@@ -173,9 +176,12 @@ def test_cache_edge_slack(tmp_path: Path) -> None:
     assert hit.source_used == "cache" and len(hit.bars) == len(bars)
     with pytest.raises(DataError, match="covers 2015-01-05..2015-12-30"):
         load_bars(
-            "ABC", start=date(2014, 6, 1), end=date(2015, 12, 31), source="cache",
+            "ABC",
+            start=date(2014, 6, 1),
+            end=date(2015, 12, 31),
+            source="cache",
             cache_dir=tmp_path,
-        )  # fmt: skip
+        )
 
 
 @pytest.mark.integration
@@ -248,9 +254,13 @@ def test_load_universe(daily_dir: Path, tmp_path: Path) -> None:
 @pytest.mark.integration
 def test_hourly_csv(shared_data: Path) -> None:
     lb = load_bars(
-        "BTCUSDT", start=date(2019, 1, 1), end=date(2019, 1, 31), timeframe="1h",
-        source="csv", data_dir=shared_data / "ohlcv" / "crypto",
-    )  # fmt: skip
+        "BTCUSDT",
+        start=date(2019, 1, 1),
+        end=date(2019, 1, 31),
+        timeframe="1h",
+        source="csv",
+        data_dir=shared_data / "ohlcv" / "crypto",
+    )
     assert lb.path.endswith("BTCUSDT_binance_1h.csv")
     assert lb.bars.index[0] == pd.Timestamp("2019-01-01 00:00") and len(lb.bars) > 700
     assert lb.bars.index[-1] <= pd.Timestamp("2019-01-31 23:00")

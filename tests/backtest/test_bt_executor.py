@@ -76,3 +76,19 @@ def test_make_executor() -> None:
         make_executor("ray")
     with pytest.raises(BacktestError, match="--executor: unknown kind 'gpu'"):
         make_executor("gpu")
+
+
+@pytest.mark.integration
+def test_timeout_inside_a_worker(jobs: list[BacktestJob]) -> None:
+    spin = BacktestJob(
+        job_id="spin",
+        variant_id="bad",
+        code=src.ENDLESS,
+        symbol="AAPL",
+        bars=jobs[0].bars,
+        fold=FOLD,
+        timeout_s=1.0,
+    )
+    with make_executor("process", workers=1) as pool:
+        first, second = pool.map([spin, jobs[0]])
+    assert first.status == JobStatus.TIMEOUT and second.status == JobStatus.OK

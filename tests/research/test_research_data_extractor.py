@@ -32,24 +32,24 @@ def _frame(close: np.ndarray) -> pd.DataFrame:
 def synthetic(regime: Regime, n: int = 756, seed: int = 7) -> pd.DataFrame:
     rng = np.random.default_rng(seed)
     t = np.arange(n)
+    noise = rng.normal(0, 0.01, n)
+    noise -= noise.mean()  # the drift is then exactly the built-in trend
     if regime == Regime.TRENDING_UP:  # +0.1%/day drift, 1% daily noise
-        logp = np.cumsum(0.001 + rng.normal(0, 0.01, n))
+        logp = np.cumsum(0.001 + noise)
     elif regime == Regime.TRENDING_DOWN:
-        logp = np.cumsum(-0.001 + rng.normal(0, 0.01, n))
+        logp = np.cumsum(-0.001 + noise)
     elif regime == Regime.RANGE_BOUND:  # oscillates +-4% around 100 with 0.5% noise
         logp = 0.04 * np.sin(2 * np.pi * t / 60) + rng.normal(0, 0.005, n)
-    else:  # high-vol chop: 3.5%/day noise around a flat mean-reverting level
-        x = np.zeros(n)
-        for i in range(1, n):
-            x[i] = 0.85 * x[i - 1] + rng.normal(0, 0.035)
-        logp = x
+    else:  # high-vol chop: log price is white noise around 100 (~56% vol, no net move)
+        logp = rng.normal(0, 0.025, n)
     return _frame(100 * np.exp(logp))
 
 
 @pytest.mark.unit
 @pytest.mark.parametrize("regime", list(Regime))
-def test_regime_on_synthetic_series(regime: Regime) -> None:
-    bars = synthetic(regime)
+@pytest.mark.parametrize("seed", [1, 2, 7])
+def test_regime_on_synthetic_series(regime: Regime, seed: int) -> None:
+    bars = synthetic(regime, seed=seed)
     b = brief_symbol("SYN", bars, quality=None, sha256=SHA)
     assert b.regime == regime, b.regime_reasoning
     assert 0.5 <= b.regime_confidence <= 0.99
@@ -121,6 +121,20 @@ def test_universe_vote_is_confidence_weighted() -> None:
     mean_conf = (rng1.regime_confidence + rng2.regime_confidence) / 2
     assert brief.regime_confidence == pytest.approx(share * mean_conf)
     assert brief.suggested.family == "mean_reversion"
+
+
+@pytest.mark.unit
+def test_quality_report_shapes() -> None:
+    bars = synthetic(Regime.RANGE_BOUND)
+    report = {  # shaped like backtest.quality.QualityReport.model_dump()
+        "timeframe": "1d", "n_bars": 756, "expected_bars": 760, "coverage_pct": 99.5,
+        "n_gaps": 1, "gaps": [{"start": "x"}], "ohlc_violations": 0, "zero_volume_bars": 0,
+        "issues": ["1 gap(s) longer than 4 days"],
+    }  # fmt: skip
+    b = brief_symbol("Q", bars, quality=report, sha256=SHA)
+    assert b.quality_issues == ["1 gap(s) longer than 4 days"] and b.coverage_pct == 99.5
+    counts = brief_symbol("Q", bars, quality={"n_bars": 756, "outliers": 3}, sha256=SHA)
+    assert counts.quality_issues == ["outliers: 3"]
 
 
 @pytest.mark.unit

@@ -80,6 +80,12 @@ def derived(ref: dict[str, np.ndarray], i: int, horizon: int = 5) -> dict[str, f
                 d[f"{name}_{side}_n"] = float(mask.sum())
                 d[f"{name}_{side}_fwd{horizon}_mean_pct"] = fwd[mask].mean()
                 d[f"{name}_{side}_fwd{horizon}_hit_rate"] = good[mask].mean()
+                sel = fwd[mask]
+                if len(sel) >= 2 and sel.std() > 0:
+                    tstat = (sel.mean() - d[f"fwd{horizon}_base_mean_pct"]) / (
+                        sel.std() / np.sqrt(len(sel))
+                    )
+                    d[f"{name}_{side}_fwd{horizon}_tstat"] = tstat
     return d
 
 

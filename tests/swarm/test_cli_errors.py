@@ -20,8 +20,32 @@ def _run(capsys, tmp_path, *args):
     ("args", "needle"),
     [
         (["--directive", "momentum", "--tickers", "ZZZZ"], "--tickers"),
-        (["--directive", "momentum", "--tickers", "AAPL", "--start", "2019-01-01", "--end", "2018-01-01"], "--end"),
-        (["--directive", "momentum", "--tickers", "AAPL", "--start", "1950-01-01", "--end", "1951-01-01"], "1950"),
+        (
+            [
+                "--directive",
+                "momentum",
+                "--tickers",
+                "AAPL",
+                "--start",
+                "2019-01-01",
+                "--end",
+                "2018-01-01",
+            ],
+            "--end",
+        ),
+        (
+            [
+                "--directive",
+                "momentum",
+                "--tickers",
+                "AAPL",
+                "--start",
+                "1950-01-01",
+                "--end",
+                "1951-01-01",
+            ],
+            "1950",
+        ),
         (["--directive", "   ", "--tickers", "AAPL"], "--directive"),
         (["--directive", "momentum", "--tickers", "AAPL", "--variants", "0"], "--variants"),
         (["--directive", "momentum", "--tickers", "AAPL", "--start", "2019-13-01"], "--start"),
@@ -42,14 +66,28 @@ def test_unreadable_csv_exits_2_naming_the_file(capsys, tmp_path):
     data = tmp_path / "data"
     data.mkdir()
     (data / "AAPL.csv").write_text("this is not,a price file\n\x00\x01garbage\n")
-    code, err, _ = _run(capsys, tmp_path, "--directive", "momentum", "--tickers", "AAPL",
-                        "--data-dir", str(data), "--start", "2015-01-01", "--end", "2016-01-01")
+    code, err, _ = _run(
+        capsys,
+        tmp_path,
+        "--directive",
+        "momentum",
+        "--tickers",
+        "AAPL",
+        "--data-dir",
+        str(data),
+        "--start",
+        "2015-01-01",
+        "--end",
+        "2016-01-01",
+    )
     assert code == 2
     assert len(err.splitlines()) == 1 and "AAPL.csv" in err
 
 
 def test_missing_data_dir_exits_2(capsys, tmp_path):
-    code, err, _ = _run(capsys, tmp_path, "--directive", "momentum", "--data-dir", str(tmp_path / "nope"))
+    code, err, _ = _run(
+        capsys, tmp_path, "--directive", "momentum", "--data-dir", str(tmp_path / "nope")
+    )
     assert code == 2 and "--data-dir" in err
 
 

@@ -11,7 +11,12 @@ pytestmark = pytest.mark.unit
         ("momentum alpha in tech", ["momentum"], SECTORS["tech"], "1d"),
         ("Mean reversion on semis", ["mean_reversion"], SECTORS["semis"], "1d"),
         ("breakout on $AAPL and MSFT hourly", ["breakout"], ["AAPL", "MSFT"], "1h"),
-        ("trend following with a volatility squeeze", ["trend", "volatility"], SECTORS["tech"], "1d"),
+        (
+            "trend following with a volatility squeeze",
+            ["trend", "volatility"],
+            SECTORS["tech"],
+            "1d",
+        ),
     ],
 )
 def test_rules_read_style_universe_and_timeframe(text, families, tickers, timeframe):

@@ -1,0 +1,87 @@
+import random
+
+import pytest
+
+from backtest.contracts import Metrics
+from gate.contracts import FailureAnalysis, FailureType, VariantEvaluation
+from strategies.codegen import render
+from strategies.families import default_spec
+from strategies.spec import Family
+from strategies.validate import validate_code
+from swarm.agents.strategy_dev import preferred_order, problem_of, propose
+
+pytestmark = pytest.mark.unit
+
+
+def _metrics(n_trades: int, sharpe: float = 0.5) -> Metrics:
+    return Metrics(
+        sharpe=sharpe, sharpe_per_period=sharpe / 15.87, sortino=None, cagr_pct=5, total_return_pct=10,
+        max_drawdown_pct=10, win_rate_pct=50, profit_factor=1.1, n_trades=n_trades, exposure_pct=50,
+        final_value=110_000, n_obs=500, skew=0, kurtosis=3,
+    )  # fmt: skip
+
+
+def _ev(vid, family, n_trades=40, score=0.3, errors=0, vetoes=()):
+    return VariantEvaluation(
+        variant_id=vid, family=family, trial_key=vid, metrics=_metrics(n_trades), n_jobs=4,
+        n_errors=errors, vetoes=list(vetoes), score=score,
+    )  # fmt: skip
+
+
+def _common(**kw):
+    base = dict(n=5, rng=random.Random(1), seen=set(), families=preferred_order(["momentum"], []),
+                suggested=None, best=None, last=[], failure=None, min_trades=30)  # fmt: skip
+    return base | kw
+
+
+def test_initial_route_gives_diverse_valid_code_with_the_directive_family_first():
+    props = propose(route="INITIAL", **_common())
+    assert len(props) == 5
+    families = [p.spec.family.value for p in props]
+    assert families[0] == "momentum" and len(set(families)) >= 3
+    assert len({p.spec.trial_key() for p in props}) == 5
+    assert all(validate_code(render(p.spec)).ok for p in props)
+    assert all(p.parent_id is None for p in props)
+
+
+def test_tune_moves_parameters_around_the_best_and_never_repeats_a_trial():
+    best = default_spec(Family.MOMENTUM)
+    seen = {best.trial_key()}
+    props = propose(route="TUNE", **_common(best=("v-best", best), seen=seen))
+    assert len(props) == 5
+    assert all(p.parent_id == "v-best" for p in props)
+    assert all(p.spec.family == Family.MOMENTUM for p in props)
+    assert all(p.spec.trial_key() not in seen for p in props)
+
+
+def test_fix_repairs_the_broken_variants_first():
+    broken = default_spec(Family.BREAKOUT)
+    healthy = default_spec(Family.TREND)
+    last = [(_ev("b", "breakout", n_trades=0), broken), (_ev("h", "trend", score=0.5), healthy)]
+    props = propose(route="FIX", **_common(best=("h", healthy), last=last))
+    assert props[0].parent_id == "b" and props[0].why == "fix zero_trades"
+    assert all(p.parent_id in {"b", "h"} for p in props)
+
+
+def test_refine_follows_the_failure_hint():
+    spec = default_spec(Family.MOMENTUM)
+    failure = FailureAnalysis(failure_type=FailureType.DESIGN_FLAW, root_cause="deep drawdowns",
+                              confidence=0.7, actions=["add stops", "hint:deep_drawdown"])  # fmt: skip
+    props = propose(route="REFINE", **_common(best=("m", spec), last=[(_ev("m", "momentum"), spec)],
+                                              failure=failure))  # fmt: skip
+    assert props[0].why == "refine: deep_drawdown"
+    assert props[0].spec.trial_key() != spec.trial_key()
+
+
+@pytest.mark.parametrize(
+    ("ev", "problem"),
+    [
+        (_ev("a", "momentum", vetoes=["lookahead detected"]), "lookahead"),
+        (_ev("a", "momentum", errors=3), "exception"),
+        (_ev("a", "momentum", n_trades=0), "zero_trades"),
+        (_ev("a", "momentum", n_trades=10), "too_few_trades"),
+        (_ev("a", "momentum", n_trades=100), None),
+    ],
+)
+def test_problem_of(ev, problem):
+    assert problem_of(ev, 30) == problem

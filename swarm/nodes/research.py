@@ -83,7 +83,11 @@ def make_synthesizer(domain: Domain):
         findings = [Finding.model_validate(f) for f in state.get("findings", [])]
         mine = [f for f in findings if f.type == domain]
         prefix = f"{domain.value}."
-        failed = [s.removeprefix(prefix) for s in state.get("failed_subagents", []) if s.startswith(prefix)]
+        failed = [
+            s.removeprefix(prefix)
+            for s in state.get("failed_subagents", [])
+            if s.startswith(prefix)
+        ]
         sheet = synthesize_domain(domain, mine, failed=failed)
         return {"fact_sheets": [sheet.model_dump(mode="json")]}
 

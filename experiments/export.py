@@ -35,7 +35,8 @@ def _csv_feed(path, fromdate=None, todate=None):
         high=cols["high"], low=cols["low"], close=cols["close"], volume=cols["volume"],
         openinterest=-1, nullvalue=float("nan"),
         fromdate=_dt.datetime.fromisoformat(fromdate) if fromdate else None,
-        todate=_dt.datetime.fromisoformat(todate) if todate else None,
+        # Daily bars are stamped at the session end: include the whole last day.
+        todate=_dt.datetime.combine(_dt.date.fromisoformat(todate), _dt.time.max) if todate else None,
     )
 
 
@@ -68,6 +69,11 @@ def main(argv=None):
     parser.add_argument("--slippage-pct", type=float, default=SLIPPAGE_PCT)
     args = parser.parse_args(argv)
 
+    import collections
+    import collections.abc
+
+    # backtrader 1.9.78.123 still looks up collections.Iterable (removed in Python 3.10).
+    collections.Iterable = getattr(collections, "Iterable", collections.abc.Iterable)
     cerebro = bt.Cerebro(stdstats=False)
     cerebro.adddata(_csv_feed(args.data, args.fromdate, args.todate))
     strategy_cls = STRATEGY
@@ -152,6 +158,20 @@ def _readme(variant, figures, lineage, run_dir, costs) -> str:
             f"{_f(m.get('max_drawdown_pct'))} | {_f(m.get('win_rate_pct'))} | "
             f"{m.get('n_trades', '–')} | {_f(bh.get('sharpe'))} |"
         )
+    repro = (figures.get("holdout") or {}).get("reproduce")
+    if repro:
+        lines += [
+            "",
+            "## Reproduce the holdout, symbol by symbol",
+            "",
+            "Each command should print the final value the lab recorded (to rounding):",
+            "",
+        ]
+        for symbol, run in sorted(repro["runs"].items()):
+            lines.append(
+                f"    python strategy.py --data {run['data'] or symbol + '.csv'} --from {repro['from']} "
+                f"--to {repro['to']} --trade-start {repro['trade_start']}   # {run['final_value']:.6f}"
+            )
     lines += [
         "",
         "In-sample figures come from walk-forward folds the search looked at; the holdout was",

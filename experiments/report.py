@@ -107,8 +107,9 @@ def render_report(
             f"Code: `strategies/{best_variant['variant_id']}.py`; parameters: "
             + ", ".join(f"{k}={v}" for k, v in sorted(spec["parameters"].items())),
             "",
-            f"Fuzzy score {_f(best_eval['score'], 3)}; deflated Sharpe {_f(best_eval['dsr'], 3)} over "
-            f"{verdict['n_trials']} trials; fold Sharpes "
+            f"Fuzzy score {_f(best_eval['score'], 3)}; deflated Sharpe {_f(best_eval['dsr'], 3)} at "
+            f"selection ({_f(verdict.get('best_dsr_all_trials'), 3)} over all {verdict['n_trials']} "
+            "trials); fold Sharpes "
             + ", ".join(_f(s) for s in best_eval.get("fold_sharpes", []))
             + (f"; vetoes: {'; '.join(best_eval['vetoes'])}" if best_eval.get("vetoes") else ""),
             "",
@@ -132,7 +133,9 @@ def render_report(
         "",
         f"- Trials counted (every distinct variant × parameter set backtested on this data): "
         f"{verdict['n_trials']}",
-        f"- Deflated Sharpe of the best variant: {_f(verdict.get('best_dsr'), 3)}",
+        f"- Deflated Sharpe of the best variant: {_f(verdict.get('best_dsr'), 3)} when it was "
+        f"selected; {_f(verdict.get('best_dsr_all_trials'), 3)} deflated by all "
+        f"{verdict['n_trials']} trials of the run",
         f"- PBO (CSCV): {_f(pbo, 3) if pbo is not None else 'not computed (needs >= 8 variants)'}",
         "",
         "## Caveats",

@@ -46,6 +46,7 @@ class DevelopState(TypedDict, total=False):
     decisions: Annotated[list[dict[str, Any]], operator.add]  # GateDecision per iteration
     best: dict[str, Any] | None  # best VariantEvaluation so far (any iteration)
     n_backtests: int
+    pbo: float | None  # probability of backtest overfitting, latest iteration with >= 8 variants
 
     holdout: dict[str, Any] | None
     verdict: dict[str, Any]

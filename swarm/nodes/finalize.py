@@ -15,6 +15,7 @@ from experiments.report import render_report
 from gate.aggregate import aggregate_variant
 from gate.contracts import Route
 from gate.ledger import TrialLedger
+from gate.stats import deflated_sharpe_ratio
 from swarm.context import RunContext
 from swarm.nodes.gate import portfolio_series
 from swarm.state import DevelopState
@@ -119,7 +120,22 @@ def finalize(state: DevelopState, runtime: Runtime[RunContext]) -> dict[str, Any
         curves["buy & hold (in-sample)"] = bh_rets
     if state.get("holdout"):
         h = state["holdout"]
-        figures["holdout"] = {"metrics": h["metrics"], "buy_and_hold": h["buy_and_hold"]}
+        fold = ctx.holdout_fold
+        figures["holdout"] = {
+            "metrics": h["metrics"],
+            "buy_and_hold": h["buy_and_hold"],
+            # Enough to re-run each symbol outside the lab and compare final values.
+            "reproduce": {
+                "from": fold.warmup_start.isoformat(),
+                "trade_start": fold.start.isoformat(),
+                "to": fold.end.isoformat(),
+                "runs": {
+                    s: {"data": ctx.data[s].path, "final_value": m["final_value"]}
+                    for s, m in h["per_symbol"].items()
+                    if isinstance(m, dict)
+                },
+            },
+        }
         curves["strategy (holdout)"] = pd.Series(
             h["returns"]["values"], index=pd.to_datetime(h["returns"]["dates"])
         )
@@ -137,7 +153,8 @@ def finalize(state: DevelopState, runtime: Runtime[RunContext]) -> dict[str, Any
         "n_trials": ledger.n_trials,
         "best_dsr": best_eval.get("dsr") if best_eval else None,
         "best_score": best_eval.get("score") if best_eval else None,
-        "pbo": None,
+        "best_dsr_all_trials": _dsr_all_trials(best_eval, ledger),
+        "pbo": state.get("pbo"),
         "score_threshold": ctx.criteria.score_threshold,
         "dsr_threshold": ctx.criteria.dsr_threshold,
         "route_history": [d["decision"] for d in decisions],
@@ -184,6 +201,21 @@ def finalize(state: DevelopState, runtime: Runtime[RunContext]) -> dict[str, Any
         f"backtests, {verdict['n_trials']} trials; best {best_id or '–'}",
     )
     return {"verdict": verdict}
+
+
+def _dsr_all_trials(best_eval: dict[str, Any] | None, ledger: TrialLedger) -> float | None:
+    """The best variant's DSR deflated by every trial the run made, not only those before it."""
+    m = (best_eval or {}).get("metrics") or {}
+    if m.get("sharpe_per_period") is None or m.get("skew") is None:
+        return None
+    return deflated_sharpe_ratio(
+        m["sharpe_per_period"],
+        ledger.trial_sharpe_variance(),
+        max(ledger.n_trials, 1),
+        m["n_obs"],
+        m["skew"],
+        m["kurtosis"],
+    )
 
 
 def _f(x: float | None) -> str:

@@ -20,7 +20,7 @@ from gate.contracts import (
     TrajectoryAnalysis,
     VariantEvaluation,
 )
-from gate.evaluate import best_evaluation, evaluate_variants
+from gate.evaluate import best_evaluation, evaluate_variants, iteration_pbo
 from gate.failure import analyse_failure
 from gate.fuzzy import FuzzyScorer
 from gate.ledger import TrialLedger
@@ -73,6 +73,8 @@ def gate(state: DevelopState, runtime: Runtime[RunContext]) -> dict[str, Any]:
                     "values": rets.tolist(),
                 }
             }
+    # PBO needs a cross-section of at least 8 variants on shared dates; None otherwise.
+    pbo = iteration_pbo(results, [v.variant_id for v in variants])
     n_passed = sum(e.passed for e in evaluations)
     ctx.progress.stage(
         "gate",
@@ -86,6 +88,7 @@ def gate(state: DevelopState, runtime: Runtime[RunContext]) -> dict[str, Any]:
         "failure": None,
         "trajectory": None,
         "n_backtests": state.get("n_backtests", 0) + len(results),
+        "pbo": pbo if pbo is not None else state.get("pbo"),
     }
 
 

@@ -90,7 +90,12 @@ def analyse_trajectory(
         to_go = 0.0
     elif status == TrajectoryStatus.CONVERGING and slope > 0:
         to_go = round((score_threshold - scores[-1]) / slope, 2)
-    eta = "" if to_go is None else f"; ~{to_go:g} more iteration(s) to score {score_threshold:g}"
+    if to_go == 0.0:
+        eta = f"; score already >= {score_threshold:g}, so the score is not what blocks a pass"
+    elif to_go is not None:
+        eta = f"; ~{to_go:g} more iteration(s) to score {score_threshold:g}"
+    else:
+        eta = ""
     return TrajectoryAnalysis(
         status=status,
         improvement_rate=rates,

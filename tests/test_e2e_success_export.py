@@ -34,7 +34,12 @@ def test_success_opens_the_holdout_once_and_exports_a_winner(run_dir):
     assert all(r["variant_id"] == verdict["best_variant"] for r in holdout)
     # Holdout records come last: nothing was decided after the holdout was opened.
     assert records[-1]["kind"] == "holdout" and records[-3]["kind"] == "gate"
-    for rel in ("winner/strategy.py", "winner/params.json", "winner/README.md", "charts/equity.png"):
+    for rel in (
+        "winner/strategy.py",
+        "winner/params.json",
+        "winner/README.md",
+        "charts/equity.png",
+    ):
         assert (run_dir / rel).exists(), rel
     assert "holdout" in verdict["figures"] and "in-sample" in verdict["figures"]
 

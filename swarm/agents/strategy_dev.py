@@ -105,8 +105,13 @@ def propose(
     if len(out) < n:  # INITIAL, RESEARCH, or nothing left to mutate: fresh diverse ideas
         for spec in initial_specs(2 * n, preferred_families=families, suggested=suggested, rng=rng):
             add(spec, None, f"new {spec.family.value} idea")
-    if len(out) < n:  # every default already tried: perturb the defaults
-        for spec in initial_specs(n, preferred_families=families, suggested=suggested, rng=rng):
-            for tuned in tune(spec, n, rng=rng, seen=seen):
-                add(tuned, None, f"perturbed {spec.family.value} idea")
+    if len(out) < n:  # every template already tried: perturb them, one family at a time
+        bases = initial_specs(n, preferred_families=families, suggested=suggested, rng=rng)
+        for _round in range(n):
+            before = len(out)
+            for spec in bases:
+                for tuned in tune(spec, 1, rng=rng, seen=seen):
+                    add(tuned, None, f"perturbed {spec.family.value} idea")
+            if len(out) == before or len(out) >= n:
+                break
     return out

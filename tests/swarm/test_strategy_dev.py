@@ -85,3 +85,17 @@ def test_refine_follows_the_failure_hint():
 )
 def test_problem_of(ev, problem):
     assert problem_of(ev, 30) == problem
+
+
+def test_research_route_with_every_template_tried_still_spreads_over_families():
+    from strategies.families import TEMPLATES, spec_from_template
+
+    seen = {
+        spec_from_template(family, i).trial_key()
+        for family, templates in TEMPLATES.items()
+        for i in range(len(templates))
+    }
+    props = propose(route="RESEARCH", **_common(seen=seen))
+    assert len(props) == 5
+    assert len({p.spec.family for p in props}) >= 3
+    assert all(p.spec.trial_key() not in seen for p in props)

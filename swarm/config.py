@@ -38,9 +38,3 @@ class RunConfig(BaseModel):
     workers: int | None = None
     executor: str = "process"
     offline: bool = False
-
-    @property
-    def periods_per_year(self) -> int:
-        if self.timeframe == "1h":
-            return 252 * 7  # ~7 regular-session hours; crypto users should read the caveat
-        return 252

@@ -32,6 +32,7 @@ class RunContext:
     criteria: Criteria
     executor: Executor
     progress: Progress
+    periods_per_year: int = 252  # measured from the data: 252 exchange days, 365 for 24/7 markets
     news_items: list[Any] = field(default_factory=list)
     cache: dict[str, Any] = field(default_factory=dict)  # per-run memo (feature bundles…)
 

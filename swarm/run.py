@@ -7,7 +7,7 @@ from typing import Any
 
 import pandas as pd
 
-from backtest.data import load_universe
+from backtest.data import load_universe, periods_per_year
 from backtest.errors import BacktestError
 from backtest.executor import make_executor
 from backtest.splits import holdout_fold, split_holdout, walk_forward_folds
@@ -69,6 +69,7 @@ def prepare(
         "split": split.model_dump(mode="json"),
         "folds": [f.model_dump(mode="json") for f in folds],
         "holdout_fold": hold.model_dump(mode="json"),
+        "periods_per_year": periods_per_year(pd.DataFrame(index=calendar), config.timeframe),
         "symbols": {
             s: {
                 "source": d.source_used,
@@ -111,6 +112,7 @@ def prepare(
             "folds": folds,
             "holdout_fold": hold,
             "news_items": news_items,
+            "periods_per_year": periods_per_year(pd.DataFrame(index=calendar), config.timeframe),
             "cache": {"data_summary": data_summary, "criteria_text": criteria_text},
         },
     )

@@ -53,7 +53,7 @@ def backtest(payload: dict[str, Any], runtime: Runtime[RunContext]) -> dict[str,
         bars=ctx.insample_bars(payload["symbol"]),  # the holdout stays sealed
         fold=fold,
         costs=ctx.config.costs,
-        periods_per_year=ctx.config.periods_per_year,
+        periods_per_year=ctx.periods_per_year,
     )
     result = ctx.executor.submit(job).result()
     ctx.progress.tick()

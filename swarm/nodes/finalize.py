@@ -40,18 +40,18 @@ def holdout(state: DevelopState, runtime: Runtime[RunContext]) -> dict[str, Any]
             bars=ctx.data[symbol].bars,
             fold=fold,
             costs=cfg.costs,
-            periods_per_year=cfg.periods_per_year,
+            periods_per_year=ctx.periods_per_year,
         )
         for symbol in ctx.symbols
     ]
     results = ctx.executor.map(jobs)
     ok = [r for r in results if r.status == JobStatus.OK]
-    metrics, _, _ = aggregate_variant(ok, periods_per_year=cfg.periods_per_year)
+    metrics, _, _ = aggregate_variant(ok, periods_per_year=ctx.periods_per_year)
     bh, bh_rets = buy_and_hold_metrics(
         {s: ctx.data[s].bars for s in ctx.symbols}, fold.start, fold.end,
-        periods_per_year=cfg.periods_per_year,
+        periods_per_year=ctx.periods_per_year,
     )  # fmt: skip
-    rets = portfolio_series(results, cfg.periods_per_year)
+    rets = portfolio_series(results, ctx.periods_per_year)
     for r in results:
         ctx.run.tracker.append(
             {
@@ -107,7 +107,7 @@ def finalize(state: DevelopState, runtime: Runtime[RunContext]) -> dict[str, Any
         first, last_fold = ctx.folds[0], ctx.folds[-1]
         bh, bh_rets = buy_and_hold_metrics(
             {s: ctx.insample_bars(s) for s in ctx.symbols}, first.start, last_fold.end,
-            periods_per_year=cfg.periods_per_year,
+            periods_per_year=ctx.periods_per_year,
         )  # fmt: skip
         figures["in-sample"] = {
             "metrics": best_eval.get("metrics"),

@@ -57,7 +57,7 @@ def gate(state: DevelopState, runtime: Runtime[RunContext]) -> dict[str, Any]:
         ctx.criteria,
         ledger,
         scorer=_scorer(ctx),
-        periods_per_year=ctx.config.periods_per_year,
+        periods_per_year=ctx.periods_per_year,
     )
     best = state.get("best")
     top = best_evaluation(evaluations)
@@ -65,7 +65,7 @@ def gate(state: DevelopState, runtime: Runtime[RunContext]) -> dict[str, Any]:
         previous = VariantEvaluation.model_validate(best) if best else None
         if previous is None or best_evaluation([previous, top]) is top:
             rets = portfolio_series(
-                [r for r in results if r.variant_id == top.variant_id], ctx.config.periods_per_year
+                [r for r in results if r.variant_id == top.variant_id], ctx.periods_per_year
             )
             best = top.model_dump(mode="json") | {
                 "portfolio": {
@@ -239,9 +239,7 @@ def _record_iteration(ctx: RunContext, state: DevelopState, decision: GateDecisi
                 key=lambda r: r.fold,
             )
             ok = [r for r in rs if r.status == JobStatus.OK]
-            metrics, fold_sharpes, _ = aggregate_variant(
-                ok, periods_per_year=ctx.config.periods_per_year
-            )
+            metrics, fold_sharpes, _ = aggregate_variant(ok, periods_per_year=ctx.periods_per_year)
             ctx.run.tracker.append(
                 {
                     "kind": "backtest",

@@ -67,6 +67,10 @@ def strategy_dev(state: DevelopState, runtime: Runtime[RunContext]) -> dict[str,
                     "iteration": iteration, "route": route, "variant_id": variant_id,
                     "parent_id": prop.parent_id, "code_sha256": variant.code_sha256,
                     "errors": report.errors,
+                    "symbols": ctx.symbols,
+                    "metrics": None,
+                    "gate_score": None,
+                    "status": "rejected",
                 }
             )  # fmt: skip
             continue

@@ -35,6 +35,13 @@ class StrategySpec(BaseModel):
     sizing: str = "fixed_fraction"
     long_short: bool = False
     parameters: dict[str, ParamValue] = Field(default_factory=dict)
+    # Set only for code written outside the block catalogue (an LLM's own Backtrader class):
+    # the sha256 of that code, so each distinct custom code counts as its own trial.
+    source_sha: str | None = None
+
+    @property
+    def is_custom(self) -> bool:
+        return self.source_sha is not None
 
     def trial_key(self) -> str:
         payload = {
@@ -46,6 +53,8 @@ class StrategySpec(BaseModel):
             "long_short": self.long_short,
             "parameters": {k: self.parameters[k] for k in sorted(self.parameters)},
         }
+        if self.source_sha is not None:  # absent otherwise, so existing keys never change
+            payload["source_sha"] = self.source_sha
         blob = json.dumps(payload, sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(blob.encode()).hexdigest()[:16]
 

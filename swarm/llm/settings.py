@@ -1,0 +1,77 @@
+"""LLM settings parsed from the CLI: which endpoint, which models per tier, budget, cache.
+
+``--llm none`` (the default) means rules brains only; nothing here is imported then.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field
+
+PROVIDERS = ("none", "openai", "openai-compatible")
+STRUCTURED_METHODS = ("auto", "json_schema", "function_calling")
+# Roles by tier: the 15 subagents are many and simple (quick); synthesis, strategy
+# development and failure analysis carry the run's decisions (deep).
+QUICK_ROLES = frozenset({"research_subagent"})
+
+
+class LLMSettings(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    provider: str = "none"
+    quick_model: str | None = None
+    deep_model: str | None = None
+    base_url: str | None = None
+    structured: str = "auto"
+    max_tokens: int | None = Field(None, ge=1)  # whole-run budget; None = unlimited
+    max_output_tokens: int = Field(512, ge=16)  # per call
+    cache_dir: Path | None = None  # shared replay cache; default: inside the run folder
+    timeout_s: float = 120.0
+
+    @property
+    def enabled(self) -> bool:
+        return self.provider != "none"
+
+    def model_for(self, role: str) -> str:
+        model = self.quick_model if role in QUICK_ROLES else self.deep_model
+        return model or self.deep_model or self.quick_model or ""
+
+
+def parse_llm_arg(
+    value: str,
+    *,
+    base_url: str | None = None,
+    quick_model: str | None = None,
+    deep_model: str | None = None,
+    structured: str = "auto",
+    max_tokens: int | None = None,
+    cache_dir: Path | None = None,
+) -> LLMSettings:
+    """``none`` | ``openai:MODEL`` | ``openai-compatible:MODEL``. Raises ValueError with the fix."""
+    value = (value or "none").strip()
+    if value == "none":
+        return LLMSettings()
+    provider, sep, model = value.partition(":")
+    if provider not in PROVIDERS[1:] or not sep or not model.strip():
+        raise ValueError(
+            f"--llm: {value!r} is not understood; use none, openai:MODEL or openai-compatible:MODEL"
+        )
+    if provider == "openai-compatible" and not base_url:
+        raise ValueError(
+            "--llm-base-url: openai-compatible needs the server URL, e.g. http://127.0.0.1:8080/v1"
+        )
+    if structured not in STRUCTURED_METHODS:
+        raise ValueError(
+            f"--llm-structured: {structured!r}; use one of {', '.join(STRUCTURED_METHODS)}"
+        )
+    model = model.strip()
+    return LLMSettings(
+        provider=provider,
+        quick_model=quick_model or model,
+        deep_model=deep_model or model,
+        base_url=base_url,
+        structured=structured,
+        max_tokens=max_tokens,
+        cache_dir=cache_dir,
+    )

@@ -2,9 +2,9 @@
 fallback, logged, and never in executed bad code."""
 
 import pytest
+from llm_fakes import factory_for, scripted, tool_call
 
 from gate.contracts import FailureAnalysis, FailureType
-from llm_fakes import factory_for, scripted, tool_call
 from swarm.llm.brains import llm_failure, llm_finding, llm_strategy_specs
 from swarm.llm.client import LLMClient
 from swarm.llm.fence import CLOSE, OPEN, UntrustedTextError, assert_no_untrusted, fence

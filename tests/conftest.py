@@ -35,3 +35,9 @@ def shared_data() -> Path:
     if not SHARED_DATA.exists():
         pytest.skip(f"real corpus not found at {SHARED_DATA}")
     return SHARED_DATA
+
+
+@pytest.fixture(autouse=True)
+def _isolated_memory(monkeypatch, tmp_path):
+    """Tests never read or write the user's research memory under ~/.cache."""
+    monkeypatch.setattr("swarm.memory.default_memory_dir", lambda: tmp_path / "memory")

@@ -210,10 +210,22 @@ class LLMClient:
             return ["json_schema", "function_calling"]
         return ["function_calling", "json_schema"]
 
+    def _prepare(self, messages: Messages) -> list[tuple[str, str]]:
+        """Local chat formats such as llama.cpp's ``gemma`` drop system messages: fold them
+        into the first human turn so the instructions survive."""
+        if self.settings.provider != "openai-compatible":
+            return list(messages)
+        system = [c for r, c in messages if r == "system"]
+        rest = [(r, c) for r, c in messages if r != "system"]
+        if system and rest:
+            rest[0] = (rest[0][0], "Instructions: " + " ".join(system) + "\n\n" + rest[0][1])
+        return rest
+
     def _invoke(
         self, model: str, messages: Messages, schema: type[BaseModel]
     ) -> tuple[BaseModel | None, str | None, str | None, int]:
         chat = self._chat(model)
+        messages = self._prepare(messages)
         last_error = "no structured-output method worked"
         tokens = 0
         for method in self._methods(model):

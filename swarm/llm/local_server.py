@@ -60,7 +60,7 @@ def command(port: int, threads: int = 2) -> list[str]:
 def serve(port: int | None = None, *, timeout_s: float = 180.0) -> Iterator[str]:
     port = port or free_port()
     # The server logs a lot: a file, not a pipe nobody reads (a full pipe blocks the server).
-    log = tempfile.TemporaryFile()
+    log = tempfile.TemporaryFile()  # noqa: SIM115 - lives as long as the server, closed in finally
     proc = subprocess.Popen(
         command(port), stdout=log, stderr=subprocess.STDOUT, start_new_session=True
     )

@@ -49,6 +49,9 @@ class BacktestJob:
     params: dict[str, float | int] = field(default_factory=dict)
     periods_per_year: int = 252
     timeout_s: float = 120.0
+    # Stop the run after the first bar dated later than this (lookahead check:
+    # the bars after it are placeholders that only keep close[1]-style code alive).
+    stop_after: date | None = None
 
 
 class JobStatus(StrEnum):

@@ -82,6 +82,8 @@ class _Recorder(bt.Analyzer):
     bar is recorded with the value marked at its close.
     """
 
+    params = (("stop_after", None),)
+
     def start(self) -> None:
         self.dates: list[date] = []
         self.values: list[float] = []
@@ -90,7 +92,10 @@ class _Recorder(bt.Analyzer):
         self.fills: list[Fill] = []
 
     def next(self) -> None:
-        self.dates.append(self.strategy.datas[0].datetime.date(0))
+        day = self.strategy.datas[0].datetime.date(0)
+        self.dates.append(day)
+        if self.p.stop_after is not None and day > self.p.stop_after:
+            self.strategy.env.runstop()  # after this bar: no strategy call on later bars
         self.values.append(float(self.strategy.broker.getvalue()))
         self.in_market.append(
             any(self.strategy.getposition(d).size != 0 for d in self.strategy.datas)
@@ -178,21 +183,45 @@ def _check_params(cls: type, params: dict[str, Any]) -> dict[str, Any]:
     return fixed
 
 
+def _note_order(strategy: Any, order: Any, side: str) -> None:
+    """Keep (created date, side, size, price) of every order the strategy placed.
+
+    The lookahead check compares these between a full and a truncated run.
+    """
+    if order is None:
+        return
+    created = order.created
+    price = created.price
+    strategy.__dict__.setdefault("_lab_orders", []).append(
+        (
+            strategy.datas[0].datetime.date(0).isoformat(),
+            side,
+            float(created.size),
+            None if price is None else float(price),
+        )
+    )
+
+
 def _gated(cls: type, fold_start: date) -> type:
     """Subclass whose buy/sell refuse orders on bars dated before ``fold_start``.
 
-    ``close``, ``order_target_*`` and brackets all go through buy/sell.
+    ``close``, ``order_target_*`` and brackets all go through buy/sell. Placed
+    orders are noted for the lookahead check.
     """
 
     def buy(self: Any, *args: Any, **kwargs: Any) -> Any:
         if self.datas[0].datetime.date(0) < fold_start:
             return None
-        return cls.buy(self, *args, **kwargs)
+        order = cls.buy(self, *args, **kwargs)
+        _note_order(self, order, "buy")
+        return order
 
     def sell(self: Any, *args: Any, **kwargs: Any) -> Any:
         if self.datas[0].datetime.date(0) < fold_start:
             return None
-        return cls.sell(self, *args, **kwargs)
+        order = cls.sell(self, *args, **kwargs)
+        _note_order(self, order, "sell")
+        return order
 
     # Same __module__ as the user class: backtrader's metaclass resolves it.
     namespace = {"buy": buy, "sell": sell, "__module__": cls.__module__}
@@ -282,7 +311,7 @@ def _simulate(job: BacktestJob, run: EngineRun, code_file_box: list[str]) -> Non
         cerebro = bt.Cerebro(stdstats=False, preload=True, runonce=True, maxcpus=1)
         cerebro.adddata(bt.feeds.PandasData(dataname=frame, openinterest=None), name=job.symbol)
         cerebro.addstrategy(_gated(user_cls, fold_start), **params)
-        cerebro.addanalyzer(_Recorder, _name="recorder")
+        cerebro.addanalyzer(_Recorder, _name="recorder", stop_after=job.stop_after)
         costs = job.costs
         cerebro.broker.setcash(costs.cash)
         cerebro.broker.setcommission(commission=costs.commission_pct / 100.0)

@@ -1,8 +1,17 @@
-"""Executors: run many backtest jobs, serially or on a fork process pool.
+"""Executors: run many backtest jobs, serially, on a fork process pool, or on Ray.
 
-Futures returned by an executor never raise: a worker that dies (``os._exit``,
-segfault, OOM kill) or any other failure becomes a ``BacktestResult`` with
-status error, and later jobs still run.
+Every backend runs each job through ``backtest.sandbox``: static validation,
+then a forked, resource-limited child of a warm worker (see that module). The
+pool's and Ray's workers are only ever the *parents* of job processes, so the
+generated code never runs in the orchestrator or in a long-lived worker.
+
+Futures returned by an executor never raise: a worker that dies anyway
+(segfault in the sandbox itself, OOM kill of the worker) or any other failure
+becomes a ``BacktestResult`` with status error, and later jobs still run.
+
+Besides the ``Executor`` protocol (submit / map / close, context manager), the
+backends here offer ``submit_trace(job) -> Future[SandboxOutcome]``: the result
+plus the run's orders and indicator lines, used by ``backtest.lookahead``.
 """
 
 from __future__ import annotations
@@ -14,12 +23,20 @@ from collections.abc import Callable, Iterable
 from concurrent.futures import Future, ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
 from types import TracebackType
-from typing import Protocol, Self, runtime_checkable
+from typing import Any, Protocol, Self, runtime_checkable
 
 from backtest.compat import patch_backtrader
 from backtest.contracts import BacktestJob, BacktestResult, JobStatus
 from backtest.engine import run_job
 from backtest.errors import BacktestError
+from backtest.sandbox import (
+    DEFAULT_POLICY,
+    SandboxOutcome,
+    SandboxPolicy,
+    run_sandboxed,
+    sandbox_task,
+    warm_worker,
+)
 
 EXECUTOR_KINDS = ("process", "serial", "ray")
 OnResult = Callable[[BacktestResult], None]
@@ -41,6 +58,17 @@ def error_result(job: BacktestJob, message: str) -> BacktestResult:
     )
 
 
+def _chain(inner: Future[Any], convert: Callable[[Any], Any]) -> Future[Any]:
+    """A future of ``convert(inner.result())``; ``inner`` never raises here."""
+    outer: Future[Any] = Future()
+
+    def done(f: Future[Any]) -> None:
+        outer.set_result(convert(f.result()))
+
+    inner.add_done_callback(done)
+    return outer
+
+
 @runtime_checkable
 class Executor(Protocol):
     def submit(self, job: BacktestJob) -> Future[BacktestResult]: ...
@@ -56,8 +84,31 @@ class Executor(Protocol):
     def __exit__(self, *exc: object) -> None: ...
 
 
+def _outcome_error(job: BacktestJob, message: str) -> SandboxOutcome:
+    return SandboxOutcome(error_result(job, message))
+
+
+def _raw_task(job: BacktestJob, policy: SandboxPolicy, trace: bool) -> SandboxOutcome:
+    """No sandbox (``sandbox=False``): run in the worker itself, as before."""
+    return SandboxOutcome(run_job(job))
+
+
 class _BaseExecutor:
+    def submit_trace(
+        self, job: BacktestJob, policy: SandboxPolicy | None = None
+    ) -> Future[SandboxOutcome]:
+        """Run ``job`` and also return its orders and indicator lines.
+
+        ``policy`` overrides the executor's sandbox policy for this job.
+        """
+        return self._submit(job, True, policy)
+
     def submit(self, job: BacktestJob) -> Future[BacktestResult]:
+        return _chain(self._submit(job, False, None), lambda o: o.result)
+
+    def _submit(
+        self, job: BacktestJob, trace: bool, policy: SandboxPolicy | None
+    ) -> Future[SandboxOutcome]:
         raise NotImplementedError
 
     def map(
@@ -86,31 +137,57 @@ class _BaseExecutor:
 
 
 class SerialBackend(_BaseExecutor):
-    """Runs each job in this process when submitted (debugging, tests, tiny runs).
+    """Runs each job when submitted, in a sandboxed child of this process.
 
-    No isolation: code that calls ``os._exit`` ends this process.
+    For the CLI, tests and tiny runs. ``sandbox=False`` runs the code in this very
+    process (debugging only: ``os._exit`` in the code then ends this process).
+    Forking from a process with other busy threads is safe for the job (the
+    child only runs the backtest) but prefer the process pool there.
     """
 
-    def submit(self, job: BacktestJob) -> Future[BacktestResult]:
-        fut: Future[BacktestResult] = Future()
+    def __init__(self, *, policy: SandboxPolicy | None = None, sandbox: bool = True) -> None:
+        self.policy = policy or DEFAULT_POLICY
+        self.sandbox = sandbox
+        patch_backtrader()
+
+    def _submit(
+        self, job: BacktestJob, trace: bool, policy: SandboxPolicy | None
+    ) -> Future[SandboxOutcome]:
+        fut: Future[SandboxOutcome] = Future()
         try:
-            fut.set_result(run_job(job))
-        except BaseException as exc:  # run_job should not raise; stay safe anyway
-            fut.set_result(error_result(job, f"{type(exc).__name__}: {exc}"))
+            if self.sandbox:
+                warm_worker()
+                fut.set_result(run_sandboxed(job, policy or self.policy, trace=trace))
+            else:
+                fut.set_result(SandboxOutcome(run_job(job)))
+        except BaseException as exc:  # neither should raise; stay safe anyway
+            fut.set_result(_outcome_error(job, f"{type(exc).__name__}: {exc}"))
         return fut
 
 
 class ProcessPoolBackend(_BaseExecutor):
-    """Fork process pool: workers inherit the already-imported backtrader (cheap start).
+    """Fork process pool of warm workers; each job runs in a sandboxed child of one.
 
-    When a worker dies, every job in flight in that pool fails with
-    ``BrokenProcessPool``; we cannot tell which job was guilty, so each of them is
-    retried once in its own one-worker pool: innocent jobs succeed, the guilty
-    one is reported as an error. The shared pool is recreated for later jobs.
+    Workers inherit the already-imported backtrader (cheap start) and warm up
+    once. A job cannot kill its worker through the sandbox, but if a worker dies
+    anyway every job in flight in that pool fails with ``BrokenProcessPool``; we
+    cannot tell which job was guilty, so each is retried once in its own
+    one-worker pool: innocent jobs succeed, the guilty one is reported as an
+    error. The shared pool is recreated for later jobs.
+
+    ``sandbox=False`` runs jobs directly in the workers (no limits; benchmarks).
     """
 
-    def __init__(self, workers: int | None = None) -> None:
+    def __init__(
+        self,
+        workers: int | None = None,
+        *,
+        policy: SandboxPolicy | None = None,
+        sandbox: bool = True,
+    ) -> None:
         self.workers = max(1, workers or os.cpu_count() or 1)
+        self.policy = policy or DEFAULT_POLICY
+        self._task = sandbox_task if sandbox else _raw_task
         patch_backtrader()  # before forking, so children inherit the patch
         self._ctx = mp.get_context("fork")
         self._lock = threading.Lock()
@@ -118,12 +195,16 @@ class ProcessPoolBackend(_BaseExecutor):
         self._pool: ProcessPoolExecutor | None = None
         self._closed = False
 
+    def _new_pool(self, workers: int) -> ProcessPoolExecutor:
+        init = warm_worker if self._task is sandbox_task else None
+        return ProcessPoolExecutor(max_workers=workers, mp_context=self._ctx, initializer=init)
+
     def _get_pool(self) -> ProcessPoolExecutor:
         with self._lock:
             if self._closed:
                 raise BacktestError("executor is closed")
             if self._pool is None:
-                self._pool = ProcessPoolExecutor(max_workers=self.workers, mp_context=self._ctx)
+                self._pool = self._new_pool(self.workers)
             return self._pool
 
     def _discard_pool(self, pool: ProcessPoolExecutor) -> None:
@@ -132,31 +213,36 @@ class ProcessPoolBackend(_BaseExecutor):
                 self._pool = None
         pool.shutdown(wait=False, cancel_futures=False)
 
-    def submit(self, job: BacktestJob) -> Future[BacktestResult]:
-        outer: Future[BacktestResult] = Future()
+    def _submit(
+        self, job: BacktestJob, trace: bool, policy: SandboxPolicy | None
+    ) -> Future[SandboxOutcome]:
+        outer: Future[SandboxOutcome] = Future()
+        policy = policy or self.policy
         try:
             pool = self._get_pool()
             try:
-                inner = pool.submit(run_job, job)
+                inner = pool.submit(self._task, job, policy, trace)
             except BrokenProcessPool:  # broke between jobs: start a fresh pool once
                 self._discard_pool(pool)
                 pool = self._get_pool()
-                inner = pool.submit(run_job, job)
+                inner = pool.submit(self._task, job, policy, trace)
         except Exception as exc:
-            outer.set_result(error_result(job, f"{type(exc).__name__}: {exc}"))
+            outer.set_result(_outcome_error(job, f"{type(exc).__name__}: {exc}"))
             return outer
-        inner.add_done_callback(lambda f: self._on_done(f, job, outer, pool))
+        inner.add_done_callback(lambda f: self._on_done(f, job, trace, policy, outer, pool))
         return outer
 
     def _on_done(
         self,
-        inner: Future[BacktestResult],
+        inner: Future[SandboxOutcome],
         job: BacktestJob,
-        outer: Future[BacktestResult],
+        trace: bool,
+        policy: SandboxPolicy,
+        outer: Future[SandboxOutcome],
         pool: ProcessPoolExecutor,
     ) -> None:
         if inner.cancelled():
-            outer.set_result(error_result(job, "Cancelled: the executor was closed"))
+            outer.set_result(_outcome_error(job, "Cancelled: the executor was closed"))
             return
         exc = inner.exception()
         if exc is None:
@@ -164,19 +250,27 @@ class ProcessPoolBackend(_BaseExecutor):
         elif isinstance(exc, BrokenProcessPool):
             self._discard_pool(pool)
             # Not in this callback thread: it belongs to the dead pool's manager.
-            threading.Thread(target=self._retry_alone, args=(job, outer), daemon=True).start()
+            threading.Thread(
+                target=self._retry_alone, args=(job, trace, policy, outer), daemon=True
+            ).start()
         else:  # e.g. the job could not be pickled
-            outer.set_result(error_result(job, f"{type(exc).__name__}: {exc}"))
+            outer.set_result(_outcome_error(job, f"{type(exc).__name__}: {exc}"))
 
-    def _retry_alone(self, job: BacktestJob, outer: Future[BacktestResult]) -> None:
+    def _retry_alone(
+        self,
+        job: BacktestJob,
+        trace: bool,
+        policy: SandboxPolicy,
+        outer: Future[SandboxOutcome],
+    ) -> None:
         with self._retry_slots:
             try:
-                with ProcessPoolExecutor(max_workers=1, mp_context=self._ctx) as solo:
-                    outer.set_result(solo.submit(run_job, job).result())
+                with self._new_pool(1) as solo:
+                    outer.set_result(solo.submit(self._task, job, policy, trace).result())
             except BrokenProcessPool:
-                outer.set_result(error_result(job, WORKER_DIED))
+                outer.set_result(_outcome_error(job, WORKER_DIED))
             except Exception as exc:
-                outer.set_result(error_result(job, f"{type(exc).__name__}: {exc}"))
+                outer.set_result(_outcome_error(job, f"{type(exc).__name__}: {exc}"))
 
     def close(self) -> None:
         with self._lock:
@@ -186,14 +280,100 @@ class ProcessPoolBackend(_BaseExecutor):
             pool.shutdown(wait=True, cancel_futures=True)
 
 
-def make_executor(kind: str = "process", workers: int | None = None) -> Executor:
-    """``process`` (default, fork pool), ``serial`` (in-process) or ``ray`` (not yet)."""
+class RayBackend(_BaseExecutor):
+    """Ray tasks, each running the same sandboxed job function as the process pool.
+
+    ``address=None`` starts a local Ray instance with ``workers`` CPUs (no
+    dashboard; ~5-7 s to start); an address (``auto``, ``ray://host:10001`` or
+    ``host:6379``) connects to an existing cluster, whose nodes need this project
+    and its dependencies installed. Ray is shut down on ``close`` only if this
+    backend started it.
+    """
+
+    def __init__(
+        self,
+        address: str | None = None,
+        workers: int | None = None,
+        *,
+        policy: SandboxPolicy | None = None,
+    ) -> None:
+        try:
+            import ray
+        except ImportError as exc:
+            raise BacktestError(
+                "--executor ray needs the ray package: pip install 'swarm-strategy-lab[ray]'"
+            ) from exc
+        self._ray = ray
+        self.policy = policy or DEFAULT_POLICY
+        self.workers = max(1, workers or os.cpu_count() or 1)
+        self._owns = not ray.is_initialized()
+        if self._owns:
+            kwargs: dict[str, Any] = {
+                "include_dashboard": False,
+                "log_to_driver": False,
+                "configure_logging": False,
+            }
+            if address:
+                kwargs["address"] = address
+            else:
+                kwargs["num_cpus"] = self.workers
+            try:
+                ray.init(**kwargs)
+            except Exception as exc:
+                where = f"--ray-address {address}" if address else "a local Ray instance"
+                raise BacktestError(
+                    f"--executor ray: could not start/connect to {where}: "
+                    f"{type(exc).__name__}: {' '.join(str(exc).split())[:300]}"
+                ) from exc
+        self._remote = ray.remote(num_cpus=1, max_retries=1)(sandbox_task)
+        self._closed = False
+
+    def _submit(
+        self, job: BacktestJob, trace: bool, policy: SandboxPolicy | None
+    ) -> Future[SandboxOutcome]:
+        outer: Future[SandboxOutcome] = Future()
+        if self._closed:
+            outer.set_result(_outcome_error(job, "BacktestError: executor is closed"))
+            return outer
+        try:
+            inner = self._remote.remote(job, policy or self.policy, trace).future()
+        except Exception as exc:
+            outer.set_result(_outcome_error(job, f"{type(exc).__name__}: {exc}"))
+            return outer
+
+        def done(f: Future[SandboxOutcome]) -> None:
+            try:
+                outer.set_result(f.result())
+            except BaseException as exc:  # RayTaskError, WorkerCrashedError, cancellation
+                first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+                outer.set_result(_outcome_error(job, f"RayError: {type(exc).__name__}: {first}"))
+
+        inner.add_done_callback(done)
+        return outer
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        if self._owns and self._ray.is_initialized():
+            self._ray.shutdown()
+
+
+def make_executor(
+    kind: str = "process",
+    workers: int | None = None,
+    address: str | None = None,
+    *,
+    policy: SandboxPolicy | None = None,
+) -> Executor:
+    """``process`` (default, fork pool), ``serial`` (one job at a time) or ``ray``.
+
+    ``address`` only applies to ``ray`` (None: start Ray locally).
+    """
     if kind == "process":
-        return ProcessPoolBackend(workers)
+        return ProcessPoolBackend(workers, policy=policy)
     if kind == "serial":
-        return SerialBackend()
+        return SerialBackend(policy=policy)
     if kind == "ray":
-        raise BacktestError(
-            "--executor ray is not available yet; use --executor process (default) or serial"
-        )
+        return RayBackend(address=address, workers=workers, policy=policy)
     raise BacktestError(f"--executor: unknown kind {kind!r}; choose one of process, serial, ray")

@@ -10,7 +10,13 @@ from conftest import read_real_bars
 
 from backtest.contracts import BacktestJob, Fold, JobStatus
 from backtest.errors import BacktestError
-from backtest.executor import Executor, ProcessPoolBackend, SerialBackend, make_executor
+from backtest.executor import (
+    Executor,
+    ProcessPoolBackend,
+    RayBackend,
+    SerialBackend,
+    make_executor,
+)
 
 FOLD = Fold(index=0, warmup_start=date(2014, 1, 2), start=date(2015, 1, 2), end=date(2016, 12, 30))
 
@@ -51,7 +57,10 @@ def test_process_pool_matches_serial(jobs: list[BacktestJob]) -> None:
 
 
 @pytest.mark.integration
-def test_dead_worker_is_an_error_and_the_pool_recovers(jobs: list[BacktestJob]) -> None:
+def test_exiting_code_is_an_error_and_the_worker_lives(jobs: list[BacktestJob]) -> None:
+    """With the sandbox, os._exit only ends the job's own child process."""
+    from backtest.sandbox import SandboxPolicy
+
     killer = BacktestJob(
         job_id="killer",
         variant_id="bad",
@@ -60,7 +69,26 @@ def test_dead_worker_is_an_error_and_the_pool_recovers(jobs: list[BacktestJob]) 
         bars=jobs[0].bars,
         fold=FOLD,
     )
-    with ProcessPoolBackend(2) as pool:
+    with ProcessPoolBackend(2) as pool:  # validation on: `import os` is rejected
+        assert pool.submit(killer).result().status == JobStatus.REJECTED
+    with ProcessPoolBackend(2, policy=SandboxPolicy(validate=False)) as pool:
+        results = pool.map([jobs[0], killer, jobs[1]])
+        assert [r.status for r in results] == [JobStatus.OK, JobStatus.ERROR, JobStatus.OK]
+        assert "SandboxCrash" in results[1].error and "code 1" in results[1].error
+
+
+@pytest.mark.integration
+def test_dead_worker_is_an_error_and_the_pool_recovers(jobs: list[BacktestJob]) -> None:
+    """Without the sandbox (sandbox=False) a dying worker is retried alone, then reported."""
+    killer = BacktestJob(
+        job_id="killer",
+        variant_id="bad",
+        code=src.EXITS_PROCESS,
+        symbol="AAPL",
+        bars=jobs[0].bars,
+        fold=FOLD,
+    )
+    with ProcessPoolBackend(2, sandbox=False) as pool:
         results = pool.map([jobs[0], killer, jobs[1]])
         assert [r.status for r in results] == [JobStatus.OK, JobStatus.ERROR, JobStatus.OK]
         assert results[1].error.startswith("WorkerCrashed") and results[1].job_id == "killer"
@@ -72,8 +100,6 @@ def test_dead_worker_is_an_error_and_the_pool_recovers(jobs: list[BacktestJob]) 
 def test_make_executor() -> None:
     with make_executor("serial") as ex:
         assert isinstance(ex, SerialBackend)
-    with pytest.raises(BacktestError, match="--executor ray is not available yet"):
-        make_executor("ray")
     with pytest.raises(BacktestError, match="--executor: unknown kind 'gpu'"):
         make_executor("gpu")
 
@@ -89,6 +115,26 @@ def test_timeout_inside_a_worker(jobs: list[BacktestJob]) -> None:
         fold=FOLD,
         timeout_s=1.0,
     )
-    with make_executor("process", workers=1) as pool:
+    from backtest.sandbox import SandboxPolicy
+
+    with make_executor("process", workers=1, policy=SandboxPolicy(validate=False)) as pool:
         first, second = pool.map([spin, jobs[0]])
     assert first.status == JobStatus.TIMEOUT and second.status == JobStatus.OK
+
+
+@pytest.mark.integration
+@pytest.mark.slow
+def test_ray_matches_the_process_pool(jobs: list[BacktestJob]) -> None:
+    pytest.importorskip("ray")
+    with ProcessPoolBackend(2) as pool:
+        expected = pool.map(jobs)
+    with make_executor("ray", workers=2) as ray_ex:
+        assert isinstance(ray_ex, RayBackend) and isinstance(ray_ex, Executor)
+        got = ray_ex.map(jobs)
+        traced = ray_ex.submit_trace(jobs[0]).result()
+    assert all(r.status == JobStatus.OK for r in got)
+    assert _comparable(got) == _comparable(expected)
+    assert traced.trace is not None and traced.trace["orders"]
+    import ray
+
+    assert not ray.is_initialized()  # shut down by close()

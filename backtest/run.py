@@ -1,0 +1,211 @@
+"""Backtest one strategy file, also a user's own: ``python -m backtest.run STRATEGY.py ...``.
+
+Prints ONE JSON object on stdout and nothing else:
+
+    {"file": ..., "tickers": [...], "start": ..., "end": ..., "warmup_start": ...,
+     "status": "ok" | "error" | "timeout" | "rejected",
+     "metrics": {...} | null,          # one ticker: its metrics; several: see below
+     "error": str | null,
+     "lookahead": {"biased": bool, "mismatches": [...], "n_cuts": int,
+                   "checked": bool, "error": str | null},          # with --check-lookahead
+     "per_ticker": {TICKER: {"status", "metrics", "error", "lookahead"?}}}  # 2+ tickers
+
+With several tickers the top-level ``status`` is the worst one (rejected > error
+> timeout > ok), ``metrics`` is the equal-weight portfolio of the tickers that
+ran ok (daily mean of their returns) and ``lookahead.biased`` is true when any
+ticker's check was. Exit 0 whenever the file could be judged (whatever the
+status), 2 on bad arguments (one line on stderr naming the argument).
+
+The file must define exactly one ``bt.Strategy`` subclass and pass the same
+static validation as generated code; it runs sandboxed. Bars before ``--start``
+(``--warmup-days``, default 365 calendar days) feed indicators only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from datetime import date, timedelta
+from pathlib import Path
+from typing import Any, NoReturn
+
+import numpy as np
+
+from backtest.contracts import BacktestJob, CostModel, Fold, JobStatus
+from backtest.errors import BacktestError
+
+_WORST = {JobStatus.REJECTED: 3, JobStatus.ERROR: 2, JobStatus.TIMEOUT: 1, JobStatus.OK: 0}
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:  # one line, exit 2, no usage dump
+        self.exit(2, f"backtest.run: {message}\n")
+
+
+def _date(text: str) -> date:
+    try:
+        return date.fromisoformat(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an ISO date (YYYY-MM-DD)") from exc
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="python -m backtest.run", description=__doc__.splitlines()[0])
+    p.add_argument("strategy", type=Path, help="a .py file with one bt.Strategy subclass")
+    p.add_argument("--data-dir", type=Path, required=True, help="folder of SYMBOL.csv files")
+    p.add_argument("--tickers", required=True, help="AAPL or AAPL,MSFT")
+    p.add_argument("--start", type=_date, required=True)
+    p.add_argument("--end", type=_date, required=True)
+    p.add_argument("--warmup-days", type=int, default=365, help="indicator warm-up before --start")
+    p.add_argument("--commission", type=float, default=0.1, help="percent per side (0.1)")
+    p.add_argument("--slippage", type=float, default=0.05, help="percent per side (0.05)")
+    p.add_argument("--cash", type=float, default=100_000.0)
+    p.add_argument("--timeout", type=float, default=120.0, help="wall seconds per run")
+    p.add_argument("--check-lookahead", action="store_true", help="truncated re-run check")
+    p.add_argument("--cuts", type=int, default=20, help="cut points of the lookahead check")
+    p.add_argument("--workers", type=int, default=None, help="processes (default: all cores)")
+    return p
+
+
+def _bad(argument: str, message: str) -> NoReturn:
+    sys.stderr.write(f"backtest.run: {argument}: {message}\n")
+    raise SystemExit(2)
+
+
+def _portfolio(results: list[Any], periods_per_year: int) -> dict[str, Any] | None:
+    import pandas as pd
+
+    from backtest.metrics import compute_metrics, equity_from_returns
+
+    ok = [r for r in results if r.status == JobStatus.OK and r.returns]
+    if not ok:
+        return None
+    frame = pd.concat(
+        [pd.Series(r.returns, index=pd.to_datetime(r.return_dates)) for r in ok], axis=1
+    )
+    rets = frame.mean(axis=1, skipna=True).sort_index().to_numpy()
+    metrics = compute_metrics(
+        equity_from_returns(rets),
+        trade_pnls=[p for r in ok for p in r.trade_pnls],
+        bars_in_market=int(np.mean([r.bars_in_market for r in ok])),
+        periods_per_year=periods_per_year,
+    )
+    return metrics.model_dump(mode="json")
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    if not args.strategy.is_file():
+        _bad("STRATEGY", f"{args.strategy} is not a file")
+    try:
+        code = args.strategy.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        _bad("STRATEGY", f"cannot read {args.strategy}: {exc}")
+    tickers = [t.strip() for t in args.tickers.split(",") if t.strip()]
+    if not tickers:
+        _bad("--tickers", "no symbol given; pass e.g. AAPL or AAPL,MSFT")
+    if args.start > args.end:
+        _bad("--start/--end", f"start {args.start} is after end {args.end}")
+    for name in ("commission", "slippage"):
+        if not 0 <= getattr(args, name) <= 5:
+            _bad(f"--{name}", "must be a percentage between 0 and 5")
+    if args.cash <= 0 or args.timeout <= 0 or args.cuts < 1 or args.warmup_days < 0:
+        _bad("--cash/--timeout/--cuts/--warmup-days", "must be positive")
+
+    from backtest.data import load_bars, periods_per_year
+    from backtest.executor import ProcessPoolBackend, SerialBackend
+    from backtest.lookahead import check_lookahead
+
+    warmup_start = args.start - timedelta(days=args.warmup_days)
+    bars = {}
+    for sym in tickers:
+        try:
+            bars[sym] = load_bars(
+                sym, start=warmup_start, end=args.end, source="csv", data_dir=args.data_dir
+            ).bars
+        except BacktestError as exc:
+            msg = str(exc)
+            arg, _, rest = msg.partition(": ")
+            _bad(arg if arg.startswith("--") else "--tickers", rest if rest else msg)
+    costs = CostModel(commission_pct=args.commission, slippage_pct=args.slippage, cash=args.cash)
+    fold = Fold(index=0, warmup_start=warmup_start, start=args.start, end=args.end)
+    ppy = periods_per_year(next(iter(bars.values())))
+    jobs = [
+        BacktestJob(
+            job_id=f"{args.strategy.name}|{sym}",
+            variant_id=args.strategy.stem,
+            code=code,
+            symbol=sym,
+            bars=frame,
+            fold=fold,
+            costs=costs,
+            periods_per_year=ppy,
+            timeout_s=args.timeout,
+        )
+        for sym, frame in bars.items()
+    ]
+    parallel = args.check_lookahead or len(jobs) > 1
+    executor = ProcessPoolBackend(args.workers) if parallel else SerialBackend()
+    with executor:
+        results = executor.map(jobs)
+        looks = {}
+        if args.check_lookahead:
+            for sym, res in zip(bars, results, strict=True):
+                if res.status == JobStatus.REJECTED:
+                    continue
+                looks[sym] = check_lookahead(
+                    code, bars[sym], fold=fold, costs=costs, n_cuts=args.cuts,
+                    executor=executor, symbol=sym, timeout_s=args.timeout,
+                ).model_dump(mode="json", exclude={"duration_s"})  # fmt: skip
+
+    def one(res: Any) -> dict[str, Any]:
+        out = {
+            "status": res.status.value,
+            "metrics": res.metrics.model_dump(mode="json") if res.metrics else None,
+            "error": res.error,
+        }
+        if args.check_lookahead:
+            out["lookahead"] = looks.get(res.symbol)
+        return out
+
+    worst = max(results, key=lambda r: _WORST[r.status])
+    report: dict[str, Any] = {
+        "file": str(args.strategy),
+        "tickers": tickers,
+        "start": args.start.isoformat(),
+        "end": args.end.isoformat(),
+        "warmup_start": warmup_start.isoformat(),
+    }
+    if len(results) == 1:
+        report.update(one(results[0]))
+    else:
+        errors = [f"{r.symbol}: {r.error}" for r in results if r.error]
+        report.update(
+            status=worst.status.value,
+            metrics=_portfolio(results, ppy),
+            error="; ".join(errors)[:2000] or None,
+        )
+        if args.check_lookahead:
+            checked = [v for v in looks.values() if v]
+            report["lookahead"] = (
+                {
+                    "biased": any(v["biased"] for v in checked),
+                    "mismatches": [
+                        f"{s}: {m}" for s, v in looks.items() if v for m in v["mismatches"]
+                    ][:20],
+                    "n_cuts": sum(v["n_cuts"] for v in checked),
+                    "checked": bool(checked) and all(v["checked"] for v in checked),
+                    "error": "; ".join(f"{s}: {v['error']}" for s, v in looks.items() if v["error"])
+                    or None,
+                }
+                if checked
+                else None
+            )
+        report["per_ticker"] = {r.symbol: one(r) for r in results}
+    sys.stdout.write(json.dumps(report) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,172 @@
+"""Backtest throughput: raw backtrader vs our sandboxed executors, on the same jobs.
+
+    .venv/bin/python benchmarks/backtest_throughput.py [--repeat 2]
+
+40 jobs = 5 family defaults x 4 symbols x 2 folds of real daily data
+(../shared/data/ohlcv/daily). Prints:
+
+* raw    - plain backtrader in one process: for each job exec the code, build a
+           cerebro with the same feed, broker, costs and strategy, run it;
+           no sandbox, no analyzers, no metrics;
+* ours/1 - ProcessPoolBackend(1): validation + forked, limited child per job,
+           engine (warm-up gate, recorder analyzer, metrics), JSON back;
+* ours/2 - ProcessPoolBackend(2).
+
+Overhead = ours/1 vs raw; speed-up = ours/1 vs ours/2. Each figure is the best
+of ``--repeat`` runs (other processes on the machine add noise).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import os
+import resource
+import sys
+import time
+import types
+from datetime import date
+from pathlib import Path
+
+import pandas as pd
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from backtest.compat import import_backtrader  # noqa: E402
+from backtest.contracts import BacktestJob, CostModel, Fold, JobStatus  # noqa: E402
+from backtest.engine import _feed_frame, run_job  # noqa: E402
+from backtest.executor import ProcessPoolBackend  # noqa: E402
+from strategies.codegen import render  # noqa: E402
+from strategies.families import default_spec  # noqa: E402
+from strategies.spec import Family  # noqa: E402
+
+bt = import_backtrader()
+DATA = ROOT.parent / "shared" / "data" / "ohlcv" / "daily"
+SYMBOLS = ("AAPL", "MSFT", "NVDA", "AMZN")
+FOLDS = (
+    Fold(index=0, warmup_start=date(2012, 1, 3), start=date(2013, 1, 2), end=date(2015, 12, 31)),
+    Fold(index=1, warmup_start=date(2015, 1, 2), start=date(2016, 1, 4), end=date(2018, 12, 31)),
+)
+
+
+def load(symbol: str) -> pd.DataFrame:
+    df = pd.read_csv(DATA / f"{symbol}.csv", parse_dates=["date"]).set_index("date")
+    return df[["open", "high", "low", "close", "volume"]].astype("float64")
+
+
+def make_jobs() -> list[BacktestJob]:
+    bars = {s: load(s) for s in SYMBOLS}
+    jobs = []
+    for fam in Family:
+        code = render(default_spec(fam))
+        for sym in SYMBOLS:
+            for fold in FOLDS:
+                jobs.append(
+                    BacktestJob(
+                        job_id=f"{fam.value}|{sym}|f{fold.index}",
+                        variant_id=fam.value,
+                        code=code,
+                        symbol=sym,
+                        bars=bars[sym],
+                        fold=fold,
+                        costs=CostModel(),
+                    )
+                )
+    return jobs
+
+
+def raw_run(job: BacktestJob) -> float:
+    """Plain backtrader: what a researcher's own loop would do."""
+    module = types.ModuleType(f"raw_{job.job_id.replace('|', '_')}")
+    sys.modules[module.__name__] = module
+    try:
+        exec(compile(job.code, module.__name__, "exec"), module.__dict__)
+        cls = next(
+            o for o in vars(module).values()
+            if isinstance(o, type) and issubclass(o, bt.Strategy) and o.__module__ == module.__name__
+        )  # fmt: skip
+        cerebro = bt.Cerebro(stdstats=False, preload=True, runonce=True, maxcpus=1)
+        frame = _feed_frame(job.bars, job.fold)
+        cerebro.adddata(bt.feeds.PandasData(dataname=frame, openinterest=None), name=job.symbol)
+        cerebro.addstrategy(cls)
+        cerebro.broker.setcash(job.costs.cash)
+        cerebro.broker.setcommission(commission=job.costs.commission_pct / 100.0)
+        cerebro.broker.set_slippage_perc(job.costs.slippage_pct / 100.0)
+        with contextlib.redirect_stdout(io.StringIO()):
+            cerebro.run()
+        return cerebro.broker.getvalue()
+    finally:
+        sys.modules.pop(module.__name__, None)
+
+
+def _children_cpu() -> float:
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return ru.ru_utime + ru.ru_stime
+
+
+def time_raw(jobs: list[BacktestJob]) -> tuple[float, float]:
+    c, t = time.process_time(), time.perf_counter()
+    for job in jobs:
+        raw_run(job)
+    return time.perf_counter() - t, time.process_time() - c
+
+
+def time_engine(jobs: list[BacktestJob]) -> tuple[float, float]:
+    """Our engine in this process, no sandbox: separates engine from sandbox cost."""
+    c, t = time.process_time(), time.perf_counter()
+    for job in jobs:
+        run_job(job)
+    return time.perf_counter() - t, time.process_time() - c
+
+
+def time_ours(jobs: list[BacktestJob], workers: int) -> tuple[float, float]:
+    """Wall seconds, and CPU seconds of the workers and their job children."""
+    c0 = _children_cpu()
+    with ProcessPoolBackend(workers) as pool:
+        # Start and warm the workers outside the timing (a run's pool lives for the run).
+        list(pool.map(jobs[:workers]))
+        t = time.perf_counter()
+        results = pool.map(jobs)
+        elapsed = time.perf_counter() - t
+    bad = [r for r in results if r.status != JobStatus.OK]
+    if bad:
+        raise SystemExit(f"{len(bad)} job(s) failed: {bad[0].error}")
+    return elapsed, _children_cpu() - c0
+
+
+def _best(runs: list[tuple[float, float]]) -> tuple[float, float]:
+    return min(r[0] for r in runs), min(r[1] for r in runs)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--repeat", type=int, default=2)
+    args = ap.parse_args()
+    jobs = make_jobs()
+    n_bars = sum(len(_feed_frame(j.bars, j.fold)) for j in jobs)
+    raw_run(jobs[0])  # first-call warm-up, as our workers get
+    run_job(jobs[0])
+    raw, raw_cpu = _best([time_raw(jobs) for _ in range(args.repeat)])
+    eng, eng_cpu = _best([time_engine(jobs) for _ in range(args.repeat)])
+    one, one_cpu = _best([time_ours(jobs, 1) for _ in range(args.repeat)])
+    two, _ = _best([time_ours(jobs, 2) for _ in range(args.repeat)])
+    load1 = os.getloadavg()[0]
+    print(f"jobs: {len(jobs)} ({len(Family)} families x {len(SYMBOLS)} symbols x {len(FOLDS)} folds), "
+          f"{n_bars} bars, cores: {os.cpu_count()}, load avg at end: {load1:.2f}")  # fmt: skip
+    print("                               wall s   bars/s    CPU s")
+    print(f"raw backtrader, 1 process    : {raw:7.2f} {n_bars / raw:8.0f} {raw_cpu:8.2f}")
+    print(f"our engine in-process (no sb): {eng:7.2f} {n_bars / eng:8.0f} {eng_cpu:8.2f}")
+    print(f"ours, 1 worker (sandboxed)   : {one:7.2f} {n_bars / one:8.0f} {one_cpu:8.2f}*")
+    print(f"ours, 2 workers (sandboxed)  : {two:7.2f} {n_bars / two:8.0f}")
+    print("  * CPU of the worker and its job children, warm-up jobs included")
+    print(f"overhead vs raw, wall        : {100 * (one / raw - 1):+6.1f} %   (target <= 10 %)")
+    print(f"  of which engine (in-process): {100 * (eng / raw - 1):+6.1f} %")
+    print(f"overhead vs raw, CPU         : {100 * (one_cpu / raw_cpu - 1):+6.1f} %")
+    print(f"per-job overhead, wall       : {1000 * (one - raw) / len(jobs):+6.1f} ms")
+    print(f"speed-up 2 vs 1 workers      : {one / two:6.2f} x   (target >= 1.8 x)")
+
+
+if __name__ == "__main__":
+    main()

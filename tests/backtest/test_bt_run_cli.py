@@ -1,0 +1,99 @@
+"""``python -m backtest.run``: one JSON object on stdout, exit 0 when judged, 2 on bad arguments."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import bt_strategy_sources as src
+import pytest
+from conftest import REPO_ROOT
+
+from backtest.run import main
+
+
+def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, dict | None, str]:
+    try:
+        rc = main(list(argv))
+    except SystemExit as exc:
+        rc = exc.code
+    out, err = capsys.readouterr()
+    lines = [line for line in out.splitlines() if line.strip()]
+    assert len(lines) <= 1, "more than one line on stdout"
+    return rc, json.loads(lines[0]) if lines else None, err
+
+
+@pytest.fixture()
+def strategy(tmp_path: Path) -> Path:
+    path = tmp_path / "my_cross.py"
+    path.write_text(src.SMA_CROSS)
+    return path
+
+
+COMMON = ("--start", "2015-01-01", "--end", "2016-12-31")
+
+
+@pytest.mark.integration
+def test_one_ticker_with_lookahead(capsys, strategy: Path, daily_dir: Path) -> None:
+    rc, out, _ = _run(
+        capsys, str(strategy), "--data-dir", str(daily_dir), "--tickers", "AAPL", *COMMON,
+        "--check-lookahead", "--cuts", "4", "--commission", "0.1", "--slippage", "0.05",
+    )  # fmt: skip
+    assert rc == 0 and out["status"] == "ok" and out["error"] is None
+    assert out["metrics"]["n_trades"] > 0
+    assert out["lookahead"]["biased"] is False and out["lookahead"]["mismatches"] == []
+
+
+@pytest.mark.integration
+def test_several_tickers_and_a_rejected_file(capsys, tmp_path: Path, daily_dir: Path) -> None:
+    good = tmp_path / "good.py"
+    good.write_text(src.SMA_CROSS)
+    rc, out, _ = _run(
+        capsys, str(good), "--data-dir", str(daily_dir), "--tickers", "AAPL,MSFT", *COMMON
+    )
+    assert rc == 0 and out["status"] == "ok" and set(out["per_ticker"]) == {"AAPL", "MSFT"}
+    assert out["metrics"]["n_obs"] == out["per_ticker"]["AAPL"]["metrics"]["n_obs"]
+    bad = tmp_path / "peek.py"
+    bad.write_text(src.SMA_CROSS.replace("self.cross[0] > 0", "self.data.close[1] > 0"))
+    rc, out, _ = _run(capsys, str(bad), "--data-dir", str(daily_dir), "--tickers", "AAPL", *COMMON)
+    assert rc == 0 and out["status"] == "rejected" and "positive index" in out["error"]
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize(
+    "argv, fragment",
+    [
+        (["--tickers", "NOPE"], "--tickers"),
+        (["--tickers", "AAPL", "--start", "2015-13-01"], "--start"),
+        (["--tickers", "AAPL", "--commission", "9"], "--commission"),
+        (["--tickers", ""], "--tickers"),
+    ],
+)
+def test_bad_arguments_exit_2(capsys, strategy: Path, daily_dir: Path, argv, fragment) -> None:
+    base = ["--start", "2015-01-01", "--end", "2016-12-31"]
+    rc, out, err = _run(capsys, str(strategy), "--data-dir", str(daily_dir), *base, *argv)
+    assert rc == 2 and out is None
+    assert fragment in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.integration
+def test_as_a_module_stdout_is_pure_json(strategy: Path, daily_dir: Path) -> None:
+    noisy = strategy.with_name("noisy.py")
+    noisy.write_text(
+        src.SMA_CROSS.replace("def next(self):", "def next(self):\n        print('bar')")
+    )
+    proc = subprocess.run(
+        [sys.executable, "-m", "backtest.run", str(noisy), "--data-dir", str(daily_dir),
+         "--tickers", "AAPL", *COMMON],
+        cwd=REPO_ROOT, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-1000:]
+    assert json.loads(proc.stdout)["status"] == "ok" and proc.stdout.count("\n") == 1
+    missing = subprocess.run(
+        [sys.executable, "-m", "backtest.run", "nope.py", "--data-dir", str(daily_dir),
+         "--tickers", "AAPL", *COMMON],
+        cwd=REPO_ROOT, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert missing.returncode == 2 and missing.stdout == "" and "STRATEGY" in missing.stderr

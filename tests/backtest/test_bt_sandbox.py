@@ -1,0 +1,270 @@
+"""The sandbox: hostile code fails safely, through the static validator AND at runtime.
+
+Each attack runs twice: as-is (the validator rejects most of it before any
+execution) and with validation bypassed (``SandboxPolicy(validate=False)``), which
+proves the runtime layer alone: rlimits, scrubbed environment, temp cwd, Python
+guards and, where the kernel offers them, Landlock + seccomp.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from datetime import date
+from pathlib import Path
+
+import bt_strategy_sources as src
+import pandas as pd
+import pytest
+from conftest import REPO_ROOT, read_real_bars
+
+from backtest.contracts import BacktestJob, Fold, JobStatus
+from backtest.engine import run_job
+from backtest.sandbox import SandboxPolicy, landlock_abi, run_sandboxed, seccomp_program
+
+FOLD = Fold(index=0, warmup_start=date(2015, 1, 2), start=date(2015, 3, 2), end=date(2015, 12, 31))
+SECRET = "sk-test-DO-NOT-LEAK-1234567890"
+RUNTIME_ONLY = SandboxPolicy(validate=False)
+
+
+@pytest.fixture(scope="module")
+def bars() -> pd.DataFrame:
+    return read_real_bars("AAPL", "2015-01-01", "2015-12-31")
+
+
+def attack(body: str) -> str:
+    return (
+        "import backtrader as bt\n\n\nclass Attack(bt.Strategy):\n    params = dict(n=1)\n\n"
+        "    def next(self):\n" + textwrap.indent(textwrap.dedent(body).strip(), " " * 8) + "\n"
+    )
+
+
+def job(code: str, bars: pd.DataFrame, timeout_s: float = 60.0) -> BacktestJob:
+    return BacktestJob(
+        job_id="attack", variant_id="attack", code=code, symbol="AAPL", bars=bars, fold=FOLD,
+        timeout_s=timeout_s,
+    )  # fmt: skip
+
+
+# name -> (body with OUTSIDE as the path it must not write, rejected by the validator?)
+ATTACKS = {
+    "open_outside": ('open(OUTSIDE, "w").write("pwned")', True),
+    "os_system": ('__import__("os").system("touch " + OUTSIDE)', True),
+    "subclasses_walk": (
+        """
+        for c in ().__class__.__base__.__subclasses__():
+            if c.__name__ == "_wrap_close":
+                c.__init__.__globals__["system"]("touch " + OUTSIDE)
+        raise RuntimeError("walked every subclass without escaping")
+        """,
+        True,
+    ),
+    "getattr_dunder": (
+        """
+        base = getattr(getattr((), "__cla" + "ss__"), "__ba" + "se__")
+        for c in base.__subclasses__():
+            if c.__name__ == "Popen":
+                c(["touch", OUTSIDE]).wait()
+            if c.__name__ == "_wrap_close":
+                c.__init__.__globals__["popen"]("touch " + OUTSIDE).read()
+        raise RuntimeError("no escape")
+        """,
+        True,
+    ),
+    "generator_frame_globals": (
+        """
+        g = (x for x in []).gi_frame.f_globals["__builtins__"]
+        opener = g["open"] if isinstance(g, dict) else g.open
+        opener(OUTSIDE, "w").write("pwned")
+        """,
+        True,
+    ),
+    "allocate_8gib": ("self.blob = bytearray(8 << 30)", False),
+    "write_2gib_file": (
+        """
+        chunk = b"0" * (1 << 24)
+        with open("big.bin", "wb") as fh:
+            for _ in range(128):
+                fh.write(chunk)
+        """,
+        True,
+    ),
+    "read_secrets": (
+        """
+        import os
+        seen = [os.environ.get("OPENAI_API_KEY"), sorted(os.environ)]
+        for path in ("/proc/self/environ", "/proc/%d/environ" % os.getppid()):
+            try:
+                seen.append(open(path, "rb").read())
+            except OSError as exc:
+                seen.append(type(exc).__name__)
+        raise RuntimeError("seen: %r" % (seen,))
+        """,
+        True,
+    ),
+    "open_socket": ('__import__("socket").create_connection(("127.0.0.1", 9), timeout=1)', True),
+}
+
+
+def _code(name: str, outside: Path) -> str:
+    body = ATTACKS[name][0].replace("OUTSIDE", repr(str(outside)))
+    return attack(body)
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("name", sorted(ATTACKS))
+def test_attack_fails_safely_at_both_layers(
+    name: str, bars: pd.DataFrame, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", SECRET)
+    outside = tmp_path / "pwned"
+    code = _code(name, outside)
+    rejected_statically = ATTACKS[name][1]
+
+    static = run_sandboxed(job(code, bars)).result
+    if rejected_statically:
+        assert static.status == JobStatus.REJECTED, static.error
+        assert static.error.startswith("Rejected by validation")
+    else:
+        assert static.status in (JobStatus.ERROR, JobStatus.TIMEOUT), static
+
+    runtime = run_sandboxed(job(code, bars), RUNTIME_ONLY).result
+    assert runtime.status in (JobStatus.ERROR, JobStatus.TIMEOUT), runtime
+    assert not outside.exists(), f"{name} wrote outside the sandbox"
+    assert SECRET not in (runtime.error or "") and SECRET not in (static.error or "")
+    if name == "read_secrets":
+        assert "OPENAI_API_KEY" not in runtime.error
+    if name == "allocate_8gib":
+        assert "MemoryError" in runtime.error
+    if name == "write_2gib_file":
+        assert "File too large" in runtime.error or "Errno 27" in runtime.error
+    if name == "open_socket":
+        assert "PermissionError" in runtime.error
+    # The parent survives and still runs honest code.
+    ok = run_sandboxed(job(src.SMA_CROSS, bars)).result
+    assert ok.status == JobStatus.OK
+
+
+@pytest.mark.integration
+def test_endless_loop_and_ignored_alarm_time_out(bars: pd.DataFrame) -> None:
+    spin = run_sandboxed(job(attack("while True:\n    pass"), bars, timeout_s=1.0)).result
+    assert spin.status == JobStatus.TIMEOUT and spin.duration_s < 5
+    # Code that disables the engine's SIGALRM still dies: the parent kills its group.
+    stubborn = attack(
+        """
+        import signal
+        signal.signal(signal.SIGALRM, signal.SIG_IGN)
+        while True:
+            pass
+        """
+    )
+    res = run_sandboxed(
+        job(stubborn, bars, timeout_s=1.0), SandboxPolicy(validate=False, grace_s=0.5)
+    ).result
+    assert res.status == JobStatus.TIMEOUT and res.duration_s < 5, res
+
+
+@pytest.mark.integration
+def test_kernel_layer_blocks_raw_syscalls(bars: pd.DataFrame, tmp_path: Path) -> None:
+    """Past the Python guards (ctypes straight to libc): Landlock and seccomp hold."""
+    if landlock_abi() < 4:
+        pytest.skip("Landlock with network rules is not available on this kernel")
+    outside = tmp_path / "raw"
+    code = attack(
+        f"""
+        import ctypes
+        libc = ctypes.CDLL(None)
+        fd = libc.open({str(outside).encode()!r}, 0o101, 0o644)  # O_WRONLY | O_CREAT
+        sock = libc.socket(2, 1, 0)
+        pid = libc.fork()
+        if pid == 0:
+            libc._exit(0)
+        raise RuntimeError("raw: open=%d socket=%d fork=%d" % (fd, sock, pid))
+        """
+    )
+    res = run_sandboxed(job(code, bars), RUNTIME_ONLY).result
+    assert res.status == JobStatus.ERROR
+    assert "raw: open=-1 socket=-1 fork=-1" in res.error, res.error
+    assert not outside.exists()
+
+
+@pytest.mark.integration
+def test_exit_and_crash_are_errors_not_deaths(bars: pd.DataFrame) -> None:
+    for code, fragment in ((src.EXITS_PROCESS, "exited with code 1"), (src.SYS_EXIT, "SystemExit")):
+        res = run_sandboxed(job(code, bars), RUNTIME_ONLY).result
+        assert res.status == JobStatus.ERROR and fragment in res.error, res.error
+    segv = attack("import ctypes\nctypes.string_at(0)")
+    res = run_sandboxed(job(segv, bars), RUNTIME_ONLY).result
+    assert res.status == JobStatus.ERROR and "SIGSEGV" in res.error
+
+
+@pytest.mark.integration
+def test_sandboxed_result_equals_in_process(bars: pd.DataFrame) -> None:
+    direct = run_job(job(src.SMA_CROSS, bars))
+    boxed = run_sandboxed(job(src.SMA_CROSS, bars)).result
+    assert boxed.model_dump(exclude={"duration_s"}) == direct.model_dump(exclude={"duration_s"})
+
+
+@pytest.mark.integration
+def test_temp_dir_is_cwd_and_removed(bars: pd.DataFrame) -> None:
+    code = attack(
+        """
+        import os
+        open("scratch.txt", "w").write("ok")
+        raise RuntimeError("cwd=" + os.getcwd())
+        """
+    )
+    res = run_sandboxed(job(code, bars), RUNTIME_ONLY).result
+    cwd = res.error.split("cwd=")[1].split()[0]
+    assert cwd.startswith(("/tmp", os.environ.get("TMPDIR", "/tmp"))) and not Path(cwd).exists()
+
+
+@pytest.mark.integration
+def test_launch_environment_block_is_not_readable() -> None:
+    """A secret in the worker's *launch* environment (what /proc/PID/environ shows)."""
+    script = textwrap.dedent(
+        f"""
+        import json, sys
+        sys.path[:0] = [{str(REPO_ROOT / "tests")!r}, {str(REPO_ROOT / "tests" / "backtest")!r}]
+        from test_bt_sandbox import attack, job, read_real_bars
+        from backtest.sandbox import SandboxPolicy, run_sandboxed
+        body = '''
+        import os
+        seen = [os.environ.get("OPENAI_API_KEY")]
+        for path in PATHS:
+            try:  # _io.FileIO: past the Python-level open() guard
+                data = __import__("_io").FileIO(path).read()
+                seen.append("LEAK" if b"OPENAI_API_KEY" in data else "clean")
+            except OSError as exc:
+                seen.append(type(exc).__name__)
+        raise RuntimeError(repr(seen))
+        '''
+        bars = read_real_bars("AAPL", "2015-01-01", "2015-12-31")
+        # Without kernel guards only the own (zeroed) block is safe to read; with
+        # them (Landlock) the parent's is unreadable too.
+        for kernel, paths in ((False, ["/proc/self/environ"]),
+                              (True, ["/proc/self/environ", "/proc/%d/environ" % __import__("os").getpid()])):
+            code = attack(body.replace("PATHS", repr(paths)))
+            res = run_sandboxed(job(code, bars), SandboxPolicy(validate=False, kernel=kernel))
+            print(json.dumps(res.result.error))
+        """
+    )
+    env = {**os.environ, "OPENAI_API_KEY": SECRET}
+    out = subprocess.run(
+        [sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    errors = [json.loads(line) for line in out.stdout.splitlines() if line.strip()]
+    assert len(errors) == 2 and all("RuntimeError" in e and SECRET not in e for e in errors)
+    assert "LEAK" not in errors[0] and "clean" in errors[0], errors[0]  # own block zeroed
+    assert "LEAK" not in errors[1] and errors[1].count("PermissionError") == 2, errors[1]
+
+
+@pytest.mark.unit
+def test_seccomp_program_shape() -> None:
+    prog = seccomp_program()
+    assert len(prog) < 255 and prog[-1] == (0x06, 0, 0, 0x7FFF0000)
+    assert all(0 <= jt < 256 and 0 <= jf < 256 for _, jt, jf, _ in prog)

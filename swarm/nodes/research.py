@@ -1,10 +1,17 @@
-"""Research nodes: data extractor, the 15 subagents (fanned out), 3 synthesizers, the leader."""
+"""Research nodes: data extractor, the 15 subagents (fanned out), 3 synthesizers, the leader.
+
+The leader also consults memory (swarm.memory): it recalls lessons and strategies tried on
+these symbols / this style, lets past gate outcomes reorder the recommended families, shows
+what it recalled (research.md, recalled.json) and stores this round's research.
+"""
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 from typing import Any
 
+from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
 from langgraph.types import Send
 
@@ -12,11 +19,17 @@ from swarm.context import RunContext
 from swarm.research.data_extractor import brief_symbol, build_data_brief, render_data_brief_md
 from swarm.research.features import FeatureBundle, compute_features
 from swarm.research.models import DataBrief, Domain, FactSheet, Finding
+from swarm.research.news import archive_headlines
 from swarm.research.subagents import SUBAGENTS, ResearchContext, run_subagent
 from swarm.research.synthesis import lead, render_research_md, synthesize_domain
 from swarm.state import RESET, DevelopState
 
 SUBAGENT_NODE = "research_subagent"
+DATA_EXTRACTOR_NODE = "data_extractor"
+SYNTH_NODES = {d: f"synthesizer_{d.value}" for d in Domain}
+LEADER_NODE = "leader"
+RECALL_K = 8
+NEWS_SUBAGENT = "sentiment.news"
 
 
 def feature_bundles(ctx: RunContext) -> dict[str, FeatureBundle]:
@@ -24,6 +37,45 @@ def feature_bundles(ctx: RunContext) -> dict[str, FeatureBundle]:
     if "features" not in ctx.cache:
         ctx.cache["features"] = {s: compute_features(s, ctx.insample_bars(s)) for s in ctx.symbols}
     return ctx.cache["features"]
+
+
+def research_context(ctx: RunContext) -> ResearchContext:
+    """One ResearchContext per run, shared by the 15 subagents (so the fundamentals of a
+    symbol are fetched once for all five fundamental subagents)."""
+    if "research_context" not in ctx.cache:
+        offline = bool(getattr(ctx.config, "offline", True))
+        ctx.cache["research_context"] = ResearchContext(
+            news_items=list(ctx.news_items or []),
+            fundamentals=_fundamentals_provider(ctx, offline),
+            offline=offline,
+        )
+    return ctx.cache["research_context"]
+
+
+def _fundamentals_provider(ctx: RunContext, offline: bool):
+    """yfinance fundamentals cached on disk; offline, only a cache that exists is read."""
+    from backtest.data import default_cache_dir
+    from swarm.research.fundamental import yfinance_fundamentals
+
+    cache_dir = getattr(ctx.config, "cache_dir", None) or default_cache_dir()
+    if offline and not (cache_dir / "fundamentals").is_dir():
+        return None  # nothing cached: the subagents abstain with "offline" as the reason
+    return yfinance_fundamentals(cache_dir, offline=offline)
+
+
+def write_news_archive(ctx: RunContext, rctx: ResearchContext) -> int:
+    """The news researcher's files (research/news/headlines, research/news/body): only
+    headlines dated on or before each symbol's as_of, inside the windows the sentiment
+    subagents read. Returns the number of headlines archived."""
+    if not rctx.news_items:
+        return 0
+    bundles = feature_bundles(ctx)
+    as_of = {s: dt.date.fromisoformat(b.as_of) for s, b in bundles.items() if b.as_of}
+    window = max(rctx.news_window_days, rctx.analyst_window_days)
+    files = archive_headlines(rctx.news_items, as_of, window_days=window)
+    for rel, text in sorted(files.items()):
+        ctx.run.write_text(f"research/{rel}", text)
+    return sum(rel.startswith("news/body/") for rel in files)
 
 
 def data_extractor(state: DevelopState, runtime: Runtime[RunContext]) -> dict[str, Any]:
@@ -64,7 +116,7 @@ def research_subagent(payload: dict[str, Any], runtime: Runtime[RunContext]) -> 
     """One specialist over every symbol. A crash is recorded as a failed subagent, not raised."""
     ctx = runtime.context
     bundles = feature_bundles(ctx)
-    rctx = ResearchContext(news_items=ctx.news_items)
+    rctx = research_context(ctx)
     findings: list[dict[str, Any]] = []
     try:
         for symbol in ctx.symbols:
@@ -75,6 +127,13 @@ def research_subagent(payload: dict[str, Any], runtime: Runtime[RunContext]) -> 
     except Exception as exc:  # a broken specialist degrades the research; it must not kill the run
         ctx.progress.stage("research", f"subagent {payload['subagent_id']} failed: {exc!r}")
         return {"failed_subagents": [payload["subagent_id"]]}
+    if payload["subagent_id"] == NEWS_SUBAGENT:
+        try:
+            n = write_news_archive(ctx, rctx)
+            if n:
+                ctx.progress.stage("research", f"news: {n} headlines archived in research/news")
+        except OSError as exc:  # the archive is a record, not a reason to lose the finding
+            ctx.progress.stage("research", f"news archive not written: {exc!r}")
     return {"findings": findings}
 
 
@@ -112,11 +171,14 @@ def leader(state: DevelopState, runtime: Runtime[RunContext]) -> dict[str, Any]:
         synthesis.gaps.append(f"gate feedback: {state['feedback'][-1]}")
     findings = [Finding.model_validate(f) for f in state.get("findings", [])]
     findings.sort(key=lambda f: (f.symbol, f.type.value, f.specialization))
+    round_ = state.get("research_round", 1)
+    recalled = consult_memory(ctx, synthesis, findings, sheets, round_=round_)
 
     ctx.run.write_json("research/findings.json", [f.model_dump(mode="json") for f in findings])
     ctx.run.write_json("research/fact_sheets.json", [s.model_dump(mode="json") for s in sheets])
     ctx.run.write_json("research/synthesis.json", synthesis.model_dump(mode="json"))
-    ctx.run.write_text("research/research.md", render_research_md(synthesis, findings))
+    ctx.run.write_json("research/recalled.json", recalled)
+    ctx.run.write_text("research/research.md", render_research_md(synthesis, findings, recalled))
     n_abstained = sum(f.abstained for f in findings)
     ctx.progress.stage(
         "research",
@@ -125,3 +187,81 @@ def leader(state: DevelopState, runtime: Runtime[RunContext]) -> dict[str, Any]:
         f"{n_abstained} abstained; families {synthesis.recommended_families}",
     )
     return {"synthesis": json.loads(synthesis.model_dump_json())}
+
+
+def _style(ctx: RunContext) -> list[str]:
+    return list(getattr(ctx.config, "preferred_families", None) or [])
+
+
+def consult_memory(
+    ctx: RunContext,
+    synthesis: Any,
+    findings: list[Finding],
+    sheets: list[FactSheet],
+    *,
+    round_: int,
+) -> dict[str, Any]:
+    """Recall, let past gate outcomes reorder the families (in place on ``synthesis``),
+    then store this round. Returns the content of research/recalled.json. Never raises:
+    memory problems leave the research as it was, with the reason recorded."""
+    from swarm.memory import adjust_families, memory_for, recollections_json
+
+    try:
+        memory = memory_for(ctx)
+        status = memory.status()
+        style, regime = _style(ctx), synthesis.regime.value
+        query = {"symbols": list(ctx.symbols), "style": style, "regime": regime, "k": RECALL_K}
+        recalled = memory.recall(ctx.symbols, style, regime, k=RECALL_K)
+        outcomes = memory.family_outcomes(ctx.symbols)
+        families, notes, demoted = adjust_families(synthesis.recommended_families, outcomes)
+        if notes:
+            synthesis.summary += " Memory: " + "; ".join(notes) + "."
+        synthesis.recommended_families = families
+        synthesis.memory_notes = notes
+        synthesis.demoted_families = demoted
+        synthesis.recalled = [r.id for r in recalled]
+        run_id = ctx.run.root.name
+        split = getattr(ctx, "split", None)
+        window = f"{split.insample_start}..{split.insample_end}" if split else None
+        stored = memory.remember_findings(run_id, findings, iteration=round_, regime=regime)
+        stored += memory.remember_fact_sheets(
+            run_id, sheets, symbols=ctx.symbols, iteration=round_, regime=regime
+        )
+        stored += memory.remember_research(
+            run_id, synthesis, symbols=ctx.symbols, iteration=round_, window=window
+        )
+        status = {**status, "stored": stored, "reason": memory.reason,
+                  "available": status["available"]}  # fmt: skip
+        ctx.progress.stage(
+            "memory",
+            f"recalled {len(recalled)} record(s) for {', '.join(ctx.symbols)}"
+            + (f"; {'; '.join(notes)}" if notes else "")
+            + (f"; stored {stored}" if stored else f"; nothing stored ({memory.reason})"),
+        )
+        return recollections_json(
+            recalled, query=query, outcomes=outcomes, notes=notes, status=status
+        )
+    except Exception as exc:  # memory is an aid: it must never cost the research
+        reason = f"memory step failed: {type(exc).__name__}: {exc}"
+        ctx.progress.stage("memory", reason)
+        return {"memory": {"available": False, "reason": reason}, "query": {}, "recalled": [],
+                "family_outcomes": {}, "adjustments": []}  # fmt: skip
+
+
+def build_research_graph(checkpointer=None):
+    """The research half of the develop graph on its own (data extractor -> 15 subagents
+    via Send -> 3 synthesizers -> leader -> END), with the same node functions. Used by
+    ``python -m swarm.research`` and the benchmark."""
+    g = StateGraph(DevelopState, context_schema=RunContext)
+    g.add_node(DATA_EXTRACTOR_NODE, data_extractor)
+    g.add_node(SUBAGENT_NODE, research_subagent)
+    for domain, node in SYNTH_NODES.items():
+        g.add_node(node, make_synthesizer(domain))
+    g.add_node(LEADER_NODE, leader)
+    g.add_edge(START, DATA_EXTRACTOR_NODE)
+    g.add_conditional_edges(DATA_EXTRACTOR_NODE, fan_out_subagents, [SUBAGENT_NODE])
+    for node in SYNTH_NODES.values():
+        g.add_edge(SUBAGENT_NODE, node)
+        g.add_edge(node, LEADER_NODE)
+    g.add_edge(LEADER_NODE, END)
+    return g.compile(checkpointer=checkpointer)

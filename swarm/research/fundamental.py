@@ -9,11 +9,14 @@ dated after ``as_of`` is refused.
 from __future__ import annotations
 
 import datetime as dt
+import json
 import math
+import re
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
-from swarm.research.context import ResearchContext, abstain, clip
+from swarm.research.context import FundamentalsProvider, ResearchContext, abstain, clip
 from swarm.research.features import FeatureBundle
 from swarm.research.models import Domain, Finding
 
@@ -172,3 +175,41 @@ def run_fundamental(
         indicator=", ".join(x), value=next(iter(x.values())), interpretation=interp, signal=signal,
         confidence=confidence, evidence=x, as_of=as_of,
     )  # fmt: skip
+
+
+# --------------------------------------------------------------------------- provider
+
+INFO_FIELDS = sorted({f for fields, _ in SPECS.values() for f in fields} | {"sector", "industry"})
+
+
+def yfinance_fundamentals(cache_dir: Path, *, offline: bool = False) -> FundamentalsProvider:
+    """A fundamentals provider: yfinance ``Ticker.info`` when online, cached on disk as
+    ``<cache_dir>/fundamentals/<SYMBOL>.json`` with the fetch date as ``as_of``, so a cached
+    run works offline. The snapshot is current, not point-in-time: the subagents refuse it
+    for any window ending before the fetch date (lookahead), and say so."""
+    folder = Path(cache_dir) / "fundamentals"
+
+    def provide(symbol: str) -> dict[str, Any] | None:
+        path = folder / f"{re.sub(r'[^A-Za-z0-9_.-]', '_', symbol.upper())}.json"
+        if path.is_file():
+            try:
+                return json.loads(path.read_text(encoding="utf-8"))
+            except (OSError, ValueError):
+                pass  # a broken cache entry is refetched (online) or treated as missing
+        if offline:
+            return None
+        import yfinance as yf  # imported only when a network fetch is wanted
+
+        info = yf.Ticker(symbol).info or {}  # raises on network errors: a gap, not a crash
+        snap = {k: info[k] for k in INFO_FIELDS if k in info}
+        if not snap:
+            return None
+        snap["as_of"] = dt.date.today().isoformat()
+        snap["source"] = "yfinance Ticker.info"
+        folder.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(snap, sort_keys=True), encoding="utf-8")
+        tmp.replace(path)
+        return snap
+
+    return provide

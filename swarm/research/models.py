@@ -120,3 +120,7 @@ class ResearchSynthesis(BaseModel):
     recommended_families: list[str] = Field(default_factory=list)
     summary: str = ""
     degraded: bool = False
+    # From memory (swarm.memory): what past runs taught about these symbols / this style.
+    recalled: list[str] = Field(default_factory=list)  # ids of the records recalled
+    memory_notes: list[str] = Field(default_factory=list)  # how memory changed the advice
+    demoted_families: list[str] = Field(default_factory=list)  # failed before, none passed

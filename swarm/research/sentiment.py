@@ -55,6 +55,9 @@ def news(bundle: FeatureBundle, context: ResearchContext) -> Finding:
     items = headlines_for(context.news_items, symbol, as_of=as_of, start=start)
     if not items:
         reason = _no_news_reason(context, symbol, as_of, days)
+        market = _market_wide(context, as_of=as_of, start=start)
+        if market:
+            return _market_news(bundle, market, start=start, days=days, why=reason)
         return abstain(symbol, Domain.SENTIMENT, "news", "headlines", reason, bundle.as_of)
     scores = [score_headline(it.headline) for it in items]
     n = len(scores)
@@ -82,6 +85,47 @@ def news(bundle: FeatureBundle, context: ResearchContext) -> Finding:
         symbol=symbol, type=Domain.SENTIMENT, specialization="news",
         indicator="headline sentiment (VADER + finance lexicon)", value=mean,
         interpretation=interp, signal=clip(mean), confidence=confidence, evidence=ev,
+        as_of=bundle.as_of,
+    )  # fmt: skip
+
+
+MARKET_MAX_CONFIDENCE = 0.2  # market-wide tone says little about one stock
+
+
+def _market_wide(context: ResearchContext, *, as_of: dt.date, start: dt.date) -> list:
+    """Items without a ticker (e.g. an RSS business feed) dated in [start, as_of]."""
+    return [it for it in context.news_items if it.ticker is None and start <= it.date <= as_of]
+
+
+def _market_news(
+    bundle: FeatureBundle, items: list, *, start: dt.date, days: int, why: str
+) -> Finding:
+    """No headline about the symbol, but market-wide ones: a weak, capped read of the tape."""
+    scores = [score_headline(it.headline) for it in items]
+    n = len(scores)
+    mean = sum(scores) / n
+    pos = sum(s > POSITIVE_THRESHOLD for s in scores) / n
+    neg = sum(s < NEGATIVE_THRESHOLD for s in scores) / n
+    as_of = dt.date.fromisoformat(bundle.as_of)
+    confidence = clip((0.05 + 0.15 * min(n, 30) / 30) * (0.5 + 0.5 * abs(pos - neg)), 0,
+                      MARKET_MAX_CONFIDENCE)  # fmt: skip
+    ev = {
+        f"news_market_count_{days}d": float(n),
+        "news_market_compound_mean": mean,
+        "news_market_share_positive": pos,
+        "news_market_share_negative": neg,
+    }
+    sources = sorted({it.source for it in items})
+    interp = (
+        f"No {bundle.symbol}-specific headlines ({why}); {n} market-wide headlines from "
+        f"{start} to {as_of} ({', '.join(sources)}) scored a mean finance-VADER compound of "
+        f"{mean:+.3f}, {pos * 100:.0f}% positive, {neg * 100:.0f}% negative: market tone "
+        f"only, confidence capped at {MARKET_MAX_CONFIDENCE}."
+    )
+    return Finding(
+        symbol=bundle.symbol, type=Domain.SENTIMENT, specialization="news",
+        indicator="market-wide headline sentiment (VADER + finance lexicon)", value=mean,
+        interpretation=interp, signal=clip(mean * 0.5), confidence=confidence, evidence=ev,
         as_of=bundle.as_of,
     )  # fmt: skip
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from statistics import mean
+from typing import Any
 
 from swarm.research.context import sign
 from swarm.research.models import DataBrief, Domain, FactSheet, Finding, Regime, ResearchSynthesis
@@ -296,7 +297,57 @@ def _md(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
-def render_research_md(synthesis: ResearchSynthesis, findings: list[Finding]) -> str:
+def render_recalled_md(recalled: dict[str, Any] | None) -> list[str]:
+    """The "Recalled from memory" section from the content of ``recalled.json``."""
+    if recalled is None:
+        return []
+    status = recalled.get("memory") or {}
+    lines = ["## Recalled from memory", ""]
+    if not status.get("available"):
+        lines += [f"No memory this run: {_md(str(status.get('reason') or 'unavailable'))}.", ""]
+        return lines
+    q = recalled.get("query") or {}
+    items = recalled.get("recalled") or []
+    lines.append(
+        f"Store `{status.get('path')}` ({status.get('records', 0)} records before this run); "
+        f"asked for symbols {', '.join(q.get('symbols') or []) or 'none'}, style "
+        f"{', '.join(q.get('style') or []) or 'any'}, regime {q.get('regime') or 'any'}: "
+        f"{len(items)} recalled."
+    )
+    lines.append("")
+    if items:
+        lines += [
+            "| # | kind | run | iteration | outcome | relevance | matched | recollection |",
+            "|---:|---|---|---:|---|---:|---|---|",
+        ]
+        for i, r in enumerate(items, 1):
+            lines.append(
+                f"| {i} | {r.get('kind')} | {r.get('run_id') or ''} | "
+                f"{'' if r.get('iteration') is None else r.get('iteration')} | "
+                f"{r.get('outcome') or ''} | {r.get('relevance', 0.0):.2f} | "
+                f"{_md('; '.join(r.get('matched') or []))} | {_md(r.get('text', ''))} |"
+            )
+        lines.append("")
+    else:
+        lines += ["Nothing relevant in memory yet (first run on these symbols and style).", ""]
+    notes = recalled.get("adjustments") or []
+    lines += [
+        "Effect on this research: "
+        + (
+            "; ".join(_md(n) for n in notes)
+            if notes
+            else "none (no past gate outcome for these symbols changes the recommended families)."
+        ),  # fmt: skip
+        "",
+    ]
+    return lines
+
+
+def render_research_md(
+    synthesis: ResearchSynthesis,
+    findings: list[Finding],
+    recalled: dict[str, Any] | None = None,
+) -> str:
     syn = synthesis
     lines = [
         "# Research synthesis",
@@ -306,9 +357,15 @@ def render_research_md(synthesis: ResearchSynthesis, findings: list[Finding]) ->
         f"- signal **{syn.signal:+.2f}**, confidence **{syn.confidence:.2f}**, quality "
         f"**{syn.quality}**, regime **{syn.regime.value}**"
         + (", **degraded**" if syn.degraded else ""),
-        f"- recommended families: {', '.join(syn.recommended_families) or 'none'}",
+        f"- recommended families: {', '.join(syn.recommended_families) or 'none'}"
+        + (
+            f" (demoted by memory: {', '.join(syn.demoted_families)})"
+            if syn.demoted_families
+            else ""
+        ),  # fmt: skip
         "",
     ]
+    lines += render_recalled_md(recalled)
     for fs in syn.fact_sheets:
         lines += [
             f"## {fs.domain.value.capitalize()} (signal {fs.signal:+.2f}, confidence "

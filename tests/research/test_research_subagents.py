@@ -205,3 +205,22 @@ def test_short_window_technical_abstains_or_degrades() -> None:
     mom = _run("technical.momentum", b, ResearchContext())
     assert mom.abstained and "MACD_12_26_9" in mom.reason
     assert not _run("technical.volatility", b, ResearchContext()).abstained
+
+
+def test_yfinance_fundamentals_provider_reads_its_disk_cache_offline(aapl, tmp_path) -> None:
+    import json as _json
+
+    from swarm.research.fundamental import yfinance_fundamentals
+
+    folder = tmp_path / "fundamentals"
+    folder.mkdir()
+    snap = {"trailingPE": 15.0, "priceToBook": 2.0, "as_of": aapl.as_of, "sector": "Tech"}
+    (folder / "AAPL.json").write_text(_json.dumps(snap))
+    provider = yfinance_fundamentals(tmp_path, offline=True)
+    assert provider("AAPL") == snap and provider("MSFT") is None  # offline: never fetched
+    f = _run("fundamental.valuation", aapl, ResearchContext(fundamentals=provider))
+    assert not f.abstained and f.evidence == {"trailingPE": 15.0, "priceToBook": 2.0}
+    later = {**snap, "as_of": "2099-01-01"}  # a current snapshot for a past window
+    (folder / "AAPL.json").write_text(_json.dumps(later))
+    f = _run("fundamental.valuation", aapl, ResearchContext(fundamentals=provider))
+    assert f.abstained and "lookahead" in f.reason

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -119,12 +120,20 @@ def write_export(
     run_dir: Path,
 ) -> Path:
     dest.mkdir(parents=True, exist_ok=True)
-    (dest / "strategy.py").write_text(standalone_source(variant["code"], class_name, costs=costs))
-    (dest / "params.json").write_text(
-        json.dumps(variant["spec"]["parameters"], indent=2, sort_keys=True) + "\n"
+    _write(dest / "strategy.py", standalone_source(variant["code"], class_name, costs=costs))
+    _write(
+        dest / "params.json",
+        json.dumps(variant["spec"]["parameters"], indent=2, sort_keys=True) + "\n",
     )
-    (dest / "README.md").write_text(_readme(variant, figures, lineage, run_dir, costs))
+    _write(dest / "README.md", _readme(variant, figures, lineage, run_dir, costs))
     return dest
+
+
+def _write(path: Path, text: str) -> None:
+    """Atomic: an export interrupted (or replayed by a resumed run) never leaves half a file."""
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
 
 
 def _readme(variant, figures, lineage, run_dir, costs) -> str:
@@ -158,6 +167,13 @@ def _readme(variant, figures, lineage, run_dir, costs) -> str:
             f"{_f(m.get('max_drawdown_pct'))} | {_f(m.get('win_rate_pct'))} | "
             f"{m.get('n_trades', '–')} | {_f(bh.get('sharpe'))} |"
         )
+    if not figures:
+        lines.append("| (no figures recorded: the variant produced no result) | | | | | | |")
+    elif "holdout" not in figures:
+        lines += [
+            "",
+            "Only in-sample figures: the sealed holdout is opened once, for the run's winner.",
+        ]
     repro = (figures.get("holdout") or {}).get("reproduce")
     if repro:
         lines += [
@@ -174,8 +190,13 @@ def _readme(variant, figures, lineage, run_dir, costs) -> str:
             )
     lines += [
         "",
-        "In-sample figures come from walk-forward folds the search looked at; the holdout was",
-        "sealed during the search and opened once for this strategy. Parameters: `params.json`.",
+        "In-sample figures come from walk-forward folds the search looked at"
+        + (
+            "; the holdout was\nsealed during the search and opened once for this strategy."
+            if "holdout" in figures
+            else "."
+        )
+        + " Parameters: `params.json`.",
         "",
     ]
     return "\n".join(lines)
@@ -193,6 +214,24 @@ def lineage_of(variant_id: str, all_variants: dict[str, dict[str, Any]]) -> list
         chain.append(current)
         current = all_variants[current].get("parent_id")
     return list(reversed(chain))
+
+
+def variant_figures(
+    variant_id: str, variant: dict[str, Any], verdict: dict[str, Any]
+) -> dict[str, Any]:
+    """The figures recorded for a variant: the winner's (in-sample and holdout, when the holdout
+    was opened), otherwise its own in-sample aggregate against in-sample buy & hold."""
+    if variant_id == verdict.get("best_variant") and verdict.get("figures"):
+        return verdict["figures"]
+    own = variant.get("in_sample") or {}
+    if not own.get("metrics"):
+        return {}
+    return {
+        "in-sample": {
+            "metrics": own["metrics"],
+            "buy_and_hold": verdict.get("buy_and_hold_in_sample"),
+        }
+    }
 
 
 def export_from_run(run_dir: Path, to: Path, variant_id: str | None = None) -> Path:
@@ -215,7 +254,7 @@ def export_from_run(run_dir: Path, to: Path, variant_id: str | None = None) -> P
         )
     variant = variants[variant_id]
     manifest = json.loads((run_dir / "manifest.json").read_text())
-    figures = verdict.get("figures", {}) if variant_id == verdict.get("best_variant") else {}
+    figures = variant_figures(variant_id, variant, verdict)
     return write_export(
         Path(to),
         variant=variant,

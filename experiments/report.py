@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 
@@ -40,7 +41,10 @@ def render_report(
     best_eval: dict[str, Any] | None,
     figures: dict[str, Any],
     criteria_text: str,
+    charts: list[str] | None = None,
+    n_records: int | None = None,
 ) -> str:
+    charts = charts or []
     out = [
         f"# Strategy lab run `{run_id}`",
         "",
@@ -104,7 +108,10 @@ def render_report(
         out += [
             f"`{best_variant['variant_id']}` — {spec['name']} ({spec['family']}): {spec['approach']}",
             "",
-            f"Code: `strategies/{best_variant['variant_id']}.py`; parameters: "
+            f"Code: [`strategies/{best_variant['variant_id']}.py`]"
+            f"(strategies/{best_variant['variant_id']}.py) (lineage: parent "
+            f"`{best_variant.get('parent_id') or '–'}`, route {best_variant.get('route', '–')}, "
+            f"iteration {best_variant.get('iteration', '–')}); parameters: "
             + ", ".join(f"{k}={v}" for k, v in sorted(spec["parameters"].items())),
             "",
             f"Fuzzy score {_f(best_eval['score'], 3)}; deflated Sharpe {_f(best_eval['dsr'], 3)} at "
@@ -118,10 +125,21 @@ def render_report(
         for window, row in figures.items():
             out.append(_metrics_row(f"{window} (strategy)", row.get("metrics")))
             out.append(_metrics_row(f"{window} (buy & hold)", row.get("buy_and_hold")))
+        if not figures:
+            out.append(
+                _metrics_row("in-sample (buy & hold)", verdict.get("buy_and_hold_in_sample"))
+            )
         if "holdout" not in figures:
             out += [
                 "",
                 "The holdout stays sealed: it is opened only for a strategy that passed the gate.",
+            ]
+        else:
+            out += [
+                "",
+                "The holdout was sealed during the search and opened once, for this strategy; "
+                "its result was not fed back. The winner is exported in `winner/` "
+                "(`strategy.py` runs with plain backtrader).",
             ]
     else:
         out.append("No variant produced a result.")
@@ -137,6 +155,18 @@ def render_report(
         f"selected; {_f(verdict.get('best_dsr_all_trials'), 3)} deflated by all "
         f"{verdict['n_trials']} trials of the run",
         f"- PBO (CSCV): {_f(pbo, 3) if pbo is not None else 'not computed (needs >= 8 variants)'}",
+    ]
+    ts = verdict.get("trial_sharpes") or {}
+    if ts.get("threshold") is not None:
+        out.append(
+            f"- Deflation threshold: the best of {ts.get('n_trials')} pure-noise trials would be "
+            f"expected to reach an annualised Sharpe of {_f(ts['threshold'])} "
+            f"(best variant: {_f(ts.get('best'))}; {ts.get('n_with_sharpe')} trials had a Sharpe)"
+        )
+    if charts:
+        out += ["", "## Charts", ""]
+        out += [f"![{Path(c).stem}]({c})" for c in charts]
+    out += [
         "",
         "## Caveats",
         "",
@@ -147,8 +177,19 @@ def render_report(
         "Yahoo-style corpus; signals and fills use those prices.",
         "- In-sample folds were looked at many times by the search; only the holdout is out-of-sample.",
         "",
-        "Files: `experiments.jsonl` (every backtest and gate decision), `charts/`, `strategies/`, "
-        "`manifest.json`.",
+        "## Reproduce and review",
+        "",
+        f"- Seed {config.get('seed')}; the config, package versions, git sha and data sha256s are "
+        "in `manifest.json`. The same command with the same data and seed gives the same "
+        "`experiments.jsonl` apart from its `recorded_at` and `run_id` fields.",
+        f"- `experiments.jsonl`: {n_records if n_records is not None else 'every'} records (each "
+        "backtest per variant × symbol, each gate decision, rejected variants, holdout runs), "
+        "each with a content `record_id`.",
+        "- An interrupted run continues with `python -m swarm.develop --resume <this folder>`; "
+        "review it in `notebooks/review.ipynb` (`RUN_DIR=<this folder>`); export any variant "
+        "with `python -m experiments.export <this folder> --to DIR [--variant ID]`.",
+        "- Files: `charts/`, `strategies/` (every variant's source), `backtests/` (per-fold "
+        "return series), `research/`, `variants.json`, `verdict.json`.",
         "",
     ]
     return "\n".join(out)

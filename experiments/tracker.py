@@ -1,18 +1,46 @@
-"""Append-only, crash-safe experiment log (JSONL).
+"""Append-only, crash-safe, idempotent experiment log (JSONL).
 
 Each record is written whole: one ``write`` of the full line to a file opened in
 append mode, then ``fsync``. A crash can therefore only leave a torn *last* line,
 which is detected and cut when the file is opened again.
+
+Every record carries a deterministic content id, ``record_id``: the sha256 of the
+fields that name it (kind, iteration, variant, symbol), never of timestamps. The
+tracker loads the ids already in the file when it opens and skips an append whose id
+is there, so a resumed run that replays a step cannot duplicate a record.
+
+Fields that differ between two otherwise identical runs are documented in
+``VOLATILE_FIELDS`` (wall-clock timestamps and the run id); drop them to compare runs.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import os
-from collections.abc import Iterator
+import threading
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
+
+ID_FIELDS = ("kind", "iteration", "variant_id", "symbol")
+TIMESTAMP_FIELDS = ("recorded_at",)
+VOLATILE_FIELDS = (*TIMESTAMP_FIELDS, "run_id")
+
+
+def record_id(record: dict[str, Any]) -> str:
+    """The record's content id: sha256 over ``ID_FIELDS`` (absent fields count as null).
+
+    A record with none of those fields is identified by its whole content, timestamps and
+    run id aside.
+    """
+    if any(f in record for f in ID_FIELDS):
+        payload: Any = [record.get(f) for f in ID_FIELDS]
+    else:
+        payload = strip_volatile([{k: v for k, v in record.items() if k != "record_id"}])[0]
+    key = json.dumps(_finite(payload), separators=(",", ":"), sort_keys=True, default=str)
+    return hashlib.sha256(key.encode("utf-8")).hexdigest()
 
 
 class ExperimentTracker:
@@ -20,15 +48,33 @@ class ExperimentTracker:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.repaired_bytes = _cut_torn_tail(self.path)
+        self._lock = threading.Lock()
+        self._ids: set[str] = {r.get("record_id") or record_id(r) for r in read_records(self.path)}
+        self.skipped = 0  # appends skipped because their record was already in the file
 
-    def append(self, record: dict[str, Any]) -> None:
+    def __contains__(self, rid: str) -> bool:
+        return rid in self._ids
+
+    def append(self, record: dict[str, Any]) -> bool:
+        """Append ``record`` (with its ``record_id``) unless it is already in the file.
+
+        Returns True when written, False when skipped as a duplicate.
+        """
+        rid = record.get("record_id") or record_id(record)
+        record = {**record, "record_id": rid}
         line = json.dumps(_finite(record), sort_keys=True, allow_nan=False, default=str) + "\n"
-        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-        try:
-            os.write(fd, line.encode("utf-8"))
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+        with self._lock:
+            if rid in self._ids:
+                self.skipped += 1
+                return False
+            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+            try:
+                os.write(fd, line.encode("utf-8"))
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+            self._ids.add(rid)
+        return True
 
     def records(self) -> Iterator[dict[str, Any]]:
         yield from read_records(self.path)
@@ -52,6 +98,23 @@ def read_records(path: Path) -> Iterator[dict[str, Any]]:
         for line in fh:
             if line.strip():
                 yield json.loads(line)
+
+
+def strip_volatile(
+    records: Iterable[dict[str, Any]], fields: Iterable[str] = VOLATILE_FIELDS
+) -> list[dict[str, Any]]:
+    """Records without their timestamp and run-id fields, at any depth: what two runs with
+    the same inputs and seed must agree on."""
+    drop = set(fields)
+
+    def clean(obj: Any) -> Any:
+        if isinstance(obj, dict):
+            return {k: clean(v) for k, v in obj.items() if k not in drop}
+        if isinstance(obj, list):
+            return [clean(v) for v in obj]
+        return obj
+
+    return [clean(r) for r in records]
 
 
 def _cut_torn_tail(path: Path) -> int:

@@ -4,6 +4,11 @@ Runs the whole loop — research swarm, strategy development, parallel backtests
 quality gate, routing — to a verdict, and prints the run folder's path last.
 Exit codes: 0 on any verdict, 2 on bad input (one line saying what to fix),
 1 on an internal failure (the run folder is kept, with error.json).
+
+    python -m swarm.develop --resume RUN_DIR
+
+continues an interrupted run (killed, crashed, Ctrl-C) from its last checkpoint, with
+the config recorded in its manifest; a finished run is only reported.
 """
 
 from __future__ import annotations
@@ -29,6 +34,13 @@ class _Parser(argparse.ArgumentParser):
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="python -m swarm.develop", description=__doc__.split("\n\n")[0])
     p.add_argument("--directive", help='what to look for, e.g. "momentum alpha in tech"')
+    p.add_argument(
+        "--resume",
+        type=Path,
+        metavar="RUN_DIR",
+        help="continue an interrupted run from its last checkpoint (config from its manifest; "
+        "only --workers and --quiet may be given with it)",
+    )
     p.add_argument("--tickers", help="comma-separated symbols; overrides the directive's universe")
     p.add_argument("--start", default="2012-01-01", help="first date, ISO (default 2012-01-01)")
     p.add_argument("--end", default=None, help="last date, ISO (default today)")
@@ -65,6 +77,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     p.add_argument(
         "--out", type=Path, default=Path("runs"), help="where run folders go (default ./runs)"
+    )
+    p.add_argument(
+        "--memory-dir",
+        help="research memory store (default: the user cache dir, shared by runs); 'off' "
+        "disables it. Memory is an input: exact reproduction needs the same memory state",
     )
     p.add_argument("--llm", default="none", help="none (default): rules brains only")
     p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
@@ -180,34 +197,94 @@ def main(argv: list[str] | None = None) -> int:
 
             print(mermaid())
             return 0
-        config, criteria = config_from_args(args)
-        from swarm.run import prepare
+        if args.resume is not None:
+            _check_resume_args(argv)
+            if args.workers is not None and args.workers < 1:
+                raise UserInputError(f"--workers: {args.workers} must be at least 1")
+            from swarm.run import prepare_resume
 
-        prepared = prepare(config, criteria, argv=argv, quiet=args.quiet)
+            prepared = prepare_resume(args.resume, quiet=args.quiet, workers=args.workers)
+        else:
+            config, criteria = config_from_args(args)
+            from swarm.run import prepare
+
+            prepared = prepare(
+                config, criteria, argv=argv, quiet=args.quiet, memory_dir=_memory_dir(args)
+            )
     except UserInputError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
 
     from swarm.run import execute
 
+    root = prepared.run.root
+    if prepared.resumed:
+        _set_aside_error(root)
     try:
-        execute(prepared)
+        outcome = execute(prepared)
     except KeyboardInterrupt:
-        print(f"interrupted; partial results kept in {prepared.run.root}", file=sys.stderr)
-        print(prepared.run.root)
+        print(
+            f"interrupted; partial results kept in {root}; continue with "
+            f"`python -m swarm.develop --resume {root}`",
+            file=sys.stderr,
+        )
+        print(root)
         return 130
     except Exception as exc:  # an internal failure: keep the folder and say where it is
         prepared.run.write_json(
             "error.json", {"error": repr(exc), "traceback": traceback.format_exc()}
         )
         print(
-            f"internal error: {exc!r}; run folder kept, traceback in {prepared.run.root / 'error.json'}",
+            f"internal error: {exc!r}; run folder kept, traceback in {root / 'error.json'}; "
+            f"after a fix, continue with `python -m swarm.develop --resume {root}`",
             file=sys.stderr,
         )
-        print(prepared.run.root)
+        print(root)
         return 1
-    print(prepared.run.root)
+    if outcome.already_finished:
+        verdict = outcome.state.get("verdict") or {}
+        print(
+            f"run already finished: {verdict.get('verdict', '?')} after "
+            f"{verdict.get('iterations', '?')} iteration(s); nothing to resume",
+            file=sys.stderr,
+        )
+    print(root)
     return 0
+
+
+def _memory_dir(args: argparse.Namespace) -> str | None:
+    value = (args.memory_dir or "").strip()
+    if not value:
+        return None
+    if value.lower() in ("off", "none"):
+        return "off"
+    path = Path(value).expanduser()
+    if path.exists() and not path.is_dir():
+        raise UserInputError(f"--memory-dir: {value} is a file; pass a folder or 'off'")
+    return str(path.resolve())
+
+
+RESUME_COMPATIBLE = ("--resume", "--workers", "--quiet")
+
+
+def _check_resume_args(argv: list[str]) -> None:
+    """A resumed run keeps its recorded config: other options would silently not apply."""
+    extra = sorted({a.split("=")[0] for a in argv if a.startswith("--")} - set(RESUME_COMPATIBLE))
+    if extra:
+        raise UserInputError(
+            f"--resume: {', '.join(extra)} cannot be changed on resume (the run's config is "
+            "in its manifest.json); give only --resume RUN_DIR [--workers N] [--quiet]"
+        )
+
+
+def _set_aside_error(root: Path) -> None:
+    """A previous crash's error.json is history once the run continues: keep it, renamed."""
+    error = root / "error.json"
+    if error.exists():
+        n = 1
+        while (root / f"error.{n}.json").exists():
+            n += 1
+        error.rename(root / f"error.{n}.json")
 
 
 if __name__ == "__main__":

@@ -1,17 +1,45 @@
-"""Prepare a run (validate data, split time, create the run folder) and execute the graph."""
+"""Prepare a run (validate data, split time, create the run folder) and execute the graph.
+
+The graph runs with LangGraph's SQLite checkpointer, stored in the run folder
+(``checkpoints.sqlite``, thread id = run id, ``durability="sync"``: a super-step's
+checkpoint is committed before the next one starts), so an interrupted run — killed,
+crashed, interrupted — continues from its last super-step with ``prepare_resume`` +
+``execute``. Each finished task of a fan-out (a backtest, a research subagent) has its
+writes saved as it finishes, so a resume re-runs only the tasks that had not finished.
+
+A resume replays, at most, the super-step that was running. Its side effects and why a
+replay is safe:
+
+- files (research/, strategies/, backtests/, charts/, report, verdict, winner/): written
+  atomically (tmp + rename) with deterministic content — a replay writes the same bytes;
+- experiments.jsonl: appends carry a content ``record_id`` and the tracker skips ids already
+  in the file (a torn last line is cut on open), so a replayed router or holdout step adds
+  only the records the killed one had not written, in the same order;
+- the sealed holdout: a kill during the holdout step re-runs the same winner on it; the
+  result is the same and is still never fed back;
+- research memory (swarm.memory): upserts with deterministic ids;
+- progress lines on stderr: repeated, cosmetic.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import json
+import sqlite3
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import pandas as pd
+from langgraph.checkpoint.sqlite import SqliteSaver
 
-from backtest.data import load_universe, periods_per_year
+from backtest.data import LoadedBars, load_universe, periods_per_year
 from backtest.errors import BacktestError
 from backtest.executor import make_executor
 from backtest.splits import holdout_fold, split_holdout, walk_forward_folds
-from experiments.runfolder import RunFolder, build_manifest, new_run_id
+from experiments.runfolder import RunFolder, build_manifest, git_state, new_run_id
 from gate.contracts import Criteria
 from swarm.config import RunConfig
 from swarm.context import RunContext
@@ -19,6 +47,8 @@ from swarm.errors import UserInputError
 from swarm.progress import Progress
 
 RECURSION_LIMIT = 1_000  # ~8 super-steps per iteration; far above any configured limit
+CHECKPOINT_FILE = "checkpoints.sqlite"
+MANIFEST_FILE = "manifest.json"
 
 
 @dataclass
@@ -28,17 +58,25 @@ class Prepared:
     run: RunFolder
     context_kwargs: dict[str, Any]
     progress: Progress
+    resumed: bool = False
+
+
+@dataclass
+class Outcome:
+    """What ``execute`` did: the final state, and whether there was anything left to do."""
+
+    state: dict[str, Any]
+    already_finished: bool = False
+    resumed_from_step: int | None = None  # the super-step a resume continued from
+    checkpoints: dict[str, Any] = field(default_factory=dict)
 
 
 def _offline_fetch(symbol: str, **_: Any) -> pd.DataFrame:
     raise ConnectionError("--offline: network disabled")
 
 
-def prepare(
-    config: RunConfig, criteria: Criteria, *, argv: list[str], quiet: bool = False
-) -> Prepared:
-    """Everything that can fail because of the user's input fails here, before the run folder exists."""
-    progress = Progress(quiet=quiet)
+def _load(config: RunConfig) -> tuple[dict[str, LoadedBars], dict[str, Any], dict[str, Any]]:
+    """Load the bars and split time: (data, context pieces, the manifest's data summary)."""
     try:
         data = load_universe(
             config.tickers,
@@ -59,17 +97,12 @@ def prepare(
         hold = holdout_fold(calendar, split, warmup_bars=config.warmup_bars)
     except BacktestError as exc:
         raise UserInputError(str(exc)) from None
-    for symbol, loaded in data.items():
-        issues = "; ".join(loaded.quality.issues) or "no quality issues"
-        progress.stage("data", f"{symbol}: {len(loaded.bars)} bars from {loaded.source_used}, "
-                               f"coverage {loaded.quality.coverage_pct:.1f}%, {issues}")  # fmt: skip
-
-    run = RunFolder.create(config.out, new_run_id(config.directive))
+    ppy = periods_per_year(pd.DataFrame(index=calendar), config.timeframe)
     data_summary = {
         "split": split.model_dump(mode="json"),
         "folds": [f.model_dump(mode="json") for f in folds],
         "holdout_fold": hold.model_dump(mode="json"),
-        "periods_per_year": periods_per_year(pd.DataFrame(index=calendar), config.timeframe),
+        "periods_per_year": ppy,
         "symbols": {
             s: {
                 "source": d.source_used,
@@ -81,72 +114,281 @@ def prepare(
             for s, d in data.items()
         },
     }
-    criteria_text = config.criteria_text or ",".join(
+    pieces = {"split": split, "folds": folds, "holdout_fold": hold, "periods_per_year": ppy}
+    return data, pieces, data_summary
+
+
+def _criteria_text(config: RunConfig, criteria: Criteria) -> str:
+    return config.criteria_text or ",".join(
         [f"{c.metric}{c.op}{c.threshold:g}" for c in criteria.rules]
         + [f"min_trades>={criteria.min_trades}"]
     )
+
+
+def _news(config: RunConfig) -> list[Any]:
+    if config.news_file is None:
+        return []
+    from swarm.research.news import load_news_csv
+
+    return load_news_csv(config.news_file)
+
+
+def _context_kwargs(
+    config, criteria, data, pieces, data_summary, memory_dir: str | None
+) -> dict[str, Any]:
+    cache = {"data_summary": data_summary, "criteria_text": _criteria_text(config, criteria)}
+    if memory_dir is not None:
+        cache["memory_dir"] = memory_dir  # swarm.memory.memory_for reads it ("off" disables)
+    return {"data": data, **pieces, "news_items": _news(config), "cache": cache}
+
+
+def _report_data(progress: Progress, data: dict[str, LoadedBars]) -> None:
+    for symbol, loaded in data.items():
+        issues = "; ".join(loaded.quality.issues) or "no quality issues"
+        progress.stage("data", f"{symbol}: {len(loaded.bars)} bars from {loaded.source_used}, "
+                               f"coverage {loaded.quality.coverage_pct:.1f}%, {issues}")  # fmt: skip
+
+
+def prepare(
+    config: RunConfig,
+    criteria: Criteria,
+    *,
+    argv: list[str],
+    quiet: bool = False,
+    memory_dir: str | None = None,
+) -> Prepared:
+    """Everything that can fail because of the user's input fails here, before the run folder exists.
+
+    ``memory_dir``: the research memory's folder, ``"off"``, or None for its default.
+    """
+    progress = Progress(quiet=quiet)
+    data, pieces, data_summary = _load(config)
+    _report_data(progress, data)
+    context_kwargs = _context_kwargs(config, criteria, data, pieces, data_summary, memory_dir)
+
+    run = RunFolder.create(config.out, new_run_id(config.directive))
     run.write_json(
-        "manifest.json",
+        MANIFEST_FILE,
         build_manifest(
             run_id=run.root.name,
-            config=config.model_dump(mode="json") | {"criteria": criteria.model_dump(mode="json")},
+            config=config.model_dump(mode="json")
+            | {"criteria": criteria.model_dump(mode="json"), "memory_dir": memory_dir},
             data=data_summary,
             seed=config.seed,
             argv=argv,
         ),
     )
-    news_items: list[Any] = []
-    if config.news_file is not None:
-        from swarm.research.news import load_news_csv
-
-        news_items = load_news_csv(config.news_file)
     progress.stage("run", f"run folder {run.root}")
+    return Prepared(
+        config=config, criteria=criteria, run=run, progress=progress, context_kwargs=context_kwargs
+    )
+
+
+def prepare_resume(run_dir: Path, *, quiet: bool = False, workers: int | None = None) -> Prepared:
+    """Rebuild a run's config, data and context from its folder, to continue it.
+
+    The config comes from ``manifest.json``; the data is loaded again the same way and must
+    hash to the manifest's sha256s (anything else would make the resumed half a different
+    experiment). ``workers`` may differ: it changes speed, not results.
+    """
+    run_dir = Path(run_dir)
+    manifest_path = run_dir / MANIFEST_FILE
+    if not run_dir.is_dir():
+        raise UserInputError(f"--resume: {run_dir} is not a folder; pass a run folder")
+    if not manifest_path.is_file():
+        raise UserInputError(
+            f"--resume: {run_dir} has no {MANIFEST_FILE}; the run stopped before it started "
+            "(or this is not a run folder): start it again without --resume"
+        )
+    try:
+        manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
+        recorded = dict(manifest["config"])
+        criteria = Criteria.model_validate(recorded.pop("criteria"))
+        memory_dir = recorded.pop("memory_dir", None)
+        config = RunConfig.model_validate(recorded)
+    except (ValueError, KeyError) as exc:
+        raise UserInputError(f"--resume: {manifest_path} is unreadable ({exc})") from None
+    if workers is not None:
+        config = config.model_copy(update={"workers": workers})
+
+    progress = Progress(quiet=quiet)
+    data, pieces, data_summary = _load(config)
+    _report_data(progress, data)
+    _check_same_data(manifest["data"], data_summary)
+    git = git_state(Path(__file__).resolve().parents[1])
+    if git.get("sha") != (manifest.get("git") or {}).get("sha"):
+        progress.stage(
+            "resume",
+            f"warning: the code is at git {str(git.get('sha'))[:10]}, the run started at "
+            f"{str((manifest.get('git') or {}).get('sha'))[:10]}",
+        )
+    run = RunFolder(run_dir)
+    # Half-written files of an interrupted atomic write (tmp + rename): never read, only litter.
+    for stray in [*run_dir.rglob("*.tmp"), *run_dir.rglob("*.tmp.png")]:
+        stray.unlink(missing_ok=True)
+    if run.tracker.repaired_bytes:
+        progress.stage(
+            "resume",
+            f"experiments.jsonl: cut a torn last line ({run.tracker.repaired_bytes} bytes)",
+        )
+    # The manifest's summary is the one the run's report must show.
+    context_kwargs = _context_kwargs(config, criteria, data, pieces, manifest["data"], memory_dir)
     return Prepared(
         config=config,
         criteria=criteria,
         run=run,
         progress=progress,
-        context_kwargs={
-            "data": data,
-            "split": split,
-            "folds": folds,
-            "holdout_fold": hold,
-            "news_items": news_items,
-            "periods_per_year": periods_per_year(pd.DataFrame(index=calendar), config.timeframe),
-            "cache": {"data_summary": data_summary, "criteria_text": criteria_text},
-        },
+        context_kwargs=context_kwargs,
+        resumed=True,
     )
 
 
-def execute(prepared: Prepared) -> dict[str, Any]:
+def _check_same_data(recorded: dict[str, Any], now: dict[str, Any]) -> None:
+    if set(recorded["symbols"]) != set(now["symbols"]):
+        raise UserInputError(
+            f"--resume: the run used {sorted(recorded['symbols'])}, the data now loads "
+            f"{sorted(now['symbols'])}"
+        )
+    changed = [
+        f"{s} (recorded {r['sha256'][:12]}…, now {now['symbols'][s]['sha256'][:12]}…)"
+        for s, r in sorted(recorded["symbols"].items())
+        if r["sha256"] != now["symbols"][s]["sha256"]
+    ]
+    if changed:
+        raise UserInputError(
+            "--resume: the data changed since the run started: "
+            + "; ".join(changed)
+            + ". Restore the original data or start a new run"
+        )
+    for key in ("split", "folds", "holdout_fold"):
+        if recorded.get(key) != now[key]:
+            raise UserInputError(
+                f"--resume: the {key.replace('_', ' ')} computed now differs from the run's "
+                "manifest (the code changed?); start a new run"
+            )
+
+
+class TimedSqliteSaver(SqliteSaver):
+    """``SqliteSaver`` that times its writes: the cost of checkpointing, measured per run."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        super().__init__(conn)
+        self.stats = {"checkpoints": 0, "put_s": 0.0, "writes": 0, "put_writes_s": 0.0}
+
+    def put(self, config, checkpoint, metadata, new_versions):
+        t0 = time.perf_counter()
+        try:
+            return super().put(config, checkpoint, metadata, new_versions)
+        finally:
+            self.stats["checkpoints"] += 1
+            self.stats["put_s"] += time.perf_counter() - t0
+
+    def put_writes(self, config, writes, task_id, task_path=""):
+        t0 = time.perf_counter()
+        try:
+            return super().put_writes(config, writes, task_id, task_path)
+        finally:
+            self.stats["writes"] += 1
+            self.stats["put_writes_s"] += time.perf_counter() - t0
+
+
+@contextmanager
+def checkpointer(run: RunFolder) -> Iterator[TimedSqliteSaver]:
+    """The run's checkpointer, in the run folder. SqliteSaver serialises access with a lock."""
+    conn = sqlite3.connect(str(run.path(CHECKPOINT_FILE)), check_same_thread=False)
+    try:
+        # WAL: a committed checkpoint survives a killed process, with fewer fsyncs.
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("PRAGMA synchronous=NORMAL")
+        yield TimedSqliteSaver(conn)
+    finally:
+        conn.close()
+
+
+def initial_state(ctx: RunContext) -> dict[str, Any]:
+    return {
+        "symbols": ctx.symbols,
+        "n_folds": len(ctx.folds),
+        "iteration": 1,
+        "research_round": 0,
+        "route": "INITIAL",
+        "counters": {"iteration": 1, "strategy_iterations": 1, "research_loops": 0},
+        "all_variants": {},
+        "history": [],
+        "n_backtests": 0,
+        "best": None,
+        "feedback": [],
+    }
+
+
+def max_concurrency(cfg: RunConfig, ctx: RunContext) -> int:
+    """Threads for LangGraph's task pool: one per task of the widest fan-out, plus room.
+
+    A mapped backtest task only waits on the executor (processes do the work), so threads are
+    cheap. LangGraph saves a finished task's writes (what lets a resume skip it) through the
+    same pool: with fewer threads than tasks, those saves queue behind the tasks still waiting
+    to start, and a kill would lose finished work.
+    """
+    widest = max(cfg.variants * len(ctx.symbols) * len(ctx.folds), 15)  # 15 research subagents
+    return widest + 16
+
+
+def execute(prepared: Prepared) -> Outcome:
+    """Run the graph to its end, from the start or from the run's last checkpoint."""
     from swarm.graph import build_graph
 
     cfg = prepared.config
-    with make_executor(cfg.executor, workers=cfg.workers) as executor:
+    run = prepared.run
+    thread = {"configurable": {"thread_id": run.root.name}}
+    with make_executor(cfg.executor, workers=cfg.workers) as executor, checkpointer(run) as saver:
         ctx = RunContext(
             config=cfg,
-            run=prepared.run,
+            run=run,
             criteria=prepared.criteria,
             executor=executor,
             progress=prepared.progress,
             **prepared.context_kwargs,
         )
-        graph = build_graph()
-        initial = {
-            "symbols": ctx.symbols,
-            "n_folds": len(ctx.folds),
-            "iteration": 1,
-            "research_round": 0,
-            "route": "INITIAL",
-            "counters": {"iteration": 1, "strategy_iterations": 1, "research_loops": 0},
-            "all_variants": {},
-            "history": [],
-            "n_backtests": 0,
-            "best": None,
-            "feedback": [],
-        }
-        return graph.invoke(
-            initial,
-            config={"recursion_limit": RECURSION_LIMIT, "max_concurrency": 8},
+        graph = build_graph(checkpointer=saver)
+        snapshot = graph.get_state(thread)
+        started = snapshot.created_at is not None
+        if started and not snapshot.next:
+            return Outcome(state=dict(snapshot.values), already_finished=True)
+        step = (snapshot.metadata or {}).get("step") if started else None
+        if started:
+            pending = [t for t in snapshot.tasks if t.result is None]
+            done = len(snapshot.tasks) - len(pending)
+            prepared.progress.stage(
+                "resume",
+                f"continuing after super-step {step} (iteration {snapshot.values.get('iteration')}"
+                f"): next {', '.join(sorted(set(snapshot.next)))}"
+                + (f"; {done} of {len(snapshot.tasks)} tasks already done" if done else ""),
+            )
+            n_backtests = sum(t.name == "backtest" for t in pending)
+            if n_backtests:
+                prepared.progress.start_batch(n_backtests)
+        elif prepared.resumed:
+            prepared.progress.stage("resume", "no checkpoint yet: starting from the beginning")
+        state = graph.invoke(
+            None if started else initial_state(ctx),
+            config={
+                **thread,
+                "recursion_limit": RECURSION_LIMIT,
+                "max_concurrency": max_concurrency(cfg, ctx),
+            },
             context=ctx,
+            durability="sync",  # each super-step is on disk before the next one starts
         )
+        stats = dict(saver.stats)
+    stats["sqlite_bytes"] = _db_bytes(run.path(CHECKPOINT_FILE))
+    prepared.progress.stage(
+        "checkpoint",
+        f"{stats['checkpoints']} checkpoints ({stats['put_s'] * 1000:.0f} ms), "
+        f"{stats['writes']} task writes ({stats['put_writes_s'] * 1000:.0f} ms); "
+        f"{CHECKPOINT_FILE} {stats['sqlite_bytes'] / 1e6:.2f} MB",
+    )
+    return Outcome(state=state, resumed_from_step=step, checkpoints=stats)
+
+
+def _db_bytes(path: Path) -> int:
+    return sum(p.stat().st_size for p in path.parent.glob(path.name + "*") if p.is_file())

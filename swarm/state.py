@@ -1,7 +1,12 @@
 """The develop graph's state: small, JSON-serialisable values with explicit reducers.
 
 Heavy, non-serialisable things (bars, the executor, the run folder) live in the
-run context, never here, so the state can be checkpointed cheaply.
+run context, never here, so the state can be checkpointed cheaply: the SQLite
+checkpointer (``swarm.run``) writes the whole state after every super-step. Bulky
+values live in the run folder and the state holds a reference: a variant's source is
+``strategies/<variant_id>.py`` (``all_variants`` keeps spec, lineage and sha256), and a
+backtest's per-period return series are ``backtests/<variant_id>/<symbol>-f<fold>.json``
+(``results`` keeps status and metrics).
 """
 
 from __future__ import annotations
@@ -34,9 +39,12 @@ class DevelopState(TypedDict, total=False):
     fact_sheets: Annotated[list[dict[str, Any]], extend_or_reset]
     synthesis: dict[str, Any]
 
-    variants: list[dict[str, Any]]  # this iteration's runnable StrategyVariants
-    all_variants: dict[str, dict[str, Any]]  # every variant ever built, by id (lineage, export)
-    results: Annotated[list[dict[str, Any]], extend_or_reset]  # this iteration's BacktestResults
+    variants: list[dict[str, Any]]  # this iteration's runnable StrategyVariants (with code)
+    # Every variant ever built, by id (lineage, export): StrategyVariant without its code,
+    # plus "code_file" and "class_name".
+    all_variants: dict[str, dict[str, Any]]
+    # This iteration's BacktestResults without return series, plus "result_file" (see above).
+    results: Annotated[list[dict[str, Any]], extend_or_reset]
 
     ledger: dict[str, Any]  # gate.ledger.TrialLedger
     evaluations: list[dict[str, Any]]  # this iteration's VariantEvaluations

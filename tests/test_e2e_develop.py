@@ -1,6 +1,7 @@
 """The whole develop loop, offline, on a small slice of the real corpus."""
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -25,6 +26,8 @@ def run_dir(tmp_path_factory, daily_dir) -> Path:
          "--end", "2018-12-31", "--variants", "3", "--max-iterations", "3", "--folds", "2",
          "--workers", "2", "--seed", "7", "--offline", "--out", str(out)],
         capture_output=True, text=True, timeout=900,
+        # Its own user cache (research memory, data cache): nothing written to the user's home.
+        env=os.environ | {"XDG_CACHE_HOME": str(tmp_path_factory.mktemp("cache"))},
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-3000:]
     last = done.stdout.strip().splitlines()[-1]

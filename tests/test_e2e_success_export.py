@@ -2,6 +2,7 @@
 exported, and the exported file reproduces the recorded holdout values in plain backtrader."""
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -20,6 +21,8 @@ def run_dir(tmp_path_factory, daily_dir) -> Path:
          "--end", "2020-12-01", "--variants", "3", "--max-iterations", "2", "--workers", "2",
          "--criteria", "sharpe>=0.5,min_trades>=10,dsr>=0.3", "--offline", "--out", str(out)],
         capture_output=True, text=True, timeout=900,
+        # Its own user cache (research memory, data cache): nothing written to the user's home.
+        env=os.environ | {"XDG_CACHE_HOME": str(tmp_path_factory.mktemp("cache"))},
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-3000:]
     return Path(done.stdout.strip().splitlines()[-1])

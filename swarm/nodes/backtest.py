@@ -2,24 +2,54 @@
 
 Each mapped task hands one job to the run's executor (a process pool by default)
 and waits; the generated code never runs inside the orchestrator's process.
+
+The state stays light enough to checkpoint every super-step: a task's payload names the
+variant (its code is read from ``strategies/<variant_id>.py`` and checked against its
+sha256), and a result's per-period return series go to ``backtests/<variant_id>/`` in the
+run folder, not into the state. ``load_results`` puts them back together for the gate.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
+import re
 from typing import Any
 
 from langgraph.runtime import Runtime
 from langgraph.types import Send
 
-from backtest.contracts import BacktestJob
+from backtest.contracts import BacktestJob, BacktestResult
 from swarm.context import RunContext
 from swarm.state import DevelopState
 
 BACKTEST_NODE = "backtest"
+HEAVY_FIELDS = ("return_dates", "returns", "trade_pnls")  # kept in the run folder, not the state
 
 
 def job_id(iteration: int, variant_id: str, symbol: str, fold: int) -> str:
     return f"{variant_id}|{symbol}|f{fold}"
+
+
+def code_file(variant_id: str) -> str:
+    return f"strategies/{variant_id}.py"
+
+
+def result_file(variant_id: str, symbol: str, fold: int) -> str:
+    safe = re.sub(r"[^A-Za-z0-9._-]", "_", symbol)
+    return f"backtests/{variant_id}/{safe}-f{fold}.json"
+
+
+def read_code(ctx: RunContext, variant_id: str, code_sha256: str) -> str:
+    """A variant's source from the run folder, verified against the sha256 it was built with."""
+    code = ctx.run.path(code_file(variant_id)).read_text(encoding="utf-8")
+    actual = hashlib.sha256(code.encode("utf-8")).hexdigest()
+    if actual != code_sha256:
+        raise RuntimeError(
+            f"{code_file(variant_id)} changed since it was generated "
+            f"(sha256 {actual[:12]}…, recorded {code_sha256[:12]}…)"
+        )
+    return code
 
 
 def fan_out_backtests(state: DevelopState) -> list[Send]:
@@ -33,7 +63,7 @@ def fan_out_backtests(state: DevelopState) -> list[Send]:
                         {
                             "iteration": state["iteration"],
                             "variant_id": variant["variant_id"],
-                            "code": variant["code"],
+                            "code_sha256": variant["code_sha256"],
                             "symbol": symbol,
                             "fold": fold,
                         },
@@ -45,16 +75,34 @@ def fan_out_backtests(state: DevelopState) -> list[Send]:
 def backtest(payload: dict[str, Any], runtime: Runtime[RunContext]) -> dict[str, Any]:
     ctx = runtime.context
     fold = ctx.folds[payload["fold"]]
+    variant_id, symbol = payload["variant_id"], payload["symbol"]
     job = BacktestJob(
-        job_id=job_id(payload["iteration"], payload["variant_id"], payload["symbol"], fold.index),
-        variant_id=payload["variant_id"],
-        code=payload["code"],
-        symbol=payload["symbol"],
-        bars=ctx.insample_bars(payload["symbol"]),  # the holdout stays sealed
+        job_id=job_id(payload["iteration"], variant_id, symbol, fold.index),
+        variant_id=variant_id,
+        code=read_code(ctx, variant_id, payload["code_sha256"]),
+        symbol=symbol,
+        bars=ctx.insample_bars(symbol),  # the holdout stays sealed
         fold=fold,
         costs=ctx.config.costs,
         periods_per_year=ctx.periods_per_year,
     )
     result = ctx.executor.submit(job).result()
+    full = result.model_dump(mode="json")
+    rel = result_file(variant_id, symbol, payload["fold"])
+    # Atomic and deterministic (duration_s aside): a replayed task rewrites the same file.
+    ctx.run.write_text(rel, json.dumps(full, separators=(",", ":"), allow_nan=True) + "\n")
     ctx.progress.tick()
-    return {"results": [result.model_dump(mode="json")]}
+    slim = {k: v for k, v in full.items() if k not in HEAVY_FIELDS} | {"result_file": rel}
+    return {"results": [slim]}
+
+
+def load_results(ctx: RunContext, results: list[dict[str, Any]]) -> list[BacktestResult]:
+    """Full BacktestResults (return series included) for the state's light result entries."""
+    out = []
+    for r in results:
+        if r.get("result_file"):
+            text = ctx.run.path(r["result_file"]).read_text(encoding="utf-8")
+            out.append(BacktestResult.model_validate(json.loads(text)))
+        else:
+            out.append(BacktestResult.model_validate(r))
+    return out

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+from datetime import UTC, datetime
 from typing import Any
 
 import pandas as pd
@@ -9,15 +11,16 @@ from langgraph.runtime import Runtime
 
 from backtest.benchmark import buy_and_hold_metrics
 from backtest.contracts import BacktestJob, JobStatus
-from experiments.charts import plot_equity, plot_trajectory
+from experiments.charts import plot_equity, plot_trajectory, plot_trial_sharpes
 from experiments.export import lineage_of, write_export
 from experiments.report import render_report
 from gate.aggregate import aggregate_variant
 from gate.contracts import Route
 from gate.ledger import TrialLedger
-from gate.stats import deflated_sharpe_ratio
+from gate.stats import deflated_sharpe_ratio, expected_max_sharpe
 from swarm.context import RunContext
 from swarm.nodes.gate import portfolio_series
+from swarm.nodes.strategy import with_code
 from swarm.state import DevelopState
 
 
@@ -26,7 +29,7 @@ def holdout(state: DevelopState, runtime: Runtime[RunContext]) -> dict[str, Any]
     ctx = runtime.context
     cfg = ctx.config
     winner_id = state["best"]["variant_id"]
-    variant = state["all_variants"][winner_id]
+    variant = with_code(ctx, state["all_variants"][winner_id])
     fold = ctx.holdout_fold
     ctx.progress.stage(
         "holdout", f"opening the sealed holdout {fold.start} .. {fold.end} for {winner_id}"
@@ -60,6 +63,8 @@ def holdout(state: DevelopState, runtime: Runtime[RunContext]) -> dict[str, Any]
                 "symbols": [r.symbol], "status": r.status.value, "error": r.error,
                 "metrics": r.metrics.model_dump() if r.metrics else None,
                 "gate_score": state["best"]["score"], "data_sha256": ctx.data[r.symbol].sha256,
+                "code_sha256": variant["code_sha256"], "parent_id": variant.get("parent_id"),
+                "recorded_at": datetime.now(UTC).isoformat(),
             }
         )  # fmt: skip
     ctx.progress.stage(
@@ -97,27 +102,25 @@ def finalize(state: DevelopState, runtime: Runtime[RunContext]) -> dict[str, Any
     success = state.get("route") == Route.SUCCESS.value
     best_eval = state.get("best")
     best_id = best_eval["variant_id"] if best_eval else None
-    all_variants = state.get("all_variants", {})
+    all_variants = {vid: with_code(ctx, v) for vid, v in state.get("all_variants", {}).items()}
     best_variant = all_variants.get(best_id) if best_id else None
     ledger = TrialLedger.model_validate(state.get("ledger") or {})
 
     figures: dict[str, Any] = {}
     curves: dict[str, pd.Series] = {}
+    first, last_fold = ctx.folds[0], ctx.folds[-1]
+    bh_in, bh_in_rets = buy_and_hold_metrics(
+        {s: ctx.insample_bars(s) for s in ctx.symbols}, first.start, last_fold.end,
+        periods_per_year=ctx.periods_per_year,
+    )  # fmt: skip
+    bh_in_dump = bh_in.model_dump() if bh_in else None
     if best_eval and best_eval.get("portfolio"):
-        first, last_fold = ctx.folds[0], ctx.folds[-1]
-        bh, bh_rets = buy_and_hold_metrics(
-            {s: ctx.insample_bars(s) for s in ctx.symbols}, first.start, last_fold.end,
-            periods_per_year=ctx.periods_per_year,
-        )  # fmt: skip
-        figures["in-sample"] = {
-            "metrics": best_eval.get("metrics"),
-            "buy_and_hold": bh.model_dump() if bh else None,
-        }
+        figures["in-sample"] = {"metrics": best_eval.get("metrics"), "buy_and_hold": bh_in_dump}
         port = best_eval["portfolio"]
         curves["strategy (in-sample)"] = pd.Series(
             port["values"], index=pd.to_datetime(port["dates"])
         )
-        curves["buy & hold (in-sample)"] = bh_rets
+        curves["buy & hold (in-sample)"] = bh_in_rets
     if state.get("holdout"):
         h = state["holdout"]
         fold = ctx.holdout_fold
@@ -143,6 +146,22 @@ def finalize(state: DevelopState, runtime: Runtime[RunContext]) -> dict[str, Any
             h["buy_and_hold_returns"]["values"],
             index=pd.to_datetime(h["buy_and_hold_returns"]["dates"]),
         )
+    # Every variant's own in-sample figures, so any of them can be exported with its numbers.
+    for d in decisions:
+        for e in d["evaluations"]:
+            if e["variant_id"] in all_variants:
+                all_variants[e["variant_id"]] = all_variants[e["variant_id"]] | {
+                    "in_sample": {
+                        "iteration": d["iteration"],
+                        "metrics": e.get("metrics"),
+                        "fold_sharpes": e.get("fold_sharpes", []),
+                        "score": e.get("score"),
+                        "dsr": e.get("dsr"),
+                        "passed": e.get("passed"),
+                        "vetoes": e.get("vetoes", []),
+                    }
+                }
+    trials = _trial_sharpes(best_eval, ledger, ctx.periods_per_year)
 
     verdict = {
         "verdict": "SUCCESS" if success else "ABANDON",
@@ -159,17 +178,31 @@ def finalize(state: DevelopState, runtime: Runtime[RunContext]) -> dict[str, Any
         "dsr_threshold": ctx.criteria.dsr_threshold,
         "route_history": [d["decision"] for d in decisions],
         "figures": figures,
+        "buy_and_hold_in_sample": bh_in_dump,
+        "trial_sharpes": {k: v for k, v in trials.items() if k != "values"},
     }
     run = ctx.run
     run.write_json("variants.json", all_variants)
     run.write_json("verdict.json", verdict)
     thresholds = {c.metric: c.threshold for c in ctx.criteria.rules}
+    charts = []
     if state.get("history"):
-        plot_trajectory(state["history"], thresholds, ctx.criteria.score_threshold,
-                        run.path("charts/trajectory.png"))  # fmt: skip
+        plot_trajectory(
+            state["history"], thresholds, ctx.criteria.score_threshold,
+            run.path("charts/trajectory.png"), dsr_threshold=ctx.criteria.dsr_threshold,
+            min_trades=ctx.criteria.min_trades,
+        )  # fmt: skip
+        charts.append("charts/trajectory.png")
     if curves:
         plot_equity(curves, f"{best_id}: equal-weight portfolio vs buy & hold",
                     run.path("charts/equity.png"))  # fmt: skip
+        charts.append("charts/equity.png")
+    if trials["values"]:
+        plot_trial_sharpes(
+            trials["values"], threshold=trials["threshold"], best=trials["best"],
+            n_trials=ledger.n_trials, path=run.path("charts/trial_sharpes.png"),
+        )  # fmt: skip
+        charts.append("charts/trial_sharpes.png")
     if success and best_variant:
         write_export(
             run.path("winner"),
@@ -193,6 +226,8 @@ def finalize(state: DevelopState, runtime: Runtime[RunContext]) -> dict[str, Any
             best_eval=best_eval,
             figures=figures,
             criteria_text=ctx.cache["criteria_text"],
+            charts=charts,
+            n_records=sum(1 for _ in run.tracker.records()),
         ),
     )
     ctx.progress.stage(
@@ -216,6 +251,34 @@ def _dsr_all_trials(best_eval: dict[str, Any] | None, ledger: TrialLedger) -> fl
         m["skew"],
         m["kurtosis"],
     )
+
+
+def _trial_sharpes(
+    best_eval: dict[str, Any] | None, ledger: TrialLedger, periods_per_year: int
+) -> dict[str, Any]:
+    """Every trial's Sharpe and the deflation threshold, annualised for reading.
+
+    The threshold is the Sharpe the best of N pure-noise trials is expected to reach:
+    E[max of N standard normals] x the trials' Sharpe standard deviation (the SR0 the
+    deflated Sharpe ratio tests against).
+    """
+    scale = math.sqrt(periods_per_year)
+    values = [float(v) * scale for v in ledger.sharpes()]
+    threshold = None
+    if ledger.n_trials >= 1:
+        threshold = float(
+            expected_max_sharpe(ledger.n_trials) * math.sqrt(ledger.trial_sharpe_variance()) * scale
+        )
+    m = (best_eval or {}).get("metrics") or {}
+    best = float(m["sharpe_per_period"]) * scale if m.get("sharpe_per_period") is not None else None
+    return {
+        "values": values,
+        "threshold": threshold,
+        "best": best,
+        "n_trials": ledger.n_trials,
+        "n_with_sharpe": len(values),
+        "unit": "annualised",
+    }
 
 
 def _f(x: float | None) -> str:

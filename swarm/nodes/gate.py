@@ -29,6 +29,7 @@ from gate.summary import summarise_iteration
 from gate.trajectory import analyse_trajectory
 from strategies.spec import StrategyVariant
 from swarm.context import RunContext
+from swarm.nodes.backtest import load_results
 from swarm.state import DevelopState
 
 
@@ -48,7 +49,7 @@ def _scorer(ctx: RunContext) -> FuzzyScorer:
 
 def gate(state: DevelopState, runtime: Runtime[RunContext]) -> dict[str, Any]:
     ctx = runtime.context
-    results = [BacktestResult.model_validate(r) for r in state.get("results", [])]
+    results = load_results(ctx, state.get("results", []))
     variants = [StrategyVariant.model_validate(v) for v in state.get("variants", [])]
     ledger = TrialLedger.model_validate(state.get("ledger") or {})
     evaluations = evaluate_variants(
@@ -229,7 +230,7 @@ def _record_iteration(ctx: RunContext, state: DevelopState, decision: GateDecisi
     now = datetime.now(UTC).isoformat()
     run_id = ctx.run.root.name
     evals = {e.variant_id: e for e in decision.evaluations}
-    results = [BacktestResult.model_validate(r) for r in state.get("results", [])]
+    results = load_results(ctx, state.get("results", []))
     for variant_dump in state.get("variants", []):
         variant = StrategyVariant.model_validate(variant_dump)
         ev = evals.get(variant.variant_id)

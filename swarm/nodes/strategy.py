@@ -3,17 +3,35 @@
 from __future__ import annotations
 
 import random
+from datetime import UTC, datetime
 from typing import Any
 
 from langgraph.runtime import Runtime
 
 from gate.contracts import FailureAnalysis, VariantEvaluation
 from strategies.codegen import make_variant
-from strategies.spec import StrategySpec, StrategyVariant
+from strategies.spec import StrategySpec
 from strategies.validate import validate_code
 from swarm.agents.strategy_dev import preferred_order, propose
 from swarm.context import RunContext
+from swarm.nodes.backtest import code_file
 from swarm.state import RESET, DevelopState
+
+
+def index_entry(record: dict[str, Any]) -> dict[str, Any]:
+    """A variant as ``all_variants`` keeps it: everything but the code, plus where the code is."""
+    return {k: v for k, v in record.items() if k != "code"} | {
+        "code_file": code_file(record["variant_id"])
+    }
+
+
+def with_code(ctx: RunContext, entry: dict[str, Any]) -> dict[str, Any]:
+    """An ``all_variants`` entry with its (sha256-verified) source put back."""
+    if "code" in entry:
+        return entry
+    from swarm.nodes.backtest import read_code
+
+    return entry | {"code": read_code(ctx, entry["variant_id"], entry["code_sha256"])}
 
 
 def strategy_dev(state: DevelopState, runtime: Runtime[RunContext]) -> dict[str, Any]:
@@ -22,7 +40,7 @@ def strategy_dev(state: DevelopState, runtime: Runtime[RunContext]) -> dict[str,
     iteration = state.get("iteration", 1)
     route = state.get("route", "INITIAL")
     all_variants = dict(state.get("all_variants", {}))
-    seen = {StrategyVariant.model_validate(v).spec.trial_key() for v in all_variants.values()}
+    seen = {StrategySpec.model_validate(v["spec"]).trial_key() for v in all_variants.values()}
 
     synthesis = state.get("synthesis") or {}
     families = preferred_order(cfg.preferred_families, synthesis.get("recommended_families", []))
@@ -30,11 +48,11 @@ def strategy_dev(state: DevelopState, runtime: Runtime[RunContext]) -> dict[str,
     best = None
     if state.get("best"):
         best_id = state["best"]["variant_id"]
-        best = (best_id, StrategyVariant.model_validate(all_variants[best_id]).spec)
+        best = (best_id, StrategySpec.model_validate(all_variants[best_id]["spec"]))
     last = [
         (
             VariantEvaluation.model_validate(e),
-            StrategyVariant.model_validate(all_variants[e["variant_id"]]).spec,
+            StrategySpec.model_validate(all_variants[e["variant_id"]]["spec"]),
         )
         for e in state.get("evaluations", [])
     ]
@@ -55,10 +73,12 @@ def strategy_dev(state: DevelopState, runtime: Runtime[RunContext]) -> dict[str,
         variant = make_variant(
             spec, variant_id=variant_id, parent_id=prop.parent_id, iteration=iteration, route=route
         )
-        ctx.run.write_text(f"strategies/{variant_id}.py", variant.code)
+        ctx.run.write_text(code_file(variant_id), variant.code)
         report = validate_code(variant.code)
         record = variant.model_dump(mode="json") | {"class_name": report.class_name}
-        all_variants[variant_id] = record
+        # Every variant ever built stays in the state for lineage, without its source (which
+        # is in strategies/<id>.py): the state is checkpointed at every super-step.
+        all_variants[variant_id] = index_entry(record)
         if not report.ok:
             rejected += 1
             ctx.run.tracker.append(
@@ -71,6 +91,7 @@ def strategy_dev(state: DevelopState, runtime: Runtime[RunContext]) -> dict[str,
                     "metrics": None,
                     "gate_score": None,
                     "status": "rejected",
+                    "recorded_at": datetime.now(UTC).isoformat(),
                 }
             )  # fmt: skip
             continue

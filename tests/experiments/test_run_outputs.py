@@ -1,0 +1,131 @@
+"""Charts, report and export pieces of the run folder, on small hand-made inputs."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from experiments.charts import plot_trajectory, plot_trial_sharpes, trajectory_panels
+from experiments.export import export_from_run, variant_figures
+from experiments.report import render_report
+
+pytestmark = pytest.mark.unit
+
+PNG = b"\x89PNG\r\n\x1a\n"
+METRICS = {
+    "sharpe": 1.1, "sortino": 1.5, "cagr_pct": 9.0, "max_drawdown_pct": 12.0, "win_rate_pct": 51.0,
+    "profit_factor": 1.4, "n_trades": 40, "exposure_pct": 60.0, "final_value": 120_000.0,
+}  # fmt: skip
+
+
+def _history():
+    return [
+        {"iteration": 1, "route": "TUNE", "best_score": 0.4,
+         "best_metrics": {"sharpe": 0.7, "max_drawdown_pct": 25.0, "dsr": 0.5, "n_trades": 35}},
+        {"iteration": 2, "route": "SUCCESS", "best_score": 0.7,
+         "best_metrics": {"sharpe": 1.1, "max_drawdown_pct": 12.0, "dsr": 0.97, "n_trades": None}},
+    ]  # fmt: skip
+
+
+def test_trajectory_has_score_every_gate_metric_dsr_and_trades_against_thresholds(tmp_path):
+    panels = trajectory_panels(
+        {"sharpe": 1.0, "cagr_pct": 5.0}, 0.6, dsr_threshold=0.95, min_trades=30
+    )
+    names = [n for n, _ in panels]
+    assert names[:3] == ["score", "sharpe", "cagr_pct"] and names[-2:] == ["dsr", "n_trades"]
+    assert dict(panels)["cagr_pct"] == 5.0 and dict(panels)["n_trades"] == 30
+    path = plot_trajectory(_history(), {"sharpe": 1.0}, 0.6, tmp_path / "c" / "t.png",
+                           dsr_threshold=0.95, min_trades=30)  # fmt: skip
+    assert path.read_bytes().startswith(PNG)
+    assert not list(tmp_path.glob("c/*.tmp*"))  # written atomically
+
+
+def test_trial_sharpe_distribution_marks_the_deflation_threshold(tmp_path):
+    path = plot_trial_sharpes([0.1, -0.3, 0.5, 0.9, float("nan")], threshold=0.8, best=0.9,
+                              n_trials=6, path=tmp_path / "s.png")  # fmt: skip
+    assert path.read_bytes().startswith(PNG)
+    empty = plot_trial_sharpes([], threshold=None, path=tmp_path / "e.png")
+    assert empty.read_bytes().startswith(PNG)
+
+
+def _verdict(**kw):
+    return {
+        "verdict": "ABANDON", "reason": "iteration limit reached", "iterations": 1,
+        "best_variant": "i01-v01-momentum-abc123", "n_backtests": 6, "n_trials": 3,
+        "best_dsr": 0.4, "best_score": 0.3, "best_dsr_all_trials": 0.35, "pbo": None,
+        "score_threshold": 0.6, "dsr_threshold": 0.95, "route_history": ["ABANDON"],
+        "figures": {}, "buy_and_hold_in_sample": dict(METRICS, sharpe=0.9),
+        "trial_sharpes": {"threshold": 0.74, "best": 0.6, "n_trials": 3, "n_with_sharpe": 3},
+    } | kw  # fmt: skip
+
+
+def _variant(vid="i01-v01-momentum-abc123", parent=None):
+    return {
+        "variant_id": vid, "parent_id": parent, "iteration": 1, "route": "INITIAL",
+        "code": "import backtrader as bt\n\n\nclass S(bt.Strategy):\n    pass\n",
+        "code_sha256": "x", "class_name": "S",
+        "spec": {"name": "momentum-roc", "family": "momentum", "approach": "buy strength",
+                 "parameters": {"roc_period": 12}},
+        "in_sample": {"metrics": METRICS, "score": 0.3, "dsr": 0.4, "passed": False},
+    }  # fmt: skip
+
+
+def test_report_states_verdict_routes_research_best_variant_statistics_and_caveats():
+    data = {
+        "split": {"insample_start": "2013-01-02", "insample_end": "2017-10-01",
+                  "holdout_start": "2017-10-02", "holdout_end": "2018-12-31"},
+        "folds": [{}, {}],
+        "symbols": {"AAPL": {"source": "csv", "sha256": "f" * 64}},
+    }  # fmt: skip
+    decision = {
+        "iteration": 1, "best_variant_id": "i01-v01-momentum-abc123", "decision": "ABANDON",
+        "reasoning": "iteration limit reached", "failure": {"failure_type": "PARAMETER_ISSUE"},
+        "evaluations": [{"variant_id": "i01-v01-momentum-abc123", "passed": False, "score": 0.3,
+                         "dsr": 0.4}],
+    }  # fmt: skip
+    config = {"directive": "momentum", "tickers": ["AAPL"], "universe_source": "--tickers",
+              "timeframe": "1d", "start": "2013-01-01", "end": "2018-12-31", "seed": 4,
+              "costs": {"commission_pct": 0.1, "slippage_pct": 0.05}}  # fmt: skip
+    synthesis = {"regime": "trending-up", "signal": 0.2, "confidence": 0.4, "quality": "medium",
+                 "recommended_families": ["momentum"], "summary": "Momentum leads.", "gaps": ["no news"]}  # fmt: skip
+    best_eval = {"variant_id": "i01-v01-momentum-abc123", "score": 0.3, "dsr": 0.4,
+                 "fold_sharpes": [0.5, 0.7], "metrics": METRICS}  # fmt: skip
+    text = render_report(
+        run_id="r1", config=config, verdict=_verdict(), decisions=[decision], synthesis=synthesis,
+        data=data, best_variant=_variant(), best_eval=best_eval, figures={},
+        criteria_text="sharpe>=1", charts=["charts/trajectory.png"], n_records=4,
+    )  # fmt: skip
+    for needle in (
+        "**Verdict:** ABANDON", "**Reason:** iteration limit reached", "## Route history",
+        "PARAMETER_ISSUE", "## Research summary", "trending-up", "## Best variant",
+        "(strategies/i01-v01-momentum-abc123.py)", "roc_period=12", "in-sample (buy & hold)",
+        "holdout stays sealed", "Trials counted", "Deflated Sharpe", "PBO", "0.74",
+        "![trajectory](charts/trajectory.png)", "Survivorship", "Costs are assumptions",
+        "AAPL from csv", "Seed 4", "--resume",
+    ):  # fmt: skip
+        assert needle in text, needle
+
+
+def test_a_non_winner_exports_with_its_own_in_sample_figures(tmp_path):
+    run = tmp_path / "run"
+    run.mkdir()
+    winner, other = _variant("i02-v01-w", parent="i01-v01-momentum-abc123"), _variant()
+    winner_figs = {"in-sample": {"metrics": METRICS}, "holdout": {"metrics": METRICS}}
+    verdict = _verdict(verdict="SUCCESS", best_variant="i02-v01-w", figures=winner_figs)
+    variants = {winner["variant_id"]: winner, other["variant_id"]: other}
+    (run / "variants.json").write_text(json.dumps(variants))
+    (run / "verdict.json").write_text(json.dumps(verdict))
+    (run / "manifest.json").write_text(json.dumps({"config": {"costs": {"commission_pct": 0.1}}}))
+
+    assert variant_figures("i02-v01-w", winner, verdict) == winner_figs
+    figs = variant_figures(other["variant_id"], other, verdict)
+    assert set(figs) == {"in-sample"} and figs["in-sample"]["buy_and_hold"]["sharpe"] == 0.9
+
+    dest = export_from_run(run, tmp_path / "x", other["variant_id"])
+    readme = (dest / "README.md").read_text()
+    assert "| in-sample | 1.10 |" in readme and "Only in-sample figures" in readme
+    assert "opened once for this strategy" not in readme
+    assert json.loads((dest / "params.json").read_text()) == {"roc_period": 12}
+    lineage = (export_from_run(run, tmp_path / "w") / "README.md").read_text()
+    assert "i01-v01-momentum-abc123 -> i02-v01-w" in lineage

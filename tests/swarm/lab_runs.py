@@ -1,0 +1,120 @@
+"""Small develop runs shared by the run-folder tests (resume, reproducibility, notebook).
+
+Each distinct run is made once per test session, even under pytest-xdist: the workers share
+the session's base temp folder and take a file lock, so two workers never make the same run.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from experiments.tracker import read_records, strip_volatile
+
+# One symbol, two folds, three variants, three iterations: RESEARCH -> TUNE -> SUCCESS on the
+# real corpus at the time of writing (so the holdout, export and a parent/child diff are on the
+# path); the tests compare runs with each other and do not depend on that route.
+SEED = 2
+
+
+def reference_args(daily_dir: Path, seed: int = SEED) -> list[str]:
+    return [
+        "--directive", "momentum alpha in tech", "--tickers", "AAPL", "--data-dir",
+        str(daily_dir), "--start", "2013-01-01", "--end", "2018-12-31", "--variants", "3",
+        "--folds", "2", "--max-iterations", "3", "--workers", "2", "--seed", str(seed),
+        "--criteria", "sharpe>=0.8,min_trades>=10,dsr>=0.5", "--offline",
+    ]  # fmt: skip
+
+
+def develop_cmd(*args: str) -> list[str]:
+    return [sys.executable, "-m", "swarm.develop", *args]
+
+
+def develop_env(cache_home: Path) -> dict[str, str]:
+    """The environment of a test run: its own user cache dir (XDG_CACHE_HOME), which holds the
+    research memory and the data cache. Memory is an input of a run, so runs that must agree
+    start from the same (empty) memory, and no test writes to the user's home."""
+    return os.environ | {"PYTHONHASHSEED": "0", "XDG_CACHE_HOME": str(cache_home)}
+
+
+def run_develop(
+    args: list[str], *, cache_home: Path, timeout: float = 600
+) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        develop_cmd(*args),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=develop_env(cache_home),
+    )
+
+
+def printed_run_dir(done: subprocess.CompletedProcess) -> Path:
+    assert done.returncode == 0, done.stderr[-3000:]
+    return Path(done.stdout.strip().splitlines()[-1])
+
+
+def only_run_dir(out: Path) -> Path | None:
+    dirs = [p for p in out.iterdir() if p.is_dir()] if out.is_dir() else []
+    assert len(dirs) <= 1, dirs
+    return dirs[0] if dirs else None
+
+
+def comparable(run_dir: Path) -> list[dict]:
+    """The run's JSONL without timestamps and run ids: what equal runs agree on."""
+    return strip_volatile(read_records(run_dir / "experiments.jsonl"))
+
+
+def n_checkpoints(run_dir: Path | None) -> int:
+    """Checkpoints written so far (0 while the database does not exist or is busy)."""
+    db = run_dir / "checkpoints.sqlite" if run_dir else None
+    if db is None or not db.exists():
+        return 0
+    try:
+        conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=0.2)
+        try:
+            return conn.execute("SELECT count(*) FROM checkpoints").fetchone()[0]
+        finally:
+            conn.close()
+    except sqlite3.Error:
+        return 0
+
+
+def _shared_root(tmp_path_factory) -> Path:
+    base = tmp_path_factory.getbasetemp()
+    return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+
+
+@contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    with open(path, "w") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def shared_run(tmp_path_factory, name: str, args: list[str]) -> tuple[Path, float]:
+    """(run folder, wall seconds) of ``develop args``, made once per session."""
+    root = _shared_root(tmp_path_factory) / f"lab-run-{name}"
+    root.mkdir(parents=True, exist_ok=True)
+    with _locked(root / ".lock"):
+        marker = root / "run.json"
+        if marker.exists():
+            info = json.loads(marker.read_text())
+            return Path(info["run_dir"]), info["wall_s"]
+        t0 = time.monotonic()
+        done = run_develop([*args, "--out", str(root / "out")], cache_home=root / "cache")
+        wall = time.monotonic() - t0
+        run_dir = printed_run_dir(done)
+        marker.write_text(json.dumps({"run_dir": str(run_dir), "wall_s": wall}))
+        return run_dir, wall

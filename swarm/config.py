@@ -9,6 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from backtest.contracts import CostModel
 from gate.contracts import Limits
+from swarm.llm.settings import LLMSettings
 
 
 class RunConfig(BaseModel):
@@ -36,5 +37,7 @@ class RunConfig(BaseModel):
     n_folds: int = Field(3, ge=1, le=10)
     warmup_bars: int = Field(200, ge=0)
     workers: int | None = None
-    executor: str = "process"
+    executor: str = "process"  # process | serial | ray
+    ray_address: str | None = None  # an existing Ray cluster; None starts a local one
+    llm_settings: LLMSettings = Field(default_factory=LLMSettings)
     offline: bool = False

@@ -34,6 +34,7 @@ class RunContext:
     progress: Progress
     periods_per_year: int = 252  # measured from the data: 252 exchange days, 365 for 24/7 markets
     news_items: list[Any] = field(default_factory=list)
+    llm: Any = None  # swarm.llm.client.LLMClient when --llm is set; None means rules brains only
     cache: dict[str, Any] = field(default_factory=dict)  # per-run memo (feature bundles…)
 
     @property

@@ -21,6 +21,7 @@ from datetime import date
 from pathlib import Path
 
 from swarm.errors import UserInputError
+from swarm.llm.settings import parse_llm_arg
 
 SOURCES = ("auto", "yfinance", "csv", "synthetic")
 TIMEFRAMES = ("1d", "1h")
@@ -73,7 +74,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--workers", type=int, default=None, help="backtest processes (default: all cores)"
     )
-    p.add_argument("--executor", default="process", help="process (default)")
+    p.add_argument(
+        "--executor",
+        default="process",
+        help="process (default), serial, or ray (pip install '.[ray]')",
+    )
+    p.add_argument("--ray-address", help="an existing Ray cluster (default: start a local one)")
     p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     p.add_argument(
         "--out", type=Path, default=Path("runs"), help="where run folders go (default ./runs)"
@@ -83,7 +89,29 @@ def build_parser() -> argparse.ArgumentParser:
         help="research memory store (default: the user cache dir, shared by runs); 'off' "
         "disables it. Memory is an input: exact reproduction needs the same memory state",
     )
-    p.add_argument("--llm", default="none", help="none (default): rules brains only")
+    p.add_argument(
+        "--llm",
+        default="none",
+        help="none (default: rules brains only), openai:MODEL or openai-compatible:MODEL",
+    )
+    p.add_argument("--llm-base-url", help="OpenAI-compatible server, e.g. http://127.0.0.1:8080/v1")
+    p.add_argument(
+        "--llm-quick-model", help="model for the 15 research subagents (default: --llm's)"
+    )
+    p.add_argument(
+        "--llm-deep-model", help="model for synthesis, strategy development, failure analysis"
+    )
+    p.add_argument(
+        "--llm-structured",
+        default="auto",
+        help="structured-output method: auto (default), json_schema or function_calling",
+    )
+    p.add_argument(
+        "--max-llm-tokens", type=int, help="token budget for the run (ABANDON when spent)"
+    )
+    p.add_argument(
+        "--llm-cache", type=Path, help="shared record/replay cache (default: in the run)"
+    )
     p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     p.add_argument("--print-graph", action="store_true", help="print the graph as mermaid and exit")
     return p
@@ -151,12 +179,31 @@ def config_from_args(args: argparse.Namespace):
         )
     if args.workers is not None and args.workers < 1:
         raise UserInputError(f"--workers: {args.workers} must be at least 1")
-    if args.executor != "process":
-        raise UserInputError(f"--executor: {args.executor!r} is not available; use process")
-    if args.llm != "none":
-        raise UserInputError(
-            f"--llm: {args.llm!r} is not available yet; use --llm none (rules brains)"
+    if args.executor not in ("process", "serial", "ray"):
+        raise UserInputError(f"--executor: {args.executor!r}; use process, serial or ray")
+    if args.executor == "ray":
+        try:
+            import ray  # noqa: F401
+        except ImportError:
+            raise UserInputError(
+                "--executor ray: Ray is not installed; pip install '.[ray]'"
+            ) from None
+    if args.max_llm_tokens is not None and args.max_llm_tokens < 1:
+        raise UserInputError(f"--max-llm-tokens: {args.max_llm_tokens} must be at least 1")
+    try:
+        llm_settings = parse_llm_arg(
+            args.llm,
+            base_url=args.llm_base_url,
+            quick_model=args.llm_quick_model,
+            deep_model=args.llm_deep_model,
+            structured=args.llm_structured,
+            max_tokens=args.max_llm_tokens,
+            cache_dir=args.llm_cache.resolve() if args.llm_cache else None,
         )
+    except ValueError as exc:
+        raise UserInputError(str(exc)) from None
+    if llm_settings.provider == "openai" and not os.environ.get("OPENAI_API_KEY"):
+        raise UserInputError("--llm openai:…: set OPENAI_API_KEY, or use --llm none")
     try:
         criteria = parse_criteria(args.criteria)
     except CriteriaError as exc:
@@ -183,6 +230,8 @@ def config_from_args(args: argparse.Namespace):
         n_folds=args.folds,
         workers=args.workers,
         executor=args.executor,
+        ray_address=args.ray_address,
+        llm_settings=llm_settings,
         offline=args.offline,
     )
     return config, criteria

@@ -333,6 +333,16 @@ def max_concurrency(cfg: RunConfig, ctx: RunContext) -> int:
     return widest + 16
 
 
+def make_llm_client(cfg: RunConfig, run: RunFolder):
+    """None with ``--llm none``; else a client whose replay cache lives in the run (or --llm-cache)."""
+    if not cfg.llm_settings.enabled:
+        return None
+    from swarm.llm.client import LLMClient
+
+    cache_dir = cfg.llm_settings.cache_dir or run.path("llm_cache")
+    return LLMClient(cfg.llm_settings, cache_dir=cache_dir)
+
+
 def execute(prepared: Prepared) -> Outcome:
     """Run the graph to its end, from the start or from the run's last checkpoint."""
     from swarm.graph import build_graph
@@ -340,13 +350,15 @@ def execute(prepared: Prepared) -> Outcome:
     cfg = prepared.config
     run = prepared.run
     thread = {"configurable": {"thread_id": run.root.name}}
-    with make_executor(cfg.executor, workers=cfg.workers) as executor, checkpointer(run) as saver:
+    executor_cm = make_executor(cfg.executor, workers=cfg.workers, address=cfg.ray_address)
+    with executor_cm as executor, checkpointer(run) as saver:
         ctx = RunContext(
             config=cfg,
             run=run,
             criteria=prepared.criteria,
             executor=executor,
             progress=prepared.progress,
+            llm=make_llm_client(cfg, run),
             **prepared.context_kwargs,
         )
         graph = build_graph(checkpointer=saver)

@@ -54,6 +54,7 @@ class DevelopState(TypedDict, total=False):
     decisions: Annotated[list[dict[str, Any]], operator.add]  # GateDecision per iteration
     best: dict[str, Any] | None  # best VariantEvaluation so far (any iteration)
     n_backtests: int
+    lookahead: dict[str, Any]  # LookaheadReport per variant checked before it could pass
     pbo: float | None  # probability of backtest overfitting, latest iteration with >= 8 variants
 
     holdout: dict[str, Any] | None

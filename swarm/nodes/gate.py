@@ -9,6 +9,7 @@ import pandas as pd
 from langgraph.runtime import Runtime
 
 from backtest.contracts import BacktestResult, JobStatus
+from backtest.lookahead import check_lookahead
 from gate.aggregate import aggregate_variant
 from gate.contracts import (
     FailureAnalysis,
@@ -29,7 +30,10 @@ from gate.summary import summarise_iteration
 from gate.trajectory import analyse_trajectory
 from strategies.spec import StrategyVariant
 from swarm.context import RunContext
-from swarm.nodes.backtest import load_results
+from swarm.llm.brains import llm_failure
+from swarm.memory import remember_gate_outcome
+from swarm.nodes.backtest import load_results, read_code
+from swarm.nodes.llm_log import llm_logger, log_usage
 from swarm.state import DevelopState
 
 
@@ -60,6 +64,7 @@ def gate(state: DevelopState, runtime: Runtime[RunContext]) -> dict[str, Any]:
         scorer=_scorer(ctx),
         periods_per_year=ctx.periods_per_year,
     )
+    lookahead = _lookahead_veto(ctx, evaluations, state.get("variants", []))
     best = state.get("best")
     top = best_evaluation(evaluations)
     if top is not None:
@@ -90,7 +95,48 @@ def gate(state: DevelopState, runtime: Runtime[RunContext]) -> dict[str, Any]:
         "trajectory": None,
         "n_backtests": state.get("n_backtests", 0) + len(results),
         "pbo": pbo if pbo is not None else state.get("pbo"),
+        "lookahead": {**(state.get("lookahead") or {}), **lookahead},
     }
+
+
+def _lookahead_veto(
+    ctx: RunContext, evaluations: list[VariantEvaluation], variants: list[dict[str, Any]]
+) -> dict[str, Any]:
+    """Measure lookahead (truncated re-runs) on every variant about to pass; veto the biased.
+
+    Static validation already refused visible tricks such as ``close[1]``; this catches what
+    only shows when the future is cut off. One symbol and the last in-sample fold suffice:
+    lookahead is a property of the code. A variant the check cannot judge does not pass.
+    """
+    code_by_id = {
+        v["variant_id"]: v.get("code") or read_code(ctx, v["variant_id"], v["code_sha256"])
+        for v in variants
+    }
+    symbol, fold = ctx.symbols[0], ctx.folds[-1]
+    reports: dict[str, Any] = {}
+    for ev in evaluations:
+        if not ev.passed or ev.variant_id not in code_by_id:
+            continue
+        report = check_lookahead(
+            code_by_id[ev.variant_id], ctx.insample_bars(symbol), fold=fold,
+            costs=ctx.config.costs, executor=ctx.executor, symbol=symbol,
+        )  # fmt: skip
+        reports[ev.variant_id] = report.model_dump(mode="json")
+        if report.biased or not report.checked:
+            why = (
+                f"lookahead detected on {symbol}: {'; '.join(report.mismatches[:2])}"
+                if report.biased
+                else f"lookahead check could not run: {report.error}"
+            )
+            ev.vetoes.append(why)
+            ev.passed = False
+            ev.score = 0.0
+        ctx.progress.stage(
+            "lookahead",
+            f"{ev.variant_id}: {'BIASED' if report.biased else 'clean' if report.checked else 'unchecked'} "
+            f"({report.n_cuts} cuts, {report.duration_s:.1f}s)",
+        )
+    return reports
 
 
 def after_gate(state: DevelopState) -> str:
@@ -111,6 +157,18 @@ def failure_analysis(state: DevelopState, runtime: Runtime[RunContext]) -> dict[
         regime=str(synthesis.get("regime", "")),
         families=sorted({e.family for e in evaluations}),
     )
+    if ctx.llm is not None:
+        top = best_evaluation(evaluations)
+        m = top.metrics if top else None
+        facts = (
+            f"{len(evaluations)} variants, none passed; best {top.variant_id if top else None} "
+            f"({top.family if top else None}) score {top.score if top else None}, DSR "
+            f"{top.dsr if top else None}, sharpe {m.sharpe if m else None}, max_dd "
+            f"{m.max_drawdown_pct if m else None}, trades {m.n_trades if m else None}; criteria "
+            + ", ".join(f"{c.metric}{c.op}{c.threshold}" for c in ctx.criteria.rules)
+        )
+        log = llm_logger(ctx, iteration=state["iteration"], route=state.get("route", "INITIAL"))
+        analysis = llm_failure(ctx.llm, analysis, facts=facts, log=log)
     ctx.progress.stage(
         "failure",
         f"{analysis.failure_type.value} ({analysis.confidence:.2f}): {analysis.root_cause}",
@@ -170,6 +228,13 @@ def router(state: DevelopState, runtime: Runtime[RunContext]) -> dict[str, Any]:
         counters=counters,
         limits=limits,
     )
+    if ctx.llm is not None and ctx.llm.exhausted and route not in (Route.SUCCESS, Route.ABANDON):
+        used, limit = ctx.llm.tokens_used, ctx.llm.settings.max_tokens
+        route, reason = (
+            Route.ABANDON,
+            f"budget: LLM token budget exhausted ({used} of {limit} tokens); stopping cleanly "
+            f"instead of {route.value}",
+        )
     ledger = TrialLedger.model_validate(state.get("ledger") or {})
     top = best_evaluation(evaluations)
     decision = GateDecision(
@@ -184,6 +249,8 @@ def router(state: DevelopState, runtime: Runtime[RunContext]) -> dict[str, Any]:
         n_trials=ledger.n_trials,
     )
     _record_iteration(ctx, state, decision)
+    remember_gate_outcome(ctx, state, decision)  # lessons for later runs; never raises
+    log_usage(ctx, iteration=iteration, route=state.get("route", "INITIAL"))
     summary = _summary(state, route)
     history = [*state.get("history", []), summary.model_dump(mode="json")]
     ctx.progress.stage("route", f"iteration {iteration} -> {route.value}: {reason}")

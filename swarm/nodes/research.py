@@ -16,10 +16,12 @@ from langgraph.runtime import Runtime
 from langgraph.types import Send
 
 from swarm.context import RunContext
+from swarm.llm.brains import llm_finding, llm_summary
+from swarm.nodes.llm_log import llm_logger
 from swarm.research.data_extractor import brief_symbol, build_data_brief, render_data_brief_md
 from swarm.research.features import FeatureBundle, compute_features
 from swarm.research.models import DataBrief, Domain, FactSheet, Finding
-from swarm.research.news import archive_headlines
+from swarm.research.news import archive_headlines, headlines_for
 from swarm.research.subagents import SUBAGENTS, ResearchContext, run_subagent
 from swarm.research.synthesis import lead, render_research_md, synthesize_domain
 from swarm.state import RESET, DevelopState
@@ -107,7 +109,14 @@ def data_extractor(state: DevelopState, runtime: Runtime[RunContext]) -> dict[st
 
 def fan_out_subagents(state: DevelopState) -> list[Send]:
     return [
-        Send(SUBAGENT_NODE, {"subagent_id": spec.id, "research_round": state["research_round"]})
+        Send(
+            SUBAGENT_NODE,
+            {
+                "subagent_id": spec.id,
+                "research_round": state["research_round"],
+                "iteration": state.get("iteration", 0),
+            },
+        )
         for spec in SUBAGENTS
     ]
 
@@ -123,6 +132,8 @@ def research_subagent(payload: dict[str, Any], runtime: Runtime[RunContext]) -> 
             finding = run_subagent(
                 payload["subagent_id"], symbol=symbol, bundle=bundles[symbol], context=rctx
             )
+            if ctx.llm is not None:
+                finding = _llm_reading(ctx, payload, finding, rctx)
             findings.append(finding.model_dump(mode="json"))
     except Exception as exc:  # a broken specialist degrades the research; it must not kill the run
         ctx.progress.stage("research", f"subagent {payload['subagent_id']} failed: {exc!r}")
@@ -135,6 +146,23 @@ def research_subagent(payload: dict[str, Any], runtime: Runtime[RunContext]) -> 
         except OSError as exc:  # the archive is a record, not a reason to lose the finding
             ctx.progress.stage("research", f"news archive not written: {exc!r}")
     return {"findings": findings}
+
+
+def _llm_reading(
+    ctx: RunContext, payload: dict[str, Any], finding: Finding, rctx: ResearchContext
+) -> Finding:
+    """The LLM brain reads the same evidence; headlines reach it only fenced, as data."""
+    spec = next(s for s in SUBAGENTS if s.id == payload["subagent_id"])
+    untrusted: list[str] = []
+    if payload["subagent_id"] == NEWS_SUBAGENT and finding.as_of:
+        as_of = dt.date.fromisoformat(finding.as_of)
+        untrusted = [
+            i.headline for i in headlines_for(rctx.news_items, finding.symbol, as_of=as_of)
+        ][-10:]
+    log = llm_logger(
+        ctx, iteration=payload.get("iteration", 0), route=f"RESEARCH-{payload['research_round']}"
+    )
+    return llm_finding(ctx.llm, finding, description=spec.description, untrusted=untrusted, log=log)
 
 
 def make_synthesizer(domain: Domain):
@@ -163,6 +191,13 @@ def leader(state: DevelopState, runtime: Runtime[RunContext]) -> dict[str, Any]:
     )
     brief = DataBrief.model_validate(state["data_brief"])
     synthesis = lead(sheets, brief)
+    if ctx.llm is not None:
+        log = llm_logger(
+            ctx,
+            iteration=state.get("iteration", 0),
+            route=f"RESEARCH-{state.get('research_round', 1)}",
+        )
+        synthesis = llm_summary(ctx.llm, synthesis, log=log)
     failed = state.get("failed_subagents", [])
     if failed:
         synthesis.gaps.append(f"failed subagents: {', '.join(sorted(failed))}")

@@ -9,12 +9,15 @@ from typing import Any
 from langgraph.runtime import Runtime
 
 from gate.contracts import FailureAnalysis, VariantEvaluation
-from strategies.codegen import make_variant
-from strategies.spec import StrategySpec
+from strategies.blocks import ENTRIES, EXITS, FILTERS, SIZINGS
+from strategies.codegen import code_sha256, make_variant
+from strategies.spec import StrategySpec, StrategyVariant
 from strategies.validate import validate_code
-from swarm.agents.strategy_dev import preferred_order, propose
+from swarm.agents.strategy_dev import Proposal, preferred_order, propose
 from swarm.context import RunContext
+from swarm.llm.brains import llm_strategy_specs
 from swarm.nodes.backtest import code_file
+from swarm.nodes.llm_log import llm_logger
 from swarm.state import RESET, DevelopState
 
 
@@ -32,6 +35,50 @@ def with_code(ctx: RunContext, entry: dict[str, Any]) -> dict[str, Any]:
     from swarm.nodes.backtest import read_code
 
     return entry | {"code": read_code(ctx, entry["variant_id"], entry["code_sha256"])}
+
+
+def catalogue_text() -> str:
+    """The block catalogue as the LLM sees it: ids and their parameters with defaults."""
+    lines = []
+    for kind, blocks in (
+        ("entries", ENTRIES),
+        ("filters", FILTERS),
+        ("exits", EXITS),
+        ("sizing", SIZINGS),
+    ):
+        items = [
+            f"{bid}({', '.join(f'{k}={v}' for k, v in b.params.items())})"
+            for bid, b in blocks.items()
+        ]
+        lines.append(f"{kind}: " + "; ".join(items))
+    return "\n".join(lines)
+
+
+def _brief(state, route, best, last, failure, families) -> str:
+    """Computed facts only: numbers and enums from our own analysis, never third-party text."""
+    synthesis = state.get("synthesis") or {}
+    suggested = (state.get("data_brief") or {}).get("suggested") or {}
+    lines = [
+        f"regime {synthesis.get('regime')} (research confidence {synthesis.get('confidence')}, "
+        f"signal {synthesis.get('signal')}); families in order: {', '.join(families)}",
+        "suggested: " + ", ".join(f"{k}={v}" for k, v in suggested.items() if k != "reasoning"),
+    ]
+    if best:
+        lines.append(f"best so far: {best[1].family.value} entry={best[1].entry} filters={best[1].filters} "
+                     f"exits={best[1].exits} parameters={best[1].parameters}")  # fmt: skip
+    for ev, spec in last[:5]:
+        m = ev.metrics
+        lines.append(
+            f"last iteration {spec.family.value}/{spec.entry}: score {ev.score:.3f}, sharpe "
+            f"{None if m is None else m.sharpe}, max_dd {None if m is None else m.max_drawdown_pct}, "
+            f"trades {None if m is None else m.n_trades}, vetoes {ev.vetoes}"
+        )
+    if failure:
+        lines.append(f"failure analysis: {failure.failure_type.value}: {failure.root_cause}; "
+                     f"actions {failure.actions}")  # fmt: skip
+    lines.append(f"route {route}: TUNE = parameters near the best; FIX = repair errors/zero trades; "
+                 "REFINE = change the design (filters, stops, sizing); INITIAL/RESEARCH = diverse ideas")  # fmt: skip
+    return "\n".join(lines)
 
 
 def strategy_dev(state: DevelopState, runtime: Runtime[RunContext]) -> dict[str, Any]:
@@ -56,23 +103,51 @@ def strategy_dev(state: DevelopState, runtime: Runtime[RunContext]) -> dict[str,
         )
         for e in state.get("evaluations", [])
     ]
+    # The rules brain mutates catalogue specs only; an LLM's own code is revised by the LLM.
+    rules_best = best if best and not best[1].is_custom else None
+    rules_last = [(ev, spec) for ev, spec in last if not spec.is_custom]
     failure = FailureAnalysis.model_validate(state["failure"]) if state.get("failure") else None
     # A distinct, reproducible stream per (seed, iteration, research round).
     rng = random.Random(cfg.seed * 1_000_003 + iteration * 101 + state.get("research_round", 1))
 
-    proposals = propose(
-        route=route, n=cfg.variants, rng=rng, seen=seen, families=families,
-        suggested=suggested, best=best, last=last, failure=failure,
+    custom_code: dict[str, str] = {}
+    proposals: list[Proposal] = []
+    if ctx.llm is not None and not ctx.llm.exhausted:
+        parent = best[0] if best and route in ("TUNE", "FIX", "REFINE") else None
+        for spec, code, why in llm_strategy_specs(
+            ctx.llm, n=cfg.variants, route=route,
+            brief=_brief(state, route, best, last, failure, families),
+            catalogue=catalogue_text(), seen=seen,
+            untrusted=[i.headline for i in ctx.news_items], log=llm_logger(ctx, iteration=iteration, route=route),
+        ):  # fmt: skip
+            if code is not None:
+                custom_code[spec.trial_key()] = code
+            proposals.append(Proposal(spec, parent, why))
+            seen = seen | {spec.trial_key()}
+    proposals += propose(
+        route=route, n=cfg.variants - len(proposals), rng=rng, seen=seen, families=families,
+        suggested=suggested, best=rules_best, last=rules_last, failure=failure,
         min_trades=ctx.criteria.min_trades,
-    )  # fmt: skip
+    ) if len(proposals) < cfg.variants else []  # fmt: skip
 
     variants, rejected = [], 0
     for k, prop in enumerate(proposals, start=1):
         spec: StrategySpec = prop.spec
         variant_id = f"i{iteration:02d}-v{k:02d}-{spec.family.value}-{spec.trial_key()[:6]}"
-        variant = make_variant(
-            spec, variant_id=variant_id, parent_id=prop.parent_id, iteration=iteration, route=route
-        )
+        code = custom_code.get(spec.trial_key())
+        if code is not None:  # the LLM's own class: already validated, recorded as written
+            variant = StrategyVariant(
+                variant_id=variant_id, parent_id=prop.parent_id, iteration=iteration, route=route,
+                spec=spec, code=code, code_sha256=code_sha256(code),
+            )  # fmt: skip
+        else:
+            variant = make_variant(
+                spec,
+                variant_id=variant_id,
+                parent_id=prop.parent_id,
+                iteration=iteration,
+                route=route,
+            )
         ctx.run.write_text(code_file(variant_id), variant.code)
         report = validate_code(variant.code)
         record = variant.model_dump(mode="json") | {"class_name": report.class_name}

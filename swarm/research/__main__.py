@@ -105,6 +105,7 @@ class ResearchRunContext:
     progress: Any  # swarm.progress.Progress
     news_items: list[Any] = field(default_factory=list)
     cache: dict[str, Any] = field(default_factory=dict)
+    llm: Any = None  # the standalone research command runs the rules brains
 
     @property
     def symbols(self) -> list[str]:

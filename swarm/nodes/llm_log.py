@@ -1,0 +1,65 @@
+"""LLM events in the experiment log: fallbacks, rejections and per-iteration usage.
+
+Records carry the common fields every JSONL line has (variant, symbols, iteration,
+metrics, gate score, route) and a deterministic ``record_id``, so a replayed step
+never duplicates them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any
+
+from swarm.context import RunContext
+
+
+def llm_logger(ctx: RunContext, *, iteration: int, route: str) -> Callable[[dict[str, Any]], None]:
+    def log(event: dict[str, Any]) -> None:
+        ident = json.dumps(
+            [event.get("kind"), iteration, event.get("role"), event.get("subagent"),
+             event.get("symbol"), event.get("route", route), event.get("reasons")],
+            sort_keys=True, default=str,
+        )  # fmt: skip
+        record = {
+            "run_id": ctx.run.root.name,
+            "iteration": iteration,
+            "route": route,
+            "variant_id": None,
+            "symbols": [event["symbol"]] if event.get("symbol") else ctx.symbols,
+            "metrics": None,
+            "gate_score": None,
+            **event,
+            "record_id": hashlib.sha256(ident.encode()).hexdigest(),
+            "recorded_at": datetime.now(UTC).isoformat(),
+        }
+        ctx.run.tracker.append(record)
+        ctx.progress.stage(
+            "llm",
+            f"{event['kind']} ({event.get('role')}): {'; '.join(map(str, event.get('reasons', [])))[:160]}",
+        )
+
+    return log
+
+
+def log_usage(ctx: RunContext, *, iteration: int, route: str) -> None:
+    """One record per iteration with the client's running call and token counts."""
+    if ctx.llm is None:
+        return
+    stats = ctx.llm.stats()
+    ctx.run.tracker.append(
+        {
+            "kind": "llm_usage",
+            "run_id": ctx.run.root.name,
+            "iteration": iteration,
+            "route": route,
+            "variant_id": None,
+            "symbols": ctx.symbols,
+            "metrics": None,
+            "gate_score": None,
+            "llm": stats,
+            "recorded_at": datetime.now(UTC).isoformat(),
+        }
+    )

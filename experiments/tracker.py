@@ -26,7 +26,9 @@ from typing import Any
 
 ID_FIELDS = ("kind", "iteration", "variant_id", "symbol")
 TIMESTAMP_FIELDS = ("recorded_at",)
-VOLATILE_FIELDS = (*TIMESTAMP_FIELDS, "run_id")
+# Fields that legitimately differ between a run and its rerun: when, which folder, and how
+# many LLM calls were replayed from the cache rather than made.
+VOLATILE_FIELDS = (*TIMESTAMP_FIELDS, "run_id", "llm_replay")
 
 
 def record_id(record: dict[str, Any]) -> str:

@@ -110,6 +110,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--max-llm-tokens", type=int, help="token budget for the run (ABANDON when spent)"
     )
     p.add_argument(
+        "--llm-max-output-tokens", type=int, default=512, help="per-call output limit (default 512)"
+    )
+    p.add_argument(
         "--llm-cache", type=Path, help="shared record/replay cache (default: in the run)"
     )
     p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
@@ -199,6 +202,7 @@ def config_from_args(args: argparse.Namespace):
             structured=args.llm_structured,
             max_tokens=args.max_llm_tokens,
             cache_dir=args.llm_cache.resolve() if args.llm_cache else None,
+            max_output_tokens=args.llm_max_output_tokens,
         )
     except ValueError as exc:
         raise UserInputError(str(exc)) from None

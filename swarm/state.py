@@ -37,6 +37,7 @@ class DevelopState(TypedDict, total=False):
     findings: Annotated[list[dict[str, Any]], extend_or_reset]
     failed_subagents: Annotated[list[str], extend_or_reset]
     fact_sheets: Annotated[list[dict[str, Any]], extend_or_reset]
+    llm_events: Annotated[list[dict[str, Any]], extend_or_reset]  # subagents' LLM fallbacks
     synthesis: dict[str, Any]
 
     variants: list[dict[str, Any]]  # this iteration's runnable StrategyVariants (with code)

@@ -134,15 +134,18 @@ class LLMClient:
         return sum(c.live for c in self.calls)
 
     def stats(self) -> dict[str, Any]:
+        """What the run asked of the model; identical for a run and its replay."""
         return {
             "calls": len(self.calls),
-            "live_calls": self.n_live_calls,
-            "cached_calls": sum(c.cached for c in self.calls),
             "failed_calls": sum(not c.ok for c in self.calls),
             "tokens_used": self.tokens_used,
             "max_tokens": self.settings.max_tokens,
             "exhausted": self.exhausted,
         }
+
+    def replay_stats(self) -> dict[str, int]:
+        """How the calls were served: live (the model ran) or replayed from the cache."""
+        return {"live_calls": self.n_live_calls, "cached_calls": sum(c.cached for c in self.calls)}
 
     # -- calls --------------------------------------------------------------------------
     def structured(
@@ -152,14 +155,22 @@ class LLMClient:
         model = self.settings.model_for(role)
         key = call_key(role, model, self.settings, messages, schema)
         t0 = time.monotonic()
-        hit = self.cache.get(key)
+        refusal_key = f"{key}-refused-{self.settings.max_tokens}"
+        hit = self.cache.get(key) or self.cache.get(refusal_key)
         if hit is not None:
+            # A replay spends the tokens the original call spent, so the budget runs out at the
+            # same point and the run takes the same path; refusals replay as refusals.
+            tokens = int(hit.get("tokens") or 0)
+            with self._lock:
+                self.tokens_used += tokens
             parsed = self._validate(schema, hit.get("parsed"))
-            error = hit.get("error") if parsed is None else None
-            self._record(CallRecord(role, model, key, True, hit.get("method"), 0, parsed is not None,
-                                    error or (None if parsed else "cached failure"), 0.0))  # fmt: skip
-            return parsed, error or (None if parsed else "cached failure")
+            error = None if parsed is not None else (hit.get("error") or "cached failure")
+            self._record(CallRecord(role, model, key, True, hit.get("method"), tokens,
+                                    parsed is not None, error, 0.0))  # fmt: skip
+            return parsed, error
         if self.exhausted:
+            # Recorded under the budget it depends on: a rerun with a larger budget asks again.
+            self.cache.put(refusal_key, {"parsed": None, "error": "budget exhausted", "tokens": 0})
             self._record(
                 CallRecord(role, model, key, False, None, 0, False, "budget exhausted", 0.0)
             )

@@ -47,6 +47,7 @@ def parse_llm_arg(
     structured: str = "auto",
     max_tokens: int | None = None,
     cache_dir: Path | None = None,
+    max_output_tokens: int = 512,
 ) -> LLMSettings:
     """``none`` | ``openai:MODEL`` | ``openai-compatible:MODEL``. Raises ValueError with the fix."""
     value = (value or "none").strip()
@@ -61,6 +62,8 @@ def parse_llm_arg(
         raise ValueError(
             "--llm-base-url: openai-compatible needs the server URL, e.g. http://127.0.0.1:8080/v1"
         )
+    if max_output_tokens < 16:
+        raise ValueError(f"--llm-max-output-tokens: {max_output_tokens} is too small; use 16 or more")
     if structured not in STRUCTURED_METHODS:
         raise ValueError(
             f"--llm-structured: {structured!r}; use one of {', '.join(STRUCTURED_METHODS)}"
@@ -73,5 +76,6 @@ def parse_llm_arg(
         base_url=base_url,
         structured=structured,
         max_tokens=max_tokens,
+        max_output_tokens=max_output_tokens,
         cache_dir=cache_dir,
     )

@@ -60,6 +60,7 @@ def log_usage(ctx: RunContext, *, iteration: int, route: str) -> None:
             "metrics": None,
             "gate_score": None,
             "llm": stats,
+            "llm_replay": ctx.llm.replay_stats(),
             "recorded_at": datetime.now(UTC).isoformat(),
         }
     )

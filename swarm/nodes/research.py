@@ -104,6 +104,7 @@ def data_extractor(state: DevelopState, runtime: Runtime[RunContext]) -> dict[st
         "findings": RESET,
         "failed_subagents": RESET,
         "fact_sheets": RESET,
+        "llm_events": RESET,
     }
 
 
@@ -127,13 +128,14 @@ def research_subagent(payload: dict[str, Any], runtime: Runtime[RunContext]) -> 
     bundles = feature_bundles(ctx)
     rctx = research_context(ctx)
     findings: list[dict[str, Any]] = []
+    events: list[dict[str, Any]] = []
     try:
         for symbol in ctx.symbols:
             finding = run_subagent(
                 payload["subagent_id"], symbol=symbol, bundle=bundles[symbol], context=rctx
             )
-            if ctx.llm is not None:
-                finding = _llm_reading(ctx, payload, finding, rctx)
+            if getattr(ctx, "llm", None) is not None:
+                finding = _llm_reading(ctx, payload, finding, rctx, events)
             findings.append(finding.model_dump(mode="json"))
     except Exception as exc:  # a broken specialist degrades the research; it must not kill the run
         ctx.progress.stage("research", f"subagent {payload['subagent_id']} failed: {exc!r}")
@@ -145,13 +147,14 @@ def research_subagent(payload: dict[str, Any], runtime: Runtime[RunContext]) -> 
                 ctx.progress.stage("research", f"news: {n} headlines archived in research/news")
         except OSError as exc:  # the archive is a record, not a reason to lose the finding
             ctx.progress.stage("research", f"news archive not written: {exc!r}")
-    return {"findings": findings}
+    return {"findings": findings, "llm_events": events}
 
 
 def _llm_reading(
-    ctx: RunContext, payload: dict[str, Any], finding: Finding, rctx: ResearchContext
+    ctx: RunContext, payload: dict[str, Any], finding: Finding, rctx: ResearchContext, events: list
 ) -> Finding:
-    """The LLM brain reads the same evidence; headlines reach it only fenced, as data."""
+    """The LLM brain reads the same evidence; headlines reach it only fenced, as data.
+    Fallback events are returned, not logged here: the leader logs them in a fixed order."""
     spec = next(s for s in SUBAGENTS if s.id == payload["subagent_id"])
     untrusted: list[str] = []
     if payload["subagent_id"] == NEWS_SUBAGENT and finding.as_of:
@@ -159,10 +162,9 @@ def _llm_reading(
         untrusted = [
             i.headline for i in headlines_for(rctx.news_items, finding.symbol, as_of=as_of)
         ][-10:]
-    log = llm_logger(
-        ctx, iteration=payload.get("iteration", 0), route=f"RESEARCH-{payload['research_round']}"
+    return llm_finding(
+        ctx.llm, finding, description=spec.description, untrusted=untrusted, log=events.append
     )
-    return llm_finding(ctx.llm, finding, description=spec.description, untrusted=untrusted, log=log)
 
 
 def make_synthesizer(domain: Domain):
@@ -191,12 +193,18 @@ def leader(state: DevelopState, runtime: Runtime[RunContext]) -> dict[str, Any]:
     )
     brief = DataBrief.model_validate(state["data_brief"])
     synthesis = lead(sheets, brief)
-    if ctx.llm is not None:
+    if getattr(ctx, "llm", None) is not None:
         log = llm_logger(
             ctx,
             iteration=state.get("iteration", 0),
             route=f"RESEARCH-{state.get('research_round', 1)}",
         )
+        # Subagents ran in parallel: log their events in a fixed order, so reruns match.
+        events = sorted(
+            state.get("llm_events", []), key=lambda e: (e.get("subagent"), e.get("symbol"))
+        )
+        for event in events:
+            log(event)
         synthesis = llm_summary(ctx.llm, synthesis, log=log)
     failed = state.get("failed_subagents", [])
     if failed:

@@ -111,4 +111,4 @@ def test_strip_volatile_drops_timestamps_and_run_ids_at_any_depth():
     rec = _rec(recorded_at="t", run_id="r", decision={"run_id": "r", "x": [{"recorded_at": 1}]})
     (clean,) = strip_volatile([rec])
     assert clean == _rec(decision={"x": [{}]})
-    assert set(VOLATILE_FIELDS) == {"recorded_at", "run_id"}
+    assert set(VOLATILE_FIELDS) == {"recorded_at", "run_id", "llm_replay"}

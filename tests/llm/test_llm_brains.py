@@ -142,7 +142,9 @@ def test_replay_makes_zero_calls(tmp_path):
     replay = LLMClient(SETTINGS, cache_dir=tmp_path / "cache",
                        model_factory=lambda s, n: pytest.fail("no call on replay"))  # fmt: skip
     again = llm_finding(replay, RULES, description="m", log=print)
-    assert again == first and replay.n_live_calls == 0 and replay.stats()["cached_calls"] == 1
+    assert again == first and replay.n_live_calls == 0
+    assert replay.replay_stats() == {"live_calls": 0, "cached_calls": 1}
+    assert replay.tokens_used == client.tokens_used  # a replay spends what the original spent
 
 
 def test_the_budget_stops_calls(tmp_path):

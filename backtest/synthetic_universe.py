@@ -18,6 +18,12 @@ Two kinds, same machinery:
     measures what rules can get out of it (the oracle that knows the state, and a
     plain "long when the trailing 60-day return is positive" rule).
 
+    Default strength (``regime_sharpe`` 3, ``regime_days`` 120), measured over 40 seeds of
+    3 symbols x 8 years: the 60-day momentum rule, long-only, after 0.15% per side,
+    earns an equal-weight portfolio Sharpe of 2.0 on average (10th percentile 1.2,
+    minimum 0.8); the long-only oracle 3.5; buy and hold ~0. At ``regime_sharpe`` 2 the
+    same rule earns 1.1 (10th percentile 0.5): a much harder target.
+
 Bars are realistic enough for the engine and the quality report: the close-to-close
 return is split into an overnight gap (the open is near the previous close) and an
 intraday move; highs and lows extend beyond the body by a half-normal amount scaled by
@@ -60,7 +66,7 @@ class UniverseSpec:
     market_corr: float = 0.3  # pairwise correlation of the shocks through a common factor
     drift_annual: float = 0.0  # common expected simple return per year (no edge: 0)
     # planted edge (ignored for kind="null")
-    regime_sharpe: float = 2.0  # annualised Sharpe of the drift inside a regime
+    regime_sharpe: float = 3.0  # annualised Sharpe of the drift inside a regime
     regime_days: float = 120.0  # expected regime duration in trading days
     symbols: tuple[str, ...] = field(default=())
 

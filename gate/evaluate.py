@@ -107,7 +107,7 @@ def evaluate_variants(
             )
         )
         sr = metrics.sharpe_per_period if metrics is not None else None
-        ledger.record(trial_key, sr)
+        ledger.record(trial_key, sr, n_obs=metrics.n_obs if metrics is not None else None)
 
     scores = scorer.score([e.metrics for e in evals])  # one vectorised simulation
     for e, s in zip(evals, scores, strict=True):

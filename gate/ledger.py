@@ -3,6 +3,20 @@
 Deflating a Sharpe is only honest if the trial count includes every attempt, across
 iterations and routes. Trials are keyed by content (e.g. code hash + parameters),
 not by name, so renaming a strategy cannot reset the count.
+
+The deflation benchmark is ``sqrt(V) x E[max of N standard normals]``: the Sharpe the
+best of the N trials would reach if none had an edge. ``V`` must therefore be the
+dispersion of the trials' Sharpe *estimates under that null*. The plug-in of Bailey &
+López de Prado, the cross-sectional variance of the trials' Sharpes, is right when every
+trial is noise, and it captures correlation between trials (for equicorrelated trials
+both the variance and E[max] shrink by 1 - rho). But when some trials carry a real edge,
+of either sign (a mean-reversion variant on trending data loses about what the momentum
+variant wins), their true differences inflate it, and the bar rises with the very edge
+it should detect. Under the null, a Sharpe estimated from T returns has variance
+1/(T - 1) per period whatever the return distribution (Lo 2002; Mertens 2002: the skew
+and kurtosis terms vanish at SR = 0). So ``trial_sharpe_variance`` is the cross-sectional
+variance capped at that null variance: correlation can lower the bar, real dispersion
+cannot raise it above what noise alone produces.
 """
 
 from __future__ import annotations
@@ -17,13 +31,16 @@ from pydantic import BaseModel, Field
 class TrialLedger(BaseModel):
     data_key: str = ""  # what "the same data" means (e.g. the dataset sha256s)
     trials: dict[str, float | None] = Field(default_factory=dict)  # key -> per-period Sharpe
+    n_obs: dict[str, int] = Field(default_factory=dict)  # key -> returns behind its Sharpe
     variance_floor: float = Field(1e-6, gt=0)  # per-period Sharpe variance when < 2 Sharpes
 
-    def record(self, trial_key: str, sharpe_per_period: float | None) -> bool:
+    def record(
+        self, trial_key: str, sharpe_per_period: float | None, n_obs: int | None = None
+    ) -> bool:
         """Count ``trial_key`` once; returns True when it is a new trial.
 
         A failed trial (Sharpe None) still counts; a later Sharpe for the same key
-        fills in the missing value but never adds a trial.
+        fills in the missing value (and its ``n_obs``) but never adds a trial.
         """
         value = None
         if sharpe_per_period is not None and math.isfinite(sharpe_per_period):
@@ -31,8 +48,12 @@ class TrialLedger(BaseModel):
         if trial_key in self.trials:
             if self.trials[trial_key] is None and value is not None:
                 self.trials[trial_key] = value
+                if n_obs is not None and n_obs >= 2:
+                    self.n_obs[trial_key] = int(n_obs)
             return False
         self.trials[trial_key] = value
+        if value is not None and n_obs is not None and n_obs >= 2:
+            self.n_obs[trial_key] = int(n_obs)
         return True
 
     @property
@@ -42,12 +63,32 @@ class TrialLedger(BaseModel):
     def sharpes(self) -> list[float]:
         return [v for v in self.trials.values() if v is not None]
 
-    def trial_sharpe_variance(self) -> float:
-        """Variance (ddof=1) of the recorded per-period Sharpes, floored above 0."""
+    def empirical_sharpe_variance(self) -> float:
+        """Cross-sectional variance (ddof=1) of the recorded per-period Sharpes, floored above 0."""
         values = self.sharpes()
         if len(values) < 2:
             return self.variance_floor
         return max(float(np.var(values, ddof=1)), self.variance_floor)
+
+    def null_sharpe_variance(self) -> float | None:
+        """Variance of a per-period Sharpe estimate under no edge: 1 / (T - 1), T the median
+        number of returns behind the recorded Sharpes; None when no trial recorded T."""
+        if not self.n_obs:
+            return None
+        t = float(np.median(list(self.n_obs.values())))
+        return 1.0 / max(t - 1.0, 1.0)
+
+    def trial_sharpe_variance(self) -> float:
+        """The ``V`` of the deflated Sharpe ratio: the empirical variance capped at the null one.
+
+        With fewer than two Sharpes there is no dispersion to measure: the null variance
+        is used when known, else the floor.
+        """
+        null = self.null_sharpe_variance()
+        if len(self.sharpes()) < 2:
+            return null if null is not None else self.variance_floor
+        emp = self.empirical_sharpe_variance()
+        return min(emp, null) if null is not None else emp
 
     def save(self, path: str | Path) -> None:
         Path(path).write_text(self.model_dump_json(indent=2), encoding="utf-8")

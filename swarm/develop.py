@@ -117,6 +117,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     p.add_argument("--print-graph", action="store_true", help="print the graph as mermaid and exit")
+    p.add_argument(
+        "--calibrate",
+        action="store_true",
+        help="calibrate the gate on synthetic no-edge / planted-edge universes: --calibrate "
+        "--runs N [--workers W] [--seed S] [--out DIR] (see python -m swarm.calibrate --help)",
+    )
     return p
 
 
@@ -243,6 +249,10 @@ def config_from_args(args: argparse.Namespace):
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
+    if "--calibrate" in argv:  # the gate's calibration has its own options
+        from swarm.calibrate import main as calibrate_main
+
+        return calibrate_main(argv)
     try:
         args = build_parser().parse_args(argv)
         if args.print_graph:

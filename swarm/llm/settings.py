@@ -63,7 +63,9 @@ def parse_llm_arg(
             "--llm-base-url: openai-compatible needs the server URL, e.g. http://127.0.0.1:8080/v1"
         )
     if max_output_tokens < 16:
-        raise ValueError(f"--llm-max-output-tokens: {max_output_tokens} is too small; use 16 or more")
+        raise ValueError(
+            f"--llm-max-output-tokens: {max_output_tokens} is too small; use 16 or more"
+        )
     if structured not in STRUCTURED_METHODS:
         raise ValueError(
             f"--llm-structured: {structured!r}; use one of {', '.join(STRUCTURED_METHODS)}"

@@ -4,10 +4,10 @@ made, validated, logged; bad output falls back; a rerun replays from the cache w
 import json
 
 import pytest
+from llm_fakes import SchemaAwareChat
 
 import swarm.llm.client as client_mod
 from experiments.tracker import read_records, strip_volatile
-from llm_fakes import SchemaAwareChat
 from swarm.develop import main
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
@@ -37,7 +37,9 @@ def test_llm_brains_are_used_validated_and_replayed(tmp_path, daily_dir, monkeyp
     assert any(f["interpretation"].endswith("reads " + str(next(iter(sorted(f["evidence"].items())))[1]) + ".")
                for f in findings if f["type"] == "technical")  # fmt: skip
     variants = json.loads((run_dir / "variants.json").read_text())
-    assert any(v["spec"]["entry"] == "ema_cross" and "llm" in v["spec"]["name"] for v in variants.values())
+    assert any(
+        v["spec"]["entry"] == "ema_cross" and "llm" in v["spec"]["name"] for v in variants.values()
+    )
     assert not any(v["spec"]["entry"] == "custom" for v in variants.values())  # evil code never ran
     records = list(read_records(run_dir / "experiments.jsonl"))
     rejected = [r for r in records if r["kind"] == "llm_rejected"]
@@ -57,7 +59,9 @@ def test_llm_brains_are_used_validated_and_replayed(tmp_path, daily_dir, monkeyp
 def test_invented_numbers_fall_back_to_the_rules_and_are_logged(tmp_path, daily_dir, monkeypatch):
     run_dir, _ = _develop(tmp_path, daily_dir, monkeypatch, mode="invent")
     records = list(read_records(run_dir / "experiments.jsonl"))
-    fallbacks = [r for r in records if r["kind"] == "llm_fallback" and r["role"] == "research_subagent"]
+    fallbacks = [
+        r for r in records if r["kind"] == "llm_fallback" and r["role"] == "research_subagent"
+    ]
     assert fallbacks and all("123456.7" in json.dumps(r["reasons"]) for r in fallbacks)
     findings = json.loads((run_dir / "research" / "findings.json").read_text())
     assert not any("123456.7" in f["interpretation"] for f in findings)

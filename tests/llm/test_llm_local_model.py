@@ -38,7 +38,9 @@ def _develop(base_url, daily_dir, out, cache):
     return next(out.iterdir())
 
 
-def test_develop_with_a_real_local_model_then_replays_with_zero_calls(base_url, daily_dir, tmp_path):
+def test_develop_with_a_real_local_model_then_replays_with_zero_calls(
+    base_url, daily_dir, tmp_path
+):
     run_dir = _develop(base_url, daily_dir, tmp_path / "runs", tmp_path / "cache")
     records = list(read_records(run_dir / "experiments.jsonl"))
     usage = [r for r in records if r["kind"] == "llm_usage"]

@@ -51,6 +51,16 @@ class LoadedBars:
     path: str | None = None
     notes: tuple[str, ...] = ()  # what the chain tried before this source answered
 
+    def summary(self) -> dict[str, Any]:
+        """What a manifest records of this dataset: where it came from and its fingerprint."""
+        return {
+            "source": self.source_used,
+            "path": self.path,
+            "sha256": self.sha256,
+            "n_bars": len(self.bars),
+            "quality": self.quality.model_dump(mode="json"),
+        }
+
 
 # ---------------------------------------------------------------------------- helpers
 

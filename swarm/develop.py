@@ -17,14 +17,11 @@ import argparse
 import os
 import sys
 import traceback
-from datetime import date
 from pathlib import Path
 
+from swarm.cli_args import check_data_args, parse_tickers
 from swarm.errors import UserInputError
 from swarm.llm.settings import parse_llm_arg
-
-SOURCES = ("auto", "yfinance", "csv", "synthetic")
-TIMEFRAMES = ("1d", "1h")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -126,13 +123,6 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def _iso(arg: str, value: str) -> date:
-    try:
-        return date.fromisoformat(value)
-    except ValueError:
-        raise UserInputError(f"{arg}: {value!r} is not an ISO date; use YYYY-MM-DD") from None
-
-
 def config_from_args(args: argparse.Namespace):
     """Validate every argument up front, so bad input never creates a half run."""
     from gate.criteria import parse_criteria
@@ -148,30 +138,9 @@ def config_from_args(args: argparse.Namespace):
     plan = parse_directive(directive)
     tickers, universe_source = plan.tickers, plan.universe_source
     if args.tickers is not None:
-        tickers = [t.strip().upper() for t in args.tickers.split(",") if t.strip()]
-        if not tickers:
-            raise UserInputError("--tickers: empty; give symbols like AAPL,MSFT")
+        tickers = parse_tickers(args.tickers)
         universe_source = "--tickers"
-    start = _iso("--start", args.start)
-    end = _iso("--end", args.end) if args.end else date.today()
-    if end <= start:
-        raise UserInputError(
-            f"--end {end} is not after --start {start}; swap them or widen the range"
-        )
-    if args.timeframe not in TIMEFRAMES:
-        raise UserInputError(f"--timeframe: {args.timeframe!r} is not supported; use 1d or 1h")
-    if args.source not in SOURCES:
-        raise UserInputError(f"--source: {args.source!r} is not one of {', '.join(SOURCES)}")
-    if args.data_dir is not None and not args.data_dir.is_dir():
-        raise UserInputError(
-            f"--data-dir: {args.data_dir} is not a folder; pass a folder of SYMBOL.csv files"
-        )
-    if args.source == "csv" and args.data_dir is None:
-        raise UserInputError("--source csv needs --data-dir DIR with SYMBOL.csv files")
-    if args.news_file is not None and not args.news_file.is_file():
-        raise UserInputError(
-            f"--news-file: {args.news_file} does not exist; pass a CSV of headlines"
-        )
+    start, end = check_data_args(args)
     if args.variants < 1:
         raise UserInputError(f"--variants: {args.variants} must be at least 1 (default 5)")
     if args.max_iterations < 1:
@@ -180,8 +149,6 @@ def config_from_args(args: argparse.Namespace):
         )
     if not 1 <= args.folds <= 10:
         raise UserInputError(f"--folds: {args.folds} must be between 1 and 10 (default 3)")
-    if not 0.05 <= args.holdout < 0.5:
-        raise UserInputError(f"--holdout: {args.holdout} must be in [0.05, 0.5) (default 0.2)")
     if args.commission < 0 or args.slippage < 0:
         raise UserInputError(
             "--commission/--slippage: costs are percentages and cannot be negative"

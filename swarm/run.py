@@ -103,16 +103,7 @@ def _load(config: RunConfig) -> tuple[dict[str, LoadedBars], dict[str, Any], dic
         "folds": [f.model_dump(mode="json") for f in folds],
         "holdout_fold": hold.model_dump(mode="json"),
         "periods_per_year": ppy,
-        "symbols": {
-            s: {
-                "source": d.source_used,
-                "path": d.path,
-                "sha256": d.sha256,
-                "n_bars": len(d.bars),
-                "quality": d.quality.model_dump(mode="json"),
-            }
-            for s, d in data.items()
-        },
+        "symbols": {s: d.summary() for s, d in data.items()},
     }
     pieces = {"split": split, "folds": folds, "holdout_fold": hold, "periods_per_year": ppy}
     return data, pieces, data_summary

@@ -24,10 +24,9 @@ from typing import Any
 
 import pandas as pd
 
+from swarm.cli_args import check_data_args, parse_tickers
 from swarm.errors import UserInputError
 
-SOURCES = ("auto", "yfinance", "csv", "synthetic")
-TIMEFRAMES = ("1d", "1h")
 FAMILIES = ("momentum", "mean_reversion", "breakout", "trend", "volatility")
 
 
@@ -66,13 +65,6 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0, help="seed for --source synthetic")
     p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     return p
-
-
-def _iso(arg: str, value: str) -> date:
-    try:
-        return date.fromisoformat(value)
-    except ValueError:
-        raise UserInputError(f"{arg}: {value!r} is not an ISO date; use YYYY-MM-DD") from None
 
 
 @dataclass(frozen=True)
@@ -117,29 +109,8 @@ class ResearchRunContext:
 
 
 def config_from_args(args: argparse.Namespace) -> ResearchConfig:
-    tickers = [t.strip().upper() for t in (args.tickers or "").split(",") if t.strip()]
-    if not tickers:
-        raise UserInputError("--tickers: empty; give symbols like AAPL,MSFT")
-    start = _iso("--start", args.start)
-    end = _iso("--end", args.end) if args.end else date.today()
-    if end <= start:
-        raise UserInputError(f"--end {end} is not after --start {start}; swap them or widen it")
-    if args.timeframe not in TIMEFRAMES:
-        raise UserInputError(f"--timeframe: {args.timeframe!r} is not supported; use 1d or 1h")
-    if args.source not in SOURCES:
-        raise UserInputError(f"--source: {args.source!r} is not one of {', '.join(SOURCES)}")
-    if args.data_dir is not None and not args.data_dir.is_dir():
-        raise UserInputError(
-            f"--data-dir: {args.data_dir} is not a folder; pass a folder of SYMBOL.csv files"
-        )
-    if args.source == "csv" and args.data_dir is None:
-        raise UserInputError("--source csv needs --data-dir DIR with SYMBOL.csv files")
-    if args.news_file is not None and not args.news_file.is_file():
-        raise UserInputError(
-            f"--news-file: {args.news_file} does not exist; pass a CSV of headlines"
-        )
-    if not 0.05 <= args.holdout < 0.5:
-        raise UserInputError(f"--holdout: {args.holdout} must be in [0.05, 0.5) (default 0.2)")
+    tickers = parse_tickers(args.tickers)
+    start, end = check_data_args(args)
     style = [s.strip().lower() for s in args.style.split(",") if s.strip()]
     unknown = [s for s in style if s not in FAMILIES]
     if unknown:
@@ -209,16 +180,7 @@ def prepare(cfg: ResearchConfig, *, argv: list[str], quiet: bool = False) -> Res
             config={"entry_point": "swarm.research", **config_dump},
             data={
                 "split": split.model_dump(mode="json"),
-                "symbols": {
-                    s: {
-                        "source": d.source_used,
-                        "path": d.path,
-                        "sha256": d.sha256,
-                        "n_bars": len(d.bars),
-                        "quality": d.quality.model_dump(mode="json"),
-                    }
-                    for s, d in data.items()
-                },  # fmt: skip
+                "symbols": {s: d.summary() for s, d in data.items()},  # fmt: skip
                 "news_items": len(news_items),
             },
             seed=cfg.seed,

@@ -1,0 +1,55 @@
+"""Checks of the data arguments shared by ``swarm.develop`` and ``swarm.research``.
+
+Each raises UserInputError with one line: the argument, what is wrong, what to do.
+"""
+
+from __future__ import annotations
+
+import argparse
+from datetime import date
+
+from swarm.errors import UserInputError
+
+SOURCES = ("auto", "yfinance", "csv", "synthetic")
+TIMEFRAMES = ("1d", "1h")
+
+
+def iso_date(arg: str, value: str) -> date:
+    try:
+        return date.fromisoformat(value)
+    except ValueError:
+        raise UserInputError(f"{arg}: {value!r} is not an ISO date; use YYYY-MM-DD") from None
+
+
+def parse_tickers(text: str | None) -> list[str]:
+    tickers = [t.strip().upper() for t in (text or "").split(",") if t.strip()]
+    if not tickers:
+        raise UserInputError("--tickers: empty; give symbols like AAPL,MSFT")
+    return tickers
+
+
+def check_data_args(args: argparse.Namespace) -> tuple[date, date]:
+    """--start/--end, --timeframe, --source, --data-dir, --news-file, --holdout; returns the dates."""
+    start = iso_date("--start", args.start)
+    end = iso_date("--end", args.end) if args.end else date.today()
+    if end <= start:
+        raise UserInputError(
+            f"--end {end} is not after --start {start}; swap them or widen the range"
+        )
+    if args.timeframe not in TIMEFRAMES:
+        raise UserInputError(f"--timeframe: {args.timeframe!r} is not supported; use 1d or 1h")
+    if args.source not in SOURCES:
+        raise UserInputError(f"--source: {args.source!r} is not one of {', '.join(SOURCES)}")
+    if args.data_dir is not None and not args.data_dir.is_dir():
+        raise UserInputError(
+            f"--data-dir: {args.data_dir} is not a folder; pass a folder of SYMBOL.csv files"
+        )
+    if args.source == "csv" and args.data_dir is None:
+        raise UserInputError("--source csv needs --data-dir DIR with SYMBOL.csv files")
+    if args.news_file is not None and not args.news_file.is_file():
+        raise UserInputError(
+            f"--news-file: {args.news_file} does not exist; pass a CSV of headlines"
+        )
+    if not 0.05 <= args.holdout < 0.5:
+        raise UserInputError(f"--holdout: {args.holdout} must be in [0.05, 0.5) (default 0.2)")
+    return start, end

@@ -158,7 +158,9 @@ def test_backtests_finished_before_a_kill_are_not_run_again(reference, daily_dir
             stdout=subprocess.DEVNULL, stderr=err, env=env,
         )  # fmt: skip
         deadline = time.monotonic() + 300
-        while "backtests done 3/6" not in err_path.read_text() and time.monotonic() < deadline:
+        # The progress line comes before LangGraph saves that task's write: kill one task
+        # later, so at least three finished tasks are certainly on disk.
+        while "backtests done 4/6" not in err_path.read_text() and time.monotonic() < deadline:
             assert proc.poll() is None, err_path.read_text()[-2000:]
             time.sleep(0.02)
         proc.send_signal(signal.SIGKILL)

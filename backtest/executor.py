@@ -1,4 +1,4 @@
-"""Executors: run many backtest jobs, serially, on a fork process pool, or on Ray.
+"""Executors: run many backtest jobs, serially, on a process pool (forkserver), or on Ray.
 
 Every backend runs each job through ``backtest.sandbox``: static validation,
 then a forked, resource-limited child of a warm worker (see that module). The
@@ -45,6 +45,9 @@ WORKER_DIED = (
     "WorkerCrashed: the worker process running this job died abruptly "
     "(os._exit, segfault or out-of-memory kill); the job was retried alone and died again"
 )
+
+
+WORKER_PRELOAD = ["backtest.compat", "backtest.engine", "backtest.sandbox", "strategies.validate"]
 
 
 def error_result(job: BacktestJob, message: str) -> BacktestResult:
@@ -188,8 +191,13 @@ class ProcessPoolBackend(_BaseExecutor):
         self.workers = max(1, workers or os.cpu_count() or 1)
         self.policy = policy or DEFAULT_POLICY
         self._task = sandbox_task if sandbox else _raw_task
-        patch_backtrader()  # before forking, so children inherit the patch
-        self._ctx = mp.get_context("fork")
+        patch_backtrader()
+        # Workers come from a forkserver: a clean interpreter that imported the engine once.
+        # Forking the orchestrator itself is unsafe once it runs threaded native libraries
+        # (ChromaDB's Rust runtime for research memory, the LLM client's HTTP pools): such
+        # children crashed. The forkserver is forked from before any of that starts.
+        self._ctx = mp.get_context("forkserver")
+        self._ctx.set_forkserver_preload(WORKER_PRELOAD)
         self._lock = threading.Lock()
         self._retry_slots = threading.Semaphore(1)  # isolated retries one at a time
         self._pool: ProcessPoolExecutor | None = None

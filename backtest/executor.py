@@ -16,6 +16,8 @@ plus the run's orders and indicator lines, used by ``backtest.lookahead``.
 
 from __future__ import annotations
 
+import hashlib
+import math
 import multiprocessing as mp
 import os
 import threading
@@ -29,11 +31,13 @@ from backtest.compat import patch_backtrader
 from backtest.contracts import BacktestJob, BacktestResult, JobStatus
 from backtest.engine import run_job
 from backtest.errors import BacktestError
+from backtest.lifeline import die_with_parent
 from backtest.sandbox import (
     DEFAULT_POLICY,
     SandboxOutcome,
     SandboxPolicy,
     run_sandboxed,
+    sandbox_batch_task,
     sandbox_task,
     warm_worker,
 )
@@ -47,7 +51,19 @@ WORKER_DIED = (
 )
 
 
-WORKER_PRELOAD = ["backtest.compat", "backtest.engine", "backtest.sandbox", "strategies.validate"]
+MAX_BATCH = 16  # jobs of one code in one sandboxed child
+WORKER_PRELOAD = [
+    "backtest.lifeline",
+    "backtest.compat",
+    "backtest.engine",
+    "backtest.sandbox",
+    "strategies.validate",
+]
+
+
+def _pool_worker_init() -> None:
+    die_with_parent()  # a pool worker never outlives the forkserver it came from
+    warm_worker()
 
 
 def error_result(job: BacktestJob, message: str) -> BacktestResult:
@@ -187,6 +203,7 @@ class ProcessPoolBackend(_BaseExecutor):
         *,
         policy: SandboxPolicy | None = None,
         sandbox: bool = True,
+        batch_window_s: float = 0.01,
     ) -> None:
         self.workers = max(1, workers or os.cpu_count() or 1)
         self.policy = policy or DEFAULT_POLICY
@@ -202,9 +219,15 @@ class ProcessPoolBackend(_BaseExecutor):
         self._retry_slots = threading.Semaphore(1)  # isolated retries one at a time
         self._pool: ProcessPoolExecutor | None = None
         self._closed = False
+        # Micro-batching: jobs with the same code submitted within a few milliseconds (a
+        # graph fan-out, a map) share one sandboxed child, split so every worker gets work.
+        self._batching = sandbox and batch_window_s > 0
+        self._window = batch_window_s
+        self._pending: dict[tuple[str, int], list[tuple[BacktestJob, Future[SandboxOutcome]]]] = {}
+        self._pending_policy: dict[tuple[str, int], SandboxPolicy] = {}
 
     def _new_pool(self, workers: int) -> ProcessPoolExecutor:
-        init = warm_worker if self._task is sandbox_task else None
+        init = _pool_worker_init if self._task is sandbox_task else die_with_parent
         return ProcessPoolExecutor(max_workers=workers, mp_context=self._ctx, initializer=init)
 
     def _get_pool(self) -> ProcessPoolExecutor:
@@ -226,6 +249,9 @@ class ProcessPoolBackend(_BaseExecutor):
     ) -> Future[SandboxOutcome]:
         outer: Future[SandboxOutcome] = Future()
         policy = policy or self.policy
+        if self._batching and not trace:
+            self._enqueue(job, policy, outer)
+            return outer
         try:
             pool = self._get_pool()
             try:
@@ -239,6 +265,68 @@ class ProcessPoolBackend(_BaseExecutor):
             return outer
         inner.add_done_callback(lambda f: self._on_done(f, job, trace, policy, outer, pool))
         return outer
+
+    def _enqueue(
+        self, job: BacktestJob, policy: SandboxPolicy, outer: Future[SandboxOutcome]
+    ) -> None:
+        key = (hashlib.sha256(job.code.encode()).hexdigest(), id(policy))
+        with self._lock:
+            group = self._pending.setdefault(key, [])
+            group.append((job, outer))
+            self._pending_policy[key] = policy
+            first = len(group) == 1
+        if first:
+            timer = threading.Timer(self._window, self._flush, args=(key,))
+            timer.daemon = True
+            timer.start()
+
+    def _flush(self, key: tuple[str, int]) -> None:
+        with self._lock:
+            items = self._pending.pop(key, [])
+            policy = self._pending_policy.pop(key, self.policy)
+        if not items:
+            return
+        # Enough chunks for every worker, at most MAX_BATCH jobs in one child.
+        size = max(1, min(MAX_BATCH, math.ceil(len(items) / self.workers)))
+        for i in range(0, len(items), size):
+            self._submit_batch(items[i : i + size], policy)
+
+    def _submit_batch(
+        self, items: list[tuple[BacktestJob, Future[SandboxOutcome]]], policy: SandboxPolicy
+    ) -> None:
+        jobs = [job for job, _ in items]
+        try:
+            pool = self._get_pool()
+            try:
+                inner = pool.submit(sandbox_batch_task, jobs, policy)
+            except BrokenProcessPool:
+                self._discard_pool(pool)
+                pool = self._get_pool()
+                inner = pool.submit(sandbox_batch_task, jobs, policy)
+        except Exception as exc:
+            for job, outer in items:
+                outer.set_result(_outcome_error(job, f"{type(exc).__name__}: {exc}"))
+            return
+
+        def done(f: Future[list[SandboxOutcome]]) -> None:
+            exc = None if f.cancelled() else f.exception()
+            if f.cancelled():
+                for job, outer in items:
+                    outer.set_result(_outcome_error(job, "Cancelled: the executor was closed"))
+            elif exc is None:
+                for (_, outer), out in zip(items, f.result(), strict=True):
+                    outer.set_result(out)
+            elif isinstance(exc, BrokenProcessPool):  # the worker died: each job alone
+                self._discard_pool(pool)
+                for job, outer in items:
+                    threading.Thread(
+                        target=self._retry_alone, args=(job, False, policy, outer), daemon=True
+                    ).start()
+            else:
+                for job, outer in items:
+                    outer.set_result(_outcome_error(job, f"{type(exc).__name__}: {exc}"))
+
+        inner.add_done_callback(done)
 
     def _on_done(
         self,
@@ -281,6 +369,8 @@ class ProcessPoolBackend(_BaseExecutor):
                 outer.set_result(_outcome_error(job, f"{type(exc).__name__}: {exc}"))
 
     def close(self) -> None:
+        for key in list(self._pending):  # nothing submitted is left waiting for a timer
+            self._flush(key)
         with self._lock:
             self._closed = True
             pool, self._pool = self._pool, None

@@ -85,21 +85,33 @@ class _Recorder(bt.Analyzer):
     params = (("stop_after", None),)
 
     def start(self) -> None:
-        self.dates: list[date] = []
+        # Raw backtrader date numbers per bar, converted to dates once at the end: the
+        # per-bar num2date conversion was a tenth of a short backtest's time.
+        self.nums: list[float] = []
         self.values: list[float] = []
         self.in_market: list[bool] = []
         self.pnls: list[float] = []
         self.fills: list[Fill] = []
+        self._stop_num = (
+            bt.date2num(datetime.combine(self.p.stop_after, datetime.max.time()))
+            if self.p.stop_after is not None
+            else None
+        )
+        self._clock = self.strategy.datas[0].datetime
+        self._broker = self.strategy.broker
+        self._positions = [self.strategy.getposition(d) for d in self.strategy.datas]
 
     def next(self) -> None:
-        day = self.strategy.datas[0].datetime.date(0)
-        self.dates.append(day)
-        if self.p.stop_after is not None and day > self.p.stop_after:
+        num = self._clock[0]
+        self.nums.append(num)
+        if self._stop_num is not None and num > self._stop_num:
             self.strategy.env.runstop()  # after this bar: no strategy call on later bars
-        self.values.append(float(self.strategy.broker.getvalue()))
-        self.in_market.append(
-            any(self.strategy.getposition(d).size != 0 for d in self.strategy.datas)
-        )
+        self.values.append(float(self._broker.getvalue()))
+        self.in_market.append(any(pos.size != 0 for pos in self._positions))
+
+    @property
+    def dates(self) -> list[date]:
+        return [bt.num2date(n).date() for n in self.nums]
 
     def notify_trade(self, trade: Any) -> None:
         if trade.isclosed:
@@ -331,15 +343,15 @@ def _simulate(job: BacktestJob, run: EngineRun, code_file_box: list[str]) -> Non
     rec = strategy.analyzers.recorder
     run.strategy = strategy
     run.fills = rec.fills
-    run.dates = rec.dates
+    run.dates = dates = rec.dates  # computed once: a conversion of every bar
     run.values = rec.values
 
-    first = next((i for i, d in enumerate(rec.dates) if d >= fold_start), None)
+    first = next((i for i, d in enumerate(dates) if d >= fold_start), None)
     if first is None:
         raise ValueError(f"no bars on or after fold start {fold_start}")
     base = rec.values[first - 1] if first > 0 else costs.cash
     equity = [base, *rec.values[first:]]
-    fold_dates = rec.dates[first:]
+    fold_dates = dates[first:]
     bars_in_market = int(sum(rec.in_market[first:]))
     metrics = compute_metrics(
         equity,

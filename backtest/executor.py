@@ -24,6 +24,7 @@ import threading
 from collections.abc import Callable, Iterable
 from concurrent.futures import Future, ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
+from multiprocessing import forkserver
 from types import TracebackType
 from typing import Any, Protocol, Self, runtime_checkable
 
@@ -215,6 +216,9 @@ class ProcessPoolBackend(_BaseExecutor):
         # children crashed. The forkserver is forked from before any of that starts.
         self._ctx = mp.get_context("forkserver")
         self._ctx.set_forkserver_preload(WORKER_PRELOAD)
+        # Start it now, from the constructing (normally the main) thread: the server dies with
+        # the thread that started it (parent-death signal), so never from a short-lived one.
+        forkserver.ensure_running()
         self._lock = threading.Lock()
         self._retry_slots = threading.Semaphore(1)  # isolated retries one at a time
         self._pool: ProcessPoolExecutor | None = None

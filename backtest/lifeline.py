@@ -4,7 +4,9 @@ The pool's forkserver and its workers are not children of a terminal: if the
 orchestrator is SIGKILLed (crash, OOM, a user's ``kill -9`` before ``--resume``), they
 would linger idle, ~200 MB each. Linux's parent-death signal ends them with their parent.
 Importing this module inside a forkserver (it is preloaded there) arms it for the server;
-``die_with_parent()`` arms it for a worker.
+``die_with_parent()`` arms it for a worker. The signal follows the parent *thread*: the
+forkserver must be started from a long-lived thread (``ProcessPoolBackend`` starts it in
+its constructor).
 """
 
 from __future__ import annotations

@@ -111,7 +111,8 @@ class _Recorder(bt.Analyzer):
 
     @property
     def dates(self) -> list[date]:
-        return [bt.num2date(n).date() for n in self.nums]
+        # backtrader's date numbers are proleptic ordinals plus the time as a fraction
+        return [date.fromordinal(int(n)) for n in self.nums]
 
     def notify_trade(self, trade: Any) -> None:
         if trade.isclosed:
@@ -291,8 +292,13 @@ def _wall_clock_limit(seconds: float) -> Iterator[None]:
 def _feed_frame(bars: pd.DataFrame, fold: Fold) -> pd.DataFrame:
     lo = pd.Timestamp(fold.warmup_start)
     hi = pd.Timestamp(fold.end) + pd.Timedelta(days=1)  # end inclusive, intraday too
-    frame = bars.loc[(bars.index >= lo) & (bars.index < hi), OHLCV].astype("float64")
-    return frame
+    index = bars.index
+    if index.is_monotonic_increasing:  # the loaders guarantee it: slice, don't mask
+        i, j = index.searchsorted(lo, "left"), index.searchsorted(hi, "left")
+        frame = bars.iloc[i:j][OHLCV]
+    else:
+        frame = bars.loc[(index >= lo) & (index < hi), OHLCV]
+    return frame.astype("float64")  # copy-on-write (pandas 3): no copy when already float64
 
 
 def _result(job: BacktestJob, status: JobStatus, **kw: Any) -> BacktestResult:

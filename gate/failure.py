@@ -247,7 +247,8 @@ def analyse_failure(
         worst = min(failing.values())
         return _out(
             FailureType.PARAMETER_ISSUE,
-            f"best variant is within {1 - worst:.0%} of every failing threshold",
+            f"best variant is within {1 - worst:.1%} of every failing threshold "
+            f"({', '.join(failing)})",
             min(0.9, 0.5 + worst * 0.4),
             f,
         )

@@ -12,6 +12,7 @@ warm-up bars only feed indicators.
 from __future__ import annotations
 
 import contextlib
+import functools
 import io
 import itertools
 import linecache
@@ -107,7 +108,10 @@ class _Recorder(bt.Analyzer):
         if self._stop_num is not None and num > self._stop_num:
             self.strategy.env.runstop()  # after this bar: no strategy call on later bars
         self.values.append(float(self._broker.getvalue()))
-        self.in_market.append(any(pos.size != 0 for pos in self._positions))
+        positions = self._positions
+        self.in_market.append(
+            positions[0].size != 0 if len(positions) == 1 else any(p.size != 0 for p in positions)
+        )
 
     @property
     def dates(self) -> list[date]:
@@ -138,6 +142,12 @@ class _Recorder(bt.Analyzer):
 # ---------------------------------------------------------------------------- code loading
 
 
+@functools.lru_cache(maxsize=32)
+def _compile(code: str, filename: str) -> types.CodeType:
+    """Compiled once per process: a batch child runs the same code for many jobs."""
+    return compile(code, filename, "exec")
+
+
 def _load_module(code: str, variant_id: str) -> tuple[types.ModuleType, str]:
     """Compile and exec ``code`` into a fresh module registered in ``sys.modules``.
 
@@ -148,7 +158,7 @@ def _load_module(code: str, variant_id: str) -> tuple[types.ModuleType, str]:
     filename = f"<variant {variant_id}>"
     # linecache lets tracebacks quote the generated source line.
     linecache.cache[filename] = (len(code), None, code.splitlines(True), filename)
-    compiled = compile(code, filename, "exec")
+    compiled = _compile(code, filename)
     module = types.ModuleType(name)
     module.__file__ = filename
     sys.modules[name] = module

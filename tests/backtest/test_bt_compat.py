@@ -81,3 +81,21 @@ def test_engine_outside_the_main_thread_runs_without_alarm() -> None:
     worker.start()
     worker.join(30)
     assert box and box[0].status == JobStatus.OK
+
+
+@pytest.mark.unit
+def test_plotting_works_headless_when_enabled(tmp_path) -> None:
+    from backtest.compat import enable_plotting
+
+    bt = enable_plotting()
+    import matplotlib
+
+    assert matplotlib.get_backend().lower() == "agg"  # backtrader.plot's TkAgg was undone
+    cerebro = bt.Cerebro()
+    bars = read_real_bars("AAPL", "2015-01-01", "2015-06-30")
+    cerebro.adddata(bt.feeds.PandasData(dataname=bars, openinterest=None))
+    cerebro.addstrategy(bt.Strategy)
+    cerebro.run()
+    fig = cerebro.plot(iplot=False)[0][0]
+    fig.savefig(tmp_path / "plot.png")
+    assert (tmp_path / "plot.png").stat().st_size > 1000

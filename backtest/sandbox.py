@@ -246,25 +246,9 @@ def sandbox_batch_task(jobs: list[BacktestJob], policy: SandboxPolicy) -> list[S
 
 
 def _fork_and_run_batch(jobs: list[BacktestJob], policy: SandboxPolicy) -> list[SandboxOutcome]:
-    timeouts = [float(j.timeout_s) if j.timeout_s and j.timeout_s > 0 else 3600.0 for j in jobs]
-    total = sum(timeouts)
-    cpu_s = policy.cpu_s or math.ceil(total) + 1
-    as_limit = _vm_bytes() + policy.memory_mb * (1 << 20)
-    tmpdir = tempfile.mkdtemp(prefix="bt-batch-")
-    try:
-        rfd, wfd = os.pipe()
-        sys.stdout.flush()
-        sys.stderr.flush()
-        pid = os.fork()
-        if pid == 0:  # child: never returns
-            os.close(rfd)
-            _child(list(jobs), policy, False, tmpdir, wfd, cpu_s, as_limit)
-        os.close(wfd)
-        with contextlib.suppress(OSError):
-            os.setpgid(pid, pid)
-        data, status, timed_out = _collect(pid, rfd, total + policy.grace_s)
-    finally:
-        shutil.rmtree(tmpdir, ignore_errors=True)
+    timeouts = [_timeout_of(j) for j in jobs]
+    cpu_s = policy.cpu_s or math.ceil(sum(timeouts)) + 1
+    data, status, timed_out = _spawn(list(jobs), policy, False, cpu_s, sum(timeouts))
     lines = data.split(b"\n")
     complete = lines[:-1]  # the last piece is empty, or a line cut off by a crash
     outs: list[SandboxOutcome] = []
@@ -285,9 +269,21 @@ def _vm_bytes() -> int:
         return 0
 
 
+def _timeout_of(job: BacktestJob) -> float:
+    return float(job.timeout_s) if job.timeout_s and job.timeout_s > 0 else 3600.0
+
+
 def _fork_and_run(job: BacktestJob, policy: SandboxPolicy, trace: bool) -> SandboxOutcome:
-    timeout = float(job.timeout_s) if job.timeout_s and job.timeout_s > 0 else 3600.0
+    timeout = _timeout_of(job)
     cpu_s = policy.cpu_s or math.ceil(timeout) + 1
+    data, status, timed_out = _spawn([job], policy, trace, cpu_s, timeout)
+    return _interpret(job, data, status, timed_out, timeout, cpu_s)
+
+
+def _spawn(
+    jobs: list[BacktestJob], policy: SandboxPolicy, trace: bool, cpu_s: int, wall_s: float
+) -> tuple[bytes, int | None, bool]:
+    """Fork one limited child for ``jobs``; (its output, exit status, timed out)."""
     as_limit = _vm_bytes() + policy.memory_mb * (1 << 20)
     tmpdir = tempfile.mkdtemp(prefix="bt-job-")
     try:
@@ -297,14 +293,13 @@ def _fork_and_run(job: BacktestJob, policy: SandboxPolicy, trace: bool) -> Sandb
         pid = os.fork()
         if pid == 0:  # child: never returns
             os.close(rfd)
-            _child([job], policy, trace, tmpdir, wfd, cpu_s, as_limit)
+            _child(jobs, policy, trace, tmpdir, wfd, cpu_s, as_limit)
         os.close(wfd)
         with contextlib.suppress(OSError):
             os.setpgid(pid, pid)  # also done by the child: whoever runs first wins
-        data, status, timed_out = _collect(pid, rfd, timeout + policy.grace_s)
+        return _collect(pid, rfd, wall_s + policy.grace_s)
     finally:
         shutil.rmtree(tmpdir, ignore_errors=True)
-    return _interpret(job, data, status, timed_out, timeout, cpu_s)
 
 
 def _collect(pid: int, rfd: int, wall_s: float) -> tuple[bytes, int | None, bool]:

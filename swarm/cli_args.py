@@ -7,11 +7,30 @@ from __future__ import annotations
 
 import argparse
 from datetime import date
+from pathlib import Path
 
 from swarm.errors import UserInputError
 
 SOURCES = ("auto", "yfinance", "csv", "synthetic")
 TIMEFRAMES = ("1d", "1h")
+
+
+def add_data_arguments(p: argparse.ArgumentParser) -> None:
+    """The data arguments both entry points take; ``check_data_args`` validates them."""
+    p.add_argument("--start", default="2012-01-01", help="first date, ISO (default 2012-01-01)")
+    p.add_argument("--end", default=None, help="last date, ISO (default today)")
+    p.add_argument("--timeframe", default="1d", help="bar size: 1d (default) or 1h")
+    p.add_argument(
+        "--data-dir", type=Path, help="folder of SYMBOL.csv files (date,open,high,low,close,volume)"
+    )
+    p.add_argument("--source", default="auto", help="auto (default), yfinance, csv or synthetic")
+    p.add_argument("--offline", action="store_true", help="never touch the network (no yfinance)")
+    p.add_argument(
+        "--news-file", type=Path, help="CSV of dated headlines (date,datetime,ticker,headline)"
+    )
+    p.add_argument(
+        "--holdout", type=float, default=0.2, help="sealed holdout fraction (default 0.2)"
+    )
 
 
 def iso_date(arg: str, value: str) -> date:

@@ -19,7 +19,7 @@ import sys
 import traceback
 from pathlib import Path
 
-from swarm.cli_args import check_data_args, parse_tickers
+from swarm.cli_args import add_data_arguments, check_data_args, parse_tickers
 from swarm.errors import UserInputError
 from swarm.llm.settings import parse_llm_arg
 
@@ -40,25 +40,12 @@ def build_parser() -> argparse.ArgumentParser:
         "only --workers and --quiet may be given with it)",
     )
     p.add_argument("--tickers", help="comma-separated symbols; overrides the directive's universe")
-    p.add_argument("--start", default="2012-01-01", help="first date, ISO (default 2012-01-01)")
-    p.add_argument("--end", default=None, help="last date, ISO (default today)")
-    p.add_argument("--timeframe", default="1d", help="bar size: 1d (default) or 1h")
-    p.add_argument(
-        "--data-dir", type=Path, help="folder of SYMBOL.csv files (date,open,high,low,close,volume)"
-    )
-    p.add_argument("--source", default="auto", help="auto (default), yfinance, csv or synthetic")
-    p.add_argument("--offline", action="store_true", help="never touch the network (no yfinance)")
-    p.add_argument(
-        "--news-file", type=Path, help="CSV of dated headlines (date,datetime,ticker,headline)"
-    )
+    add_data_arguments(p)
     p.add_argument(
         "--variants", type=int, default=5, help="strategy variants per iteration (default 5)"
     )
     p.add_argument("--max-iterations", type=int, default=10, help="iteration limit (default 10)")
     p.add_argument("--folds", type=int, default=3, help="walk-forward folds in-sample (default 3)")
-    p.add_argument(
-        "--holdout", type=float, default=0.2, help="sealed holdout fraction (default 0.2)"
-    )
     p.add_argument(
         "--criteria", help='gate criteria, e.g. "sharpe>=1.0,max_drawdown_pct<=20,min_trades>=30"'
     )

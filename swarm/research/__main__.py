@@ -24,7 +24,7 @@ from typing import Any
 
 import pandas as pd
 
-from swarm.cli_args import check_data_args, parse_tickers
+from swarm.cli_args import add_data_arguments, check_data_args, parse_tickers
 from swarm.errors import UserInputError
 
 FAMILIES = ("momentum", "mean_reversion", "breakout", "trend", "volatility")
@@ -38,22 +38,11 @@ class _Parser(argparse.ArgumentParser):
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="python -m swarm.research", description=__doc__.split("\n\n")[1])
     p.add_argument("--tickers", required=True, help="comma-separated symbols, e.g. AAPL,MSFT")
-    p.add_argument("--start", default="2012-01-01", help="first date, ISO (default 2012-01-01)")
-    p.add_argument("--end", default=None, help="last date, ISO (default today)")
-    p.add_argument("--timeframe", default="1d", help="bar size: 1d (default) or 1h")
-    p.add_argument(
-        "--data-dir", type=Path, help="folder of SYMBOL.csv files (date,open,high,low,close,volume)"
-    )
-    p.add_argument("--source", default="auto", help="auto (default), yfinance, csv or synthetic")
-    p.add_argument("--offline", action="store_true", help="never touch the network")
-    p.add_argument("--news-file", type=Path, help="CSV of dated headlines (ticker optional)")
+    add_data_arguments(p)
     p.add_argument(
         "--style",
         default="",
         help=f"comma-separated families to recall lessons for ({', '.join(FAMILIES)})",
-    )
-    p.add_argument(
-        "--holdout", type=float, default=0.2, help="sealed holdout fraction (default 0.2)"
     )
     p.add_argument(
         "--memory-dir", type=Path, help="research memory folder (default: user cache dir)"

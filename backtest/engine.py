@@ -24,7 +24,7 @@ import time
 import traceback
 import types
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import date, datetime
 from typing import Any
 
@@ -32,6 +32,7 @@ import pandas as pd
 
 from backtest.compat import import_backtrader
 from backtest.contracts import BacktestJob, BacktestResult, CostModel, Fold, JobStatus
+from backtest.feed import FramePandasData
 from backtest.metrics import compute_metrics
 from backtest.quality import OHLCV
 
@@ -311,6 +312,20 @@ def _feed_frame(bars: pd.DataFrame, fold: Fold) -> pd.DataFrame:
     return frame.astype("float64")  # copy-on-write (pandas 3): no copy when already float64
 
 
+def trim_bars(job: BacktestJob) -> BacktestJob:
+    """``job`` carrying only the bars its run reads (warm-up start to fold end).
+
+    For jobs crossing a process boundary: a symbol's whole history is often ten times
+    the window, and pickling it for every job was a visible part of the pool's cost.
+    The run's result is unchanged (``_feed_frame`` of the trimmed bars is the same frame).
+    """
+    try:
+        frame = _feed_frame(job.bars, job.fold)
+    except Exception:  # malformed bars: leave them for the run to report
+        return job
+    return replace(job, bars=frame) if len(frame) < len(job.bars) else job
+
+
 def _result(job: BacktestJob, status: JobStatus, **kw: Any) -> BacktestResult:
     return BacktestResult(
         job_id=job.job_id,
@@ -337,7 +352,7 @@ def _simulate(job: BacktestJob, run: EngineRun, code_file_box: list[str]) -> Non
             )
 
         cerebro = bt.Cerebro(stdstats=False, preload=True, runonce=True, maxcpus=1)
-        cerebro.adddata(bt.feeds.PandasData(dataname=frame, openinterest=None), name=job.symbol)
+        cerebro.adddata(FramePandasData(dataname=frame, openinterest=None), name=job.symbol)
         cerebro.addstrategy(_gated(user_cls, fold_start), **params)
         cerebro.addanalyzer(_Recorder, _name="recorder", stop_after=job.stop_after)
         costs = job.costs

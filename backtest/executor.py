@@ -30,7 +30,7 @@ from typing import Any, Protocol, Self, runtime_checkable
 
 from backtest.compat import patch_backtrader
 from backtest.contracts import BacktestJob, BacktestResult, JobStatus
-from backtest.engine import run_job
+from backtest.engine import run_job, trim_bars
 from backtest.errors import BacktestError
 from backtest.lifeline import die_with_parent
 from backtest.sandbox import (
@@ -253,6 +253,7 @@ class ProcessPoolBackend(_BaseExecutor):
     ) -> Future[SandboxOutcome]:
         outer: Future[SandboxOutcome] = Future()
         policy = policy or self.policy
+        job = trim_bars(job)  # only the window crosses the pipe
         if self._batching and not trace:
             self._enqueue(job, policy, outer)
             return outer
@@ -438,7 +439,7 @@ class RayBackend(_BaseExecutor):
             outer.set_result(_outcome_error(job, "BacktestError: executor is closed"))
             return outer
         try:
-            inner = self._remote.remote(job, policy or self.policy, trace).future()
+            inner = self._remote.remote(trim_bars(job), policy or self.policy, trace).future()
         except Exception as exc:
             outer.set_result(_outcome_error(job, f"{type(exc).__name__}: {exc}"))
             return outer

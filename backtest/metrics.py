@@ -13,7 +13,6 @@ from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
-from scipy import stats as sps
 
 from backtest.contracts import Metrics
 
@@ -63,8 +62,11 @@ def compute_metrics(
 
     skew = kurt = None
     if n_obs >= 3 and std > 1e-15:
-        skew = float(sps.skew(rets, bias=False))
-        kurt = float(sps.kurtosis(rets, fisher=False, bias=False))
+        # pandas' sample (bias-corrected) moments, as scipy's skew/kurtosis(bias=False);
+        # not scipy.stats itself: it would add ~40 MB and 0.4 s to every backtest worker.
+        series = pd.Series(rets)
+        skew = float(series.skew())
+        kurt = float(series.kurt()) + 3.0  # pandas gives excess kurtosis
 
     return Metrics(
         sharpe=None if sharpe_pp is None else sharpe_pp * math.sqrt(periods_per_year),

@@ -106,10 +106,13 @@ def _docstring(spec: StrategySpec, short: bool) -> list[str]:
     return [ln.rstrip() for ln in lines]
 
 
-def _params(spec: StrategySpec) -> list[str]:
+def _params(spec: StrategySpec, bars_per_year: int) -> list[str]:
     out = [f"{_I1}params = ("]
     for name, value in spec.parameters.items():
         out.append(f'{_I2}("{name}", {_literal(value)}),')
+    if spec.sizing == "volatility_target":
+        # A property of the data, not a trial parameter: never tuned, not in the trial key.
+        out.append(f'{_I2}("bars_per_year", {int(bars_per_year)}),  # annualises realised vol')
     out.append(f"{_I1})")
     return out
 
@@ -279,8 +282,7 @@ def _size(spec: StrategySpec) -> list[str]:
         ]
     else:  # volatility_target
         out += [
-            f"{_I2}# Daily bars assumed: 252 bars a year.",
-            f"{_I2}realised_vol = self.realised_sd[0] * math.sqrt(252.0)",
+            f"{_I2}realised_vol = self.realised_sd[0] * math.sqrt(self.p.bars_per_year)",
             f"{_I2}if realised_vol <= 0.0:",
             f"{_I3}return 0",
             f"{_I2}fraction = min(self.p.position_fraction, self.p.target_vol / realised_vol)",
@@ -331,12 +333,18 @@ def _next(spec: StrategySpec, short: bool) -> list[str]:
     return out
 
 
-def render(spec: StrategySpec) -> str:
-    """The complete module source for ``spec``; raises ValueError on unknown blocks/params."""
+def render(spec: StrategySpec, *, bars_per_year: int = 252) -> str:
+    """The complete module source for ``spec``; raises ValueError on unknown blocks/params.
+
+    ``bars_per_year`` (the data's bars a year: 252 for exchange days, 365 for 24/7
+    markets, more for intraday) annualises the volatility-target sizing.
+    """
+    if bars_per_year < 1:
+        raise ValueError(f"bars_per_year must be >= 1, got {bars_per_year}")
     _check(spec)
     short = is_short_enabled(spec)
     sections: list[list[str]] = [
-        _params(spec),
+        _params(spec, bars_per_year),
         _init(spec),
         _notify_order(spec),
         _ready(spec),
@@ -377,9 +385,10 @@ def make_variant(
     parent_id: str | None,
     iteration: int,
     route: str,
+    bars_per_year: int = 252,
 ) -> StrategyVariant:
     """Render ``spec`` and wrap it with its lineage and the sha256 of the exact code."""
-    code = render(spec)
+    code = render(spec, bars_per_year=bars_per_year)
     return StrategyVariant(
         variant_id=variant_id,
         parent_id=parent_id,

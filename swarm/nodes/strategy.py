@@ -147,6 +147,7 @@ def strategy_dev(state: DevelopState, runtime: Runtime[RunContext]) -> dict[str,
                 parent_id=prop.parent_id,
                 iteration=iteration,
                 route=route,
+                bars_per_year=ctx.periods_per_year,
             )
         ctx.run.write_text(code_file(variant_id), variant.code)
         report = validate_code(variant.code)

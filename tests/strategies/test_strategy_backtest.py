@@ -78,3 +78,21 @@ def test_mutated_specs_run(aapl: pd.DataFrame, family: Family) -> None:
         result = run_code(render(variant), aapl)
         assert result.final_value > 0, variant.name
     assert run_code(render(variants[1]), aapl).closed_trades >= 1
+
+
+def test_volatility_target_sizes_smaller_when_more_bars_a_year(aapl: pd.DataFrame) -> None:
+    """Same realised per-bar vol annualised over more bars: a higher vol, smaller positions."""
+    spec = next(
+        s
+        for s in (spec_from_template(f, t) for f in Family for t in range(len(TEMPLATES[f])))
+        if s.sizing == "volatility_target"
+    )
+    # 9x and 36x the daily count: realised vol x3 and x6, neither capped by position_fraction
+    daily = run_code(render(spec, bars_per_year=252), aapl)
+    fewer = run_code(render(spec, bars_per_year=252 * 9), aapl)
+    more = run_code(render(spec, bars_per_year=252 * 36), aapl)
+    assert daily.fills and fewer.fills and more.fills
+    assert daily.fills[0][0] == fewer.fills[0][0] == more.fills[0][0]  # same signal, same bar
+    size_daily, size_fewer, size_more = (abs(r.fills[0][1]) for r in (daily, fewer, more))
+    assert size_more < size_fewer < size_daily
+    assert size_more == pytest.approx(size_fewer / 2, rel=0.01)

@@ -41,9 +41,24 @@ def test_template_renders_valid_standalone_code(spec) -> None:
 @pytest.mark.parametrize("spec", ALL_TEMPLATES, ids=lambda s: s.name)
 def test_rendered_params_equal_spec_parameters(spec) -> None:
     code = render(spec)
-    assert rendered_params(code) == spec.parameters
+    # volatility targeting also declares the data's bars a year (not a trial parameter)
+    extra = {"bars_per_year": 252} if spec.sizing == "volatility_target" else {}
+    assert rendered_params(code) == spec.parameters | extra
     cls = load_class(code)
-    assert dict(cls.params._getitems()) == spec.parameters
+    assert dict(cls.params._getitems()) == spec.parameters | extra
+
+
+def test_volatility_target_annualises_with_the_data_bars_a_year() -> None:
+    spec = next(s for s in ALL_TEMPLATES if s.sizing == "volatility_target")
+    crypto = render(spec, bars_per_year=365)
+    assert rendered_params(crypto)["bars_per_year"] == 365
+    assert "math.sqrt(self.p.bars_per_year)" in crypto and "252" not in crypto
+    assert validate_code(crypto).ok
+    assert spec.trial_key() == spec.model_copy().trial_key()  # the trial is the same spec
+    with pytest.raises(ValueError, match="bars_per_year"):
+        render(spec, bars_per_year=0)
+    other = next(s for s in ALL_TEMPLATES if s.sizing != "volatility_target")
+    assert render(other, bars_per_year=365) == render(other)  # only that sizing reads it
 
 
 def test_docstring_names_family_approach_and_blocks() -> None:

@@ -104,6 +104,41 @@ def tune(spec: StrategySpec, n: int, *, rng: random.Random, seen: set[str]) -> l
     return out
 
 
+def toward_more_trades(
+    spec: StrategySpec, n: int, *, rng: random.Random, seen: set[str]
+) -> list[StrategySpec]:
+    """Up to n small, directed moves that let more signals through: one grid step shorter on
+    a lookback or looser on a threshold, then two such moves together.
+
+    For a near miss on the trade floor: random tuning moves half its trials the wrong way.
+    """
+    base = reconcile(spec)
+    direction = {name: -1 for name in _tunable(base) if name in LOOKBACKS}
+    direction |= {name: LOOSER[name] for name in _tunable(base) if name in LOOSER}
+    names = sorted(direction)
+    rng.shuffle(names)
+    moves = [(a,) for a in names] + [
+        (a, b) for i, a in enumerate(names) for b in names[i + 1 :]
+    ]  # fmt: skip
+    taken = set(seen) | {base.trial_key()}
+    out: list[StrategySpec] = []
+    for move in moves:
+        if len(out) >= n:
+            break
+        params = dict(base.parameters)
+        for name in move:
+            r = PARAM_SPACE[name]
+            params[name] = r.snap(float(params[name]) + direction[name] * r.step)
+        params = snap_params(params)
+        changes = _diff(base.parameters, params)
+        cand = base.model_copy(update={"parameters": params})
+        if not changes or cand.trial_key() in taken:
+            continue
+        taken.add(cand.trial_key())
+        out.append(_renamed(cand, "tune toward more trades " + ", ".join(changes)))
+    return out
+
+
 # FIX --------------------------------------------------------------------------------------------
 
 

@@ -2,7 +2,8 @@
 
 Pure and deterministic for a given ``rng``: the graph node does the I/O.
 INITIAL / RESEARCH: diverse families, the research's and the directive's first.
-TUNE: parameter moves around the best variant so far. FIX: repair what broke.
+TUNE: parameter moves around the best variant so far (directed toward more signals when
+the trade floor is what failed). FIX: repair what broke.
 REFINE: change the design along the failure analysis' hints.
 """
 
@@ -14,7 +15,7 @@ from dataclasses import dataclass
 
 from gate.contracts import FailureAnalysis, VariantEvaluation
 from strategies.families import initial_specs
-from strategies.mutate import fix, refine, tune
+from strategies.mutate import fix, refine, toward_more_trades, tune
 from strategies.spec import StrategySpec
 
 ALL_FAMILIES = ["momentum", "mean_reversion", "breakout", "trend", "volatility"]
@@ -96,6 +97,13 @@ def propose(
                     ev.variant_id,
                     f"refine: {hint}",
                 )
+
+    hints = {a for a in (failure.actions if failure else []) if a.startswith("hint:")}
+    if route == "TUNE" and best is not None and "hint:too_few_trades" in hints:
+        # A near miss on the trade floor: half the slots move toward more signals.
+        best_id, best_spec = best
+        for spec in toward_more_trades(best_spec, max(1, n // 2), rng=rng, seen=seen):
+            add(spec, best_id, "tune toward more trades (near miss on the trade floor)")
 
     if route in {"TUNE", "FIX", "REFINE"} and best is not None:
         best_id, best_spec = best

@@ -11,7 +11,7 @@ from strategy_bt_helpers import run_code
 
 from strategies.codegen import render
 from strategies.families import TEMPLATES, default_spec, spec_from_template
-from strategies.mutate import fix, refine, tune
+from strategies.mutate import fix, refine, toward_more_trades, tune
 from strategies.spec import Family
 
 pytestmark = pytest.mark.integration
@@ -96,3 +96,14 @@ def test_volatility_target_sizes_smaller_when_more_bars_a_year(aapl: pd.DataFram
     size_daily, size_fewer, size_more = (abs(r.fills[0][1]) for r in (daily, fewer, more))
     assert size_more < size_fewer < size_daily
     assert size_more == pytest.approx(size_fewer / 2, rel=0.01)
+
+
+@pytest.mark.parametrize("family", list(Family))
+def test_toward_more_trades_never_trades_less_on_real_data(
+    aapl: pd.DataFrame, family: Family
+) -> None:
+    base = default_spec(family)
+    before = run_code(render(base), aapl).closed_trades
+    moved = toward_more_trades(base, 4, rng=random.Random(0), seen={base.trial_key()})
+    after = [run_code(render(spec), aapl).closed_trades for spec in moved]
+    assert after and all(n >= before for n in after), (before, after)

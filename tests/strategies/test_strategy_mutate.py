@@ -10,7 +10,16 @@ from hypothesis import strategies as st
 
 from strategies.codegen import render
 from strategies.families import PARAM_SPACE, default_spec
-from strategies.mutate import FIX_PROBLEMS, HINT_MOVES, fix, refine, tune
+from strategies.mutate import (
+    FIX_PROBLEMS,
+    HINT_MOVES,
+    LOOKBACKS,
+    LOOSER,
+    fix,
+    refine,
+    toward_more_trades,
+    tune,
+)
 from strategies.spec import Family
 from strategies.validate import validate_code
 
@@ -150,3 +159,39 @@ def test_refine_skips_seen_designs(family: Family, hint: str) -> None:
 
 def test_fix_problems_listed() -> None:
     assert set(FIX_PROBLEMS) == {"zero_trades", "too_few_trades", "exception", "lookahead"}
+
+
+@pytest.mark.parametrize("family", list(Family))
+def test_toward_more_trades_moves_only_in_the_signal_direction(family: Family) -> None:
+    base = default_spec(family)
+    seen = {base.trial_key()}
+    out = toward_more_trades(base, 6, rng=random.Random(3), seen=seen)
+    assert out, family
+    assert len({s.trial_key() for s in out}) == len(out)
+    for spec in out:
+        assert spec.trial_key() not in seen
+        assert "tune toward more trades" in spec.name
+        moved = {k for k in base.parameters if spec.parameters[k] != base.parameters[k]}
+        assert 1 <= len(moved) <= 2
+        for name in moved:
+            step = spec.parameters[name] - base.parameters[name]
+            want = -1 if name in LOOKBACKS else LOOSER[name]
+            assert step * want > 0, (name, base.parameters[name], spec.parameters[name])
+            # one grid step (pairs kept ordered may add one more)
+            assert abs(step) <= 2 * PARAM_SPACE[name].step + 1e-9
+        assert_valid(spec)
+    # single moves come first, deterministic for a seed
+    assert out == toward_more_trades(base, 6, rng=random.Random(3), seen=seen)
+    assert (
+        toward_more_trades(
+            base,
+            100,
+            rng=random.Random(3),
+            seen=seen
+            | {
+                s.trial_key()
+                for s in toward_more_trades(base, 100, rng=random.Random(3), seen=seen)
+            },
+        )
+        == []
+    )

@@ -99,3 +99,16 @@ def test_research_route_with_every_template_tried_still_spreads_over_families():
     assert len(props) == 5
     assert len({p.spec.family for p in props}) >= 3
     assert all(p.spec.trial_key() not in seen for p in props)
+
+
+def test_tune_after_a_trade_floor_near_miss_moves_half_the_slots_toward_more_trades():
+    best = default_spec(Family.MOMENTUM)
+    failure = FailureAnalysis(failure_type=FailureType.PARAMETER_ISSUE, root_cause="29 < 30 trades",
+                              confidence=0.8, actions=["hint:too_few_trades", "hint:near_threshold"])  # fmt: skip
+    props = propose(route="TUNE", **_common(best=("v-best", best), seen={best.trial_key()},
+                                            failure=failure))  # fmt: skip
+    directed = [p for p in props if p.why.startswith("tune toward more trades")]
+    assert len(directed) == 2 and props[:2] == directed
+    assert all(p.parent_id == "v-best" for p in props)
+    plain = propose(route="TUNE", **_common(best=("v-best", best), seen={best.trial_key()}))
+    assert not any(p.why.startswith("tune toward more trades") for p in plain)

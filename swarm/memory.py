@@ -688,10 +688,14 @@ class ResearchMemory:
         )  # fmt: skip
 
     def family_outcomes(
-        self, symbols: Sequence[str], *, limit: int = 5000
+        self, symbols: Sequence[str], *, limit: int = 5000, exclude_run: str | None = None
     ) -> dict[str, FamilyRecord]:
         """Per family: strategies that passed / failed the gate on any of ``symbols``
-        (plus explicit family lessons; gate summary lessons are not double-counted)."""
+        (plus explicit family lessons; gate summary lessons are not double-counted).
+
+        ``exclude_run``: leave out that run's own records (a run's RESEARCH round reads its
+        own verdicts from the run state, see ``swarm.research.feedback``; counting them here
+        too would weigh them twice)."""
         syms = sorted({s.upper() for s in symbols})
         scope = _or([{_key("sym_", s): True} for s in syms])
         if scope is None:
@@ -715,6 +719,8 @@ class ResearchMemory:
                 if not fam or outcome not in ("passed", "failed"):
                     continue
                 if m.get("kind") == "lesson" and m.get("source") == "gate":
+                    continue
+                if exclude_run is not None and m.get("run_id") == exclude_run:
                     continue
                 rec = out.setdefault(fam, FamilyRecord(family=fam))
                 if outcome == "passed":

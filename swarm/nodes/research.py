@@ -20,6 +20,7 @@ from swarm.llm.brains import llm_finding, llm_summary
 from swarm.nodes.llm_log import llm_logger
 from swarm.research.data_extractor import brief_symbol, build_data_brief, render_data_brief_md
 from swarm.research.features import FeatureBundle, compute_features
+from swarm.research.feedback import rerank, run_outcomes
 from swarm.research.models import DataBrief, Domain, FactSheet, Finding
 from swarm.research.news import archive_headlines, headlines_for
 from swarm.research.subagents import SUBAGENTS, ResearchContext, run_subagent
@@ -212,6 +213,14 @@ def leader(state: DevelopState, runtime: Runtime[RunContext]) -> dict[str, Any]:
     if state.get("feedback"):
         # A RESEARCH round: say what the gate reported, so the research record shows why it reran.
         synthesis.gaps.append(f"gate feedback: {state['feedback'][-1]}")
+    if state.get("decisions"):
+        # ...and let this run's verdicts so far reorder the families (memory may be off).
+        tracks = run_outcomes(state["decisions"])
+        families, notes = rerank(synthesis.recommended_families, tracks)
+        synthesis.recommended_families = families
+        synthesis.run_feedback = notes
+        if notes:
+            synthesis.summary += f" This run so far: families reordered to {', '.join(families)}."
     findings = [Finding.model_validate(f) for f in state.get("findings", [])]
     findings.sort(key=lambda f: (f.symbol, f.type.value, f.specialization))
     round_ = state.get("research_round", 1)
@@ -255,7 +264,7 @@ def consult_memory(
         style, regime = _style(ctx), synthesis.regime.value
         query = {"symbols": list(ctx.symbols), "style": style, "regime": regime, "k": RECALL_K}
         recalled = memory.recall(ctx.symbols, style, regime, k=RECALL_K)
-        outcomes = memory.family_outcomes(ctx.symbols)
+        outcomes = memory.family_outcomes(ctx.symbols, exclude_run=ctx.run.root.name)
         families, notes, demoted = adjust_families(synthesis.recommended_families, outcomes)
         if notes:
             synthesis.summary += " Memory: " + "; ".join(notes) + "."

@@ -124,3 +124,5 @@ class ResearchSynthesis(BaseModel):
     recalled: list[str] = Field(default_factory=list)  # ids of the records recalled
     memory_notes: list[str] = Field(default_factory=list)  # how memory changed the advice
     demoted_families: list[str] = Field(default_factory=list)  # failed before, none passed
+    # From this run's gate (swarm.research.feedback), on RESEARCH rounds: how it reordered.
+    run_feedback: list[str] = Field(default_factory=list)

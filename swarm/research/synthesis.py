@@ -365,6 +365,15 @@ def render_research_md(
         ),  # fmt: skip
         "",
     ]
+    if syn.run_feedback:
+        lines += [
+            "## This run's gate so far",
+            "",
+            "A RESEARCH round: the families are reordered by what this run's gate found.",
+            "",
+            *[f"- {_md(n)}" for n in syn.run_feedback],
+            "",
+        ]
     lines += render_recalled_md(recalled)
     for fs in syn.fact_sheets:
         lines += [

@@ -296,33 +296,40 @@ def write_cache(symbol: str, bars: pd.DataFrame, timeframe: str, cache_dir: Path
 # ---------------------------------------------------------------------------- yfinance
 
 
+def quiet_yfinance(cache_dir: Path) -> Any:
+    """The yfinance module, its caches under ours and its log silenced.
+
+    Its warnings ("Cookie/crumb fetch failed", "Failed download") would break the
+    progress output; every failure reaches us anyway, as an exception or an empty frame,
+    and is reported in our own words. The logger stays muted for the process: restoring
+    a level from parallel research threads would race.
+    """
+    import yfinance as yf
+
+    folder = cache_dir / "yfinance"
+    folder.mkdir(parents=True, exist_ok=True)
+    yf.set_tz_cache_location(str(folder))  # tz and cookie caches: keep them out of ~/.cache
+    logging.getLogger("yfinance").setLevel(logging.CRITICAL + 1)
+    return yf
+
+
 def yfinance_fetch(
     symbol: str, *, start: date, end: date, interval: str, timeout: float, cache_dir: Path
 ) -> pd.DataFrame:
     """Download with yfinance, quietly. Offline it returns an empty frame."""
-    import yfinance as yf
-
-    tz_dir = cache_dir / "yfinance"
-    tz_dir.mkdir(parents=True, exist_ok=True)
-    yf.set_tz_cache_location(str(tz_dir))  # keep yfinance out of ~/.cache
-    yf_logger = logging.getLogger("yfinance")
-    old_level = yf_logger.level
-    yf_logger.setLevel(logging.CRITICAL + 1)
+    yf = quiet_yfinance(cache_dir)
     sink = io.StringIO()  # yfinance also prints errors; our stdout stays clean
-    try:
-        with contextlib.redirect_stdout(sink), contextlib.redirect_stderr(sink):
-            df = yf.download(
-                symbol,
-                start=start.isoformat(),
-                end=(end + timedelta(days=1)).isoformat(),  # yfinance's end is exclusive
-                interval=interval,
-                auto_adjust=False,
-                progress=False,
-                timeout=timeout,
-                threads=False,
-            )
-    finally:
-        yf_logger.setLevel(old_level)
+    with contextlib.redirect_stdout(sink), contextlib.redirect_stderr(sink):
+        df = yf.download(
+            symbol,
+            start=start.isoformat(),
+            end=(end + timedelta(days=1)).isoformat(),  # yfinance's end is exclusive
+            interval=interval,
+            auto_adjust=False,
+            progress=False,
+            timeout=timeout,
+            threads=False,
+        )
     return df if df is not None else pd.DataFrame()
 
 

@@ -154,7 +154,13 @@ def render_report(
         f"- Deflated Sharpe of the best variant: {_f(verdict.get('best_dsr'), 3)} when it was "
         f"selected; {_f(verdict.get('best_dsr_all_trials'), 3)} deflated by all "
         f"{verdict['n_trials']} trials of the run",
-        f"- PBO (CSCV): {_f(pbo, 3) if pbo is not None else 'not computed (needs >= 8 variants)'}",
+        "- PBO (CSCV, probability that the run's in-sample choice is below the median out of "
+        + (
+            f"sample): {_f(pbo, 3)} over the {verdict.get('pbo_variants') or 'n/a'} variants "
+            "the run tried"
+            if pbo is not None
+            else "sample): not computed (needs >= 8 variants with returns on shared dates)"
+        ),
     ]
     ts = verdict.get("trial_sharpes") or {}
     if ts.get("threshold") is not None:

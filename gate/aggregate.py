@@ -64,19 +64,25 @@ def aggregate_variant(
     return metrics, fold_sharpes, port
 
 
-def returns_matrix(results: list[BacktestResult], variant_ids: list[str]) -> np.ndarray:
-    """T x N matrix of the variants' portfolio returns on the dates they all share.
+def portfolio_series(results: list[BacktestResult]) -> dict[str, float]:
+    """One variant's equal-weight portfolio return per ISO date, from its ok results."""
+    dates, rets = _portfolio_returns([r for r in results if r.status == JobStatus.OK])
+    return dict(zip(dates, rets, strict=True))
 
-    The input PBO by CSCV needs: every column measured on the same periods.
-    """
-    series: list[dict[str, float]] = []
-    for vid in variant_ids:
-        ok = [r for r in results if r.variant_id == vid and r.status == JobStatus.OK]
-        dates, rets = _portfolio_returns(ok)
-        series.append(dict(zip(dates, rets, strict=True)))
+
+def common_matrix(series: list[dict[str, float]]) -> np.ndarray:
+    """T x N matrix of the series on the dates they all share (the input of PBO by CSCV:
+    every column measured on the same periods)."""
     if not series:
         return np.zeros((0, 0))
     common = sorted(set.intersection(*(set(s) for s in series)))
     return np.array([[s[d] for s in series] for d in common], dtype=float).reshape(
         len(common), len(series)
+    )
+
+
+def returns_matrix(results: list[BacktestResult], variant_ids: list[str]) -> np.ndarray:
+    """T x N matrix of the variants' portfolio returns on the dates they all share."""
+    return common_matrix(
+        [portfolio_series([r for r in results if r.variant_id == vid]) for vid in variant_ids]
     )

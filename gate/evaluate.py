@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 
 from backtest.contracts import BacktestResult, JobStatus, Metrics
-from gate.aggregate import aggregate_variant, returns_matrix
+from gate.aggregate import aggregate_variant, common_matrix, portfolio_series
 from gate.contracts import Criteria, VariantEvaluation
 from gate.criteria import is_met, metric_value, rule_label
 from gate.fuzzy import FuzzyScorer
@@ -140,15 +141,22 @@ def best_evaluation(evaluations: list[VariantEvaluation]) -> VariantEvaluation |
 def iteration_pbo(
     results: list[BacktestResult], variant_ids: list[str], *, n_blocks: int = 16
 ) -> float | None:
-    """PBO by CSCV over the variants with returns; None below 8 variants or too little data."""
-    with_returns = [
-        v
-        for v in variant_ids
-        if any(r.variant_id == v and r.status == JobStatus.OK and r.returns for r in results)
-    ]
-    if len(with_returns) < PBO_MIN_VARIANTS:
+    """PBO by CSCV over these variants with returns; None below 8 variants or too little data."""
+    series = {v: portfolio_series([r for r in results if r.variant_id == v]) for v in variant_ids}
+    return run_pbo(series, n_blocks=n_blocks)
+
+
+def run_pbo(series: Mapping[str, Mapping[str, float]], *, n_blocks: int = 16) -> float | None:
+    """PBO by CSCV over every variant of the run so far (variant id -> date -> return).
+
+    The selection a run makes is among all the variants it tried, not among one
+    iteration's five, so this is the overfitting probability of the run's choice.
+    None below 8 variants with returns or with too few shared dates.
+    """
+    ids = sorted(v for v, s in series.items() if s)  # sorted: ties rank the same on resume
+    if len(ids) < PBO_MIN_VARIANTS:
         return None
-    m = returns_matrix(results, with_returns)
+    m = common_matrix([dict(series[v]) for v in ids])
     if m.shape[0] < 2 * n_blocks:
         return None
     return pbo_cscv(m, n_blocks)

@@ -56,7 +56,8 @@ class DevelopState(TypedDict, total=False):
     best: dict[str, Any] | None  # best VariantEvaluation so far (any iteration)
     n_backtests: int
     lookahead: dict[str, Any]  # LookaheadReport per variant checked before it could pass
-    pbo: float | None  # probability of backtest overfitting, latest iteration with >= 8 variants
+    pbo: float | None  # probability of backtest overfitting (CSCV) over every variant so far
+    pbo_variants: int  # how many variants that PBO ranks (0 while it is not computed)
 
     holdout: dict[str, Any] | None
     verdict: dict[str, Any]

@@ -174,6 +174,7 @@ def finalize(state: DevelopState, runtime: Runtime[RunContext]) -> dict[str, Any
         "best_score": best_eval.get("score") if best_eval else None,
         "best_dsr_all_trials": _dsr_all_trials(best_eval, ledger),
         "pbo": state.get("pbo"),
+        "pbo_variants": state.get("pbo_variants", 0),
         "score_threshold": ctx.criteria.score_threshold,
         "dsr_threshold": ctx.criteria.dsr_threshold,
         "route_history": [d["decision"] for d in decisions],

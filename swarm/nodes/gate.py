@@ -11,6 +11,7 @@ from langgraph.runtime import Runtime
 from backtest.contracts import BacktestResult, JobStatus
 from backtest.lookahead import check_lookahead
 from gate.aggregate import aggregate_variant
+from gate.aggregate import portfolio_series as variant_series
 from gate.contracts import (
     FailureAnalysis,
     GateDecision,
@@ -21,7 +22,7 @@ from gate.contracts import (
     TrajectoryAnalysis,
     VariantEvaluation,
 )
-from gate.evaluate import best_evaluation, evaluate_variants, iteration_pbo
+from gate.evaluate import best_evaluation, evaluate_variants, run_pbo
 from gate.failure import analyse_failure
 from gate.fuzzy import FuzzyScorer
 from gate.ledger import TrialLedger
@@ -79,8 +80,9 @@ def gate(state: DevelopState, runtime: Runtime[RunContext]) -> dict[str, Any]:
                     "values": rets.tolist(),
                 }
             }
-    # PBO needs a cross-section of at least 8 variants on shared dates; None otherwise.
-    pbo = iteration_pbo(results, [v.variant_id for v in variants])
+    # PBO over every variant the run has tried (>= 8 on shared dates; None before that).
+    series = _run_series(ctx, state, results, [v.variant_id for v in variants])
+    pbo = run_pbo(series)
     n_passed = sum(e.passed for e in evaluations)
     ctx.progress.stage(
         "gate",
@@ -94,9 +96,35 @@ def gate(state: DevelopState, runtime: Runtime[RunContext]) -> dict[str, Any]:
         "failure": None,
         "trajectory": None,
         "n_backtests": state.get("n_backtests", 0) + len(results),
-        "pbo": pbo if pbo is not None else state.get("pbo"),
+        "pbo": pbo,
+        "pbo_variants": sum(1 for s in series.values() if s) if pbo is not None else 0,
         "lookahead": {**(state.get("lookahead") or {}), **lookahead},
     }
+
+
+def _run_series(
+    ctx: RunContext,
+    state: DevelopState,
+    results: list[BacktestResult],
+    current: list[str],
+) -> dict[str, dict[str, float]]:
+    """Portfolio return series of every variant run so far, by variant id.
+
+    Kept in the run context; what is missing (a resumed run) is read back from the run
+    folder's ``backtests/<variant_id>/`` files, so the figure never depends on a resume.
+    """
+    cache: dict[str, dict[str, float]] = ctx.cache.setdefault("variant_series", {})
+    for vid in current:
+        cache[vid] = variant_series([r for r in results if r.variant_id == vid])
+    for vid in state.get("all_variants", {}):
+        if vid in cache:
+            continue
+        folder = ctx.run.path(f"backtests/{vid}")
+        files = sorted(folder.glob("*.json")) if folder.is_dir() else []
+        cache[vid] = variant_series(
+            [BacktestResult.model_validate_json(f.read_text(encoding="utf-8")) for f in files]
+        )
+    return cache
 
 
 def _lookahead_veto(

@@ -198,8 +198,9 @@ def yfinance_fundamentals(cache_dir: Path, *, offline: bool = False) -> Fundamen
                 pass  # a broken cache entry is refetched (online) or treated as missing
         if offline:
             return None
-        import yfinance as yf  # imported only when a network fetch is wanted
+        from backtest.data import quiet_yfinance  # yfinance only when a fetch is wanted
 
+        yf = quiet_yfinance(Path(cache_dir))
         info = yf.Ticker(symbol).info or {}  # raises on network errors: a gap, not a crash
         snap = {k: info[k] for k in INFO_FIELDS if k in info}
         if not snap:

@@ -224,3 +224,40 @@ def test_yfinance_fundamentals_provider_reads_its_disk_cache_offline(aapl, tmp_p
     (folder / "AAPL.json").write_text(_json.dumps(later))
     f = _run("fundamental.valuation", aapl, ResearchContext(fundamentals=provider))
     assert f.abstained and "lookahead" in f.reason
+
+
+def test_yfinance_fundamentals_fetch_failure_is_quiet_and_cached_under_ours(
+    aapl, tmp_path, monkeypatch, capsys, caplog
+) -> None:
+    """Online but no network: yfinance's own warnings never reach the terminal; the provider
+    raises (the subagent turns it into a gap) and yfinance's caches stay in our cache dir."""
+    import logging
+
+    import yfinance as yf
+
+    from swarm.research.fundamental import yfinance_fundamentals
+
+    where: dict = {}
+
+    class FailingTicker:
+        def __init__(self, symbol: str) -> None:
+            self.symbol = symbol
+
+        @property
+        def info(self):
+            logging.getLogger("yfinance").warning(
+                "Cookie/crumb fetch failed (DNSError), continuing without crumb"
+            )
+            raise ConnectionError("DNSError: could not resolve query1.finance.yahoo.com")
+
+    monkeypatch.setattr(yf, "Ticker", FailingTicker)
+    monkeypatch.setattr(yf, "set_tz_cache_location", lambda p: where.setdefault("cache", p))
+    provider = yfinance_fundamentals(tmp_path, offline=False)
+    with pytest.raises(ConnectionError):
+        provider("AAPL")
+    assert where["cache"] == str(tmp_path / "yfinance")
+    captured = capsys.readouterr()
+    assert "crumb" not in captured.err and "crumb" not in captured.out
+    assert not [r for r in caplog.records if r.name.startswith("yfinance")]
+    f = _run("fundamental.valuation", aapl, ResearchContext(fundamentals=provider))
+    assert f.abstained and "ConnectionError" in f.reason

@@ -17,7 +17,6 @@ plus the run's orders and indicator lines, used by ``backtest.lookahead``.
 from __future__ import annotations
 
 import hashlib
-import math
 import multiprocessing as mp
 import os
 import threading
@@ -60,6 +59,41 @@ WORKER_PRELOAD = [
     "backtest.sandbox",
     "strategies.validate",
 ]
+
+
+def plan_chunks(
+    sizes: list[int], workers: int, max_batch: int = MAX_BATCH
+) -> list[tuple[int, int, int]]:
+    """Cut groups of same-code jobs into sandboxed children: ``(group, start, stop)`` slices.
+
+    Each child costs a fork, its guards and the page faults of a fresh heap (~30 ms), so
+    groups stay whole where they can; a group is cut only where a worker's share of the
+    work ends (fill to ``total / workers``, greedy over the groups) and where it exceeds
+    ``max_batch``. That gives every worker the same number of jobs with at most
+    ``workers - 1`` extra children. Largest slices first, so the pool's dynamic pulling
+    ends with the small ones. Pure: the executor applies it.
+    """
+    if workers < 1 or max_batch < 1:
+        raise ValueError("plan_chunks: workers and max_batch must be >= 1")
+    total = sum(sizes)
+    share = total / workers if total else 0.0
+    chunks: list[tuple[int, int, int]] = []
+    load = 0.0  # jobs given to the worker being filled
+    for group, size in enumerate(sizes):
+        start = 0
+        while start < size:
+            room = share - load
+            take = size - start
+            if room >= 1 and take > room:  # the share ends inside this group: cut there
+                take = max(1, round(room))
+            take = min(take, max_batch)
+            chunks.append((group, start, start + take))
+            start += take
+            load += take
+            while share and load >= share - 0.5:  # this worker's share is full: next one
+                load -= share
+    chunks.sort(key=lambda c: (-(c[2] - c[1]), c[0], c[1]))
+    return chunks
 
 
 def _pool_worker_init() -> None:
@@ -229,6 +263,7 @@ class ProcessPoolBackend(_BaseExecutor):
         self._window = batch_window_s
         self._pending: dict[tuple[str, int], list[tuple[BacktestJob, Future[SandboxOutcome]]]] = {}
         self._pending_policy: dict[tuple[str, int], SandboxPolicy] = {}
+        self._timer: threading.Timer | None = None
 
     def _new_pool(self, workers: int) -> ProcessPoolExecutor:
         init = _pool_worker_init if self._task is sandbox_task else die_with_parent
@@ -276,25 +311,26 @@ class ProcessPoolBackend(_BaseExecutor):
     ) -> None:
         key = (hashlib.sha256(job.code.encode()).hexdigest(), id(policy))
         with self._lock:
-            group = self._pending.setdefault(key, [])
-            group.append((job, outer))
+            self._pending.setdefault(key, []).append((job, outer))
             self._pending_policy[key] = policy
-            first = len(group) == 1
-        if first:
-            timer = threading.Timer(self._window, self._flush, args=(key,))
-            timer.daemon = True
-            timer.start()
+            if self._timer is not None:
+                return
+            # One window for everything submitted together, so the cut is planned over all
+            # the groups at once (see plan_chunks).
+            self._timer = threading.Timer(self._window, self._flush)
+            self._timer.daemon = True
+            self._timer.start()
 
-    def _flush(self, key: tuple[str, int]) -> None:
+    def _flush(self) -> None:
         with self._lock:
-            items = self._pending.pop(key, [])
-            policy = self._pending_policy.pop(key, self.policy)
-        if not items:
-            return
-        # Enough chunks for every worker, at most MAX_BATCH jobs in one child.
-        size = max(1, min(MAX_BATCH, math.ceil(len(items) / self.workers)))
-        for i in range(0, len(items), size):
-            self._submit_batch(items[i : i + size], policy)
+            pending, self._pending = self._pending, {}
+            policies, self._pending_policy = self._pending_policy, {}
+            self._timer = None
+        groups = list(pending.items())
+        plan = plan_chunks([len(items) for _, items in groups], self.workers)
+        for group, start, stop in plan:
+            key, items = groups[group]
+            self._submit_batch(items[start:stop], policies.get(key, self.policy))
 
     def _submit_batch(
         self, items: list[tuple[BacktestJob, Future[SandboxOutcome]]], policy: SandboxPolicy
@@ -374,8 +410,11 @@ class ProcessPoolBackend(_BaseExecutor):
                 outer.set_result(_outcome_error(job, f"{type(exc).__name__}: {exc}"))
 
     def close(self) -> None:
-        for key in list(self._pending):  # nothing submitted is left waiting for a timer
-            self._flush(key)
+        with self._lock:
+            timer = self._timer
+        if timer is not None:
+            timer.cancel()
+        self._flush()  # nothing submitted is left waiting for a timer
         with self._lock:
             self._closed = True
             pool, self._pool = self._pool, None

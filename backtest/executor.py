@@ -20,6 +20,7 @@ import hashlib
 import multiprocessing as mp
 import os
 import threading
+import time
 from collections.abc import Callable, Iterable
 from concurrent.futures import Future, ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
@@ -239,6 +240,7 @@ class ProcessPoolBackend(_BaseExecutor):
         policy: SandboxPolicy | None = None,
         sandbox: bool = True,
         batch_window_s: float = 0.01,
+        batch_max_wait_s: float = 0.25,
     ) -> None:
         self.workers = max(1, workers or os.cpu_count() or 1)
         self.policy = policy or DEFAULT_POLICY
@@ -257,13 +259,19 @@ class ProcessPoolBackend(_BaseExecutor):
         self._retry_slots = threading.Semaphore(1)  # isolated retries one at a time
         self._pool: ProcessPoolExecutor | None = None
         self._closed = False
-        # Micro-batching: jobs with the same code submitted within a few milliseconds (a
-        # graph fan-out, a map) share one sandboxed child, split so every worker gets work.
+        # Micro-batching: jobs with the same code submitted together (a graph fan-out, a map)
+        # share sandboxed children, cut so every worker gets work (plan_chunks). "Together":
+        # until submissions pause for batch_window_s, at most batch_max_wait_s after the first
+        # (a LangGraph fan-out starts its tasks over tens of milliseconds).
         self._batching = sandbox and batch_window_s > 0
         self._window = batch_window_s
+        self._max_wait = max(batch_max_wait_s, batch_window_s)
         self._pending: dict[tuple[str, int], list[tuple[BacktestJob, Future[SandboxOutcome]]]] = {}
         self._pending_policy: dict[tuple[str, int], SandboxPolicy] = {}
-        self._timer: threading.Timer | None = None
+        self._cond = threading.Condition()
+        self._first = self._last = 0.0  # monotonic times of the pending window
+        self._flusher: threading.Thread | None = None
+        self._stopping = False
 
     def _new_pool(self, workers: int) -> ProcessPoolExecutor:
         init = _pool_worker_init if self._task is sandbox_task else die_with_parent
@@ -310,27 +318,50 @@ class ProcessPoolBackend(_BaseExecutor):
         self, job: BacktestJob, policy: SandboxPolicy, outer: Future[SandboxOutcome]
     ) -> None:
         key = (hashlib.sha256(job.code.encode()).hexdigest(), id(policy))
-        with self._lock:
+        with self._cond:
+            if self._stopping:
+                outer.set_result(_outcome_error(job, "BacktestError: executor is closed"))
+                return
+            now = time.monotonic()
+            if not self._pending:
+                self._first = now
+            self._last = now
             self._pending.setdefault(key, []).append((job, outer))
             self._pending_policy[key] = policy
-            if self._timer is not None:
-                return
-            # One window for everything submitted together, so the cut is planned over all
-            # the groups at once (see plan_chunks).
-            self._timer = threading.Timer(self._window, self._flush)
-            self._timer.daemon = True
-            self._timer.start()
+            if self._flusher is None:
+                self._flusher = threading.Thread(
+                    target=self._flush_loop, name="backtest-batcher", daemon=True
+                )
+                self._flusher.start()
+            self._cond.notify()
 
-    def _flush(self) -> None:
-        with self._lock:
-            pending, self._pending = self._pending, {}
-            policies, self._pending_policy = self._pending_policy, {}
-            self._timer = None
-        groups = list(pending.items())
-        plan = plan_chunks([len(items) for _, items in groups], self.workers)
-        for group, start, stop in plan:
-            key, items = groups[group]
-            self._submit_batch(items[start:stop], policies.get(key, self.policy))
+    def _flush_loop(self) -> None:
+        """Hand each window of pending jobs to the pool, planned over all its groups at once."""
+        while True:
+            with self._cond:
+                while not self._pending and not self._stopping:
+                    self._cond.wait()
+                if not self._pending:  # stopping, nothing left
+                    return
+                while not self._stopping:
+                    due = min(self._last + self._window, self._first + self._max_wait)
+                    remaining = due - time.monotonic()
+                    if remaining <= 0:
+                        break
+                    self._cond.wait(remaining)
+                pending, self._pending = self._pending, {}
+                policies, self._pending_policy = self._pending_policy, {}
+            groups = list(pending.items())
+            try:
+                plan = plan_chunks([len(items) for _, items in groups], self.workers)
+                for group, start, stop in plan:
+                    key, items = groups[group]
+                    self._submit_batch(items[start:stop], policies.get(key, self.policy))
+            except Exception as exc:  # never leave a future unresolved: callers wait on them
+                for _, items in groups:
+                    for job, outer in items:
+                        if not outer.done():
+                            outer.set_result(_outcome_error(job, f"{type(exc).__name__}: {exc}"))
 
     def _submit_batch(
         self, items: list[tuple[BacktestJob, Future[SandboxOutcome]]], policy: SandboxPolicy
@@ -410,11 +441,12 @@ class ProcessPoolBackend(_BaseExecutor):
                 outer.set_result(_outcome_error(job, f"{type(exc).__name__}: {exc}"))
 
     def close(self) -> None:
-        with self._lock:
-            timer = self._timer
-        if timer is not None:
-            timer.cancel()
-        self._flush()  # nothing submitted is left waiting for a timer
+        with self._cond:  # nothing submitted is left waiting: the batcher hands it over first
+            self._stopping = True
+            self._cond.notify_all()
+            flusher = self._flusher
+        if flusher is not None:
+            flusher.join()
         with self._lock:
             self._closed = True
             pool, self._pool = self._pool, None

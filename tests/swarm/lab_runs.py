@@ -88,6 +88,23 @@ def n_checkpoints(run_dir: Path | None) -> int:
         return 0
 
 
+def n_saved_tasks(run_dir: Path | None, channel: str) -> int:
+    """Finished tasks whose writes LangGraph has saved, counted by a channel they write
+    (a backtest task writes ``branch:to:gate``); 0 while the database is not there or busy."""
+    db = run_dir / "checkpoints.sqlite" if run_dir else None
+    if db is None or not db.exists():
+        return 0
+    try:
+        conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=0.2)
+        try:
+            query = "SELECT count(DISTINCT task_id) FROM writes WHERE channel = ?"
+            return conn.execute(query, (channel,)).fetchone()[0]
+        finally:
+            conn.close()
+    except sqlite3.Error:
+        return 0
+
+
 def _shared_root(tmp_path_factory) -> Path:
     base = tmp_path_factory.getbasetemp()
     return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base

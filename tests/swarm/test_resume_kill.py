@@ -18,6 +18,7 @@ from lab_runs import (
     develop_cmd,
     develop_env,
     n_checkpoints,
+    n_saved_tasks,
     only_run_dir,
     reference_args,
     shared_run,
@@ -153,16 +154,18 @@ def test_backtests_finished_before_a_kill_are_not_run_again(reference, daily_dir
     out, err_path = tmp_path / "runs", tmp_path / "stderr.log"
     env = develop_env(tmp_path / "cache")
     with open(err_path, "w") as err:
+        # One worker: the 6 jobs run as 3 same-code children one after another, so the kill
+        # below lands between the second and the third (results do not depend on workers).
         proc = subprocess.Popen(
-            develop_cmd(*reference_args(daily_dir), "--out", str(out)),
+            develop_cmd(*reference_args(daily_dir), "--workers", "1", "--out", str(out)),
             stdout=subprocess.DEVNULL, stderr=err, env=env,
         )  # fmt: skip
         deadline = time.monotonic() + 300
-        # The progress line comes before LangGraph saves that task's write: kill one task
-        # later, so at least three finished tasks are certainly on disk.
-        while "backtests done 4/6" not in err_path.read_text() and time.monotonic() < deadline:
+        # Kill once LangGraph has saved at least three finished backtest tasks.
+        while n_saved_tasks(only_run_dir(out), "branch:to:gate") < 3:
             assert proc.poll() is None, err_path.read_text()[-2000:]
-            time.sleep(0.02)
+            assert time.monotonic() < deadline, err_path.read_text()[-2000:]
+            time.sleep(0.01)
         proc.send_signal(signal.SIGKILL)
         proc.wait()
     run_dir = only_run_dir(out)

@@ -16,11 +16,10 @@ plus the run's orders and indicator lines, used by ``backtest.lookahead``.
 
 from __future__ import annotations
 
-import hashlib
+import contextlib
 import multiprocessing as mp
 import os
 import threading
-import time
 from collections.abc import Callable, Iterable
 from concurrent.futures import Future, ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
@@ -28,6 +27,7 @@ from multiprocessing import forkserver
 from types import TracebackType
 from typing import Any, Protocol, Self, runtime_checkable
 
+from backtest.batching import Batcher
 from backtest.compat import patch_backtrader
 from backtest.contracts import BacktestJob, BacktestResult, JobStatus
 from backtest.engine import run_job, trim_bars
@@ -52,7 +52,6 @@ WORKER_DIED = (
 )
 
 
-MAX_BATCH = 16  # jobs of one code in one sandboxed child
 WORKER_PRELOAD = [
     "backtest.lifeline",
     "backtest.compat",
@@ -60,41 +59,6 @@ WORKER_PRELOAD = [
     "backtest.sandbox",
     "strategies.validate",
 ]
-
-
-def plan_chunks(
-    sizes: list[int], workers: int, max_batch: int = MAX_BATCH
-) -> list[tuple[int, int, int]]:
-    """Cut groups of same-code jobs into sandboxed children: ``(group, start, stop)`` slices.
-
-    Each child costs a fork, its guards and the page faults of a fresh heap (~30 ms), so
-    groups stay whole where they can; a group is cut only where a worker's share of the
-    work ends (fill to ``total / workers``, greedy over the groups) and where it exceeds
-    ``max_batch``. That gives every worker the same number of jobs with at most
-    ``workers - 1`` extra children. Largest slices first, so the pool's dynamic pulling
-    ends with the small ones. Pure: the executor applies it.
-    """
-    if workers < 1 or max_batch < 1:
-        raise ValueError("plan_chunks: workers and max_batch must be >= 1")
-    total = sum(sizes)
-    share = total / workers if total else 0.0
-    chunks: list[tuple[int, int, int]] = []
-    load = 0.0  # jobs given to the worker being filled
-    for group, size in enumerate(sizes):
-        start = 0
-        while start < size:
-            room = share - load
-            take = size - start
-            if room >= 1 and take > room:  # the share ends inside this group: cut there
-                take = max(1, round(room))
-            take = min(take, max_batch)
-            chunks.append((group, start, start + take))
-            start += take
-            load += take
-            while share and load >= share - 0.5:  # this worker's share is full: next one
-                load -= share
-    chunks.sort(key=lambda c: (-(c[2] - c[1]), c[0], c[1]))
-    return chunks
 
 
 def _pool_worker_init() -> None:
@@ -259,19 +223,18 @@ class ProcessPoolBackend(_BaseExecutor):
         self._retry_slots = threading.Semaphore(1)  # isolated retries one at a time
         self._pool: ProcessPoolExecutor | None = None
         self._closed = False
-        # Micro-batching: jobs with the same code submitted together (a graph fan-out, a map)
-        # share sandboxed children, cut so every worker gets work (plan_chunks). "Together":
-        # until submissions pause for batch_window_s, at most batch_max_wait_s after the first
-        # (a LangGraph fan-out starts its tasks over tens of milliseconds).
-        self._batching = sandbox and batch_window_s > 0
-        self._window = batch_window_s
-        self._max_wait = max(batch_max_wait_s, batch_window_s)
-        self._pending: dict[tuple[str, int], list[tuple[BacktestJob, Future[SandboxOutcome]]]] = {}
-        self._pending_policy: dict[tuple[str, int], SandboxPolicy] = {}
-        self._cond = threading.Condition()
-        self._first = self._last = 0.0  # monotonic times of the pending window
-        self._flusher: threading.Thread | None = None
-        self._stopping = False
+        # Micro-batching (backtest.batching): same-code jobs submitted together share children.
+        self._batcher = (
+            Batcher(
+                self.workers,
+                self._submit_batch,
+                _outcome_error,
+                window_s=batch_window_s,
+                max_wait_s=batch_max_wait_s,
+            )  # fmt: skip
+            if sandbox and batch_window_s > 0
+            else None
+        )
 
     def _new_pool(self, workers: int) -> ProcessPoolExecutor:
         init = _pool_worker_init if self._task is sandbox_task else die_with_parent
@@ -297,8 +260,8 @@ class ProcessPoolBackend(_BaseExecutor):
         outer: Future[SandboxOutcome] = Future()
         policy = policy or self.policy
         job = trim_bars(job)  # only the window crosses the pipe
-        if self._batching and not trace:
-            self._enqueue(job, policy, outer)
+        if self._batcher is not None and not trace:
+            self._batcher.add(job, policy, outer)
             return outer
         try:
             pool = self._get_pool()
@@ -313,55 +276,6 @@ class ProcessPoolBackend(_BaseExecutor):
             return outer
         inner.add_done_callback(lambda f: self._on_done(f, job, trace, policy, outer, pool))
         return outer
-
-    def _enqueue(
-        self, job: BacktestJob, policy: SandboxPolicy, outer: Future[SandboxOutcome]
-    ) -> None:
-        key = (hashlib.sha256(job.code.encode()).hexdigest(), id(policy))
-        with self._cond:
-            if self._stopping:
-                outer.set_result(_outcome_error(job, "BacktestError: executor is closed"))
-                return
-            now = time.monotonic()
-            if not self._pending:
-                self._first = now
-            self._last = now
-            self._pending.setdefault(key, []).append((job, outer))
-            self._pending_policy[key] = policy
-            if self._flusher is None:
-                self._flusher = threading.Thread(
-                    target=self._flush_loop, name="backtest-batcher", daemon=True
-                )
-                self._flusher.start()
-            self._cond.notify()
-
-    def _flush_loop(self) -> None:
-        """Hand each window of pending jobs to the pool, planned over all its groups at once."""
-        while True:
-            with self._cond:
-                while not self._pending and not self._stopping:
-                    self._cond.wait()
-                if not self._pending:  # stopping, nothing left
-                    return
-                while not self._stopping:
-                    due = min(self._last + self._window, self._first + self._max_wait)
-                    remaining = due - time.monotonic()
-                    if remaining <= 0:
-                        break
-                    self._cond.wait(remaining)
-                pending, self._pending = self._pending, {}
-                policies, self._pending_policy = self._pending_policy, {}
-            groups = list(pending.items())
-            try:
-                plan = plan_chunks([len(items) for _, items in groups], self.workers)
-                for group, start, stop in plan:
-                    key, items = groups[group]
-                    self._submit_batch(items[start:stop], policies.get(key, self.policy))
-            except Exception as exc:  # never leave a future unresolved: callers wait on them
-                for _, items in groups:
-                    for job, outer in items:
-                        if not outer.done():
-                            outer.set_result(_outcome_error(job, f"{type(exc).__name__}: {exc}"))
 
     def _submit_batch(
         self, items: list[tuple[BacktestJob, Future[SandboxOutcome]]], policy: SandboxPolicy
@@ -441,12 +355,8 @@ class ProcessPoolBackend(_BaseExecutor):
                 outer.set_result(_outcome_error(job, f"{type(exc).__name__}: {exc}"))
 
     def close(self) -> None:
-        with self._cond:  # nothing submitted is left waiting: the batcher hands it over first
-            self._stopping = True
-            self._cond.notify_all()
-            flusher = self._flusher
-        if flusher is not None:
-            flusher.join()
+        if self._batcher is not None:  # nothing submitted is left waiting: handed over first
+            self._batcher.close()
         with self._lock:
             self._closed = True
             pool, self._pool = self._pool, None
@@ -455,7 +365,8 @@ class ProcessPoolBackend(_BaseExecutor):
 
 
 class RayBackend(_BaseExecutor):
-    """Ray tasks, each running the same sandboxed job function as the process pool.
+    """Ray tasks running the same sandboxed functions as the process pool, micro-batched the
+    same way (a task per planned chunk of same-code jobs, cut for the cluster's CPUs).
 
     ``address=None`` starts a local Ray instance with ``workers`` CPUs (no
     dashboard; ~5-7 s to start); an address (``auto``, ``ray://host:10001`` or
@@ -499,7 +410,11 @@ class RayBackend(_BaseExecutor):
                     f"--executor ray: could not start/connect to {where}: "
                     f"{type(exc).__name__}: {' '.join(str(exc).split())[:300]}"
                 ) from exc
+        with contextlib.suppress(Exception):  # a cluster: plan chunks for all its CPUs
+            self.workers = max(1, int(ray.cluster_resources().get("CPU", self.workers)))
         self._remote = ray.remote(num_cpus=1, max_retries=1)(sandbox_task)
+        self._remote_batch = ray.remote(num_cpus=1, max_retries=1)(sandbox_batch_task)
+        self._batcher = Batcher(self.workers, self._submit_batch, _outcome_error)
         self._closed = False
 
     def _submit(
@@ -509,25 +424,48 @@ class RayBackend(_BaseExecutor):
         if self._closed:
             outer.set_result(_outcome_error(job, "BacktestError: executor is closed"))
             return outer
+        job, policy = trim_bars(job), policy or self.policy
+        if not trace:
+            self._batcher.add(job, policy, outer)
+            return outer
         try:
-            inner = self._remote.remote(trim_bars(job), policy or self.policy, trace).future()
+            inner = self._remote.remote(job, policy, trace).future()
         except Exception as exc:
             outer.set_result(_outcome_error(job, f"{type(exc).__name__}: {exc}"))
             return outer
-
-        def done(f: Future[SandboxOutcome]) -> None:
-            try:
-                outer.set_result(f.result())
-            except BaseException as exc:  # RayTaskError, WorkerCrashedError, cancellation
-                first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-                outer.set_result(_outcome_error(job, f"RayError: {type(exc).__name__}: {first}"))
-
-        inner.add_done_callback(done)
+        inner.add_done_callback(lambda f: self._resolve([(job, outer)], f, single=True))
         return outer
+
+    def _submit_batch(
+        self, items: list[tuple[BacktestJob, Future[SandboxOutcome]]], policy: SandboxPolicy
+    ) -> None:
+        try:
+            inner = self._remote_batch.remote([job for job, _ in items], policy).future()
+        except Exception as exc:
+            for job, outer in items:
+                outer.set_result(_outcome_error(job, f"{type(exc).__name__}: {exc}"))
+            return
+        inner.add_done_callback(lambda f: self._resolve(items, f, single=False))
+
+    @staticmethod
+    def _resolve(
+        items: list[tuple[BacktestJob, Future[SandboxOutcome]]], f: Future[Any], *, single: bool
+    ) -> None:
+        try:
+            got = f.result()
+            outs = [got] if single else list(got)
+        except BaseException as exc:  # RayTaskError, WorkerCrashedError, cancellation
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+            for job, outer in items:
+                outer.set_result(_outcome_error(job, f"RayError: {type(exc).__name__}: {first}"))
+            return
+        for (_, outer), out in zip(items, outs, strict=True):
+            outer.set_result(out)
 
     def close(self) -> None:
         if self._closed:
             return
+        self._batcher.close()  # pending jobs are handed to Ray before it may shut down
         self._closed = True
         if self._owns and self._ray.is_initialized():
             self._ray.shutdown()

@@ -20,8 +20,8 @@ from swarm.llm.brains import llm_finding, llm_summary
 from swarm.nodes.llm_log import llm_logger
 from swarm.research.data_extractor import brief_symbol, build_data_brief, render_data_brief_md
 from swarm.research.features import FeatureBundle, compute_features
-from swarm.research.feedback import rerank, run_outcomes
-from swarm.research.models import DataBrief, Domain, FactSheet, Finding
+from swarm.research.feedback import rerank, revise_suggestion, run_outcomes
+from swarm.research.models import DataBrief, Domain, FactSheet, Finding, SuggestedParameters
 from swarm.research.news import archive_headlines, headlines_for
 from swarm.research.subagents import SUBAGENTS, ResearchContext, run_subagent
 from swarm.research.synthesis import lead, render_research_md, synthesize_domain
@@ -97,6 +97,12 @@ def data_extractor(state: DevelopState, runtime: Runtime[RunContext]) -> dict[st
             )
         )
     brief = build_data_brief(briefs)
+    failure = state.get("failure") or {}
+    hints = [a for a in failure.get("actions", []) if a.startswith("hint:")]
+    revised, note = revise_suggestion(brief.suggested.model_dump(), hints, round_)
+    if note is not None:  # a RESEARCH round: start from what the gate's failure suggests
+        brief = brief.model_copy(update={"suggested": SuggestedParameters(**revised)})
+        ctx.progress.stage("research", f"starting parameters revised: {note}")
     ctx.run.write_text("research/data_brief.md", render_data_brief_md(brief))
     ctx.run.write_json("research/data_brief.json", brief.model_dump(mode="json"))
     return {

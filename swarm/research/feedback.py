@@ -80,3 +80,55 @@ def rerank(
     if untried and tried:
         notes.append(f"not yet tried in this run, so first: {', '.join(untried)}")
     return untried + tried, notes
+
+
+# What a failure says about the horizon and the risk of the suggested starting parameters:
+# (lookback factor, max-hold factor, stop factor, why). First matching hint wins.
+_HINT_REVISIONS: tuple[tuple[str, float, float, float, str], ...] = (
+    ("zero_trades", 0.6, 1.0, 1.0, "no trades: a shorter lookback lets signals fire"),
+    ("too_few_trades", 0.7, 1.0, 1.0, "too few trades: a shorter lookback, more signals"),
+    ("cost_drag", 1.5, 1.5, 1.0, "costs eat the edge: a longer horizon, fewer and longer trades"),
+    ("deep_drawdown", 1.0, 1.0, 0.75, "drawdowns too deep: a tighter stop"),
+    ("fold_collapse", 1.5, 1.0, 1.0, "the edge collapses in some folds: a slower, steadier signal"),
+)
+# No specific defect (no edge / not significant): look at another horizon each round.
+_EXPLORE = (2.0, 0.5)
+
+
+def revise_suggestion(
+    suggested: Mapping[str, Any], hints: Sequence[str], research_round: int
+) -> tuple[dict[str, Any], str | None]:
+    """The data brief's starting parameters revised by the run's last failure: (revised,
+    note), or the same values and None on the first round.
+
+    The strategy developer seeds a RESEARCH round's fresh ideas with these, so a new round
+    tries a different horizon or risk setting instead of the same parameters again.
+    """
+    out = dict(suggested)
+    if research_round < 2:
+        return out, None
+    names = {h.removeprefix("hint:") for h in hints}
+    rule = next((r for r in _HINT_REVISIONS if r[0] in names), None)
+    if rule is not None:
+        _, look, hold, stop, why = rule
+    else:
+        look = _EXPLORE[(research_round - 2) % len(_EXPLORE)]
+        hold, stop = 1.0, 1.0
+        why = f"no single defect: try another horizon (lookback x{look:g})"
+    before = {k: out.get(k) for k in ("lookback", "max_hold_bars", "stop_loss_pct")}
+    if isinstance(out.get("lookback"), int | float):
+        out["lookback"] = max(5, int(round(out["lookback"] * look)))
+    if isinstance(out.get("max_hold_bars"), int | float):
+        out["max_hold_bars"] = max(2, int(round(out["max_hold_bars"] * hold)))
+    if isinstance(out.get("stop_loss_pct"), int | float):
+        out["stop_loss_pct"] = round(out["stop_loss_pct"] * stop, 2)
+        if isinstance(out.get("take_profit_pct"), int | float) and stop != 1.0:
+            out["take_profit_pct"] = round(out["take_profit_pct"] * stop, 2)
+    changes = ", ".join(
+        f"{k} {before[k]:g}->{out[k]:g}"
+        for k in before
+        if isinstance(before[k], int | float) and out.get(k) != before[k]
+    )
+    note = f"round {research_round}, after the gate: {why}" + (f" ({changes})" if changes else "")
+    out["reasoning"] = f"{str(out.get('reasoning', '')).rstrip('.')}; revised in {note}"
+    return out, note

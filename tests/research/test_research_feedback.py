@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from gate.contracts import GateDecision, Route, VariantEvaluation
-from swarm.research.feedback import rerank, run_outcomes
+from swarm.research.feedback import rerank, revise_suggestion, run_outcomes
 
 pytestmark = pytest.mark.unit
 
@@ -65,3 +65,41 @@ def test_a_pass_outranks_scores_and_ties_keep_the_research_order() -> None:
 def test_no_decisions_changes_nothing() -> None:
     families, notes = rerank(["momentum", "trend"], run_outcomes([]))
     assert families == ["momentum", "trend"] and notes == []
+
+
+SUGGESTED = {
+    "family": "momentum", "lookback": 50, "bollinger_width": 2.0, "stop_loss_pct": 4.0,
+    "take_profit_pct": 8.0, "max_hold_bars": 20, "reasoning": "trending-up",
+}  # fmt: skip
+
+
+def test_first_round_keeps_the_data_briefs_parameters() -> None:
+    assert revise_suggestion(SUGGESTED, ["hint:cost_drag"], 1) == (SUGGESTED, None)
+
+
+@pytest.mark.parametrize(
+    ("hints", "lookback", "hold", "stop", "why"),
+    [
+        (["hint:too_few_trades", "hint:near_threshold"], 35, 20, 4.0, "too few trades"),
+        (["hint:zero_trades"], 30, 20, 4.0, "no trades"),
+        (["hint:cost_drag"], 75, 30, 4.0, "costs eat the edge"),
+        (["hint:deep_drawdown", "hint:regime_mismatch"], 50, 20, 3.0, "drawdowns"),
+        (["hint:fold_collapse"], 75, 20, 4.0, "collapses"),
+    ],
+)
+def test_a_failure_moves_the_horizon_or_the_risk(hints, lookback, hold, stop, why) -> None:
+    revised, note = revise_suggestion(SUGGESTED, hints, 2)
+    assert (revised["lookback"], revised["max_hold_bars"], revised["stop_loss_pct"]) == (
+        lookback, hold, stop,
+    )  # fmt: skip
+    assert why in note and why in revised["reasoning"]
+    assert revised["reasoning"].startswith("trending-up; revised in round 2")
+    assert revised["family"] == "momentum" and SUGGESTED["lookback"] == 50  # input untouched
+
+
+def test_no_specific_defect_explores_a_longer_then_a_shorter_horizon() -> None:
+    second, _ = revise_suggestion(SUGGESTED, ["hint:low_dsr"], 2)
+    third, note = revise_suggestion(SUGGESTED, ["hint:low_dsr"], 3)
+    assert (second["lookback"], third["lookback"]) == (100, 25)
+    assert "another horizon" in note
+    assert revise_suggestion(SUGGESTED | {"lookback": 6}, [], 3)[0]["lookback"] == 5  # floor

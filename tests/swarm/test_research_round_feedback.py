@@ -31,3 +31,23 @@ def test_research_round_reorders_families_by_this_runs_verdicts(tmp_path_factory
     md = (run_dir / "research" / "research.md").read_text()
     assert "## This run's gate so far" in md
     assert rerank([], tracks) == ([], [])
+
+
+def test_research_round_starts_from_revised_parameters(tmp_path_factory, daily_dir):
+    run_dir, _ = shared_run(tmp_path_factory, "reference", reference_args(daily_dir))
+    brief = json.loads((run_dir / "research" / "data_brief.json").read_text())
+    suggested = brief["suggested"]
+    assert "revised in round 2, after the gate" in suggested["reasoning"], suggested
+    assert "revised in round 2" in (run_dir / "research" / "data_brief.md").read_text()
+    # The RESEARCH iteration's fresh ideas are seeded with the revised lookback.
+    variants = json.loads((run_dir / "variants.json").read_text())  # by variant id
+    research = [v for v in variants.values() if v["route"] == "RESEARCH"]
+    assert research, [v["route"] for v in variants.values()]
+    from strategies.families import LOOKBACK_PARAM
+
+    seeded = [
+        v["spec"]["parameters"].get(LOOKBACK_PARAM.get(v["spec"]["entry"], ""))
+        for v in research
+        if LOOKBACK_PARAM.get(v["spec"]["entry"]) in v["spec"]["parameters"]
+    ]
+    assert suggested["lookback"] in seeded, (suggested["lookback"], seeded)

@@ -19,9 +19,10 @@ from pathlib import Path
 
 from experiments.tracker import read_records, strip_volatile
 
-# One symbol, two folds, three variants, three iterations: RESEARCH -> TUNE -> SUCCESS on the
-# real corpus at the time of writing (so the holdout, export and a parent/child diff are on the
-# path); the tests compare runs with each other and do not depend on that route.
+# One symbol, two folds, three variants, up to three iterations: RESEARCH -> SUCCESS on the
+# real corpus at the time of writing (so a research round with gate feedback, the holdout and
+# the export are on the path); the tests compare runs with each other and do not depend on the
+# exact route.
 SEED = 2
 
 

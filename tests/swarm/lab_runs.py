@@ -74,36 +74,30 @@ def comparable(run_dir: Path) -> list[dict]:
     return strip_volatile(read_records(run_dir / "experiments.jsonl"))
 
 
-def n_checkpoints(run_dir: Path | None) -> int:
-    """Checkpoints written so far (0 while the database does not exist or is busy)."""
+def _count(run_dir: Path | None, query: str, *params: str) -> int:
+    """A count from the run's checkpoint database, read-only; 0 while it is not there or busy."""
     db = run_dir / "checkpoints.sqlite" if run_dir else None
     if db is None or not db.exists():
         return 0
     try:
         conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=0.2)
         try:
-            return conn.execute("SELECT count(*) FROM checkpoints").fetchone()[0]
+            return conn.execute(query, params).fetchone()[0]
         finally:
             conn.close()
     except sqlite3.Error:
         return 0
+
+
+def n_checkpoints(run_dir: Path | None) -> int:
+    """Checkpoints written so far."""
+    return _count(run_dir, "SELECT count(*) FROM checkpoints")
 
 
 def n_saved_tasks(run_dir: Path | None, channel: str) -> int:
     """Finished tasks whose writes LangGraph has saved, counted by a channel they write
-    (a backtest task writes ``branch:to:gate``); 0 while the database is not there or busy."""
-    db = run_dir / "checkpoints.sqlite" if run_dir else None
-    if db is None or not db.exists():
-        return 0
-    try:
-        conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=0.2)
-        try:
-            query = "SELECT count(DISTINCT task_id) FROM writes WHERE channel = ?"
-            return conn.execute(query, (channel,)).fetchone()[0]
-        finally:
-            conn.close()
-    except sqlite3.Error:
-        return 0
+    (a backtest task writes ``branch:to:gate``)."""
+    return _count(run_dir, "SELECT count(DISTINCT task_id) FROM writes WHERE channel = ?", channel)
 
 
 def _shared_root(tmp_path_factory) -> Path:

@@ -79,10 +79,3 @@ def common_matrix(series: list[dict[str, float]]) -> np.ndarray:
     return np.array([[s[d] for s in series] for d in common], dtype=float).reshape(
         len(common), len(series)
     )
-
-
-def returns_matrix(results: list[BacktestResult], variant_ids: list[str]) -> np.ndarray:
-    """T x N matrix of the variants' portfolio returns on the dates they all share."""
-    return common_matrix(
-        [portfolio_series([r for r in results if r.variant_id == vid]) for vid in variant_ids]
-    )

@@ -6,7 +6,7 @@ import math
 from collections.abc import Mapping
 
 from backtest.contracts import BacktestResult, JobStatus, Metrics
-from gate.aggregate import aggregate_variant, common_matrix, portfolio_series
+from gate.aggregate import aggregate_variant, common_matrix
 from gate.contracts import Criteria, VariantEvaluation
 from gate.criteria import is_met, metric_value, rule_label
 from gate.fuzzy import FuzzyScorer
@@ -136,14 +136,6 @@ def best_evaluation(evaluations: list[VariantEvaluation]) -> VariantEvaluation |
         return (e.passed, e.score, e.dsr if e.dsr is not None else -1.0, sharpe)
 
     return max(evaluations, key=key)
-
-
-def iteration_pbo(
-    results: list[BacktestResult], variant_ids: list[str], *, n_blocks: int = 16
-) -> float | None:
-    """PBO by CSCV over these variants with returns; None below 8 variants or too little data."""
-    series = {v: portfolio_series([r for r in results if r.variant_id == v]) for v in variant_ids}
-    return run_pbo(series, n_blocks=n_blocks)
 
 
 def run_pbo(series: Mapping[str, Mapping[str, float]], *, n_blocks: int = 16) -> float | None:

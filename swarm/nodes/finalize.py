@@ -54,7 +54,7 @@ def holdout(state: DevelopState, runtime: Runtime[RunContext]) -> dict[str, Any]
         {s: ctx.data[s].bars for s in ctx.symbols}, fold.start, fold.end,
         periods_per_year=ctx.periods_per_year,
     )  # fmt: skip
-    rets = portfolio_series(results, ctx.periods_per_year)
+    rets = portfolio_series(results)
     for r in results:
         ctx.run.tracker.append(
             {

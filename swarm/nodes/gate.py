@@ -38,12 +38,10 @@ from swarm.nodes.llm_log import llm_logger, log_usage
 from swarm.state import DevelopState
 
 
-def portfolio_series(results: list[BacktestResult], periods_per_year: int) -> pd.Series:
+def portfolio_series(results: list[BacktestResult]) -> pd.Series:
     """The equal-weight portfolio's per-period returns, indexed by date."""
-    ok = [r for r in results if r.status == JobStatus.OK]
-    _, _, rets = aggregate_variant(ok, periods_per_year=periods_per_year)
-    dates = sorted({d for r in ok for d in r.return_dates})
-    return pd.Series(list(rets), index=pd.to_datetime(dates[: len(rets)]), dtype=float)
+    by_date = variant_series(results)
+    return pd.Series(list(by_date.values()), index=pd.to_datetime(list(by_date)), dtype=float)
 
 
 def _scorer(ctx: RunContext) -> FuzzyScorer:
@@ -71,9 +69,7 @@ def gate(state: DevelopState, runtime: Runtime[RunContext]) -> dict[str, Any]:
     if top is not None:
         previous = VariantEvaluation.model_validate(best) if best else None
         if previous is None or best_evaluation([previous, top]) is top:
-            rets = portfolio_series(
-                [r for r in results if r.variant_id == top.variant_id], ctx.periods_per_year
-            )
+            rets = portfolio_series([r for r in results if r.variant_id == top.variant_id])
             best = top.model_dump(mode="json") | {
                 "portfolio": {
                     "dates": [d.date().isoformat() for d in rets.index],

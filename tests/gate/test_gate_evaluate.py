@@ -120,22 +120,23 @@ def test_many_trials_deflate_a_mediocre_variant() -> None:
     assert e.dsr is not None and e.dsr < 0.5 and not e.passed
 
 
-def test_iteration_pbo_needs_eight_variants() -> None:
-    from gate.evaluate import iteration_pbo
+def test_run_pbo_needs_eight_variants() -> None:
+    from gate.aggregate import portfolio_series
+    from gate.evaluate import run_pbo
 
     rng = np.random.default_rng(5)
     results = [make_result(f"v{i}", rng.normal(0, 0.01, N), dates=DATES) for i in range(10)]
-    ids = [f"v{i}" for i in range(10)]
-    assert iteration_pbo(results, ids[:7]) is None
-    pbo = iteration_pbo(results, ids)
+    series = {r.variant_id: portfolio_series([r]) for r in results}
+    assert run_pbo(dict(list(series.items())[:7])) is None
+    pbo = run_pbo(series)
     assert pbo is not None and 0.0 <= pbo <= 1.0
-    results += [make_result("edge", rng.normal(0.004, 0.01, N), dates=DATES)]
-    assert iteration_pbo(results, [*ids, "edge"]) < 0.1
+    edge = make_result("edge", rng.normal(0.004, 0.01, N), dates=DATES)
+    assert run_pbo(series | {"edge": portfolio_series([edge])}) < 0.1
 
 
 def test_run_pbo_ranks_every_variant_of_the_run_whatever_the_order() -> None:
     from gate.aggregate import portfolio_series
-    from gate.evaluate import iteration_pbo, run_pbo
+    from gate.evaluate import run_pbo
 
     rng = np.random.default_rng(11)
     # Five noise variants per "iteration", three iterations: no iteration alone has 8.
@@ -143,7 +144,7 @@ def test_run_pbo_ranks_every_variant_of_the_run_whatever_the_order() -> None:
                for i in range(3) for k in range(5)]  # fmt: skip
     series = {r.variant_id: portfolio_series([r]) for r in results}
     first = {k: v for k, v in series.items() if k.startswith("i0-")}
-    assert iteration_pbo(results, list(first)) is None and run_pbo(first) is None
+    assert run_pbo(first) is None
     pbo = run_pbo(series)
     assert pbo is not None and 0.0 <= pbo <= 1.0
     assert run_pbo(dict(reversed(list(series.items())))) == pbo  # a resume reloads in any order

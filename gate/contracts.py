@@ -69,7 +69,12 @@ class FailureAnalysis(BaseModel):
     root_cause: str
     confidence: float = Field(ge=0, le=1)
     evidence: list[str] = Field(default_factory=list)
-    actions: list[str] = Field(default_factory=list)
+    actions: list[str] = Field(default_factory=list)  # for people, then "hint:<name>" for code
+
+    @property
+    def hints(self) -> list[str]:
+        """The machine-readable hints among the actions, without their ``hint:`` prefix."""
+        return [a.removeprefix("hint:") for a in self.actions if a.startswith("hint:")]
 
 
 class TrajectoryAnalysis(BaseModel):

@@ -71,6 +71,7 @@ def propose(
             seen.add(key)
             out.append(Proposal(spec, parent, why))
 
+    hints = failure.hints if failure else []
     if route == "FIX":
         for ev, spec in last:
             problem = problem_of(ev, min_trades)
@@ -78,19 +79,14 @@ def propose(
                 with contextlib.suppress(LookupError):  # no untried repair left for this one
                     add(fix(spec, problem, rng=rng, seen=seen), ev.variant_id, f"fix {problem}")
     elif route == "REFINE":
-        hints = [
-            a.split(":", 1)[1]
-            for a in (failure.actions if failure else [])
-            if a.startswith("hint:")
-        ]
-        hints = hints or ["deep_drawdown"]
+        refine_hints = hints or ["deep_drawdown"]
         ranked = sorted(last, key=lambda p: p[0].score, reverse=True)
         # Refine the best of each family, so the design change is tried on several ideas.
         by_family: dict[str, tuple[VariantEvaluation, StrategySpec]] = {}
         for ev, spec in ranked:
             by_family.setdefault(ev.family, (ev, spec))
         for i, (ev, spec) in enumerate(by_family.values()):
-            hint = hints[i % len(hints)]
+            hint = refine_hints[i % len(refine_hints)]
             with contextlib.suppress(LookupError):  # every design change already tried
                 add(
                     refine(spec, failure_hint=hint, rng=rng, seen=seen),
@@ -98,8 +94,7 @@ def propose(
                     f"refine: {hint}",
                 )
 
-    hints = {a for a in (failure.actions if failure else []) if a.startswith("hint:")}
-    if route == "TUNE" and best is not None and "hint:too_few_trades" in hints:
+    if route == "TUNE" and best is not None and "too_few_trades" in hints:
         # A near miss on the trade floor: half the slots move toward more signals.
         best_id, best_spec = best
         for spec in toward_more_trades(best_spec, max(1, n // 2), rng=rng, seen=seen):

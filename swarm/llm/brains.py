@@ -218,7 +218,7 @@ def llm_failure(
         invented = ungrounded_numbers(ans.root_cause, allowed_numbers)
         if invented:
             return None, f"numbers not in the facts: {invented[:3]}"
-        hints = [a for a in rules.actions if a.startswith("hint:")]  # machine hints stay the rules'
+        hints = [f"hint:{h}" for h in rules.hints]  # machine hints stay the rules'
         return FailureAnalysis(
             failure_type=FailureType(ans.failure_type),
             root_cause=ans.root_cause,

@@ -15,6 +15,7 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
 from langgraph.types import Send
 
+from gate.contracts import FailureAnalysis
 from swarm.context import RunContext
 from swarm.llm.brains import llm_finding, llm_summary
 from swarm.nodes.llm_log import llm_logger
@@ -97,8 +98,8 @@ def data_extractor(state: DevelopState, runtime: Runtime[RunContext]) -> dict[st
             )
         )
     brief = build_data_brief(briefs)
-    failure = state.get("failure") or {}
-    hints = [a for a in failure.get("actions", []) if a.startswith("hint:")]
+    failure = state.get("failure")
+    hints = FailureAnalysis.model_validate(failure).hints if failure else []
     revised, note = revise_suggestion(brief.suggested.model_dump(), hints, round_)
     if note is not None:  # a RESEARCH round: start from what the gate's failure suggests
         brief = brief.model_copy(update={"suggested": SuggestedParameters(**revised)})

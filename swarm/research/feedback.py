@@ -1,10 +1,12 @@
 """What this run's gate has taught the research so far.
 
 A RESEARCH round re-reads the same data with the same subagents, so on its own it would
-recommend the same families again. The difference has to come from the gate's verdicts in
-this run (memory holds other runs, and may be off): families not yet tried come first,
-then the tried ones from the closest to passing to the farthest. Pure functions; the leader
-applies them and records the notes.
+recommend the same families and starting parameters again. The difference has to come from
+the gate's verdicts in this run (memory holds other runs, and may be off): families not yet
+tried come first, then the tried ones from the closest to passing to the farthest
+(``rerank``, applied by the leader), and the data brief's starting parameters move the way
+the last failure points (``revise_suggestion``, applied by the data extractor). Pure
+functions; the nodes apply them and record the notes.
 """
 
 from __future__ import annotations

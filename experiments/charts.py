@@ -79,20 +79,61 @@ def plot_trajectory(
 
 
 def plot_equity(
-    curves: dict[str, pd.Series], title: str, path: Path, *, base: float = 100_000.0
+    windows: dict[str, tuple[pd.Series, pd.Series]],
+    *,
+    benchmark: str,
+    path: Path,
+    title: str = "",
 ) -> Path:
-    """Equity curves from per-period returns (each a date-indexed Series)."""
-    fig, ax = plt.subplots(figsize=(9, 4.5))
-    for label, rets in curves.items():
-        if rets is None or rets.empty:
+    """Strategy against its benchmark, per window (in-sample, holdout), in three panels:
+    growth of 1 on a log scale, the drawdowns, and the cumulative active return (the
+    strategy's wealth relative to the benchmark's, in %: rising = beating it).
+
+    ``windows``: label -> (strategy returns, benchmark returns), each date-indexed; each
+    window starts from 1, as each was run from cash.
+    """
+    fig, (ax_eq, ax_dd, ax_act) = plt.subplots(
+        3, 1, figsize=(10, 7.5), sharex=True, gridspec_kw={"height_ratios": [3, 1.2, 1.5]}
+    )
+    colours = {"in-sample": "tab:blue", "holdout": "tab:green"}
+    for label, (strategy, bench) in windows.items():
+        s = strategy.astype(float).sort_index()
+        b = bench.astype(float).sort_index()
+        if s.empty:
             continue
-        equity = base * (1.0 + rets.astype(float)).cumprod()
-        style = "--" if "buy & hold" in label else "-"
-        ax.plot(equity.index, equity.to_numpy(), style, label=label, linewidth=1.2)
-    ax.set_title(title)
-    ax.set_ylabel("portfolio value")
-    ax.grid(alpha=0.3)
-    ax.legend(loc="best", fontsize=8)
+        colour = colours.get(label, "tab:purple")
+        growth = (1.0 + s).cumprod()
+        ax_eq.plot(growth.index, growth.to_numpy(), "-", color=colour, linewidth=1.3,
+                   label=f"strategy ({label})")  # fmt: skip
+        ax_dd.fill_between(growth.index, 100.0 * (growth / growth.cummax() - 1.0), 0.0,
+                           color=colour, alpha=0.35, linewidth=0)  # fmt: skip
+        if b.empty:
+            continue
+        b_growth = (1.0 + b).cumprod()
+        ax_eq.plot(b_growth.index, b_growth.to_numpy(), "--", color="0.35", linewidth=1.1,
+                   label=f"{benchmark} ({label})")  # fmt: skip
+        ax_dd.plot(b_growth.index, 100.0 * (b_growth / b_growth.cummax() - 1.0), "--",
+                   color="0.35", linewidth=0.8)  # fmt: skip
+        both = pd.concat([growth.rename("s"), b_growth.rename("b")], axis=1).ffill().dropna()
+        active = 100.0 * (both["s"] / both["b"] - 1.0)
+        ax_act.plot(active.index, active.to_numpy(), color=colour, linewidth=1.2)
+        ax_act.fill_between(active.index, active.to_numpy(), 0.0, color=colour, alpha=0.15)
+    if "holdout" in windows and not windows["holdout"][0].empty:
+        opened = windows["holdout"][0].sort_index().index[0]
+        for ax in (ax_eq, ax_dd, ax_act):
+            ax.axvline(opened, color="tab:red", linestyle=":", linewidth=1)
+        ax_eq.annotate("holdout opened", (opened, 1.0), textcoords="offset points",
+                       xytext=(4, 4), fontsize=7, color="tab:red")  # fmt: skip
+    ax_eq.set_yscale("log")
+    ax_eq.axhline(1.0, color="0.7", linewidth=0.8)
+    ax_eq.set_ylabel("growth of 1 (log)")
+    ax_eq.set_title(title or f"strategy vs {benchmark}")
+    ax_eq.legend(loc="best", fontsize=8)
+    ax_dd.set_ylabel("drawdown %")
+    ax_act.axhline(0.0, color="0.5", linewidth=0.8)
+    ax_act.set_ylabel(f"active vs\n{benchmark} %")
+    for ax in (ax_eq, ax_dd, ax_act):
+        ax.grid(alpha=0.3)
     fig.autofmt_xdate()
     fig.tight_layout()
     return _save(fig, path)

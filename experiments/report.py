@@ -23,6 +23,23 @@ def _metrics_row(label: str, m: dict[str, Any] | None) -> str:
     )
 
 
+ALPHA_HEADER = [
+    "| window | alpha % a year | beta | HAC t of alpha | appraisal ratio | information ratio | "
+    "excess Sharpe | deflated alpha |",
+    "|---|---|---|---|---|---|---|---|",
+]
+
+
+def _alpha_row(label: str, a: dict[str, Any] | None) -> str:
+    a = a or {}
+    return (
+        f"| {label} | {_f(a.get('alpha_annual_pct'))} | {_f(a.get('beta'))} | "
+        f"{_f(a.get('t_stat'))} | {_f(a.get('appraisal_ratio'))} | "
+        f"{_f(a.get('information_ratio'))} | {_f(a.get('excess_sharpe'))} | "
+        f"{_f(a.get('deflated_alpha'), 3)} |"
+    )
+
+
 METRICS_HEADER = [
     "| window | sharpe | sortino | CAGR % | max DD % | win rate % | profit factor | trades | exposure % |",
     "|---|---|---|---|---|---|---|---|---|",
@@ -45,6 +62,9 @@ def render_report(
     n_records: int | None = None,
 ) -> str:
     charts = charts or []
+    bench = verdict.get("benchmark") or {"name": "buy-and-hold", "description": "buy & hold"}
+    bname = bench["name"]
+    cash = bname == "cash"
     out = [
         f"# Strategy lab run `{run_id}`",
         "",
@@ -62,13 +82,26 @@ def render_report(
         f"{data['split']['holdout_start']} .. {data['split']['holdout_end']}",
         f"- Costs: commission {config['costs']['commission_pct']}% and slippage "
         f"{config['costs']['slippage_pct']}% per side; market orders fill at the next bar's open",
+        f"- Benchmark: {bench.get('description', bname)}"
+        + (
+            " — the absolute test: market exposure counts as edge here"
+            if cash
+            else "; same windows, one entry at the same costs"
+        ),
         f"- Gate criteria: `{criteria_text}`; a pass also needs fuzzy score >= "
-        f"{verdict['score_threshold']} and deflated Sharpe >= {verdict['dsr_threshold']}",
+        f"{verdict['score_threshold']}, deflated Sharpe >= {verdict['dsr_threshold']}"
+        + (
+            ""
+            if cash
+            else f", deflated alpha over {bname} >= {verdict.get('deflated_alpha_threshold', 0.95)}"
+        )
+        + f" and Hansen's SPA p-value over every trial <= {verdict.get('spa_threshold', 0.05)}",
         "",
         "## Route history",
         "",
-        "| iteration | variants | passed | best variant | best score | DSR | failure | trajectory | decision |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| iteration | variants | passed | best variant | best score | DSR | beta | alpha t | "
+        "deflated alpha | SPA p | failure | trajectory | decision |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for d in decisions:
         evs = d["evaluations"]
@@ -77,6 +110,10 @@ def render_report(
             f"| {d['iteration']} | {len(evs)} | {sum(e['passed'] for e in evs)} | "
             f"{d['best_variant_id'] or '–'} | {_f(best['score'] if best else None, 3)} | "
             f"{_f(best['dsr'] if best else None, 3)} | "
+            f"{_f(((best or {}).get('alpha') or {}).get('beta'))} | "
+            f"{_f(((best or {}).get('alpha') or {}).get('t_stat'))} | "
+            f"{_f(((best or {}).get('alpha') or {}).get('deflated_alpha'), 3)} | "
+            f"{_f(d.get('spa_pvalue'), 3)} | "
             f"{(d.get('failure') or {}).get('failure_type', '–')} | "
             f"{(d.get('trajectory') or {}).get('status', '–')} | {d['decision']} |"
         )
@@ -124,11 +161,12 @@ def render_report(
         ]
         for window, row in figures.items():
             out.append(_metrics_row(f"{window} (strategy)", row.get("metrics")))
-            out.append(_metrics_row(f"{window} (buy & hold)", row.get("buy_and_hold")))
+            out.append(_metrics_row(f"{window} ({bname})", row.get("buy_and_hold")))
         if not figures:
-            out.append(
-                _metrics_row("in-sample (buy & hold)", verdict.get("buy_and_hold_in_sample"))
-            )
+            out.append(_metrics_row(f"in-sample ({bname})", verdict.get("buy_and_hold_in_sample")))
+        if any(row.get("alpha") for row in figures.values()):
+            out += ["", f"Against {bench.get('description', bname)}:", "", *ALPHA_HEADER]
+            out += [_alpha_row(w, row.get("alpha")) for w, row in figures.items()]
         if "holdout" not in figures:
             out += [
                 "",
@@ -161,6 +199,16 @@ def render_report(
             if pbo is not None
             else "sample): not computed (needs >= 8 variants with returns on shared dates)"
         ),
+        f"- Deflated alpha of the best variant over {bname}: "
+        f"{_f((verdict.get('best_alpha') or {}).get('deflated_alpha'), 3)} when it was selected; "
+        f"{_f(verdict.get('best_deflated_alpha_all_trials'), 3)} deflated by all "
+        f"{verdict['n_trials']} trials"
+        + (" (reported only: against cash the deflated Sharpe is the test)" if cash else ""),
+        f"- Reality check (Hansen's SPA, stationary bootstrap) of all "
+        f"{verdict.get('spa_trials', 0)} trials with returns against {bname}: p = "
+        f"{_f(verdict.get('spa_pvalue'), 3)} (a pass needs <= "
+        f"{verdict.get('spa_threshold', 0.05)}): the chance that the best of them looks this "
+        "good if none beats the benchmark",
     ]
     ts = verdict.get("trial_sharpes") or {}
     if ts.get("threshold") is not None:
@@ -182,6 +230,14 @@ def render_report(
         f"- Data: {_sources(data)}. OHLC are split-adjusted but not dividend-adjusted in the "
         "Yahoo-style corpus; signals and fills use those prices.",
         "- In-sample folds were looked at many times by the search; only the holdout is out-of-sample.",
+        (
+            "- The benchmark is cash: a strategy that only holds the market passes this test; "
+            "rerun with `--benchmark buy-and-hold` or a symbol to ask for alpha."
+            if cash
+            else f"- Alpha and beta come from an OLS of the strategy's daily returns on {bname}'s "
+            "with Newey-West (HAC) errors; a strategy with beta near 1 and no alpha is the "
+            "benchmark with extra costs."
+        ),
         "",
         "## Reproduce and review",
         "",

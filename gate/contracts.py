@@ -7,6 +7,7 @@ from enum import StrEnum
 from pydantic import BaseModel, Field
 
 from backtest.contracts import Metrics
+from gate.alpha import AlphaStats
 
 
 class Route(StrEnum):
@@ -44,6 +45,8 @@ class Criteria(BaseModel):
     min_trades: int = 30
     score_threshold: float = 0.6  # fuzzy quality needed to pass
     dsr_threshold: float = 0.95  # deflated Sharpe needed to pass
+    deflated_alpha_threshold: float = 0.95  # deflated alpha over the benchmark needed to pass
+    spa_threshold: float = 0.05  # Hansen's SPA p-value over every trial must be at most this
 
 
 class VariantEvaluation(BaseModel):
@@ -61,6 +64,8 @@ class VariantEvaluation(BaseModel):
     criteria_met: dict[str, bool] = Field(default_factory=dict)
     score: float = 0.0
     dsr: float | None = None
+    alpha: AlphaStats | None = None  # against the run's benchmark, in-sample
+    spa_pvalue: float | None = None  # the run's reality check when this was evaluated
     passed: bool = False
 
 
@@ -111,6 +116,8 @@ class GateDecision(BaseModel):
     reasoning: str
     actions: list[str] = Field(default_factory=list)
     n_trials: int = 0
+    spa_pvalue: float | None = None  # Hansen's SPA over every trial so far vs the benchmark
+    spa_trials: int = 0
 
 
 class IterationSummary(BaseModel):

@@ -8,6 +8,7 @@ import types
 import typing
 
 from backtest.contracts import Metrics
+from gate.alpha import ALPHA_CRITERIA, AlphaStats, criteria_value
 from gate.contracts import Criteria, Criterion
 from gate.errors import CriteriaError
 
@@ -16,7 +17,14 @@ DEFAULT_CRITERIA_TEXT = (
 )
 OPS = (">=", "<=", ">", "<")
 # Names that set Criteria fields instead of adding a metric rule.
-SPECIAL = {"min_trades": "min_trades", "score": "score_threshold", "dsr": "dsr_threshold"}
+SPECIAL = {
+    "min_trades": "min_trades",
+    "score": "score_threshold",
+    "dsr": "dsr_threshold",
+    "deflated_alpha": "deflated_alpha_threshold",
+    "spa_p": "spa_threshold",
+}
+UPPER_BOUNDS = {"spa_p"}  # special names that cap a value ("spa_p<=0.05"); the rest floor it
 ATTAINMENT_MAX = 2.0  # attainment universe is 0..2: 1 = exactly at the threshold
 
 _NUMBER = r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?"
@@ -32,8 +40,10 @@ def _is_numeric(annotation: object) -> bool:
 
 
 def valid_metric_names() -> list[str]:
-    """Metrics fields a rule may name (the numeric ones), in declaration order."""
-    return [n for n, f in Metrics.model_fields.items() if _is_numeric(f.annotation)]
+    """Names a rule may use: the numeric Metrics fields in declaration order, then the
+    figures against the benchmark (``alpha_t``, ``beta``, ``information_ratio``...)."""
+    own = [n for n, f in Metrics.model_fields.items() if _is_numeric(f.annotation)]
+    return own + [n for n in ALPHA_CRITERIA if n not in own]
 
 
 def parse_criteria(text: str | None) -> Criteria:
@@ -54,8 +64,11 @@ def parse_criteria(text: str | None) -> Criteria:
             )
         name, op, num = m.group(1).lower(), m.group(2), float(m.group(3))
         if name in SPECIAL:
-            if op not in (">=", ">"):
-                raise CriteriaError(f"{name!r} only takes '>=', e.g. '{name}>={num:g}'")
+            want = ("<=", "<") if name in UPPER_BOUNDS else (">=", ">")
+            if op not in want:
+                raise CriteriaError(
+                    f"{name!r} only takes '{want[0]}', e.g. '{name}{want[0]}{num:g}'"
+                )
             if name == "min_trades":
                 if num < 0 or num != int(num):
                     raise CriteriaError(f"min_trades must be a whole number >= 0, got {num:g}")
@@ -81,7 +94,12 @@ def rule_label(c: Criterion) -> str:
     return f"{c.metric}{c.op}{c.threshold:g}"
 
 
-def metric_value(metrics: Metrics | None, name: str) -> float | None:
+def metric_value(
+    metrics: Metrics | None, name: str, alpha: AlphaStats | None = None
+) -> float | None:
+    """The figure a rule names: a Metrics field, or (``alpha_t``, ``beta``...) an AlphaStats one."""
+    if name in ALPHA_CRITERIA:
+        return criteria_value(alpha, name)
     if metrics is None:
         return None
     v = getattr(metrics, name, None)

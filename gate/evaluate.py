@@ -6,7 +6,8 @@ import math
 from collections.abc import Mapping
 
 from backtest.contracts import BacktestResult, JobStatus, Metrics
-from gate.aggregate import aggregate_variant, common_matrix
+from gate.aggregate import aggregate_variant, common_matrix, portfolio_series
+from gate.alpha import CASH, AlphaStats, aligned_stats, deflated_alpha
 from gate.contracts import Criteria, VariantEvaluation
 from gate.criteria import is_met, metric_value, rule_label
 from gate.fuzzy import FuzzyScorer
@@ -67,11 +68,20 @@ def evaluate_variants(
     scorer: FuzzyScorer | None = None,
     lookahead_flags: dict[str, str] | None = None,
     periods_per_year: int = 252,
+    benchmark: Mapping[str, float] | None = None,
+    benchmark_name: str = CASH,
+    spa_pvalue: float | None = None,
 ) -> list[VariantEvaluation]:
     """One evaluation per ``(variant_id, family, trial_key)``, in input order.
 
     Records every variant in ``ledger`` (mutated) before any DSR is computed, so
     this iteration's trials deflate this iteration's winner too.
+
+    ``benchmark`` (ISO date -> return, the in-sample windows) is what a variant must
+    beat: a pass then needs a deflated alpha over it too. None is ``cash``: alpha is
+    the mean return and the absolute DSR is the test, as it always was.
+    ``spa_pvalue`` is the run's reality check over every trial so far; when given, a
+    pass needs it at or below ``criteria.spa_threshold`` (None: not run, not required).
     """
     scorer = scorer or FuzzyScorer(criteria)
     flags = lookahead_flags or {}
@@ -90,6 +100,7 @@ def evaluate_variants(
             )
         )[:MAX_ERRORS_KEPT]
         vetoes = _vetoes(metrics, len(jobs), len(failed), criteria, flags.get(variant_id))
+        alpha = _alpha(jobs, metrics, benchmark, benchmark_name, periods_per_year)
         evals.append(
             VariantEvaluation(
                 variant_id=variant_id,
@@ -102,27 +113,63 @@ def evaluate_variants(
                 errors=errors,
                 vetoes=vetoes,
                 criteria_met={
-                    rule_label(c): is_met(c, metric_value(metrics, c.metric))
+                    rule_label(c): is_met(c, metric_value(metrics, c.metric, alpha))
                     for c in criteria.rules
                 },
+                alpha=alpha,
+                spa_pvalue=spa_pvalue,
             )
         )
         sr = metrics.sharpe_per_period if metrics is not None else None
-        ledger.record(trial_key, sr, n_obs=metrics.n_obs if metrics is not None else None)
+        ledger.record(
+            trial_key,
+            sr,
+            n_obs=metrics.n_obs if metrics is not None else None,
+            alpha_sharpe=alpha.alpha_sharpe_per_period if alpha is not None else None,
+        )
 
-    scores = scorer.score([e.metrics for e in evals])  # one vectorised simulation
+    # One vectorised simulation for all variants.
+    scores = scorer.score([e.metrics for e in evals], [e.alpha for e in evals])
     for e, s in zip(evals, scores, strict=True):
         # A vetoed variant is out whatever its metrics say: score 0 keeps it from ranking first.
         e.score = 0.0 if e.vetoes else float(s)
         e.dsr = _dsr(e.metrics, ledger)
+        if e.alpha is not None:
+            e.alpha.deflated_alpha = deflated_alpha(
+                e.alpha, trial_variance=ledger.trial_alpha_variance(), n_trials=ledger.n_trials
+            )
         e.passed = (
             not e.vetoes
             and e.score >= criteria.score_threshold
             and e.dsr is not None
             and e.dsr >= criteria.dsr_threshold
             and all(e.criteria_met.values())
+            and alpha_ok(e, criteria, cash=benchmark is None)
+            and (spa_pvalue is None or spa_pvalue <= criteria.spa_threshold)
         )
     return evals
+
+
+def alpha_ok(e: VariantEvaluation, criteria: Criteria, *, cash: bool) -> bool:
+    """Against a benchmark, the deflated alpha must clear its bar; against cash the
+    absolute DSR is the whole test (the alpha series is the strategy's own)."""
+    if cash:
+        return True
+    da = e.alpha.deflated_alpha if e.alpha is not None else None
+    return da is not None and da >= criteria.deflated_alpha_threshold
+
+
+def _alpha(
+    jobs: list[BacktestResult],
+    metrics: Metrics | None,
+    benchmark: Mapping[str, float] | None,
+    name: str,
+    periods_per_year: int,
+) -> AlphaStats | None:
+    if metrics is None:
+        return None
+    series = portfolio_series(jobs)
+    return aligned_stats(series, benchmark, name=name, periods_per_year=periods_per_year)
 
 
 def best_evaluation(evaluations: list[VariantEvaluation]) -> VariantEvaluation | None:

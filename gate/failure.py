@@ -31,6 +31,8 @@ LOW_RESEARCH_CONFIDENCE = 0.4
 FUNDAMENTAL_MIN_ITERATIONS = 3
 FUNDAMENTAL_SCORE = 0.35  # best fuzzy score stuck in "low" territory
 NEAR_ZERO_DSR = 0.1
+MARKET_BETA = 0.3  # at or above: a large part of the returns is the benchmark's own
+ALPHA_T_SIGNIFICANT = 2.0  # HAC t of the intercept below this: no alpha to speak of
 
 # Families that fight a regime (lower-cased regime -> family patterns).
 REGIME_CONTRADICTIONS: dict[str, tuple[str, ...]] = {
@@ -123,6 +125,24 @@ def _design_signals(e: VariantEvaluation, criteria: Criteria, f: _Findings) -> i
         )
         f.actions.append("trade less: longer lookbacks, a signal threshold or a minimum hold")
     return found
+
+
+def _market_exposure(e: VariantEvaluation, criteria: Criteria) -> str | None:
+    """Evidence that ``e``'s returns are mostly its benchmark's, or None."""
+    a = e.alpha
+    if a is None or a.benchmark == "cash" or a.beta is None or a.beta < MARKET_BETA:
+        return None
+    significant = a.t_stat is not None and a.t_stat >= ALPHA_T_SIGNIFICANT
+    deflated_ok = (
+        a.deflated_alpha is not None and a.deflated_alpha >= criteria.deflated_alpha_threshold
+    )
+    if significant or deflated_ok:
+        return None
+    return (
+        f"{e.variant_id}: beta {a.beta:.2f} to {a.benchmark}, alpha {_fmt(a.alpha_annual_pct)}% a "
+        f"year with HAC t {_fmt(a.t_stat)}, deflated alpha {_fmt(a.deflated_alpha)} < "
+        f"{criteria.deflated_alpha_threshold:g}"
+    )
 
 
 def _regime_mismatch(regime: str, families: list[str]) -> bool:
@@ -236,7 +256,24 @@ def analyse_failure(
             f,
         )
 
-    # 3. Near miss: tuning is the cheapest fix.
+    # 3. Returns that are the benchmark's: tuning a market exposure only finds more of it.
+    if exposure := _market_exposure(best, criteria):
+        f.hint("hint:market_exposure")
+        f.evidence.append(exposure)
+        f.actions.insert(
+            0,
+            "make the returns the strategy's own: time the exposure (trend or volatility "
+            "regime filter, exits), hedge it (long/short) or rank across names, rather than "
+            "tuning a design that mostly holds the market",
+        )
+        return _out(
+            FailureType.DESIGN_FLAW,
+            "the returns are market exposure: " + exposure.split(": ", 1)[1],
+            0.75,
+            f,
+        )
+
+    # 4. Near miss: tuning is the cheapest fix.
     if failing and all(a >= NEAR_ATTAINMENT for a in failing.values()) and design_hits == 0:
         f.hint("hint:near_threshold")
         f.actions.insert(
@@ -271,7 +308,40 @@ def analyse_failure(
             f,
         )
 
-    # 4. The premise: weak research or families fighting the regime.
+    if not failing and best.dsr is not None and best.dsr >= criteria.dsr_threshold:
+        da = best.alpha.deflated_alpha if best.alpha is not None else None
+        if (
+            best.alpha is not None
+            and best.alpha.benchmark != "cash"
+            and (da is None or da < criteria.deflated_alpha_threshold)
+        ):
+            f.hint("hint:low_alpha")
+            f.evidence.append(
+                f"criteria and DSR met but the deflated alpha over {best.alpha.benchmark} is "
+                f"{_fmt(da)} < {criteria.deflated_alpha_threshold}"
+            )
+            f.actions.insert(0, "strengthen the edge over the benchmark rather than tuning")
+            return _out(
+                FailureType.DESIGN_FLAW,
+                "the edge does not beat the benchmark once the trials are counted",
+                0.6,
+                f,
+            )
+        if best.spa_pvalue is not None and best.spa_pvalue > criteria.spa_threshold:
+            f.hint("hint:reality_check")
+            f.evidence.append(
+                f"Hansen's SPA p-value {best.spa_pvalue:.3f} > {criteria.spa_threshold}: the best "
+                "of the trials so far is not distinguishable from luck against the benchmark"
+            )
+            f.actions.insert(0, "strengthen the edge; more variations of the same idea add trials")
+            return _out(
+                FailureType.DESIGN_FLAW,
+                "the best trial does not survive the reality check over every trial",
+                0.6,
+                f,
+            )
+
+    # 5. The premise: weak research or families fighting the regime.
     if research_confidence < LOW_RESEARCH_CONFIDENCE or mismatch:
         if research_confidence < LOW_RESEARCH_CONFIDENCE:
             f.hint("hint:low_research_confidence")
@@ -289,7 +359,7 @@ def analyse_failure(
             f,
         )
 
-    # 5. Structural defects, or no edge as designed.
+    # 6. Structural defects, or no edge as designed.
     if design_hits:
         return _out(
             FailureType.DESIGN_FLAW,

@@ -23,6 +23,7 @@ from typing import Literal
 import numpy as np
 
 from backtest.contracts import Metrics
+from gate.alpha import AlphaStats
 from gate.contracts import Criteria
 from gate.criteria import ATTAINMENT_MAX, attainment, metric_value
 from gate.errors import CriteriaError, GateError
@@ -99,21 +100,34 @@ class FuzzyScorer:
             expr = part if expr is None else expr & part
         return expr
 
-    def attainments(self, metrics_list: Sequence[Metrics | None]) -> np.ndarray:
-        """(n_variants x n_criteria) attainment matrix, clipped into the universe."""
+    def attainments(
+        self,
+        metrics_list: Sequence[Metrics | None],
+        alphas: Sequence[AlphaStats | None] | None = None,
+    ) -> np.ndarray:
+        """(n_variants x n_criteria) attainment matrix, clipped into the universe.
+
+        ``alphas`` (one per entry) supply the figures of rules against the benchmark
+        (``alpha_t``, ``beta``...); without them those rules attain nothing.
+        """
+        al = list(alphas) if alphas is not None else [None] * len(metrics_list)
         return np.array(
             [
-                [attainment(c, metric_value(m, c.metric)) for c in self.criteria.rules]
-                for m in metrics_list
+                [attainment(c, metric_value(m, c.metric, a)) for c in self.criteria.rules]
+                for m, a in zip(metrics_list, al, strict=True)
             ],
             dtype=float,
         ).reshape(len(metrics_list), len(self.criteria.rules))
 
-    def score(self, metrics_list: Sequence[Metrics | None]) -> np.ndarray:
+    def score(
+        self,
+        metrics_list: Sequence[Metrics | None],
+        alphas: Sequence[AlphaStats | None] | None = None,
+    ) -> np.ndarray:
         """Quality 0..1 for every entry (None metrics attain nothing on any criterion)."""
         if len(metrics_list) == 0:
             return np.zeros(0)
-        return self.score_attainments(self.attainments(metrics_list))
+        return self.score_attainments(self.attainments(metrics_list, alphas))
 
     def score_attainments(self, att: np.ndarray) -> np.ndarray:
         att = np.clip(np.asarray(att, dtype=float), 0.0, ATTAINMENT_MAX)

@@ -17,6 +17,10 @@ it should detect. Under the null, a Sharpe estimated from T returns has variance
 and kurtosis terms vanish at SR = 0). So ``trial_sharpe_variance`` is the cross-sectional
 variance capped at that null variance: correlation can lower the bar, real dispersion
 cannot raise it above what noise alone produces.
+
+The same holds for alpha: each trial's alpha Sharpe (its appraisal ratio per period,
+against the run's benchmark) is kept beside its Sharpe, and ``trial_alpha_variance`` is
+their dispersion under the same cap, the ``V`` of the deflated alpha.
 """
 
 from __future__ import annotations
@@ -32,19 +36,27 @@ class TrialLedger(BaseModel):
     data_key: str = ""  # what "the same data" means (e.g. the dataset sha256s)
     trials: dict[str, float | None] = Field(default_factory=dict)  # key -> per-period Sharpe
     n_obs: dict[str, int] = Field(default_factory=dict)  # key -> returns behind its Sharpe
+    # key -> per-period alpha Sharpe against the benchmark (appraisal ratio per period)
+    alpha_trials: dict[str, float | None] = Field(default_factory=dict)
     variance_floor: float = Field(1e-6, gt=0)  # per-period Sharpe variance when < 2 Sharpes
 
     def record(
-        self, trial_key: str, sharpe_per_period: float | None, n_obs: int | None = None
+        self,
+        trial_key: str,
+        sharpe_per_period: float | None,
+        n_obs: int | None = None,
+        *,
+        alpha_sharpe: float | None = None,
     ) -> bool:
         """Count ``trial_key`` once; returns True when it is a new trial.
 
         A failed trial (Sharpe None) still counts; a later Sharpe for the same key
         fills in the missing value (and its ``n_obs``) but never adds a trial.
         """
-        value = None
-        if sharpe_per_period is not None and math.isfinite(sharpe_per_period):
-            value = float(sharpe_per_period)
+        value = _finite(sharpe_per_period)
+        alpha = _finite(alpha_sharpe)
+        if self.alpha_trials.get(trial_key) is None:  # first value, or filling a missing one
+            self.alpha_trials[trial_key] = alpha
         if trial_key in self.trials:
             if self.trials[trial_key] is None and value is not None:
                 self.trials[trial_key] = value
@@ -63,9 +75,14 @@ class TrialLedger(BaseModel):
     def sharpes(self) -> list[float]:
         return [v for v in self.trials.values() if v is not None]
 
+    def alpha_sharpes(self) -> list[float]:
+        return [v for v in self.alpha_trials.values() if v is not None]
+
     def empirical_sharpe_variance(self) -> float:
         """Cross-sectional variance (ddof=1) of the recorded per-period Sharpes, floored above 0."""
-        values = self.sharpes()
+        return self._dispersion(self.sharpes())
+
+    def _dispersion(self, values: list[float]) -> float:
         if len(values) < 2:
             return self.variance_floor
         return max(float(np.var(values, ddof=1)), self.variance_floor)
@@ -84,10 +101,17 @@ class TrialLedger(BaseModel):
         With fewer than two Sharpes there is no dispersion to measure: the null variance
         is used when known, else the floor.
         """
+        return self._capped(self.sharpes())
+
+    def trial_alpha_variance(self) -> float:
+        """The ``V`` of the deflated alpha: the trials' alpha-Sharpe dispersion, capped the same way."""
+        return self._capped(self.alpha_sharpes())
+
+    def _capped(self, values: list[float]) -> float:
         null = self.null_sharpe_variance()
-        if len(self.sharpes()) < 2:
+        if len(values) < 2:
             return null if null is not None else self.variance_floor
-        emp = self.empirical_sharpe_variance()
+        emp = self._dispersion(values)
         return min(emp, null) if null is not None else emp
 
     def save(self, path: str | Path) -> None:
@@ -100,3 +124,7 @@ class TrialLedger(BaseModel):
         if not p.exists():
             return cls(data_key=data_key)
         return cls.model_validate_json(p.read_text(encoding="utf-8"))
+
+
+def _finite(x: float | None) -> float | None:
+    return float(x) if x is not None and math.isfinite(x) else None

@@ -67,6 +67,11 @@ def decide_route(
                 f"{kind} but the score is stagnant: more tuning will not help, "
                 f"refine the design ({budget})"
             )
+        if "market_exposure" in failure.hints:  # tuning finds more of the same exposure
+            return Route.REFINE, (
+                f"{kind} (confidence {failure.confidence:.2f}): {failure.root_cause}; refine "
+                f"toward timed, hedged or cross-sectional designs ({budget})"
+            )
         if (
             kind in (FailureType.PARAMETER_ISSUE, FailureType.DESIGN_FLAW)
             and status == TrajectoryStatus.OSCILLATING

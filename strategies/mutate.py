@@ -278,7 +278,22 @@ def _slower(spec: StrategySpec, rng: random.Random) -> tuple[StrategySpec, str] 
     return spec.model_copy(update={"parameters": params}), "slower lookbacks x1.5"
 
 
+def _hedged(spec: StrategySpec, rng: random.Random) -> tuple[StrategySpec, str] | None:
+    """Long/short where the entry has a short mirror: the market's drift nets out."""
+    entry = ENTRIES.get(spec.entry)
+    if spec.long_short or entry is None or not entry.shortable:
+        return None
+    return spec.model_copy(update={"long_short": True}), "long/short"
+
+
 HINT_MOVES: dict[str, tuple[Move, ...]] = {
+    "market_exposure": (
+        _add_filter("trend_sma"),
+        _hedged,
+        _add_filter("vol_regime"),
+        _add_exit("trailing_stop"),
+        _add_exit("max_hold"),
+    ),
     "deep_drawdown": (
         _add_exit("atr_stop"),
         _add_exit("trailing_stop"),

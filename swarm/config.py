@@ -41,3 +41,5 @@ class RunConfig(BaseModel):
     ray_address: str | None = None  # an existing Ray cluster; None starts a local one
     llm_settings: LLMSettings = Field(default_factory=LLMSettings)
     offline: bool = False
+    # What a pass must beat: "buy-and-hold" (the universe, equal weight), a symbol, or "cash".
+    benchmark: str = "buy-and-hold"

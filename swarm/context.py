@@ -11,6 +11,7 @@ from typing import Any
 
 import pandas as pd
 
+from backtest.benchmark import Benchmark
 from backtest.contracts import Fold
 from backtest.data import LoadedBars
 from backtest.executor import Executor
@@ -33,6 +34,7 @@ class RunContext:
     executor: Executor
     progress: Progress
     periods_per_year: int = 252  # measured from the data: 252 exchange days, 365 for 24/7 markets
+    benchmark: Benchmark = field(default_factory=lambda: Benchmark(name="cash"))
     news_items: list[Any] = field(default_factory=list)
     llm: Any = None  # swarm.llm.client.LLMClient when --llm is set; None means rules brains only
     cache: dict[str, Any] = field(default_factory=dict)  # per-run memo (feature bundles…)
@@ -40,6 +42,13 @@ class RunContext:
     @property
     def symbols(self) -> list[str]:
         return list(self.data)
+
+    def benchmark_insample(self) -> dict[str, float]:
+        """The benchmark's returns over the in-sample folds (ISO date -> return), memoised."""
+        if "benchmark_insample" not in self.cache:
+            rets = self.benchmark.fold_returns(self.folds, costs=self.config.costs)
+            self.cache["benchmark_insample"] = {str(k): float(v) for k, v in rets.items()}
+        return self.cache["benchmark_insample"]
 
     def insample_bars(self, symbol: str) -> pd.DataFrame:
         """The only window research may look at: the holdout stays sealed."""

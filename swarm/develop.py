@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 import traceback
 from pathlib import Path
@@ -48,6 +49,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--folds", type=int, default=3, help="walk-forward folds in-sample (default 3)")
     p.add_argument(
         "--criteria", help='gate criteria, e.g. "sharpe>=1.0,max_drawdown_pct<=20,min_trades>=30"'
+    )
+    p.add_argument(
+        "--benchmark",
+        help="what a pass must beat: buy-and-hold (default: the universe, equal weight), a "
+        "symbol such as SPY, or cash (the absolute test); a directive may say 'vs SPY', "
+        "'absolute return' or 'market neutral'",
     )
     p.add_argument(
         "--commission", type=float, default=0.1, help="commission %% per side (default 0.1)"
@@ -172,6 +179,7 @@ def config_from_args(args: argparse.Namespace):
         criteria = parse_criteria(args.criteria)
     except CriteriaError as exc:
         raise UserInputError(f"--criteria: {exc}") from None
+    benchmark = _benchmark(args.benchmark, plan.benchmark)
     config = RunConfig(
         directive=directive,
         tickers=tickers,
@@ -197,8 +205,26 @@ def config_from_args(args: argparse.Namespace):
         ray_address=args.ray_address,
         llm_settings=llm_settings,
         offline=args.offline,
+        benchmark=benchmark,
     )
     return config, criteria
+
+
+def _benchmark(option: str | None, from_directive: str | None) -> str:
+    """--benchmark, else what the directive said, else the universe's buy & hold."""
+    from backtest.benchmark import BUY_AND_HOLD, normalise_name
+
+    if option is None:
+        return normalise_name(from_directive) if from_directive else BUY_AND_HOLD
+    if not option.strip():
+        raise UserInputError("--benchmark: empty; use buy-and-hold, cash or a symbol like SPY")
+    name = normalise_name(option)
+    if not re.fullmatch(r"[A-Za-z0-9^._=-]{1,20}", name):
+        raise UserInputError(
+            f"--benchmark: {option!r} is neither buy-and-hold, cash nor a symbol; "
+            "use e.g. --benchmark SPY"
+        )
+    return name
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -33,13 +33,25 @@ SECTORS: dict[str, list[str]] = {
     "semiconductor": ["NVDA", "AMD", "INTC", "QCOM", "TXN", "AVGO"],
     "software": ["MSFT", "ORCL", "ADBE", "CRM"],
     "index": ["SPY", "QQQ", "IWM", "DIA"],
+    "indices": ["SPY", "QQQ", "IWM", "DIA"],
+    "indexes": ["SPY", "QQQ", "IWM", "DIA"],
     "etf": ["SPY", "QQQ", "IWM", "DIA"],
     "crypto": ["BTC-USD", "ETH-USD"],
 }
 DEFAULT_UNIVERSE = SECTORS["tech"]
 ALL_FAMILIES = ["momentum", "mean_reversion", "breakout", "trend", "volatility"]
 _TICKER = re.compile(r"(?<![\w$])\$?([A-Z]{1,5}(?:-USD)?)(?![\w])")
-_NOT_TICKERS = {"A", "I", "AND", "OR", "IN", "ON", "THE", "ETF", "USD", "ATR", "RSI", "MACD", "SMA"}
+_NOT_TICKERS = {"US", "UK", "EU", "A", "I", "AND", "OR", "IN", "ON", "THE", "ETF", "USD"}
+_NOT_TICKERS |= {"ATR", "RSI", "MACD", "SMA"}
+
+
+# "vs SPY", "versus QQQ", "against IWM", "benchmark DIA", "relative to SPY"
+_VS_SYMBOL = re.compile(
+    r"\b(?:vs\.?|versus|against|benchmark(?:ed)?(?:\s+(?:to|against))?|relative\s+to)\s+"
+    r"\$?([A-Z]{1,5}(?:-USD)?)\b"
+)
+_ABSOLUTE = re.compile(r"\b(absolute[\s-]+returns?|market[\s-]+neutral|vs\.?\s+cash)\b", re.I)
+_VS_HOLD = re.compile(r"\b(?:vs\.?|versus|against)\s+buy[\s-]*(?:and|&)?[\s-]*hold\b", re.I)
 
 
 class Plan(BaseModel):
@@ -49,12 +61,29 @@ class Plan(BaseModel):
     universe_source: str  # "sector:tech", "directive", "default", "--tickers"
     tickers: list[str]
     timeframe: str
+    benchmark: str | None = None  # "cash", "buy-and-hold" or a symbol the directive named
+
+
+def parse_benchmark_phrase(text: str) -> tuple[str | None, str]:
+    """(the benchmark the directive names, the directive without that phrase).
+
+    "absolute return" and "market neutral" mean cash; "vs SPY" a symbol; "vs buy and
+    hold" the default. The phrase is removed so its symbol is not read as a ticker.
+    """
+    if m := _ABSOLUTE.search(text):
+        return "cash", text[: m.start()] + " " + text[m.end() :]
+    if m := _VS_HOLD.search(text):
+        return "buy-and-hold", text[: m.start()] + " " + text[m.end() :]
+    if m := _VS_SYMBOL.search(text):
+        return m.group(1), text[: m.start()] + " " + text[m.end() :]
+    return None, text
 
 
 def parse_directive(directive: str) -> Plan:
-    text = directive.strip()
-    if not text:
+    original = directive.strip()
+    if not original:
         raise ValueError("empty directive")
+    benchmark, text = parse_benchmark_phrase(original)
     low = text.lower()
 
     families: list[str] = []
@@ -74,10 +103,11 @@ def parse_directive(directive: str) -> Plan:
 
     timeframe = "1h" if re.search(r"\b(hourly|intraday|1h)\b", text.lower()) else "1d"
     return Plan(
-        directive=text,
+        directive=original,
         style=families[0] if families else "any",
         preferred_families=families,
         universe_source=source,
         tickers=list(tickers),
         timeframe=timeframe,
+        benchmark=benchmark,
     )

@@ -36,7 +36,8 @@ from typing import Any
 import pandas as pd
 from langgraph.checkpoint.sqlite import SqliteSaver
 
-from backtest.data import LoadedBars, load_universe, periods_per_year
+from backtest.benchmark import BUY_AND_HOLD, CASH, Benchmark
+from backtest.data import LoadedBars, load_bars, load_universe, periods_per_year
 from backtest.errors import BacktestError
 from backtest.executor import make_executor
 from backtest.splits import holdout_fold, split_holdout, walk_forward_folds
@@ -50,6 +51,7 @@ from swarm.progress import Progress
 RECURSION_LIMIT = 1_000  # ~8 super-steps per iteration; far above any configured limit
 CHECKPOINT_FILE = "checkpoints.sqlite"
 MANIFEST_FILE = "manifest.json"
+MIN_BENCHMARK_OVERLAP = 60  # in-sample returns a benchmark must share with the universe
 
 
 @dataclass
@@ -98,6 +100,7 @@ def _load(config: RunConfig) -> tuple[dict[str, LoadedBars], dict[str, Any], dic
         hold = holdout_fold(calendar, split, warmup_bars=config.warmup_bars)
     except BacktestError as exc:
         raise UserInputError(str(exc)) from None
+    benchmark, bench_summary = _load_benchmark(config, data, calendar, folds)
     ppy = periods_per_year(pd.DataFrame(index=calendar), config.timeframe)
     data_summary = {
         "split": split.model_dump(mode="json"),
@@ -105,15 +108,71 @@ def _load(config: RunConfig) -> tuple[dict[str, LoadedBars], dict[str, Any], dic
         "holdout_fold": hold.model_dump(mode="json"),
         "periods_per_year": ppy,
         "symbols": {s: d.summary() for s, d in data.items()},
+        "benchmark": bench_summary,
     }
-    pieces = {"split": split, "folds": folds, "holdout_fold": hold, "periods_per_year": ppy}
+    pieces = {
+        "split": split,
+        "folds": folds,
+        "holdout_fold": hold,
+        "periods_per_year": ppy,
+        "benchmark": benchmark,
+    }
     return data, pieces, data_summary
+
+
+def _load_benchmark(
+    config: RunConfig,
+    data: dict[str, LoadedBars],
+    calendar: pd.DatetimeIndex,
+    folds: list,
+) -> tuple[Benchmark, dict[str, Any]]:
+    """The run's benchmark; a symbol is loaded like the universe and must share its dates."""
+    name = config.benchmark
+    if name == CASH:
+        return Benchmark(name=CASH, calendar=calendar), {"name": CASH}
+    if name == BUY_AND_HOLD:
+        held = {s: d.bars for s, d in data.items()}
+        return Benchmark(name=name, held=held, calendar=calendar), {
+            "name": name,
+            "symbols": sorted(held),
+        }
+    if name in data:
+        loaded = data[name]
+    else:
+        try:
+            loaded = load_bars(
+                name, start=config.start, end=config.end, timeframe=config.timeframe,
+                source=config.source, data_dir=config.data_dir, cache_dir=config.cache_dir,
+                seed=config.seed, fetcher=_offline_fetch if config.offline else None,
+            )  # fmt: skip
+        except BacktestError as exc:
+            raise UserInputError(
+                "--benchmark: "
+                + str(exc).removeprefix("--tickers: ")
+                + "; or use --benchmark buy-and-hold / cash"
+            ) from None
+    benchmark = Benchmark(
+        name=name, held={name: loaded.bars}, calendar=calendar, sha256={name: loaded.sha256}
+    )
+    insample = benchmark.fold_returns(folds, costs=config.costs)
+    if len(insample) < MIN_BENCHMARK_OVERLAP:
+        raise UserInputError(
+            f"--benchmark: {name} has {len(insample)} returns on the universe's in-sample "
+            f"dates ({folds[0].start}..{folds[-1].end}); it needs at least "
+            f"{MIN_BENCHMARK_OVERLAP}: pick a benchmark with data over the same period"
+        )
+    return benchmark, {"name": name, "data": loaded.summary()}
 
 
 def _criteria_text(config: RunConfig, criteria: Criteria) -> str:
     return config.criteria_text or ",".join(
         [f"{c.metric}{c.op}{c.threshold:g}" for c in criteria.rules]
-        + [f"min_trades>={criteria.min_trades}"]
+        + [
+            f"min_trades>={criteria.min_trades}",
+            f"dsr>={criteria.dsr_threshold:g}",
+            f"deflated_alpha>={criteria.deflated_alpha_threshold:g}",
+            f"spa_p<={criteria.spa_threshold:g}",
+        ]
     )
 
 
@@ -129,6 +188,8 @@ def _context_kwargs(
     config, criteria, data, pieces, data_summary, memory_dir: str | None
 ) -> dict[str, Any]:
     cache = {"data_summary": data_summary, "criteria_text": _criteria_text(config, criteria)}
+    # Old manifests (before benchmarks) show what the run now compares with.
+    data_summary.setdefault("benchmark", {"name": config.benchmark})
     if memory_dir is not None:
         cache["memory_dir"] = memory_dir  # swarm.memory.memory_for reads it ("off" disables)
     return {"data": data, **pieces, "news_items": _news(config), "cache": cache}
@@ -251,6 +312,13 @@ def _check_same_data(recorded: dict[str, Any], now: dict[str, Any]) -> None:
             "--resume: the data changed since the run started: "
             + "; ".join(changed)
             + ". Restore the original data or start a new run"
+        )
+    before = ((recorded.get("benchmark") or {}).get("data") or {}).get("sha256")
+    after = ((now.get("benchmark") or {}).get("data") or {}).get("sha256")
+    if before != after and before is not None:
+        raise UserInputError(
+            f"--resume: the benchmark's data changed since the run started (recorded "
+            f"{before[:12]}…, now {str(after)[:12]}…); restore it or start a new run"
         )
     for key in ("split", "folds", "holdout_fold"):
         if recorded.get(key) != now[key]:

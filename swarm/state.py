@@ -58,6 +58,7 @@ class DevelopState(TypedDict, total=False):
     lookahead: dict[str, Any]  # LookaheadReport per variant checked before it could pass
     pbo: float | None  # probability of backtest overfitting (CSCV) over every variant so far
     pbo_variants: int  # how many variants that PBO ranks (0 while it is not computed)
+    spa: dict[str, Any] | None  # Hansen's SPA over every trial so far: pvalue, trials, benchmark
 
     holdout: dict[str, Any] | None
     verdict: dict[str, Any]

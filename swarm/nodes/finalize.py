@@ -9,12 +9,13 @@ from typing import Any
 import pandas as pd
 from langgraph.runtime import Runtime
 
-from backtest.benchmark import buy_and_hold_metrics
+from backtest.benchmark import returns_metrics
 from backtest.contracts import BacktestJob, JobStatus
 from experiments.charts import plot_equity, plot_trajectory, plot_trial_sharpes
 from experiments.export import lineage_of, write_export
 from experiments.report import render_report
 from gate.aggregate import aggregate_variant
+from gate.alpha import AlphaStats, aligned_stats, deflated_alpha
 from gate.contracts import Route
 from gate.ledger import TrialLedger
 from gate.stats import deflated_sharpe_ratio, expected_max_sharpe
@@ -50,11 +51,15 @@ def holdout(state: DevelopState, runtime: Runtime[RunContext]) -> dict[str, Any]
     results = ctx.executor.map(jobs)
     ok = [r for r in results if r.status == JobStatus.OK]
     metrics, _, _ = aggregate_variant(ok, periods_per_year=ctx.periods_per_year)
-    bh, bh_rets = buy_and_hold_metrics(
-        {s: ctx.data[s].bars for s in ctx.symbols}, fold.start, fold.end,
-        periods_per_year=ctx.periods_per_year,
-    )  # fmt: skip
+    bh_rets = ctx.benchmark.window_returns(fold.start, fold.end, costs=cfg.costs)
+    bh = returns_metrics(bh_rets, periods_per_year=ctx.periods_per_year)
     rets = portfolio_series(results)
+    alpha = aligned_stats(
+        {d.date().isoformat(): float(v) for d, v in rets.items()},
+        None if ctx.benchmark.is_cash else {str(k): float(v) for k, v in bh_rets.items()},
+        name=ctx.benchmark.name,
+        periods_per_year=ctx.periods_per_year,
+    )
     for r in results:
         ctx.run.tracker.append(
             {
@@ -69,7 +74,9 @@ def holdout(state: DevelopState, runtime: Runtime[RunContext]) -> dict[str, Any]
         )  # fmt: skip
     ctx.progress.stage(
         "holdout",
-        f"sharpe {_f(metrics.sharpe if metrics else None)} vs buy & hold {_f(bh.sharpe if bh else None)}",
+        f"sharpe {_f(metrics.sharpe if metrics else None)} vs {ctx.benchmark.name} "
+        f"{_f(bh.sharpe if bh else None)}; alpha {_f(alpha.alpha_annual_pct)}% a year, beta "
+        f"{_f(alpha.beta)}, HAC t {_f(alpha.t_stat)}",
     )
     return {
         "holdout": {
@@ -77,7 +84,8 @@ def holdout(state: DevelopState, runtime: Runtime[RunContext]) -> dict[str, Any]
             "start": fold.start.isoformat(),
             "end": fold.end.isoformat(),
             "metrics": metrics.model_dump() if metrics else None,
-            "buy_and_hold": bh.model_dump() if bh else None,
+            "buy_and_hold": bh.model_dump() if bh else None,  # the run's benchmark
+            "alpha": alpha.model_dump(mode="json"),
             "per_symbol": {
                 r.symbol: (r.metrics.model_dump() if r.metrics else r.error) for r in results
             },
@@ -86,7 +94,7 @@ def holdout(state: DevelopState, runtime: Runtime[RunContext]) -> dict[str, Any]
                 "values": rets.tolist(),
             },
             "buy_and_hold_returns": {
-                "dates": [d.date().isoformat() for d in bh_rets.index],
+                "dates": [str(d) for d in bh_rets.index],
                 "values": bh_rets.tolist(),
             },
         },
@@ -107,26 +115,29 @@ def finalize(state: DevelopState, runtime: Runtime[RunContext]) -> dict[str, Any
     ledger = TrialLedger.model_validate(state.get("ledger") or {})
 
     figures: dict[str, Any] = {}
-    curves: dict[str, pd.Series] = {}
-    first, last_fold = ctx.folds[0], ctx.folds[-1]
-    bh_in, bh_in_rets = buy_and_hold_metrics(
-        {s: ctx.insample_bars(s) for s in ctx.symbols}, first.start, last_fold.end,
-        periods_per_year=ctx.periods_per_year,
-    )  # fmt: skip
+    bench_in = ctx.benchmark_insample()
+    bh_in_rets = pd.Series(list(bench_in.values()), index=pd.to_datetime(list(bench_in)))
+    bh_in = returns_metrics(bh_in_rets, periods_per_year=ctx.periods_per_year)
     bh_in_dump = bh_in.model_dump() if bh_in else None
+    windows: dict[str, tuple[pd.Series, pd.Series]] = {}
     if best_eval and best_eval.get("portfolio"):
-        figures["in-sample"] = {"metrics": best_eval.get("metrics"), "buy_and_hold": bh_in_dump}
+        figures["in-sample"] = {
+            "metrics": best_eval.get("metrics"),
+            "buy_and_hold": bh_in_dump,
+            "alpha": best_eval.get("alpha"),
+        }
         port = best_eval["portfolio"]
-        curves["strategy (in-sample)"] = pd.Series(
-            port["values"], index=pd.to_datetime(port["dates"])
+        windows["in-sample"] = (
+            pd.Series(port["values"], index=pd.to_datetime(port["dates"])),
+            bh_in_rets,
         )
-        curves["buy & hold (in-sample)"] = bh_in_rets
     if state.get("holdout"):
         h = state["holdout"]
         fold = ctx.holdout_fold
         figures["holdout"] = {
             "metrics": h["metrics"],
             "buy_and_hold": h["buy_and_hold"],
+            "alpha": h.get("alpha"),
             # Enough to re-run each symbol outside the lab and compare final values.
             "reproduce": {
                 "from": fold.warmup_start.isoformat(),
@@ -139,12 +150,12 @@ def finalize(state: DevelopState, runtime: Runtime[RunContext]) -> dict[str, Any
                 },
             },
         }
-        curves["strategy (holdout)"] = pd.Series(
-            h["returns"]["values"], index=pd.to_datetime(h["returns"]["dates"])
-        )
-        curves["buy & hold (holdout)"] = pd.Series(
-            h["buy_and_hold_returns"]["values"],
-            index=pd.to_datetime(h["buy_and_hold_returns"]["dates"]),
+        windows["holdout"] = (
+            pd.Series(h["returns"]["values"], index=pd.to_datetime(h["returns"]["dates"])),
+            pd.Series(
+                h["buy_and_hold_returns"]["values"],
+                index=pd.to_datetime(h["buy_and_hold_returns"]["dates"]),
+            ),
         )
     # Every variant's own in-sample figures, so any of them can be exported with its numbers.
     for d in decisions:
@@ -173,13 +184,26 @@ def finalize(state: DevelopState, runtime: Runtime[RunContext]) -> dict[str, Any
         "best_dsr": best_eval.get("dsr") if best_eval else None,
         "best_score": best_eval.get("score") if best_eval else None,
         "best_dsr_all_trials": _dsr_all_trials(best_eval, ledger),
+        "best_deflated_alpha_all_trials": _deflated_alpha_all_trials(best_eval, ledger),
         "pbo": state.get("pbo"),
         "pbo_variants": state.get("pbo_variants", 0),
         "score_threshold": ctx.criteria.score_threshold,
         "dsr_threshold": ctx.criteria.dsr_threshold,
         "route_history": [d["decision"] for d in decisions],
         "figures": figures,
-        "buy_and_hold_in_sample": bh_in_dump,
+        "buy_and_hold_in_sample": bh_in_dump,  # the run's benchmark (kept for old readers)
+        "benchmark": {
+            "name": ctx.benchmark.name,
+            "description": ctx.benchmark.describe(),
+            "in_sample": bh_in_dump,
+            "holdout": (state.get("holdout") or {}).get("buy_and_hold"),
+        },
+        "best_alpha": _best_alpha(best_eval),
+        "holdout_alpha": (state.get("holdout") or {}).get("alpha"),
+        "spa_pvalue": (state.get("spa") or {}).get("pvalue"),
+        "spa_trials": (state.get("spa") or {}).get("trials", 0),
+        "deflated_alpha_threshold": ctx.criteria.deflated_alpha_threshold,
+        "spa_threshold": ctx.criteria.spa_threshold,
         "trial_sharpes": {k: v for k, v in trials.items() if k != "values"},
     }
     run = ctx.run
@@ -194,9 +218,11 @@ def finalize(state: DevelopState, runtime: Runtime[RunContext]) -> dict[str, Any
             min_trades=ctx.criteria.min_trades,
         )  # fmt: skip
         charts.append("charts/trajectory.png")
-    if curves:
-        plot_equity(curves, f"{best_id}: equal-weight portfolio vs buy & hold",
-                    run.path("charts/equity.png"))  # fmt: skip
+    if windows:
+        plot_equity(
+            windows, benchmark=ctx.benchmark.name, path=run.path("charts/equity.png"),
+            title=f"{best_id}: equal-weight portfolio vs {ctx.benchmark.describe()}",
+        )  # fmt: skip
         charts.append("charts/equity.png")
     if trials["values"]:
         plot_trial_sharpes(
@@ -237,6 +263,38 @@ def finalize(state: DevelopState, runtime: Runtime[RunContext]) -> dict[str, Any
         f"backtests, {verdict['n_trials']} trials; best {best_id or '–'}",
     )
     return {"verdict": verdict}
+
+
+ALPHA_KEYS = (
+    "alpha_annual_pct",
+    "beta",
+    "t_stat",
+    "appraisal_ratio",
+    "information_ratio",
+    "excess_sharpe",
+    "deflated_alpha",
+    "n_obs",
+    "hac_lags",
+)
+
+
+def _best_alpha(best_eval: dict[str, Any] | None) -> dict[str, Any] | None:
+    alpha = (best_eval or {}).get("alpha")
+    return {k: alpha.get(k) for k in ALPHA_KEYS} | {"benchmark": alpha["benchmark"]} if alpha else None
+
+
+def _deflated_alpha_all_trials(
+    best_eval: dict[str, Any] | None, ledger: TrialLedger
+) -> float | None:
+    """The best variant's deflated alpha for every trial the run made."""
+    alpha = (best_eval or {}).get("alpha")
+    if not alpha:
+        return None
+    return deflated_alpha(
+        AlphaStats.model_validate(alpha),
+        trial_variance=ledger.trial_alpha_variance(),
+        n_trials=ledger.n_trials,
+    )
 
 
 def _dsr_all_trials(best_eval: dict[str, Any] | None, ledger: TrialLedger) -> float | None:

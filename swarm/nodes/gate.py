@@ -12,6 +12,7 @@ from backtest.contracts import BacktestResult, JobStatus
 from backtest.lookahead import check_lookahead
 from gate.aggregate import aggregate_variant
 from gate.aggregate import portfolio_series as variant_series
+from gate.alpha import run_spa
 from gate.contracts import (
     FailureAnalysis,
     GateDecision,
@@ -55,6 +56,10 @@ def gate(state: DevelopState, runtime: Runtime[RunContext]) -> dict[str, Any]:
     results = load_results(ctx, state.get("results", []))
     variants = [StrategyVariant.model_validate(v) for v in state.get("variants", [])]
     ledger = TrialLedger.model_validate(state.get("ledger") or {})
+    bench = ctx.benchmark_insample()
+    # PBO and the reality check cover every variant the run has tried, this iteration's too.
+    series = _run_series(ctx, state, results, [v.variant_id for v in variants])
+    spa_p, spa_trials = run_spa(series, bench, seed=ctx.config.seed)
     evaluations = evaluate_variants(
         [(v.variant_id, v.spec.family.value, v.spec.trial_key()) for v in variants],
         results,
@@ -62,6 +67,10 @@ def gate(state: DevelopState, runtime: Runtime[RunContext]) -> dict[str, Any]:
         ledger,
         scorer=_scorer(ctx),
         periods_per_year=ctx.periods_per_year,
+        benchmark=None if ctx.benchmark.is_cash else bench,
+        benchmark_name=ctx.benchmark.name,
+        # Not computable (too few shared dates) is not evidence: no pass on it.
+        spa_pvalue=1.0 if spa_p is None else spa_p,
     )
     lookahead = _lookahead_veto(ctx, evaluations, state.get("variants", []))
     best = state.get("best")
@@ -77,13 +86,13 @@ def gate(state: DevelopState, runtime: Runtime[RunContext]) -> dict[str, Any]:
                 }
             }
     # PBO over every variant the run has tried (>= 8 on shared dates; None before that).
-    series = _run_series(ctx, state, results, [v.variant_id for v in variants])
     pbo = run_pbo(series)
     n_passed = sum(e.passed for e in evaluations)
     ctx.progress.stage(
         "gate",
         f"iteration {state['iteration']}: {n_passed}/{len(evaluations)} passed; best score "
-        f"{max((e.score for e in evaluations), default=0):.3f}; trials counted {ledger.n_trials}",
+        f"{max((e.score for e in evaluations), default=0):.3f}; trials counted {ledger.n_trials}; "
+        f"SPA p vs {ctx.benchmark.name} {_p(spa_p)} over {spa_trials} trials",
     )
     return {
         "evaluations": [e.model_dump(mode="json") for e in evaluations],
@@ -94,8 +103,13 @@ def gate(state: DevelopState, runtime: Runtime[RunContext]) -> dict[str, Any]:
         "n_backtests": state.get("n_backtests", 0) + len(results),
         "pbo": pbo,
         "pbo_variants": sum(1 for s in series.values() if s) if pbo is not None else 0,
+        "spa": {"pvalue": spa_p, "trials": spa_trials, "benchmark": ctx.benchmark.name},
         "lookahead": {**(state.get("lookahead") or {}), **lookahead},
     }
+
+
+def _p(x: float | None) -> str:
+    return "n/a" if x is None else f"{x:.3f}"
 
 
 def _run_series(
@@ -271,6 +285,8 @@ def router(state: DevelopState, runtime: Runtime[RunContext]) -> dict[str, Any]:
         reasoning=reason,
         actions=failure.actions if failure else [],
         n_trials=ledger.n_trials,
+        spa_pvalue=(state.get("spa") or {}).get("pvalue"),
+        spa_trials=(state.get("spa") or {}).get("trials", 0),
     )
     _record_iteration(ctx, state, decision)
     remember_gate_outcome(ctx, state, decision)  # lessons for later runs; never raises
@@ -363,6 +379,7 @@ def _record_iteration(ctx: RunContext, state: DevelopState, decision: GateDecisi
                     else ("error" if not ok else "partial"),
                     "metrics": metrics.model_dump() if metrics else None,
                     "gate_score": ev.score if ev else None,
+                    "gate_alpha": ev.alpha.model_dump(mode="json") if ev and ev.alpha else None,
                     "gate_passed": ev.passed if ev else False,
                     "gate_vetoes": ev.vetoes if ev else [],
                     "gate_decision": decision.decision.value,
@@ -387,6 +404,16 @@ def _record_iteration(ctx: RunContext, state: DevelopState, decision: GateDecisi
                 None,
             ),  # fmt: skip
             "gate_score": max((e.score for e in decision.evaluations), default=None),
+            "benchmark": ctx.benchmark.name,
+            "alpha": next(
+                (
+                    e.alpha.model_dump(mode="json")
+                    for e in decision.evaluations
+                    if e.variant_id == decision.best_variant_id and e.alpha
+                ),
+                None,
+            ),  # fmt: skip
+            "spa_pvalue": decision.spa_pvalue,
             "decision": decision.model_dump(mode="json"),
             "recorded_at": now,
         }

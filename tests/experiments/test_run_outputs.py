@@ -99,7 +99,7 @@ def test_report_states_verdict_routes_research_best_variant_statistics_and_cavea
     for needle in (
         "**Verdict:** ABANDON", "**Reason:** iteration limit reached", "## Route history",
         "PARAMETER_ISSUE", "## Research summary", "trending-up", "## Best variant",
-        "(strategies/i01-v01-momentum-abc123.py)", "roc_period=12", "in-sample (buy & hold)",
+        "(strategies/i01-v01-momentum-abc123.py)", "roc_period=12", "in-sample (buy-and-hold)", "Reality check", "deflated alpha",
         "holdout stays sealed", "Trials counted", "Deflated Sharpe", "PBO", "0.74",
         "![trajectory](charts/trajectory.png)", "Survivorship", "Costs are assumptions",
         "AAPL from csv", "Seed 4", "--resume",

@@ -80,3 +80,47 @@ def test_attainment() -> None:
     zero = Criterion(metric="skew", op=">=", threshold=0.0)
     assert attainment(zero, 0.5) == 1.5
     assert is_met(le, 20.0) and not is_met(le, 20.1) and not is_met(ge, None)
+
+
+def test_benchmark_relative_names_join_the_grammar() -> None:
+    c = parse_criteria(
+        "sharpe>=1,alpha_t>=2,information_ratio>=0.3,beta<=0.5,excess_sharpe>=0,"
+        "deflated_alpha>=0.9,spa_p<=0.1"
+    )
+    assert [rule_label(r) for r in c.rules] == [
+        "sharpe>=1",
+        "alpha_t>=2",
+        "information_ratio>=0.3",
+        "beta<=0.5",
+        "excess_sharpe>=0",
+    ]
+    assert (c.deflated_alpha_threshold, c.spa_threshold) == (0.9, 0.1)
+    defaults = parse_criteria(None)
+    assert (defaults.deflated_alpha_threshold, defaults.spa_threshold) == (0.95, 0.05)
+    for name in ("alpha_t", "beta", "information_ratio", "excess_sharpe"):
+        assert name in valid_metric_names()
+
+
+@pytest.mark.parametrize(
+    ("text", "needle"),
+    [
+        ("sharpe>=1,spa_p>=0.05", "'spa_p' only takes '<='"),
+        ("sharpe>=1,deflated_alpha<=0.9", "'deflated_alpha' only takes '>='"),
+        ("sharpe>=1,spa_p<=1.5", "within 0..1"),
+    ],
+)
+def test_benchmark_specials_are_checked(text: str, needle: str) -> None:
+    with pytest.raises(CriteriaError) as e:
+        parse_criteria(text)
+    assert needle in str(e.value)
+
+
+def test_alpha_rules_read_the_alpha_figures() -> None:
+    from gate.alpha import AlphaStats
+    from gate.criteria import metric_value
+
+    a = AlphaStats(benchmark="SPY", n_obs=500, t_stat=2.5, beta=0.2, information_ratio=0.4)
+    assert metric_value(None, "alpha_t", a) == 2.5
+    assert metric_value(None, "beta", a) == 0.2
+    assert metric_value(None, "alpha_t", None) is None
+    assert metric_value(None, "excess_sharpe", a) is None  # undefined attains nothing

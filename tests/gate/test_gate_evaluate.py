@@ -151,3 +151,61 @@ def test_run_pbo_ranks_every_variant_of_the_run_whatever_the_order() -> None:
     assert run_pbo(series | {"never-ran": {}}) == pbo  # variants without returns do not count
     edge = make_result("i3-edge", rng.normal(0.004, 0.01, N), dates=DATES)
     assert run_pbo(series | {"i3-edge": portfolio_series([edge])}) < 0.1
+
+
+def _market(seed: int = 42) -> np.ndarray:
+    # A bull market: annual Sharpe ~2.4 from drift alone.
+    return np.random.default_rng(seed).normal(0.0015, 0.01, N)
+
+
+def _exposure(market: np.ndarray) -> np.ndarray:
+    """Always ~90% invested, no timing: the market's returns plus tracking noise."""
+    return 0.9 * market + np.random.default_rng(5).normal(0.0, 0.002, N)
+
+
+def test_a_market_exposure_passes_against_cash_but_not_against_its_benchmark() -> None:
+    market = _market()
+    bench = dict(zip(DATES, market, strict=True))
+    exposure = _jobs("exposure", {"A": _exposure(market)}, n_trades=80)
+    rng = np.random.default_rng(9)
+    # Timing that adds its own return on top of a little exposure.
+    timed = _jobs("timed", {"A": 0.2 * market + rng.normal(0.0015, 0.006, N)}, n_trades=80)
+    variants = [("exposure", "trend", "k-exposure"), ("timed", "trend", "k-timed")]
+
+    cash = evaluate_variants(variants, exposure + timed, CRITERIA, TrialLedger())
+    assert [e.passed for e in cash] == [True, True]
+    assert cash[0].alpha.benchmark == "cash" and cash[0].alpha.beta is None
+
+    rel = evaluate_variants(
+        variants, exposure + timed, CRITERIA, TrialLedger(),
+        benchmark=bench, benchmark_name="buy-and-hold",
+    )  # fmt: skip
+    exp, tim = rel
+    assert exp.alpha.beta == pytest.approx(0.9, abs=0.02)
+    assert exp.alpha.deflated_alpha < 0.5 and not exp.passed
+    assert exp.dsr > CRITERIA.dsr_threshold  # the old test alone would have passed it
+    assert tim.alpha.deflated_alpha >= 0.95 and tim.passed
+
+
+def test_the_reality_check_gates_a_pass_when_given() -> None:
+    market = _market()
+    bench = dict(zip(DATES, market, strict=True))
+    rng = np.random.default_rng(9)
+    timed = _jobs("timed", {"A": 0.2 * market + rng.normal(0.0015, 0.006, N)}, n_trades=80)
+    args = ([("timed", "trend", "k")], timed, CRITERIA)
+    kw = {"benchmark": bench, "benchmark_name": "buy-and-hold"}
+    assert evaluate_variants(*args, TrialLedger(), spa_pvalue=0.01, **kw)[0].passed
+    failed = evaluate_variants(*args, TrialLedger(), spa_pvalue=0.2, **kw)[0]
+    assert not failed.passed and failed.spa_pvalue == 0.2
+
+
+def test_alpha_sharpes_go_into_the_ledger() -> None:
+    market = _market()
+    bench = dict(zip(DATES, market, strict=True))
+    ledger = TrialLedger()
+    evaluate_variants(
+        [("exposure", "trend", "k")], _jobs("exposure", {"A": _exposure(market)}), CRITERIA, ledger,
+        benchmark=bench, benchmark_name="buy-and-hold",
+    )  # fmt: skip
+    assert abs(ledger.alpha_trials["k"]) < 0.1  # per period: noise around zero
+    assert ledger.trials["k"] > 0.1

@@ -136,3 +136,52 @@ def test_far_too_few_trades_is_algorithm_bug_and_few_is_tuning() -> None:
     f = _analyse([_ok("a", n_trades=25, score=0.0)])  # vetoed (25 < 30) but close
     assert f.failure_type == FailureType.PARAMETER_ISSUE and "hint:too_few_trades" in f.actions
     assert any("min_trades>=30 at 0.83" in x for x in f.evidence)
+
+
+def _exposed(vid: str = "a", *, beta: float = 0.6, t: float = 0.4, da: float = 0.2, **kw):
+    from gate.alpha import AlphaStats
+
+    e = _ok(vid, **kw)
+    e.alpha = AlphaStats(
+        benchmark="buy-and-hold", n_obs=750, alpha_annual_pct=1.0, beta=beta, t_stat=t,
+        deflated_alpha=da,
+    )  # fmt: skip
+    return e
+
+
+def test_market_exposure_is_a_design_flaw_naming_beta_alpha_t_and_deflated_alpha() -> None:
+    # A near miss that tuning would chase: the returns are the market's, so REFINE, not TUNE.
+    f = _analyse([_exposed(sharpe=0.9)])
+    assert f.failure_type == FailureType.DESIGN_FLAW and "market_exposure" in f.hints
+    assert "market exposure" in f.root_cause
+    for needle in ("beta 0.60", "HAC t 0.40", "deflated alpha 0.20"):
+        assert needle in f.root_cause
+
+
+@pytest.mark.parametrize(
+    ("beta", "t", "da"),
+    [(0.1, 0.4, 0.2), (0.8, 2.5, 0.2), (0.8, 0.4, 0.97)],
+    ids=["low beta", "significant alpha", "deflated alpha clears"],
+)
+def test_no_market_exposure_when_beta_low_or_alpha_real(beta, t, da) -> None:
+    f = _analyse([_exposed(beta=beta, t=t, da=da, sharpe=0.9)])
+    assert "market_exposure" not in f.hints
+
+
+def test_against_cash_exposure_is_not_judged() -> None:
+    e = _exposed(sharpe=0.9)
+    e.alpha = e.alpha.model_copy(update={"benchmark": "cash"})
+    assert "market_exposure" not in _analyse([e]).hints
+
+
+def test_criteria_and_dsr_met_but_no_deflated_alpha_is_low_alpha() -> None:
+    f = _analyse([_exposed(beta=0.1, t=1.0, da=0.5, score=0.85, dsr=0.97)])
+    assert f.failure_type == FailureType.DESIGN_FLAW and "low_alpha" in f.hints
+    assert "0.50 < 0.95" in " ".join(f.evidence)
+
+
+def test_everything_met_but_the_reality_check_is_named() -> None:
+    e = _exposed(beta=0.1, t=3.0, da=0.99, score=0.85, dsr=0.97)
+    e.spa_pvalue = 0.3
+    f = _analyse([e])
+    assert "reality_check" in f.hints and "0.300 > 0.05" in " ".join(f.evidence)

@@ -116,3 +116,20 @@ def test_zero_research_loops_allowed_abandons() -> None:
         limits=Limits(max_research_loops=0),
     )
     assert got == Route.ABANDON and "0/0" in reason
+
+
+def test_market_exposure_refines_even_when_the_score_oscillates() -> None:
+    exposure = FailureAnalysis(
+        failure_type=DESIGN,
+        root_cause="the returns are market exposure: beta 0.62",
+        confidence=0.75,
+        actions=["time the exposure", "hint:market_exposure"],
+    )
+    route, reason = decide_route(
+        any_passed=False,
+        failure=exposure,
+        trajectory=TrajectoryAnalysis(status=OSC),
+        counters=LoopCounters(iteration=3, strategy_iterations=2, research_loops=0),
+        limits=LIMITS,
+    )
+    assert route == Route.REFINE and "market exposure" in reason and "cross-sectional" in reason

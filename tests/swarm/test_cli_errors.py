@@ -112,3 +112,27 @@ def test_print_graph_is_mermaid_with_every_node(capsys):
                  "finalize"):  # fmt: skip
         assert node in out
     assert out.lstrip().startswith("---") or "graph TD" in out
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (["--benchmark", "ZZZZ"], "--benchmark: no data for ZZZZ"),
+        # FB starts trading in 2012-05: no return on the universe's in-sample dates.
+        (["--benchmark", "FB", "--start", "2008-01-01", "--end", "2012-12-31"], "--benchmark: FB"),
+        (["--benchmark", "   "], "--benchmark: empty"),
+        (["--benchmark", "S P Y"], "--benchmark: 'S P Y'"),
+    ],
+    ids=["unknown symbol", "no overlap", "empty", "not a symbol"],
+)
+def test_bad_benchmark_exits_2_with_one_line_and_no_run_folder(
+    capsys, tmp_path, daily_dir, args, needle
+):
+    base = ["--directive", "momentum", "--tickers", "AAPL", "--data-dir", str(daily_dir)]
+    if "--start" not in args:
+        base += ["--start", "2015-01-01", "--end", "2019-12-31"]
+    code, err, out = _run(capsys, tmp_path, *base, *args)
+    assert code == 2, err
+    assert len(err.splitlines()) == 1, err
+    assert err.startswith("error: ") and needle in err, err
+    assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").iterdir())

@@ -33,3 +33,23 @@ def test_mean_reversion_is_not_also_read_as_bare_reversion_twice():
 def test_empty_directive_is_refused():
     with pytest.raises(ValueError):
         parse_directive("   ")
+
+
+@pytest.mark.parametrize(
+    ("directive", "benchmark", "tickers"),
+    [
+        ("momentum alpha in tech", None, ["AAPL", "MSFT", "NVDA", "GOOGL", "AMZN"]),
+        ("momentum in tech vs SPY", "SPY", ["AAPL", "MSFT", "NVDA", "GOOGL", "AMZN"]),
+        ("trend on AAPL MSFT against QQQ", "QQQ", ["AAPL", "MSFT"]),
+        ("absolute return momentum on AAPL", "cash", ["AAPL"]),
+        ("market-neutral mean reversion in semis", "cash", None),
+        ("breakout on NVDA vs buy and hold", "buy-and-hold", ["NVDA"]),
+        ("trend following on US indices", None, ["SPY", "QQQ", "IWM", "DIA"]),
+    ],
+)
+def test_directive_may_name_the_benchmark(directive, benchmark, tickers) -> None:
+    plan = parse_directive(directive)
+    assert plan.benchmark == benchmark
+    if tickers is not None:
+        assert plan.tickers == tickers  # the benchmark's symbol is not read as a ticker
+    assert plan.directive == directive

@@ -157,18 +157,21 @@ def _readme(variant, figures, lineage, run_dir, costs) -> str:
         "",
         "## Figures recorded by the lab",
         "",
-        "| window | sharpe | CAGR % | max DD % | win rate % | trades | buy & hold sharpe |",
-        "|---|---|---|---|---|---|---|",
+        "| window | sharpe | CAGR % | max DD % | win rate % | trades | benchmark sharpe | "
+        "alpha % a year | beta | alpha HAC t |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for window, row in figures.items():
         m, bh = row.get("metrics") or {}, row.get("buy_and_hold") or {}
+        a = row.get("alpha") or {}
         lines.append(
             f"| {window} | {_f(m.get('sharpe'))} | {_f(m.get('cagr_pct'))} | "
             f"{_f(m.get('max_drawdown_pct'))} | {_f(m.get('win_rate_pct'))} | "
-            f"{m.get('n_trades', '–')} | {_f(bh.get('sharpe'))} |"
+            f"{m.get('n_trades', '–')} | {_f(bh.get('sharpe'))} | "
+            f"{_f(a.get('alpha_annual_pct'))} | {_f(a.get('beta'))} | {_f(a.get('t_stat'))} |"
         )
     if not figures:
-        lines.append("| (no figures recorded: the variant produced no result) | | | | | | |")
+        lines.append("| (no figures recorded: the variant produced no result) |" + " |" * 9)
     elif "holdout" not in figures:
         lines += [
             "",
@@ -220,7 +223,7 @@ def variant_figures(
     variant_id: str, variant: dict[str, Any], verdict: dict[str, Any]
 ) -> dict[str, Any]:
     """The figures recorded for a variant: the winner's (in-sample and holdout, when the holdout
-    was opened), otherwise its own in-sample aggregate against in-sample buy & hold."""
+    was opened), otherwise its own in-sample aggregate against the run's in-sample benchmark."""
     if variant_id == verdict.get("best_variant") and verdict.get("figures"):
         return verdict["figures"]
     own = variant.get("in_sample") or {}
@@ -230,6 +233,7 @@ def variant_figures(
         "in-sample": {
             "metrics": own["metrics"],
             "buy_and_hold": verdict.get("buy_and_hold_in_sample"),
+            "alpha": own.get("alpha"),
         }
     }
 

@@ -8,9 +8,13 @@ autocorrelated (positions persist) and heteroskedastic. ``deflated_alpha`` appli
 deflated Sharpe ratio to the alpha series ``r_s - beta * r_b`` (whose per-period Sharpe
 is the appraisal ratio), so the trial count deflates alpha as it deflates Sharpe.
 
-``spa_pvalue`` is Hansen's Superior Predictive Ability test (``arch``) of all the run's
+``run_spa`` is Hansen's Superior Predictive Ability test (``arch``) of all the run's
 trials against the benchmark: the probability, under "no trial beats the benchmark",
-of seeing a best trial this good given how many were tried and how they co-move.
+of seeing a best trial this good given how many were tried and how they co-move. Each
+trial is compared with the benchmark held at the trial's own beta (its loss is minus its
+alpha series ``r - beta * r_b``): on a market that drifts up, a timing rule with real alpha
+and beta 0.2 earns less than buy & hold in raw return, so "beats the benchmark" must mean
+"beats the same exposure to it", the question the alpha regression asks of one trial.
 
 Against ``cash`` (a zero benchmark) the regression has no slope: alpha is the mean
 return and the alpha series is the strategy's own, so the tests are the absolute ones.
@@ -199,17 +203,30 @@ def spa_pvalue(
     return float(spa.pvalues["consistent"])
 
 
+def hedged(models: np.ndarray, benchmark: np.ndarray) -> np.ndarray:
+    """Each column minus the benchmark held at that column's OLS beta: the alpha series
+    (plus the intercept). A zero benchmark (cash) leaves the columns as they are."""
+    m = np.asarray(models, dtype=float)
+    b = np.asarray(benchmark, dtype=float)
+    bc = b - b.mean()
+    var = float(bc @ bc)
+    if var <= 1e-30:
+        return m.copy()
+    betas = (bc @ (m - m.mean(axis=0))) / var
+    return m - np.outer(b, betas)
+
+
 def run_spa(
     trials: Mapping[str, Mapping[str, float]],
     benchmark: Mapping[str, float],
     *,
     seed: int = 0,
 ) -> tuple[float | None, int]:
-    """(SPA p-value, trials tested) of every trial's series against the benchmark's."""
+    """(SPA p-value, trials tested): does any trial beat the benchmark held at its beta?"""
     keep, m, b = trial_matrix(trials, benchmark)
     if not keep:
         return None, 0
-    return spa_pvalue(m, b, seed=seed), len(keep)
+    return spa_pvalue(hedged(m, b), np.zeros_like(b), seed=seed), len(keep)
 
 
 def criteria_value(stats: AlphaStats | None, name: str) -> float | None:

@@ -12,8 +12,11 @@ from gate.alpha import ALPHA_CRITERIA, AlphaStats, criteria_value
 from gate.contracts import Criteria, Criterion
 from gate.errors import CriteriaError
 
+# alpha_t>=2 puts the edge over the benchmark into the fuzzy score (and so into the
+# trajectory the router reads): a design that only holds the market scores low however high
+# its Sharpe, and a refinement that trades Sharpe for alpha reads as progress.
 DEFAULT_CRITERIA_TEXT = (
-    "sharpe>=1.0,max_drawdown_pct<=20,win_rate_pct>=40,profit_factor>=1.2,min_trades>=30"
+    "sharpe>=1.0,max_drawdown_pct<=20,win_rate_pct>=40,profit_factor>=1.2,alpha_t>=2,min_trades>=30"
 )
 OPS = (">=", "<=", ">", "<")
 # Names that set Criteria fields instead of adding a metric rule.

@@ -168,6 +168,7 @@ def finalize(state: DevelopState, runtime: Runtime[RunContext]) -> dict[str, Any
                         "fold_sharpes": e.get("fold_sharpes", []),
                         "score": e.get("score"),
                         "dsr": e.get("dsr"),
+                        "alpha": e.get("alpha"),
                         "passed": e.get("passed"),
                         "vetoes": e.get("vetoes", []),
                     }

@@ -84,3 +84,10 @@ def make_eval(variant_id: str = "v1", family: str = "momentum", **kw: Any) -> Va
     kw.setdefault("n_jobs", 4)
     kw.setdefault("metrics", None)
     return VariantEvaluation(variant_id=variant_id, family=family, **kw)
+
+
+# The absolute criteria (the defaults without the alpha rule): tests of the fuzzy machinery,
+# failure analysis and evaluation that do not build AlphaStats use these.
+ABSOLUTE_CRITERIA_TEXT = (
+    "sharpe>=1.0,max_drawdown_pct<=20,win_rate_pct>=40,profit_factor>=1.2,min_trades>=30"
+)

@@ -17,6 +17,7 @@ from gate.alpha import (
     aligned_stats,
     alpha_stats,
     deflated_alpha,
+    hedged,
     newey_west_lags,
     run_spa,
     spa_pvalue,
@@ -162,3 +163,22 @@ def test_regression_recovers_a_planted_alpha_and_beta(beta, alpha, seed):
     s = alpha_stats(y, x, name="b")
     assert s.beta == pytest.approx(beta, abs=0.01)
     assert s.alpha_annual_pct == pytest.approx(alpha * 252 * 100, abs=2.5)  # ~5 std errors
+
+
+def test_spa_compares_each_trial_with_the_benchmark_at_its_own_beta():
+    rng = np.random.default_rng(21)
+    n = 1500
+    market = rng.normal(0.0008, 0.01, n)  # a strong bull market
+    dates = [f"d{i:05d}" for i in range(n)]
+    bench = dict(zip(dates, market, strict=True))
+    # Timing alpha with little exposure: less raw return than the market, real alpha.
+    timed = 0.2 * market + rng.normal(0.0004, 0.004, n)
+    exposure = 0.9 * market + rng.normal(0.0, 0.002, n)  # the market, minus nothing
+    p_timed, n_timed = run_spa({"timed": dict(zip(dates, timed, strict=True))}, bench, seed=3)
+    p_exp, _ = run_spa({"exp": dict(zip(dates, exposure, strict=True))}, bench, seed=3)
+    raw = spa_pvalue(timed[:, None], market, seed=3)  # raw returns vs the market: blind to it
+    assert n_timed == 1
+    assert p_timed < 0.05 < raw
+    assert p_exp > 0.05
+    h = hedged(np.column_stack([timed, exposure]), market)
+    assert h[:, 1].std() < 0.0025  # the exposure is gone, the tracking noise stays

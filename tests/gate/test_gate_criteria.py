@@ -24,6 +24,7 @@ def test_defaults() -> None:
         "max_drawdown_pct<=20",
         "win_rate_pct>=40",
         "profit_factor>=1.2",
+        "alpha_t>=2",
     ]
     assert c.min_trades == 30
 

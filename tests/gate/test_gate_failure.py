@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 import pytest
-from gate_builders import make_eval, make_metrics
+from gate_builders import ABSOLUTE_CRITERIA_TEXT, make_eval, make_metrics
 
 from gate.contracts import FailureType, IterationSummary, Route
 from gate.criteria import parse_criteria
@@ -9,7 +9,7 @@ from gate.failure import analyse_failure
 
 pytestmark = pytest.mark.unit
 
-CRITERIA = parse_criteria(None)
+CRITERIA = parse_criteria(ABSOLUTE_CRITERIA_TEXT)
 
 
 def _analyse(evals, *, history=(), confidence=0.8, regime="trending-up", families=("momentum",)):

@@ -4,7 +4,7 @@ import warnings
 
 import numpy as np
 import pytest
-from gate_builders import make_metrics
+from gate_builders import ABSOLUTE_CRITERIA_TEXT, make_metrics
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -13,7 +13,7 @@ from gate.fuzzy import RULE_BASE, FuzzyScorer
 
 pytestmark = pytest.mark.unit
 
-CRITERIA = parse_criteria(None)
+CRITERIA = parse_criteria(ABSOLUTE_CRITERIA_TEXT)
 SCORER = FuzzyScorer(CRITERIA)
 N = len(CRITERIA.rules)
 
@@ -92,3 +92,14 @@ def test_improving_a_metric_never_lowers_score(
     m1 = make_metrics(sharpe=sharpe + d_sharpe, max_drawdown_pct=max(0.0, dd - d_dd))
     s0, s1 = SCORER.score([m0, m1])
     assert s1 >= s0 - 1e-9
+
+
+def test_default_criteria_score_the_alpha_too() -> None:
+    from gate.alpha import AlphaStats
+
+    scorer = FuzzyScorer(parse_criteria(None))
+    m = make_metrics()  # every absolute criterion met
+    exposure = AlphaStats(benchmark="buy-and-hold", n_obs=750, beta=0.9, t_stat=0.2)
+    alpha = AlphaStats(benchmark="buy-and-hold", n_obs=750, beta=0.2, t_stat=2.6)
+    low, high = scorer.score([m, m], [exposure, alpha])
+    assert low < 0.35 < scorer.criteria.score_threshold < high

@@ -1,28 +1,51 @@
 """Seeded synthetic universes for calibrating the quality gate.
 
-Two kinds, same machinery:
+Three kinds, same machinery:
 
 ``null``  (no edge)  — each symbol's daily simple return is ``drift + sigma_t * z_t``:
     GARCH(1,1) volatility clustering around a per-symbol long-run volatility drawn from
     ``vol_range`` (20-40% a year), Student-t innovations (df 4, scaled to unit variance)
-    mixed with a common market shock (correlation ``market_corr``), and a small common
-    drift (0 by default: no expected excess return). Nothing is predictable from the past
-    except the volatility level, so no timing rule has an edge beyond costs.
+    mixed with a common market shock (correlation ``market_corr``), and a common drift
+    (``drift_annual``; 0 by default). Nothing is predictable from the past except the
+    volatility level, so no timing rule beats holding: with a drift, buy and hold earns
+    it, and a timing rule earns at most its share of it (no alpha over buy and hold).
 
-``planted`` (known edge) — the same, plus a persistent, hidden drift regime per symbol:
-    a symmetric two-state Markov chain (up / down, expected duration ``regime_days``
-    days) adds ``+/- regime_sharpe * sigma_lr / sqrt(252)`` to every daily return. The
-    unconditional drift is still zero (buy and hold earns nothing), but the trailing
-    return predicts the next one: time-series momentum. Its strength is stated as the
-    annualised Sharpe of the drift inside a regime (``regime_sharpe``); ``describe``
-    measures what rules can get out of it (the oracle that knows the state, and a
-    plain "long when the trailing 60-day return is positive" rule).
+``planted`` (known edge: time-series momentum) — the same, plus a persistent, hidden
+    drift regime per symbol: a symmetric two-state Markov chain (up / down, expected
+    duration ``regime_days`` days) adds ``+/- regime_sharpe * sigma_lr / sqrt(252)`` to
+    every daily return. The regimes average out (buy and hold earns only ``drift_annual``),
+    but the trailing return predicts the next one: time-series momentum. Its strength is
+    stated as the annualised Sharpe of the drift inside a regime (``regime_sharpe``);
+    ``describe`` measures what rules can get out of it (the oracle that knows the state,
+    and a plain "long when the trailing 60-day return is positive" rule).
 
     Default strength (``regime_sharpe`` 3, ``regime_days`` 120), measured over 40 seeds of
-    3 symbols x 8 years: the 60-day momentum rule, long-only, after 0.15% per side,
-    earns an equal-weight portfolio Sharpe of 2.0 on average (10th percentile 1.2,
-    minimum 0.8); the long-only oracle 3.5; buy and hold ~0. At ``regime_sharpe`` 2 the
-    same rule earns 1.1 (10th percentile 0.5): a much harder target.
+    3 symbols x 8 years at zero drift: the 60-day momentum rule, long-only, after 0.15%
+    per side, earns an equal-weight portfolio Sharpe of 2.0 on average (10th percentile
+    1.2, minimum 0.8); the long-only oracle 3.5; buy and hold ~0. At ``regime_sharpe`` 2
+    the same rule earns 1.1 (10th percentile 0.5): a much harder target.
+
+``reversion`` (known edge: short-horizon mean reversion) — the log price is a drifting
+    random walk plus a hidden Ornstein-Uhlenbeck deviation with a half-life of
+    ``reversion_half_life`` days, which carries ``reversion_share`` of the daily return
+    variance (so the realised volatility is still the symbol's ``vol_range`` draw, and
+    the clustering and fat tails act on both parts). A price pushed below its recent
+    mean tends to come back within days: daily returns are negatively autocorrelated
+    (lag-1 about -0.08 at the defaults), while the deviation averages out, so buy and hold
+    earns only ``drift_annual`` (the mean simple return is corrected for the deviation's
+    convexity). ``describe`` measures a Bollinger-style rule: long when the close is
+    2 standard deviations below its 20-day mean, out when it is back above the mean.
+
+    Default strength (``reversion_share`` 0.8, ``reversion_half_life`` 3 days), over
+    10 seeds of 3 symbols x 8 years at 5% drift: that rule earns an equal-weight portfolio
+    Sharpe of 1.9 after 0.15% per unit of turnover (10th percentile 1.5-1.7 depending on
+    the seeds, t-stat of its alpha over buy and hold ~5.7); the lab's own
+    ``bollinger_reversion`` template, run through the engine with next-open fills, 1.75
+    (10th percentile 1.3); the long-only oracle 3.6; buy and hold 0.1-0.2; the 60-day
+    momentum rule loses (-1.4). Why this second effect: it is the mirror image of momentum
+    (returns anti-correlated, not correlated), it lives at a horizon of days instead of
+    months, and the lab has a family for it (mean_reversion: RSI, Bollinger). A weaker
+    share (0.7) brings the template down to ~1.45.
 
 Bars are realistic enough for the engine and the quality report: the close-to-close
 return is split into an overnight gap (the open is near the previous close) and an
@@ -44,7 +67,9 @@ from typing import Literal
 import numpy as np
 import pandas as pd
 
-Kind = Literal["null", "planted"]
+Kind = Literal["null", "planted", "reversion"]
+# Each kind draws from its own random stream: the same seed never gives two kinds the same shocks.
+_KIND_STREAM: dict[str, int] = {"null": 0, "planted": 1, "reversion": 2}
 TRADING_DAYS = 252
 _MAX_VOL_MULT = 4.0  # GARCH variance is capped at (4 x long-run vol)^2: no runaway paths
 _MAX_ABS_Z = 12.0  # t(4) tails are fat, not infinite: clip absurd single-day shocks
@@ -65,9 +90,12 @@ class UniverseSpec:
     garch_beta: float = 0.90  # persistence alpha + beta = 0.98: realistic clustering
     market_corr: float = 0.3  # pairwise correlation of the shocks through a common factor
     drift_annual: float = 0.0  # common expected simple return per year (no edge: 0)
-    # planted edge (ignored for kind="null")
+    # planted momentum edge (kind="planted" only)
     regime_sharpe: float = 3.0  # annualised Sharpe of the drift inside a regime
     regime_days: float = 120.0  # expected regime duration in trading days
+    # planted mean-reversion edge (kind="reversion" only)
+    reversion_share: float = 0.8  # share of the daily return variance that reverts
+    reversion_half_life: float = 3.0  # half-life of a deviation, in trading days
     symbols: tuple[str, ...] = field(default=())
 
     def symbol_names(self) -> list[str]:
@@ -80,8 +108,10 @@ class UniverseSpec:
 class Universe:
     spec: UniverseSpec
     bars: dict[str, pd.DataFrame]  # symbol -> OHLCV indexed by date
-    regimes: dict[str, np.ndarray]  # symbol -> +1/-1 per bar (zeros for null)
+    regimes: dict[str, np.ndarray]  # symbol -> +1/-1 per bar (zeros unless "planted")
     vol_annual: dict[str, float]  # symbol -> long-run annual volatility
+    # symbol -> hidden log-price deviation per bar (kind "reversion" only)
+    deviation: dict[str, np.ndarray] = field(default_factory=dict)
 
 
 def _student_t(rng: np.random.Generator, df: float, shape: tuple[int, ...]) -> np.ndarray:
@@ -99,6 +129,48 @@ def _regime_path(rng: np.random.Generator, n: int, mean_days: float) -> np.ndarr
     return first * np.where(np.cumsum(flips) % 2 == 0, 1.0, -1.0)
 
 
+def _garch_sigma(shock: np.ndarray, s_lr: float, spec: UniverseSpec) -> np.ndarray:
+    """Daily volatility path of GARCH(1,1) around ``s_lr``, driven by unit-variance ``shock``."""
+    n = len(shock)
+    h_lr = s_lr**2
+    omega = h_lr * (1.0 - spec.garch_alpha - spec.garch_beta)
+    h_cap = (_MAX_VOL_MULT * s_lr) ** 2
+    sigma = np.empty(n)
+    h = h_lr
+    for t in range(n):
+        sigma[t] = math.sqrt(h)
+        u = sigma[t] * shock[t]
+        h = min(omega + spec.garch_alpha * u * u + spec.garch_beta * h, h_cap)
+    return sigma
+
+
+def _reverting_returns(
+    z: np.ndarray, e: np.ndarray, s_lr: float, drift: float, spec: UniverseSpec
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(simple returns, sigma, hidden deviation) of a random walk plus an OU deviation.
+
+    ``z`` drives the random walk, ``e`` the deviation; both are unit-variance and the
+    GARCH volatility follows their mix, so the whole daily move clusters. The deviation's
+    innovations are scaled so that its daily changes carry ``reversion_share`` of the
+    variance; the log drift loses half that variance so the mean simple return stays
+    ``drift`` (the deviation adds no return, only timing).
+    """
+    w = spec.reversion_share
+    phi = 0.5 ** (1.0 / spec.reversion_half_life)
+    sigma = _garch_sigma(math.sqrt(1.0 - w) * z + math.sqrt(w) * e, s_lr, spec)
+    walk = np.maximum(drift + sigma * math.sqrt(1.0 - w) * z, -0.5)
+    # Stationary AR(1): var(x) = var(eta) / (1 - phi^2) and var(dx) = 2 var(eta) / (1 + phi).
+    eta = sigma * math.sqrt(w * (1.0 + phi) / 2.0) * e
+    x = np.empty(len(z))
+    level = 0.0
+    for t in range(len(z)):
+        level = phi * level + eta[t]
+        x[t] = level
+    dx = np.diff(x, prepend=0.0)
+    log_r = np.log1p(walk) + dx - 0.5 * w * sigma**2
+    return np.maximum(np.expm1(log_r), -0.5), sigma, x
+
+
 def generate_universe(spec: UniverseSpec) -> Universe:
     """Daily OHLCV for every symbol of ``spec`` (business days from ``spec.start``)."""
     if spec.t_df <= 2:
@@ -107,12 +179,16 @@ def generate_universe(spec: UniverseSpec) -> Universe:
         raise ValueError(f"market_corr must be in [0, 1), got {spec.market_corr}")
     if spec.garch_alpha + spec.garch_beta >= 1.0:
         raise ValueError("garch_alpha + garch_beta must be < 1 (stationary variance)")
+    if spec.kind not in _KIND_STREAM:
+        raise ValueError(f"kind must be one of {', '.join(_KIND_STREAM)}, got {spec.kind!r}")
+    if not 0.0 < spec.reversion_share < 1.0:
+        raise ValueError(f"reversion_share must be in (0, 1), got {spec.reversion_share}")
+    if spec.reversion_half_life <= 0:
+        raise ValueError(f"reversion_half_life must be > 0, got {spec.reversion_half_life}")
     n = int(round(spec.years * TRADING_DAYS))
     if n < 50:
         raise ValueError(f"{spec.years} years is too short for a universe (need >= 50 bars)")
-    rng = np.random.default_rng(
-        np.random.SeedSequence([spec.seed, 0 if spec.kind == "null" else 1])
-    )
+    rng = np.random.default_rng(np.random.SeedSequence([spec.seed, _KIND_STREAM[spec.kind]]))
     dates = pd.bdate_range(pd.Timestamp(spec.start), periods=n)
     names = spec.symbol_names()
     k = len(names)
@@ -120,35 +196,37 @@ def generate_universe(spec: UniverseSpec) -> Universe:
     market = _student_t(rng, spec.t_df, (n,))
     idio = _student_t(rng, spec.t_df, (n, k))
     shocks = math.sqrt(spec.market_corr) * market[:, None] + math.sqrt(1 - spec.market_corr) * idio
+    if spec.kind == "reversion":  # the deviations' own shocks, as correlated as the walk's
+        market_dev = _student_t(rng, spec.t_df, (n,))
+        idio_dev = _student_t(rng, spec.t_df, (n, k))
+        dev_shocks = (
+            math.sqrt(spec.market_corr) * market_dev[:, None]
+            + math.sqrt(1 - spec.market_corr) * idio_dev
+        )
 
     bars: dict[str, pd.DataFrame] = {}
     regimes: dict[str, np.ndarray] = {}
     vols: dict[str, float] = {}
+    deviation: dict[str, np.ndarray] = {}
     drift = spec.drift_annual / TRADING_DAYS
     for j, sym in enumerate(names):
         vol_a = float(rng.uniform(*spec.vol_range))
         s_lr = vol_a / math.sqrt(TRADING_DAYS)
-        h_lr = s_lr**2
-        omega = h_lr * (1.0 - spec.garch_alpha - spec.garch_beta)
-        h_cap = (_MAX_VOL_MULT * s_lr) ** 2
         z = shocks[:, j]
-        sigma = np.empty(n)
-        h = h_lr
-        for t in range(n):
-            sigma[t] = math.sqrt(h)
-            u = sigma[t] * z[t]
-            h = min(omega + spec.garch_alpha * u * u + spec.garch_beta * h, h_cap)
-        if spec.kind == "planted":
-            state = _regime_path(rng, n, spec.regime_days)
-            mu = drift + state * spec.regime_sharpe * s_lr / math.sqrt(TRADING_DAYS)
+        state = np.zeros(n)
+        if spec.kind == "reversion":
+            ret, sigma, deviation[sym] = _reverting_returns(z, dev_shocks[:, j], s_lr, drift, spec)
         else:
-            state = np.zeros(n)
+            sigma = _garch_sigma(z, s_lr, spec)
             mu = np.full(n, drift)
-        ret = np.maximum(mu + sigma * z, -0.5)  # simple close-to-close returns
+            if spec.kind == "planted":
+                state = _regime_path(rng, n, spec.regime_days)
+                mu = drift + state * spec.regime_sharpe * s_lr / math.sqrt(TRADING_DAYS)
+            ret = np.maximum(mu + sigma * z, -0.5)  # simple close-to-close returns
         bars[sym] = _ohlcv(rng, ret, sigma, dates, vol_a)
         regimes[sym] = state
         vols[sym] = vol_a
-    return Universe(spec=spec, bars=bars, regimes=regimes, vol_annual=vols)
+    return Universe(spec=spec, bars=bars, regimes=regimes, vol_annual=vols, deviation=deviation)
 
 
 def _ohlcv(
@@ -216,34 +294,102 @@ def momentum_rule_returns(
     return out[lookback:]
 
 
-def describe(universe: Universe, lookback: int = 60, cost: float = 0.0015) -> dict:
+def reversion_rule_returns(
+    close: np.ndarray,
+    lookback: int = 20,
+    entry_z: float = 2.0,
+    cost: float = 0.0,
+) -> np.ndarray:
+    """Daily returns of a long-only Bollinger-style reversion rule.
+
+    Long from a close more than ``entry_z`` standard deviations (of the last ``lookback``
+    closes) below their mean, out at the first close back above the mean; ``entry_z`` 0
+    makes it "long while below the mean". Same timing and costs as
+    ``momentum_rule_returns``; returns are aligned with theirs from bar ``lookback`` on.
+    """
+    c = np.asarray(close, dtype=float)
+    r = c[1:] / c[:-1] - 1.0
+    window = pd.Series(c).rolling(lookback)
+    with np.errstate(invalid="ignore", divide="ignore"):  # a flat window has no z: not held
+        z = ((c - window.mean().to_numpy()) / window.std().to_numpy())[:-1]
+    sig = np.zeros(len(r))
+    held = False
+    for t, zt in enumerate(z):
+        held = bool(np.isfinite(zt) and zt < (0.0 if held else -entry_z))
+        sig[t] = 1.0 if held else 0.0
+    turnover = np.abs(np.diff(np.concatenate([[0.0], sig])))
+    out = sig * r - cost * turnover
+    return out[lookback:]
+
+
+def timing_alpha(rule: np.ndarray, market: np.ndarray) -> tuple[float, float, float]:
+    """(annual alpha, beta, t-stat of alpha) of a rule's daily returns over buy and hold.
+
+    Plain OLS. A long-only rule on a drifting market earns a positive Sharpe from its beta
+    alone; only the intercept says whether its timing added anything.
+    """
+    y = np.asarray(rule, dtype=float)
+    x = np.column_stack([np.ones(len(y)), np.asarray(market, dtype=float)])
+    coef, *_ = np.linalg.lstsq(x, y, rcond=None)
+    resid = y - x @ coef
+    s2 = float(resid @ resid) / max(len(y) - 2, 1)
+    var_alpha = s2 * float(np.linalg.inv(x.T @ x)[0, 0])
+    t = float(coef[0] / math.sqrt(var_alpha)) if var_alpha > 0 else 0.0
+    return float(coef[0] * TRADING_DAYS), float(coef[1]), t
+
+
+def describe(
+    universe: Universe, lookback: int = 60, cost: float = 0.0015, reversion_lookback: int = 20
+) -> dict:
     """Strength of what is in the data, per symbol and for the equal-weight portfolio.
 
-    ``oracle_long_sharpe``: long exactly in the up regimes (knows the hidden state).
+    ``oracle_long_sharpe``: long exactly when the hidden state says the next return is
+    expected to be positive (an up regime, or a deviation below zero), before costs.
     ``momentum_long_sharpe``: long while the trailing ``lookback``-day return is positive,
     after ``cost`` per unit of turnover (0.15% = the lab's default commission + slippage).
+    ``reversion_long_sharpe``: ``reversion_rule_returns`` (20-day, 2 sd), same costs.
     ``buy_hold_sharpe``: what holding earns (~0 by construction for zero drift).
+    ``portfolio_*_alpha_t``: t-stat of the rule's alpha over the equal-weight buy and hold
+    (``timing_alpha``): a rule on a drifting market must beat holding, not just be positive.
     """
     per: dict[str, dict[str, float]] = {}
-    mom_port, oracle_port = [], []
+    ports: dict[str, list[np.ndarray]] = {"mom": [], "rev": [], "oracle": [], "bh": []}
+    skip = max(lookback, reversion_lookback)  # every series starts on the same bar
     for sym, df in universe.bars.items():
         close = df["close"].to_numpy()
         r = close[1:] / close[:-1] - 1.0
         mom = momentum_rule_returns(close, lookback, cost)
-        state = universe.regimes[sym]
-        oracle = (state[1:] > 0) * r if np.any(state) else np.zeros_like(r)
+        rev = reversion_rule_returns(close, reversion_lookback, cost=cost)
+        if sym in universe.deviation:
+            oracle = (universe.deviation[sym][:-1] < 0) * r
+        elif np.any(universe.regimes[sym]):
+            oracle = (universe.regimes[sym][1:] > 0) * r
+        else:
+            oracle = np.zeros_like(r)
         per[sym] = {
             "vol_annual": round(universe.vol_annual[sym], 4),
             "buy_hold_sharpe": round(sharpe_annual(r), 3),
             "momentum_long_sharpe": round(sharpe_annual(mom), 3),
+            "reversion_long_sharpe": round(sharpe_annual(rev), 3),
             "oracle_long_sharpe": round(sharpe_annual(oracle), 3),
         }
-        mom_port.append(mom)
-        oracle_port.append(oracle[lookback:])
+        ports["mom"].append(mom[skip - lookback :])
+        ports["rev"].append(rev[skip - reversion_lookback :])
+        ports["oracle"].append(oracle[skip:])
+        ports["bh"].append(r[skip:])
+    port = {k: np.mean(v, axis=0) for k, v in ports.items()}
+    mom_alpha, _, mom_t = timing_alpha(port["mom"], port["bh"])
+    rev_alpha, _, rev_t = timing_alpha(port["rev"], port["bh"])
     return {
         "symbols": per,
-        "portfolio_momentum_long_sharpe": round(sharpe_annual(np.mean(mom_port, axis=0)), 3),
-        "portfolio_oracle_long_sharpe": round(sharpe_annual(np.mean(oracle_port, axis=0)), 3),
+        "portfolio_momentum_long_sharpe": round(sharpe_annual(port["mom"]), 3),
+        "portfolio_reversion_long_sharpe": round(sharpe_annual(port["rev"]), 3),
+        "portfolio_oracle_long_sharpe": round(sharpe_annual(port["oracle"]), 3),
+        "portfolio_buy_hold_sharpe": round(sharpe_annual(port["bh"]), 3),
+        "portfolio_momentum_alpha_annual": round(mom_alpha, 4),
+        "portfolio_momentum_alpha_t": round(mom_t, 2),
+        "portfolio_reversion_alpha_annual": round(rev_alpha, 4),
+        "portfolio_reversion_alpha_t": round(rev_t, 2),
     }
 
 

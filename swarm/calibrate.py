@@ -1,15 +1,16 @@
-"""python -m swarm.calibrate --runs N [--workers W] [--seed S] [--out DIR]
+"""python -m swarm.calibrate --runs N [--kinds A,B] [--workers W] [--seed S] [--out DIR]
 
-Calibrates the quality gate: for i = 1..N it generates a seeded no-edge universe and a
-seeded planted-edge universe (``backtest.synthetic_universe``), runs the full develop loop
-on each (research swarm, strategy development, backtests, gate, routing: the same code path
-as ``python -m swarm.develop``, fed through the CSV source), and reports
+Calibrates the quality gate: for i = 1..N and every scenario it generates a seeded universe
+(``backtest.synthetic_universe``), runs the full develop loop on it (research swarm,
+strategy development, backtests, gate, routing: the same code path as
+``python -m swarm.develop``, fed through the CSV source), and reports
 
-- the false-discovery rate: share of SUCCESS verdicts on no-edge data, and
-- the power: share of SUCCESS verdicts on planted-edge data,
+- per null scenario (no timing edge: zero drift, equity-like drift, a bull market) the
+  false-discovery rate: the share of SUCCESS verdicts, where every SUCCESS is false, and
+- per planted scenario (a known edge on top of a drift) the power: the share of SUCCESS,
 
-each with 95% confidence intervals (Wilson and Clopper-Pearson), one line per run on
-stdout, progress on stderr, and ``calibration.json`` in the output folder.
+plus both pooled, each with 95% confidence intervals (Wilson and Clopper-Pearson), one
+line per run on stdout, progress on stderr, and ``calibration.json`` in the output folder.
 Exit codes: 0 when every run finished (targets met or not), 1 when a run failed
 internally, 2 on bad input. Also reachable as ``python -m swarm.develop --calibrate ...``.
 """
@@ -27,25 +28,69 @@ import shutil
 import sys
 import tempfile
 import time
+from collections.abc import Iterable
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import asdict, dataclass, replace
 from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any
 
-from backtest.synthetic_universe import UniverseSpec, write_universe
+from backtest.synthetic_universe import Kind, UniverseSpec, write_universe
 
-KINDS = ("null", "planted")
 TARGET_FDR = 0.05
 TARGET_POWER = 0.90
 DEFAULT_DIRECTIVE = "momentum alpha"
 SEED_STRIDE = 10_007  # keeps the seed blocks of different --seed values apart
+MAX_RUNS = 999  # runs per scenario: the seed blocks of two scenarios must not overlap
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """A named kind of universe: what generates it, and whether an edge is in it."""
+
+    name: str
+    universe_kind: Kind  # "null": no edge; "planted" / "reversion": a known edge
+    drift_annual: float  # common expected simple return a year
+    slot: int  # fixes the scenario's seeds (universe_seed); never renumber one
+    edge: str  # what a rule could find in it, for the summary lines
+
+    @property
+    def is_null(self) -> bool:
+        return self.universe_kind == "null"
+
+    @property
+    def what(self) -> str:
+        d = self.drift_annual
+        return f"{self.edge}, " + ("zero drift" if d == 0 else f"{d:.0%}/yr drift")
+
+
+# Order = the summary's order. The zero-drift planted kind is the pre-scenario "planted".
+SCENARIOS: dict[str, Scenario] = {
+    s.name: s
+    for s in (
+        Scenario("null-zero", "null", 0.0, 0, "no edge"),
+        Scenario("null-drift", "null", 0.05, 2, "no edge"),
+        Scenario("null-bull", "null", 0.20, 4, "no edge"),
+        Scenario("planted-momentum", "planted", 0.05, 3, "regime momentum"),
+        Scenario("planted-reversion", "reversion", 0.05, 5, "short-horizon reversion"),
+        Scenario("planted-momentum-zero", "planted", 0.0, 1, "regime momentum"),
+    )
+}
+DEFAULT_SCENARIOS = (
+    "null-zero",
+    "null-drift",
+    "null-bull",
+    "planted-momentum",
+    "planted-reversion",
+)
+# The two kinds before scenarios existed; they keep their seeds (slots 0 and 1).
+ALIASES = {"null": "null-zero", "planted": "planted-momentum-zero"}
 
 
 @dataclass(frozen=True)
 class RunSpec:
-    kind: str
-    index: int  # 1-based within its kind
+    kind: str  # the scenario's name
+    index: int  # 1-based within its scenario
     seed: int  # universe seed and the develop loop's --seed
     universe: UniverseSpec
     develop_args: tuple[str, ...]  # extra develop options (criteria, variants, iterations...)
@@ -54,9 +99,17 @@ class RunSpec:
     keep_checkpoints: bool = False
 
 
-def universe_seed(base_seed: int, kind: str, index: int) -> int:
-    """Distinct, reproducible seeds: no-edge and planted universes never share one."""
-    return base_seed * SEED_STRIDE + 2 * index + (0 if kind == "null" else 1)
+def universe_seed(base_seed: int, scenario: str, index: int) -> int:
+    """Distinct, reproducible seeds: no two scenarios (or indices, or base seeds) share one.
+
+    Scenarios pair up by slot into blocks of ``2 * (MAX_RUNS + 1)`` seeds inside a base
+    seed's ``SEED_STRIDE``; slots 0 and 1 (``null``/``planted`` before scenarios) keep the
+    seeds they always had: ``base * SEED_STRIDE + 2 * index + (0 or 1)``.
+    """
+    if not 1 <= index <= MAX_RUNS:
+        raise ValueError(f"run index {index} must be in 1..{MAX_RUNS}")
+    slot = SCENARIOS[ALIASES.get(scenario, scenario)].slot
+    return base_seed * SEED_STRIDE + 2 * (index + (MAX_RUNS + 1) * (slot // 2)) + slot % 2
 
 
 def run_one(spec: RunSpec) -> dict[str, Any]:
@@ -90,6 +143,8 @@ def run_one(spec: RunSpec) -> dict[str, Any]:
         "kind": spec.kind,
         "index": spec.index,
         "seed": spec.seed,
+        "universe_kind": spec.universe.kind,
+        "drift_annual": spec.universe.drift_annual,
         "exit_code": code,
         "run_dir": str(run_dir) if run_dir else None,
         "strength": meta["strength"],
@@ -116,6 +171,10 @@ def run_one(spec: RunSpec) -> dict[str, Any]:
         "best_trades": insample.get("n_trades"),
         "holdout_sharpe": holdout.get("sharpe"),
         "route_history": v.get("route_history"),
+        # The gate's benchmark figures, when this verdict.json has them.
+        "best_alpha": v.get("best_alpha"),
+        "spa_pvalue": v.get("spa_pvalue"),
+        "benchmark": v.get("benchmark"),
     }
     if not spec.keep_checkpoints:  # the loop's resume checkpoints: large, useless here
         for p in run_dir.glob("checkpoint*"):
@@ -155,14 +214,17 @@ def clopper_pearson_interval(k: int, n: int, confidence: float = 0.95) -> tuple[
     return (lo, hi)
 
 
-def rate_summary(records: list[dict[str, Any]], kind: str) -> dict[str, Any]:
-    done = [r for r in records if r["kind"] == kind and r["verdict"] != "ERROR"]
+def rate_summary(records: list[dict[str, Any]], kinds: str | Iterable[str]) -> dict[str, Any]:
+    """SUCCESS share of the finished runs of one scenario, or of several pooled."""
+    wanted = {kinds} if isinstance(kinds, str) else set(kinds)
+    mine = [r for r in records if r["kind"] in wanted]
+    done = [r for r in mine if r["verdict"] != "ERROR"]
     k = sum(r["verdict"] == "SUCCESS" for r in done)
     n = len(done)
     return {
         "successes": k,
         "runs": n,
-        "errors": sum(r["kind"] == kind and r["verdict"] == "ERROR" for r in records),
+        "errors": len(mine) - n,
         "rate": k / n if n else None,
         "wilson95": wilson_interval(k, n),
         "clopper_pearson95": clopper_pearson_interval(k, n),
@@ -187,18 +249,38 @@ def _f(x: Any, fmt: str = ".2f") -> str:
     return "-" if x is None else format(x, fmt)
 
 
+_KIND_WIDTH = max(len(name) for name in SCENARIOS)
+
+
+def _benchmark_part(r: dict[str, Any]) -> str:
+    """The best variant against its benchmark, when the verdict had those figures."""
+    alpha = r.get("best_alpha") or {}
+    parts = []
+    if alpha:
+        parts.append(
+            f"alpha {_f(alpha.get('alpha_annual_pct'), '.1f')}%/yr beta {_f(alpha.get('beta'))} "
+            f"alpha t {_f(alpha.get('t_stat'))} deflated alpha "
+            f"{_f(alpha.get('deflated_alpha'), '.3f')}"
+        )
+    if r.get("spa_pvalue") is not None:
+        parts.append(f"SPA p {_f(r['spa_pvalue'], '.3f')}")
+    return "  " + "  ".join(parts) if parts else ""
+
+
 def run_line(r: dict[str, Any]) -> str:
-    head = f"{r['kind']:<7} #{r['index']:03d} seed {r['seed']:<7} {r['verdict']:<8}"
+    head = f"{r['kind']:<{_KIND_WIDTH}} #{r['index']:03d} seed {r['seed']:<7} {r['verdict']:<8}"
     if r["verdict"] == "ERROR":
         return f"{head} {r.get('error', '')} ({r['seconds']:.0f}s)"
     strength = r.get("strength") or {}
+    rule = "reversion" if r.get("universe_kind") == "reversion" else "momentum"
     trades = "-" if r.get("best_trades") is None else str(r["best_trades"])
     return (
         f"{head} iters {r['iterations']:>2}  trials {r['n_trials']:>3}  "
         f"best sharpe {_f(r['best_sharpe']):>5} trades {trades:>4} score {_f(r['best_score'])} "
-        f"DSR {_f(r['best_dsr'], '.3f')}  holdout sharpe {_f(r['holdout_sharpe']):>5}  "
-        f"(universe momentum-rule sharpe "
-        f"{_f(strength.get('portfolio_momentum_long_sharpe'))}; {r['seconds']:.0f}s)"
+        f"DSR {_f(r['best_dsr'], '.3f')}  holdout sharpe {_f(r['holdout_sharpe']):>5}"
+        f"{_benchmark_part(r)}  (universe: {rule} rule sharpe "
+        f"{_f(strength.get(f'portfolio_{rule}_long_sharpe'))}, buy&hold "
+        f"{_f(strength.get('portfolio_buy_hold_sharpe'))}; {r['seconds']:.0f}s)"
     )
 
 
@@ -215,28 +297,44 @@ def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="python -m swarm.calibrate", description=__doc__.split("\n\n")[0])
     # Accepted and ignored, so `python -m swarm.develop --calibrate ...` can pass its argv on.
     p.add_argument("--calibrate", action="store_true", help=argparse.SUPPRESS)
-    p.add_argument("--runs", type=int, default=20, help="runs per kind (default 20)")
+    p.add_argument("--runs", type=int, default=20, help="runs per scenario (default 20)")
     p.add_argument(
         "--workers", type=int, default=None,
         help="runs in parallel (default: 1; each run's backtests share the cores)",
     )  # fmt: skip
     p.add_argument("--seed", type=int, default=0, help="base seed (default 0)")
     p.add_argument("--out", type=Path, default=None, help="output folder (default: a new temp dir)")
-    p.add_argument("--kinds", default="null,planted", help="null,planted (default both)")
+    p.add_argument(
+        "--kinds", default=",".join(DEFAULT_SCENARIOS),
+        help=f"comma list of scenarios (default all of {', '.join(DEFAULT_SCENARIOS)}; also "
+        f"{', '.join(n for n in SCENARIOS if n not in DEFAULT_SCENARIOS)}; "
+        + ", ".join(f"{a} = {n}" for a, n in ALIASES.items()) + ")",
+    )  # fmt: skip
     p.add_argument("--symbols", type=int, default=3, help="symbols per universe (default 3)")
     p.add_argument("--years", type=float, default=8.0, help="years of bars (default 8)")
     p.add_argument(
         "--strength", type=float, default=UniverseSpec.regime_sharpe,
-        help="planted edge: annualised Sharpe of the hidden drift inside a regime "
+        help="planted momentum: annualised Sharpe of the hidden drift inside a regime "
         f"(default {UniverseSpec.regime_sharpe:g})",
     )  # fmt: skip
     p.add_argument(
         "--regime-days", type=float, default=UniverseSpec.regime_days,
-        help=f"planted edge: expected regime length in bars (default {UniverseSpec.regime_days:g})",
+        help="planted momentum: expected regime length in bars "
+        f"(default {UniverseSpec.regime_days:g})",
     )  # fmt: skip
     p.add_argument(
-        "--drift", type=float, default=0.0,
-        help="common expected annual return of every universe (default 0: no edge)",
+        "--reversion-share", type=float, default=UniverseSpec.reversion_share,
+        help="planted reversion: share of the daily variance that reverts "
+        f"(default {UniverseSpec.reversion_share:g})",
+    )  # fmt: skip
+    p.add_argument(
+        "--reversion-half-life", type=float, default=UniverseSpec.reversion_half_life,
+        help="planted reversion: half-life of a deviation in bars "
+        f"(default {UniverseSpec.reversion_half_life:g})",
+    )  # fmt: skip
+    p.add_argument(
+        "--drift", type=float, default=None,
+        help="override every scenario's expected annual return (default: the scenario's own)",
     )  # fmt: skip
     p.add_argument("--variants", type=int, default=None, help="develop --variants (default 5)")
     p.add_argument(
@@ -248,13 +346,36 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def parse_kinds(text: str) -> list[str]:
+    """Scenario names from a comma list (aliases resolved, duplicates dropped, order kept)."""
+    names: list[str] = []
+    for raw in text.split(","):
+        item = raw.strip()
+        if not item:
+            continue
+        name = ALIASES.get(item, item)
+        if name not in SCENARIOS:
+            raise ValueError(
+                f"--kinds: unknown scenario {item!r}; choose from {', '.join(SCENARIOS)} "
+                f"(or {', '.join(ALIASES)})"
+            )
+        if name not in names:
+            names.append(name)
+    if not names:
+        raise ValueError(f"--kinds: {text!r} names no scenario; e.g. --kinds null-zero,null-bull")
+    return names
+
+
+def scenario_for(name: str, drift_override: float | None = None) -> Scenario:
+    """The scenario as run: its own drift unless ``--drift`` overrides it."""
+    s = SCENARIOS[ALIASES.get(name, name)]
+    return s if drift_override is None else replace(s, drift_annual=drift_override)
+
+
 def _plan(args: argparse.Namespace, out: Path) -> list[RunSpec]:
-    kinds = [k.strip() for k in args.kinds.split(",") if k.strip()]
-    bad = [k for k in kinds if k not in KINDS]
-    if bad or not kinds:
-        raise ValueError(f"--kinds: {args.kinds!r}; use null, planted or null,planted")
-    if args.runs < 1:
-        raise ValueError(f"--runs: {args.runs} must be at least 1")
+    names = parse_kinds(args.kinds)
+    if not 1 <= args.runs <= MAX_RUNS:
+        raise ValueError(f"--runs: {args.runs} must be between 1 and {MAX_RUNS}")
     if args.symbols < 1 or args.years < 2:
         raise ValueError("--symbols must be >= 1 and --years >= 2")
     workers = args.workers or 1
@@ -268,24 +389,21 @@ def _plan(args: argparse.Namespace, out: Path) -> list[RunSpec]:
     if args.criteria:
         extra += ["--criteria", args.criteria]
     per_run = max(1, (os.cpu_count() or 1) // workers)
-    base = UniverseSpec(
-        n_symbols=args.symbols,
-        years=args.years,
-        start=date(2012, 1, 2),
-        drift_annual=args.drift,
-        regime_sharpe=args.strength,
-        regime_days=args.regime_days,
-    )
+    base = base_universe(args)
     specs = []
     for i in range(1, args.runs + 1):
-        for kind in kinds:  # interleaved, so partial results cover both kinds
-            seed = universe_seed(args.seed, kind, i)
+        for name in names:  # interleaved, so partial results cover every scenario
+            scenario = scenario_for(name, args.drift)
+            seed = universe_seed(args.seed, name, i)
+            universe = replace(
+                base, kind=scenario.universe_kind, seed=seed, drift_annual=scenario.drift_annual
+            )
             specs.append(
                 RunSpec(
-                    kind=kind,
+                    kind=name,
                     index=i,
                     seed=seed,
-                    universe=replace(base, kind=kind, seed=seed),  # type: ignore[arg-type]
+                    universe=universe,
                     develop_args=tuple(extra),
                     out=out,
                     workers=per_run,
@@ -295,6 +413,24 @@ def _plan(args: argparse.Namespace, out: Path) -> list[RunSpec]:
     return specs
 
 
+def base_universe(args: argparse.Namespace) -> UniverseSpec:
+    """The options every scenario's universe shares (kind, seed and drift come per run)."""
+    spec = UniverseSpec(
+        n_symbols=args.symbols,
+        years=args.years,
+        start=date(2012, 1, 2),
+        regime_sharpe=args.strength,
+        regime_days=args.regime_days,
+        reversion_share=args.reversion_share,
+        reversion_half_life=args.reversion_half_life,
+    )
+    if not 0.0 < spec.reversion_share < 1.0:
+        raise ValueError(f"--reversion-share: {spec.reversion_share} must be between 0 and 1")
+    if spec.reversion_half_life <= 0:
+        raise ValueError(f"--reversion-half-life: {spec.reversion_half_life} must be > 0")
+    return spec
+
+
 def _say(quiet: bool, msg: str) -> None:
     if not quiet:
         print(msg, file=sys.stderr, flush=True)
@@ -302,21 +438,24 @@ def _say(quiet: bool, msg: str) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(sys.argv[1:] if argv is None else argv)
-    # A temp dir by default: the synthetic data and the runs are throwaway.
-    out = (args.out or Path(tempfile.mkdtemp(prefix="swarm-calibration-"))).resolve()
     try:
-        specs = _plan(args, out)
+        _plan(args, Path())  # every option checked before any folder is made
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    # A temp dir by default: the synthetic data and the runs are throwaway.
+    out = (args.out or Path(tempfile.mkdtemp(prefix="swarm-calibration-"))).resolve()
+    specs = _plan(args, out)
     out.mkdir(parents=True, exist_ok=True)
     os.environ.setdefault("PYTHONHASHSEED", "0")
     workers = args.workers or 1
+    names = parse_kinds(args.kinds)
     t0 = time.monotonic()
     _say(
         args.quiet,
-        f"[calibrate] {len(specs)} runs ({args.runs} per kind: {args.kinds}) into {out}; "
-        f"{workers} in parallel, {specs[0].workers} backtest process(es) each",
+        f"[calibrate] {len(specs)} runs ({args.runs} per scenario: {', '.join(names)}) "
+        f"into {out}; {workers} in parallel, {specs[0].workers} backtest process(es) each"
+        + (f"; every drift overridden to {args.drift:g}/yr" if args.drift is not None else ""),
     )
     records: list[dict[str, Any]] = []
 
@@ -333,8 +472,9 @@ def main(argv: list[str] | None = None) -> int:
 
     def failed(spec: RunSpec, exc: BaseException) -> dict[str, Any]:
         return {
-            "kind": spec.kind, "index": spec.index, "seed": spec.seed, "verdict": "ERROR",
-            "error": repr(exc), "seconds": 0.0,
+            "kind": spec.kind, "index": spec.index, "seed": spec.seed,
+            "universe_kind": spec.universe.kind, "drift_annual": spec.universe.drift_annual,
+            "verdict": "ERROR", "error": repr(exc), "seconds": 0.0,
         }  # fmt: skip
 
     if workers == 1:
@@ -352,14 +492,25 @@ def main(argv: list[str] | None = None) -> int:
                 except Exception as exc:
                     collect(failed(futures[fut], exc))
 
-    records.sort(key=lambda r: (r["index"], r["kind"]))
-    summary = summarise(records, args, out, time.monotonic() - t0, specs[0].universe)
+    order = list(SCENARIOS)
+    records.sort(key=lambda r: (r["index"], order.index(r["kind"])))
+    summary = summarise(records, args, out, time.monotonic() - t0, base_universe(args))
     (out / "calibration.json").write_text(json.dumps(summary, indent=2), encoding="utf-8")
     print()
     for line in summary["lines"]:
         print(line)
     print(f"summary: {out / 'calibration.json'}")
     return 1 if any(r["verdict"] == "ERROR" for r in records) else 0
+
+
+def _target_line(label: str, what: str, s: dict[str, Any], *, null: bool) -> str:
+    if null:
+        ok = s["rate"] is not None and s["rate"] <= TARGET_FDR
+        target = f"<= {TARGET_FDR:.0%}"
+    else:
+        ok = s["rate"] is not None and s["rate"] >= TARGET_POWER
+        target = f">= {TARGET_POWER:.0%}"
+    return rate_line(label, what, s, target) + (" -> met" if ok else " -> NOT met")
 
 
 def summarise(
@@ -369,23 +520,31 @@ def summarise(
     seconds: float,
     universe: UniverseSpec,
 ) -> dict[str, Any]:
-    kinds = [k for k in KINDS if any(r["kind"] == k for r in records)]
-    rates = {k: rate_summary(records, k) for k in kinds}
+    """Per-scenario and pooled rates, the summary lines, and every run, for calibration.json.
+
+    Null scenarios give false-discovery rates (target <= TARGET_FDR), planted ones power
+    (target >= TARGET_POWER); the pooled lines appear once a side has two scenarios.
+    """
+    present = [n for n in SCENARIOS if any(r["kind"] == n for r in records)]
+    scenarios = {n: scenario_for(n, args.drift) for n in present}
+    rates = {n: rate_summary(records, n) for n in present}
+    nulls = [n for n in present if scenarios[n].is_null]
+    planted = [n for n in present if not scenarios[n].is_null]
+    pooled_fdr = rate_summary(records, nulls) if nulls else None
+    pooled_power = rate_summary(records, planted) if planted else None
+
+    def what(n: str) -> str:
+        return f"{n} ({scenarios[n].what})"
+
     lines = []
-    if "null" in rates:
-        s = rates["null"]
-        ok = s["rate"] is not None and s["rate"] <= TARGET_FDR
-        lines.append(
-            rate_line("false-discovery rate", "no-edge data", s, f"<= {TARGET_FDR:.0%}")
-            + (" -> met" if ok else " -> NOT met")
-        )
-    if "planted" in rates:
-        s = rates["planted"]
-        ok = s["rate"] is not None and s["rate"] >= TARGET_POWER
-        lines.append(
-            rate_line("power", "planted-edge data", s, f">= {TARGET_POWER:.0%}")
-            + (" -> met" if ok else " -> NOT met")
-        )
+    for label, names, pooled, null in (
+        ("false-discovery rate", nulls, pooled_fdr, True),
+        ("power", planted, pooled_power, False),
+    ):
+        lines += [_target_line(label, what(n), rates[n], null=null) for n in names]
+        if pooled is not None and len(names) > 1:
+            side = "nulls" if null else "planted"
+            lines.append(_target_line(label, f"all {side} (pooled)", pooled, null=null))
     lines.append(f"runtime: {seconds:.0f}s for {len(records)} runs")
     return {
         "created": datetime.now(UTC).isoformat(),
@@ -393,11 +552,21 @@ def summarise(
         "options": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()},
         "directive": DEFAULT_DIRECTIVE,
         "universe": asdict(universe)
-        | {"start": universe.start.isoformat(), "kind": None, "seed": None},
+        | {"start": universe.start.isoformat(), "kind": None, "seed": None, "drift_annual": None},
+        "scenarios": {
+            n: {
+                "universe_kind": sc.universe_kind,
+                "drift_annual": sc.drift_annual,
+                "null": sc.is_null,
+                "edge": sc.edge,
+            }
+            for n, sc in scenarios.items()
+        },
         "out": str(out),
         "seconds": round(seconds, 1),
-        "false_discovery": rates.get("null"),
-        "power": rates.get("planted"),
+        "rates": rates,
+        "false_discovery": pooled_fdr,
+        "power": pooled_power,
         "lines": lines,
         "runs": records,
     }

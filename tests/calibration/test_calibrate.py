@@ -48,22 +48,25 @@ def test_rates_ignore_errored_runs_and_seeds_never_collide() -> None:
 
 @pytest.mark.slow
 def test_smoke_run_prints_rates_and_writes_summary(tmp_path, capsys) -> None:
-    """2 no-edge + 2 planted runs of the full loop, kept small (2 symbols, 3 iterations)."""
+    """2 no-edge + 2 planted runs of the full loop, kept small (2 symbols, 3 iterations);
+    the pre-scenario kind names still work (null = null-zero, planted = planted-momentum-zero)."""
     code = main(
         [
             "--runs", "2", "--seed", "7", "--out", str(tmp_path), "--symbols", "2",
             "--years", "6", "--variants", "3", "--max-iterations", "3", "--quiet",
+            "--kinds", "null,planted",
         ]
     )  # fmt: skip
     out = capsys.readouterr().out
     assert code == 0, out
     lines = out.splitlines()
-    assert sum(ln.startswith(("null ", "planted ")) for ln in lines) == 4
+    assert sum(ln.startswith(("null-zero ", "planted-momentum-zero ")) for ln in lines) == 4
     assert any(ln.startswith("false-discovery rate: ") and "/2 SUCCESS" in ln for ln in lines)
     assert any(ln.startswith("power: ") and "Wilson" in ln for ln in lines)
     summary = json.loads((tmp_path / "calibration.json").read_text())
     assert summary["false_discovery"]["runs"] == 2 and summary["power"]["runs"] == 2
-    assert {r["kind"] for r in summary["runs"]} == {"null", "planted"}
+    assert {r["kind"] for r in summary["runs"]} == {"null-zero", "planted-momentum-zero"}
+    assert list(summary["rates"]) == ["null-zero", "planted-momentum-zero"]
     for r in summary["runs"]:
         assert r["verdict"] in ("SUCCESS", "ABANDON")
         assert r["n_trials"] >= 1 and (tmp_path / "data" / f"{r['kind']}-{r['index']:03d}").is_dir()

@@ -1,4 +1,7 @@
-"""Synthetic universes: valid bars, determinism, and the statistics each kind promises."""
+"""Synthetic universes: valid bars, determinism, and the statistics each kind promises.
+
+The reversion kind and the calibration scenarios have fast tests in test_scenarios.py.
+"""
 
 from __future__ import annotations
 
@@ -44,14 +47,16 @@ def test_same_seed_same_bars_different_seed_different_bars() -> None:
     b = generate_universe(UniverseSpec(kind="planted", seed=7))
     c = generate_universe(UniverseSpec(kind="planted", seed=8))
     n = generate_universe(UniverseSpec(kind="null", seed=7))
+    r = generate_universe(UniverseSpec(kind="reversion", seed=7))
     for sym in a.bars:
         pd.testing.assert_frame_equal(a.bars[sym], b.bars[sym])
         assert not a.bars[sym]["close"].equals(c.bars[sym]["close"])
         assert not a.bars[sym]["close"].equals(n.bars[sym]["close"])  # kinds never share draws
+        assert not a.bars[sym]["close"].equals(r.bars[sym]["close"])
         np.testing.assert_array_equal(a.regimes[sym], b.regimes[sym])
 
 
-@pytest.mark.parametrize("kind", ["null", "planted"])
+@pytest.mark.parametrize("kind", ["null", "planted", "reversion"])
 def test_ohlcv_is_valid(kind: str) -> None:
     spec = UniverseSpec(kind=kind, seed=3, n_symbols=4, years=6)
     uni = generate_universe(spec)
@@ -176,3 +181,9 @@ def test_bad_specs_are_rejected() -> None:
         generate_universe(UniverseSpec(garch_alpha=0.2, garch_beta=0.85))
     with pytest.raises(ValueError, match="too short"):
         generate_universe(UniverseSpec(years=0.1))
+    with pytest.raises(ValueError, match="reversion_share"):
+        generate_universe(UniverseSpec(kind="reversion", reversion_share=1.0))
+    with pytest.raises(ValueError, match="half_life"):
+        generate_universe(UniverseSpec(kind="reversion", reversion_half_life=0))
+    with pytest.raises(ValueError, match="kind must be one of"):
+        generate_universe(UniverseSpec(kind="momentum"))  # type: ignore[arg-type]

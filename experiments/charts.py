@@ -127,7 +127,7 @@ def plot_equity(
     ax_eq.set_yscale("log")
     ax_eq.axhline(1.0, color="0.7", linewidth=0.8)
     ax_eq.set_ylabel("growth of 1 (log)")
-    ax_eq.set_title(title or f"strategy vs {benchmark}")
+    ax_eq.set_title(title or f"strategy vs {benchmark}", fontsize=10)
     ax_eq.legend(loc="best", fontsize=8)
     ax_dd.set_ylabel("drawdown %")
     ax_act.axhline(0.0, color="0.5", linewidth=0.8)

@@ -341,9 +341,14 @@ def analyse_failure(
                 f,
             )
 
-    # 5. The premise: weak research or families fighting the regime.
-    if research_confidence < LOW_RESEARCH_CONFIDENCE or mismatch:
-        if research_confidence < LOW_RESEARCH_CONFIDENCE:
+    # 5. The premise: weak research or families fighting the regime. Low research confidence
+    # alone blames the premise only while the ideas score below the bar: a design that scores
+    # above it is worth refining, and a research round re-reads the same data.
+    weak_premise = (
+        research_confidence < LOW_RESEARCH_CONFIDENCE and best.score < criteria.score_threshold
+    )
+    if weak_premise or mismatch:
+        if weak_premise:
             f.hint("hint:low_research_confidence")
             f.evidence.append(
                 f"research confidence {research_confidence:.2f} < {LOW_RESEARCH_CONFIDENCE}"

@@ -185,3 +185,12 @@ def test_everything_met_but_the_reality_check_is_named() -> None:
     e.spa_pvalue = 0.3
     f = _analyse([e])
     assert "reality_check" in f.hints and "0.300 > 0.05" in " ".join(f.evidence)
+
+
+def test_low_research_confidence_does_not_blame_a_design_that_scores_above_the_bar() -> None:
+    # Regression: planted-edge calibration runs went RESEARCH, RESEARCH, ABANDON in three
+    # iterations while their best variant scored 0.66 (> 0.6) with alpha t 2.96.
+    f = _analyse([_ok("a", score=0.66, sharpe=0.6, win_rate_pct=30)], confidence=0.3)
+    assert f.failure_type == FailureType.DESIGN_FLAW and "low_research_confidence" not in f.hints
+    weak = _analyse([_ok("a", score=0.3, sharpe=0.6, win_rate_pct=30)], confidence=0.3)
+    assert weak.failure_type == FailureType.RESEARCH_GAP

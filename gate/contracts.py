@@ -84,6 +84,7 @@ class FailureAnalysis(BaseModel):
 
 class TrajectoryAnalysis(BaseModel):
     status: TrajectoryStatus
+    n_iterations: int = 0  # iterations of the current line analysed (0: not recorded)
     improvement_rate: dict[str, float] = Field(default_factory=dict)  # per metric, per iteration
     variance: dict[str, float] = Field(default_factory=dict)
     direction: dict[str, str] = Field(default_factory=dict)  # improving / worsening / flat

@@ -51,7 +51,10 @@ def decide_route(
         )
     status = trajectory.status if trajectory is not None else None
     diverging = status == TrajectoryStatus.DIVERGING
-    if trajectory is not None and diverging and it >= DIVERGING_MIN_ITERATIONS:
+    # A slide is sustained when the current line (since the last research round) holds
+    # DIVERGING_MIN_ITERATIONS iterations, not merely when the run has made that many.
+    line = trajectory.n_iterations if trajectory is not None and trajectory.n_iterations else it
+    if trajectory is not None and diverging and min(it, line) >= DIVERGING_MIN_ITERATIONS:
         rate = trajectory.improvement_rate.get("score", 0.0)
         return Route.ABANDON, (
             f"trajectory diverging at iteration {it} (score {rate:+.1%} per iteration)"

@@ -98,6 +98,7 @@ def analyse_trajectory(
         eta = ""
     return TrajectoryAnalysis(
         status=status,
+        n_iterations=len(history),
         improvement_rate=rates,
         variance=variances,
         direction=direction,

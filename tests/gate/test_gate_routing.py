@@ -133,3 +133,21 @@ def test_market_exposure_refines_even_when_the_score_oscillates() -> None:
         limits=LIMITS,
     )
     assert route == Route.REFINE and "market exposure" in reason and "cross-sectional" in reason
+
+
+def test_one_bad_step_after_a_research_round_is_not_a_diverging_verdict() -> None:
+    # Regression: a planted-edge calibration run abandoned at iteration 3 on a two-point line
+    # ([0.653, 0.592] after a RESEARCH round) as "diverging".
+    design = FailureAnalysis(failure_type=DESIGN, root_cause="x", confidence=0.5)
+    two = TrajectoryAnalysis(status=DIV, n_iterations=2)
+    route, _ = decide_route(
+        any_passed=False, failure=design, trajectory=two,
+        counters=LoopCounters(iteration=3, strategy_iterations=2, research_loops=1), limits=LIMITS,
+    )  # fmt: skip
+    assert route == Route.REFINE
+    three = TrajectoryAnalysis(status=DIV, n_iterations=3)
+    route, reason = decide_route(
+        any_passed=False, failure=design, trajectory=three,
+        counters=LoopCounters(iteration=4, strategy_iterations=3, research_loops=1), limits=LIMITS,
+    )  # fmt: skip
+    assert route == Route.ABANDON and "diverging" in reason

@@ -105,3 +105,49 @@ def test_report_states_trials_and_dsr(run_dir):
     report = (run_dir / "report.md").read_text()
     assert "Trials counted" in report and "Deflated Sharpe" in report
     assert "Route history" in report
+
+
+def test_every_figure_stands_beside_the_default_benchmark(run_dir):
+    """The default benchmark is the universe's equal-weight buy & hold; the gate records carry
+    the best variant's alpha against it and the SPA p-value; the verdict repeats them, and the
+    best variant's alpha can be recomputed from the run folder's own files."""
+    import numpy as np
+    import pandas as pd
+
+    from backtest.contracts import BacktestResult
+    from gate.aggregate import portfolio_series
+    from gate.alpha import aligned_stats
+
+    verdict = json.loads((run_dir / "verdict.json").read_text())
+    assert verdict["benchmark"]["name"] == "buy-and-hold"
+    assert "AAPL" in verdict["benchmark"]["description"]
+    assert verdict["benchmark"]["in_sample"]["sharpe"] is not None
+    records = [json.loads(x) for x in (run_dir / "experiments.jsonl").read_text().splitlines()]
+    gates = [r for r in records if r["kind"] == "gate"]
+    assert all(g["benchmark"] == "buy-and-hold" for g in gates)
+    assert all(0.0 <= g["spa_pvalue"] <= 1.0 for g in gates)
+    assert verdict["spa_pvalue"] == gates[-1]["spa_pvalue"]
+    best = verdict["best_alpha"]
+    assert best and {"alpha_annual_pct", "beta", "t_stat", "deflated_alpha"} <= set(best)
+    files = sorted((run_dir / "backtests" / verdict["best_variant"]).glob("*.json"))
+    results = [BacktestResult.model_validate_json(f.read_text()) for f in files]
+    strategy = portfolio_series(results)
+    # The benchmark, rebuilt independently: each fold bought at the previous close, one entry.
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    cost = (0.1 + 0.05) / 100
+    parts = []
+    for fold in manifest["data"]["folds"]:
+        per = []
+        for sym, meta in manifest["data"]["symbols"].items():
+            close = pd.read_csv(meta["path"], index_col=0, parse_dates=True)["close"]
+            r = close.pct_change().loc[fold["start"] : fold["end"]].dropna()
+            r.iloc[0] = (1 + r.iloc[0]) * (1 - cost) - 1
+            per.append(r.rename(sym))
+        parts.append(pd.concat(per, axis=1).mean(axis=1))
+    bench = pd.concat(parts)
+    bench = {d.date().isoformat(): float(v) for d, v in bench.items()}
+    again = aligned_stats(strategy, bench, name="buy-and-hold", periods_per_year=252)
+    assert again.beta == pytest.approx(best["beta"], abs=1e-9)
+    assert again.t_stat == pytest.approx(best["t_stat"], abs=1e-6)
+    assert np.isfinite(best["deflated_alpha"])
+    assert (run_dir / "charts" / "equity.png").exists()

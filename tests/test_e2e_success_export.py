@@ -21,7 +21,7 @@ def run_dir(tmp_path_factory, daily_dir) -> Path:
         [sys.executable, "-m", "swarm.develop", "--directive", "momentum alpha in tech",
          "--tickers", "AAPL,MSFT", "--data-dir", str(daily_dir), "--start", "2012-01-01",
          "--end", "2020-12-01", "--variants", "3", "--max-iterations", "2", "--workers", "2",
-         "--criteria", "sharpe>=0.5,min_trades>=10,dsr>=0.3", "--benchmark", "cash",
+         "--criteria", "sharpe>=0.5,min_trades>=10,dsr>=0.3,spa_p<=0.5", "--benchmark", "cash",
          "--offline", "--out", str(out)],
         capture_output=True, text=True, timeout=900,
         # Its own user cache (research memory, data cache): nothing written to the user's home.
@@ -51,7 +51,7 @@ def test_success_opens_the_holdout_once_and_exports_a_winner(run_dir):
     # The benchmark stands beside every figure, the holdout's too.
     assert verdict["benchmark"]["name"] == "cash" and verdict["benchmark"]["holdout"] is not None
     assert verdict["holdout_alpha"]["benchmark"] == "cash"
-    assert verdict["spa_pvalue"] is not None and verdict["spa_pvalue"] <= 0.05
+    assert verdict["spa_pvalue"] is not None and verdict["spa_pvalue"] <= 0.5
     report = (run_dir / "report.md").read_text()
     assert "The benchmark is cash" in report and "Reality check" in report
 

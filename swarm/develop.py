@@ -111,8 +111,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--calibrate",
         action="store_true",
-        help="calibrate the gate on synthetic no-edge / planted-edge universes: --calibrate "
-        "--runs N [--workers W] [--seed S] [--out DIR] (see python -m swarm.calibrate --help)",
+        help="calibrate the gate on seeded synthetic universes (three no-edge markets: zero "
+        "drift, 5%%, 20%% a year; two planted edges): --calibrate --runs N [--kinds A,B] "
+        "[--workers W] [--seed S] [--out DIR] (see python -m swarm.calibrate --help)",
     )
     return p
 

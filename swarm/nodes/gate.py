@@ -198,12 +198,15 @@ def failure_analysis(state: DevelopState, runtime: Runtime[RunContext]) -> dict[
     if ctx.llm is not None:
         top = best_evaluation(evaluations)
         m = top.metrics if top else None
+        a = top.alpha if top else None
         facts = (
             f"{len(evaluations)} variants, none passed; best {top.variant_id if top else None} "
             f"({top.family if top else None}) score {top.score if top else None}, DSR "
             f"{top.dsr if top else None}, sharpe {m.sharpe if m else None}, max_dd "
-            f"{m.max_drawdown_pct if m else None}, trades {m.n_trades if m else None}; criteria "
-            + ", ".join(f"{c.metric}{c.op}{c.threshold}" for c in ctx.criteria.rules)
+            f"{m.max_drawdown_pct if m else None}, trades {m.n_trades if m else None}; against "
+            f"{ctx.benchmark.name}: beta {a.beta if a else None}, alpha t "
+            f"{a.t_stat if a else None}, deflated alpha {a.deflated_alpha if a else None}; "
+            f"criteria " + ", ".join(f"{c.metric}{c.op}{c.threshold}" for c in ctx.criteria.rules)
         )
         log = llm_logger(ctx, iteration=state["iteration"], route=state.get("route", "INITIAL"))
         analysis = llm_failure(ctx.llm, analysis, facts=facts, log=log)

@@ -31,8 +31,9 @@ def decide_route(
 ) -> tuple[Route, str]:
     """Return the next route and a reason with the numbers behind it.
 
-    Tier 1: SUCCESS. Hard stops: iteration limit, fundamental impossibility, a
-    diverging trajectory from iteration 3 on. Tier 2 (while strategy iterations
+    Tier 1: SUCCESS. Hard stops: iteration limit, fundamental impossibility. A line of
+    ideas whose score slides for 3 iterations is given up: back to research while research
+    loops remain (a fresh line), else ABANDON. Tier 2 (while strategy iterations
     remain): FIX / TUNE / REFINE by failure type, with the trajectory overriding
     stagnant tuning (REFINE) and oscillation (TUNE with smaller steps). Tier 3:
     RESEARCH while research loops remain, else ABANDON.
@@ -54,11 +55,13 @@ def decide_route(
     # A slide is sustained when the current line (since the last research round) holds
     # DIVERGING_MIN_ITERATIONS iterations, not merely when the run has made that many.
     line = trajectory.n_iterations if trajectory is not None and trajectory.n_iterations else it
+    rl, max_rl = counters.research_loops, limits.max_research_loops
     if trajectory is not None and diverging and min(it, line) >= DIVERGING_MIN_ITERATIONS:
         rate = trajectory.improvement_rate.get("score", 0.0)
-        return Route.ABANDON, (
-            f"trajectory diverging at iteration {it} (score {rate:+.1%} per iteration)"
-        )
+        why = f"trajectory diverging at iteration {it} (score {rate:+.1%} per iteration)"
+        if rl < max_rl:  # this line of ideas is getting worse, not the search exhausted
+            return Route.RESEARCH, f"{why}: back to research (research loop {rl + 1}/{max_rl})"
+        return Route.ABANDON, f"{why} and research loops exhausted ({rl}/{max_rl})"
 
     si, max_si = counters.strategy_iterations, limits.max_strategy_iterations
     budget = f"strategy iteration {si}/{max_si}"
@@ -88,7 +91,6 @@ def decide_route(
         )
 
     why = "research gap" if kind == FailureType.RESEARCH_GAP else f"{budget}: budget exhausted"
-    rl, max_rl = counters.research_loops, limits.max_research_loops
     if rl < max_rl:
         return Route.RESEARCH, f"{why}: back to research (research loop {rl + 1}/{max_rl})"
     return Route.ABANDON, f"{why} and research loops exhausted ({rl}/{max_rl})"

@@ -39,7 +39,8 @@ CASES = [
     ("iteration limit reached", False, PARAM, None, (10, 1, 0), Route.ABANDON, "10/10"),
     ("iteration below limit", False, PARAM, None, (9, 1, 0), Route.TUNE, "1/3"),
     ("fundamental impossibility", False, FUND, None, (1, 1, 0), Route.ABANDON, "fundamental"),
-    ("diverging at iteration 3", False, PARAM, DIV, (3, 2, 0), Route.ABANDON, "diverging"),
+    ("diverging at iteration 3", False, PARAM, DIV, (3, 2, 0), Route.RESEARCH, "diverging"),
+    ("diverging, research exhausted", False, PARAM, DIV, (5, 2, 2), Route.ABANDON, "diverging"),
     ("diverging at iteration 2 is not final", False, PARAM, DIV, (2, 2, 0), Route.TUNE, "2/3"),
     ("bug -> fix", False, BUG, None, (1, 1, 0), Route.FIX, "ALGORITHM_BUG"),
     ("parameter -> tune", False, PARAM, CONV, (2, 2, 0), Route.TUNE, "PARAMETER_ISSUE"),
@@ -150,4 +151,4 @@ def test_one_bad_step_after_a_research_round_is_not_a_diverging_verdict() -> Non
         any_passed=False, failure=design, trajectory=three,
         counters=LoopCounters(iteration=4, strategy_iterations=3, research_loops=1), limits=LIMITS,
     )  # fmt: skip
-    assert route == Route.ABANDON and "diverging" in reason
+    assert route == Route.RESEARCH and "diverging" in reason and "2/2" in reason

@@ -281,7 +281,9 @@ ALPHA_KEYS = (
 
 def _best_alpha(best_eval: dict[str, Any] | None) -> dict[str, Any] | None:
     alpha = (best_eval or {}).get("alpha")
-    return {k: alpha.get(k) for k in ALPHA_KEYS} | {"benchmark": alpha["benchmark"]} if alpha else None
+    return (
+        {k: alpha.get(k) for k in ALPHA_KEYS} | {"benchmark": alpha["benchmark"]} if alpha else None
+    )
 
 
 def _deflated_alpha_all_trials(

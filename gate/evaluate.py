@@ -46,7 +46,9 @@ def _vetoes(
     return v
 
 
-def _dsr(m: Metrics | None, ledger: TrialLedger) -> float | None:
+def deflated_sharpe_of(m: Metrics | None, ledger: TrialLedger) -> float | None:
+    """The DSR of ``m`` for every trial in ``ledger`` (the one definition: selection time and
+    the verdict's "over all trials" use it alike)."""
     if m is None or m.sharpe_per_period is None or m.n_obs < 2:
         return None
     return deflated_sharpe_ratio(
@@ -133,7 +135,7 @@ def evaluate_variants(
     for e, s in zip(evals, scores, strict=True):
         # A vetoed variant is out whatever its metrics say: score 0 keeps it from ranking first.
         e.score = 0.0 if e.vetoes else float(s)
-        e.dsr = _dsr(e.metrics, ledger)
+        e.dsr = deflated_sharpe_of(e.metrics, ledger)
         if e.alpha is not None:
             e.alpha.deflated_alpha = deflated_alpha(
                 e.alpha, trial_variance=ledger.trial_alpha_variance(), n_trials=ledger.n_trials

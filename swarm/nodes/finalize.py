@@ -10,15 +10,16 @@ import pandas as pd
 from langgraph.runtime import Runtime
 
 from backtest.benchmark import returns_metrics
-from backtest.contracts import BacktestJob, JobStatus
+from backtest.contracts import BacktestJob, JobStatus, Metrics
 from experiments.charts import plot_equity, plot_trajectory, plot_trial_sharpes
 from experiments.export import lineage_of, write_export
 from experiments.report import render_report
 from gate.aggregate import aggregate_variant
 from gate.alpha import AlphaStats, aligned_stats, deflated_alpha
 from gate.contracts import Route
+from gate.evaluate import deflated_sharpe_of
 from gate.ledger import TrialLedger
-from gate.stats import deflated_sharpe_ratio, expected_max_sharpe
+from gate.stats import expected_max_sharpe
 from swarm.context import RunContext
 from swarm.nodes.gate import portfolio_series
 from swarm.nodes.strategy import with_code
@@ -302,17 +303,8 @@ def _deflated_alpha_all_trials(
 
 def _dsr_all_trials(best_eval: dict[str, Any] | None, ledger: TrialLedger) -> float | None:
     """The best variant's DSR deflated by every trial the run made, not only those before it."""
-    m = (best_eval or {}).get("metrics") or {}
-    if m.get("sharpe_per_period") is None or m.get("skew") is None:
-        return None
-    return deflated_sharpe_ratio(
-        m["sharpe_per_period"],
-        ledger.trial_sharpe_variance(),
-        max(ledger.n_trials, 1),
-        m["n_obs"],
-        m["skew"],
-        m["kurtosis"],
-    )
+    m = (best_eval or {}).get("metrics")
+    return deflated_sharpe_of(Metrics.model_validate(m), ledger) if m else None
 
 
 def _trial_sharpes(

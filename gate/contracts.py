@@ -34,6 +34,19 @@ class TrajectoryStatus(StrEnum):
     STAGNANT = "STAGNANT"
 
 
+class Veto(StrEnum):
+    """Why a variant is out whatever its metrics say (the sentence in ``vetoes`` is for people)."""
+
+    NO_RESULTS = "no_results"
+    ALL_FAILED = "all_failed"
+    ERROR_RATE = "error_rate"
+    LOOKAHEAD = "lookahead"  # measured: orders or indicators change when the future is cut
+    LOOKAHEAD_UNCHECKED = "lookahead_unchecked"  # the check could not run: not evidence of bias
+    NO_RETURNS = "no_returns"
+    TOO_FEW_TRADES = "too_few_trades"
+    SHARPE_UNDEFINED = "sharpe_undefined"
+
+
 class Criterion(BaseModel):
     metric: str  # a Metrics field name, e.g. "sharpe", "max_drawdown_pct"
     op: str  # ">=" or "<="
@@ -60,7 +73,16 @@ class VariantEvaluation(BaseModel):
     n_jobs: int = 0
     n_errors: int = 0
     errors: list[str] = Field(default_factory=list)
-    vetoes: list[str] = Field(default_factory=list)
+    vetoes: list[str] = Field(default_factory=list)  # sentences, in the order found
+    veto_kinds: list[Veto] = Field(default_factory=list)  # what code reads
+
+    def veto(self, kind: Veto, why: str) -> None:
+        """Put the variant out: the kind for code, the sentence for the report."""
+        self.veto_kinds.append(kind)
+        self.vetoes.append(why)
+        self.passed = False
+        self.score = 0.0
+
     criteria_met: dict[str, bool] = Field(default_factory=dict)
     score: float = 0.0
     dsr: float | None = None

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from backtest.contracts import BacktestResult, JobStatus, Metrics
 from gate.aggregate import aggregate_variant, common_matrix, portfolio_series
 from gate.alpha import CASH, AlphaStats, aligned_stats, deflated_alpha
-from gate.contracts import Criteria, VariantEvaluation
+from gate.contracts import Criteria, VariantEvaluation, Veto
 from gate.criteria import is_met, metric_value, rule_label
 from gate.fuzzy import FuzzyScorer
 from gate.ledger import TrialLedger
@@ -25,24 +25,31 @@ def _vetoes(
     n_errors: int,
     criteria: Criteria,
     lookahead: str | None,
-) -> list[str]:
-    v: list[str] = []
+) -> list[tuple[Veto, str]]:
+    v: list[tuple[Veto, str]] = []
     if n_jobs == 0:
-        v.append("no backtest results for this variant")
+        v.append((Veto.NO_RESULTS, "no backtest results for this variant"))
     elif n_errors == n_jobs:
-        v.append(f"every job failed ({n_errors}/{n_jobs} error or timeout)")
+        v.append((Veto.ALL_FAILED, f"every job failed ({n_errors}/{n_jobs} error or timeout)"))
     elif n_errors / n_jobs > MAX_ERROR_RATE:
-        v.append(f"error rate {n_errors / n_jobs:.0%} > {MAX_ERROR_RATE:.0%} ({n_errors}/{n_jobs})")
+        v.append(
+            (
+                Veto.ERROR_RATE,
+                f"error rate {n_errors / n_jobs:.0%} > {MAX_ERROR_RATE:.0%} ({n_errors}/{n_jobs})",
+            )
+        )
     if lookahead:
-        v.append(f"lookahead detected: {lookahead}")
+        v.append((Veto.LOOKAHEAD, f"lookahead detected: {lookahead}"))
     if metrics is None:
         if n_jobs and n_errors < n_jobs:
-            v.append("no returns in any successful job: metrics undefined")
+            v.append((Veto.NO_RETURNS, "no returns in any successful job: metrics undefined"))
         return v
     if metrics.n_trades < criteria.min_trades:
-        v.append(f"too few trades: {metrics.n_trades} < {criteria.min_trades}")
+        v.append(
+            (Veto.TOO_FEW_TRADES, f"too few trades: {metrics.n_trades} < {criteria.min_trades}")
+        )
     if metrics.sharpe is None or not math.isfinite(metrics.sharpe):
-        v.append("Sharpe undefined (flat or constant returns)")
+        v.append((Veto.SHARPE_UNDEFINED, "Sharpe undefined (flat or constant returns)"))
     return v
 
 
@@ -113,7 +120,8 @@ def evaluate_variants(
                 n_jobs=len(jobs),
                 n_errors=len(failed),
                 errors=errors,
-                vetoes=vetoes,
+                vetoes=[why for _, why in vetoes],
+                veto_kinds=[kind for kind, _ in vetoes],
                 criteria_met={
                     rule_label(c): is_met(c, metric_value(metrics, c.metric, alpha))
                     for c in criteria.rules

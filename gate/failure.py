@@ -18,9 +18,10 @@ from gate.contracts import (
     FailureType,
     IterationSummary,
     VariantEvaluation,
+    Veto,
 )
 from gate.criteria import attainment, is_met, metric_value, rule_label
-from gate.evaluate import best_evaluation
+from gate.evaluate import MAX_ERROR_RATE, best_evaluation
 
 NEAR_ATTAINMENT = 0.75  # a failing criterion within 25% of its threshold is "near"
 FAR_ATTAINMENT = 0.5  # below half-way to a threshold is "far"
@@ -51,10 +52,11 @@ def _bug_signals(e: VariantEvaluation, min_trades: int) -> list[str]:
     s: list[str] = []
     if e.n_jobs and e.n_errors == e.n_jobs:
         s.append(f"{e.variant_id}: all {e.n_jobs} jobs failed ({'; '.join(e.errors[:2])})")
-    elif e.n_jobs and e.n_errors / e.n_jobs > 0.5:
+    elif e.n_jobs and e.n_errors / e.n_jobs > MAX_ERROR_RATE:
         s.append(f"{e.variant_id}: {e.n_errors}/{e.n_jobs} jobs failed")
-    if any(v.startswith("lookahead") for v in e.vetoes):
-        s.append(f"{e.variant_id}: {next(v for v in e.vetoes if v.startswith('lookahead'))}")
+    for kind, why in zip(e.veto_kinds, e.vetoes, strict=False):
+        if kind == Veto.LOOKAHEAD:  # measured bias; an unchecked variant is not "biased"
+            s.append(f"{e.variant_id}: {why}")
     m = e.metrics
     if m is None:
         if not (e.n_jobs and e.n_errors == e.n_jobs):

@@ -13,7 +13,8 @@ import contextlib
 import random
 from dataclasses import dataclass
 
-from gate.contracts import FailureAnalysis, VariantEvaluation
+from gate.contracts import FailureAnalysis, VariantEvaluation, Veto
+from gate.evaluate import MAX_ERROR_RATE
 from strategies.families import initial_specs
 from strategies.mutate import fix, refine, toward_more_trades, tune
 from strategies.spec import StrategySpec
@@ -36,10 +37,9 @@ def preferred_order(directive_families: list[str], research_families: list[str])
 
 def problem_of(evaluation: VariantEvaluation, min_trades: int) -> str | None:
     """What FIX should repair in one evaluated variant, or None if it is not broken."""
-    vetoes = " ".join(evaluation.vetoes).lower()
-    if "lookahead" in vetoes:
+    if Veto.LOOKAHEAD in evaluation.veto_kinds:  # measured, not merely unchecked
         return "lookahead"
-    if evaluation.n_jobs and evaluation.n_errors * 2 > evaluation.n_jobs:
+    if evaluation.n_jobs and evaluation.n_errors > MAX_ERROR_RATE * evaluation.n_jobs:
         return "exception"
     n_trades = evaluation.metrics.n_trades if evaluation.metrics else 0
     if n_trades == 0:

@@ -22,6 +22,7 @@ from gate.contracts import (
     Route,
     TrajectoryAnalysis,
     VariantEvaluation,
+    Veto,
 )
 from gate.evaluate import best_evaluation, evaluate_variants, run_pbo
 from gate.failure import analyse_failure
@@ -160,15 +161,13 @@ def _lookahead_veto(
             costs=ctx.config.costs, executor=ctx.executor, symbol=symbol,
         )  # fmt: skip
         reports[ev.variant_id] = report.model_dump(mode="json")
-        if report.biased or not report.checked:
-            why = (
-                f"lookahead detected on {symbol}: {'; '.join(report.mismatches[:2])}"
-                if report.biased
-                else f"lookahead check could not run: {report.error}"
+        if report.biased:
+            ev.veto(
+                Veto.LOOKAHEAD,
+                f"lookahead detected on {symbol}: {'; '.join(report.mismatches[:2])}",
             )
-            ev.vetoes.append(why)
-            ev.passed = False
-            ev.score = 0.0
+        elif not report.checked:
+            ev.veto(Veto.LOOKAHEAD_UNCHECKED, f"lookahead check could not run: {report.error}")
         ctx.progress.stage(
             "lookahead",
             f"{ev.variant_id}: {'BIASED' if report.biased else 'clean' if report.checked else 'unchecked'} "

@@ -46,7 +46,14 @@ def test_zero_trades_is_algorithm_bug() -> None:
 
 
 def test_lookahead_is_algorithm_bug() -> None:
-    evals = [make_eval("a", metrics=make_metrics(sharpe=4.0), vetoes=["lookahead detected: x"])]
+    from gate.contracts import Veto
+
+    evals = [
+        make_eval(
+            "a", metrics=make_metrics(sharpe=4.0), vetoes=["lookahead detected: x"],
+            veto_kinds=[Veto.LOOKAHEAD],
+        )
+    ]  # fmt: skip
     f = _analyse(evals)
     assert f.failure_type == FailureType.ALGORITHM_BUG and "hint:lookahead" in f.actions
 
@@ -194,3 +201,15 @@ def test_low_research_confidence_does_not_blame_a_design_that_scores_above_the_b
     assert f.failure_type == FailureType.DESIGN_FLAW and "low_research_confidence" not in f.hints
     weak = _analyse([_ok("a", score=0.3, sharpe=0.6, win_rate_pct=30)], confidence=0.3)
     assert weak.failure_type == FailureType.RESEARCH_GAP
+
+
+def test_an_unchecked_lookahead_is_not_reported_as_bias() -> None:
+    from gate.contracts import Veto
+
+    e = _ok("a", sharpe=0.9)
+    e.veto(Veto.LOOKAHEAD_UNCHECKED, "lookahead check could not run: timeout")
+    assert "lookahead" not in _analyse([e]).hints
+    biased = _ok("b", sharpe=0.9)
+    biased.veto(Veto.LOOKAHEAD, "lookahead detected on AAPL: order 3 differs")
+    f = _analyse([biased])
+    assert f.failure_type == FailureType.ALGORITHM_BUG and "lookahead" in f.hints

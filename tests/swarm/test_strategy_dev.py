@@ -22,9 +22,12 @@ def _metrics(n_trades: int, sharpe: float = 0.5) -> Metrics:
 
 
 def _ev(vid, family, n_trades=40, score=0.3, errors=0, vetoes=()):
+    from gate.contracts import Veto
+
+    kinds = [Veto.LOOKAHEAD for v in vetoes if v.startswith("lookahead detected")]
     return VariantEvaluation(
         variant_id=vid, family=family, trial_key=vid, metrics=_metrics(n_trades), n_jobs=4,
-        n_errors=errors, vetoes=list(vetoes), score=score,
+        n_errors=errors, vetoes=list(vetoes), veto_kinds=kinds, score=score,
     )  # fmt: skip
 
 
@@ -112,3 +115,15 @@ def test_tune_after_a_trade_floor_near_miss_moves_half_the_slots_toward_more_tra
     assert all(p.parent_id == "v-best" for p in props)
     plain = propose(route="TUNE", **_common(best=("v-best", best), seen={best.trial_key()}))
     assert not any(p.why.startswith("tune toward more trades") for p in plain)
+
+
+def test_problem_of_reads_the_veto_kind_not_the_sentence() -> None:
+    # Regression: "lookahead check could not run" was read as lookahead bias (a FIX for it).
+    from gate.contracts import VariantEvaluation, Veto
+    from swarm.agents.strategy_dev import problem_of
+
+    e = VariantEvaluation(variant_id="v", family="momentum", trial_key="k", metrics=None, n_jobs=4)
+    e.veto(Veto.LOOKAHEAD_UNCHECKED, "lookahead check could not run: worker crashed")
+    assert problem_of(e, 30) == "zero_trades"
+    e.veto(Veto.LOOKAHEAD, "lookahead detected on AAPL")
+    assert problem_of(e, 30) == "lookahead"

@@ -94,3 +94,35 @@ def decide_route(
     if rl < max_rl:
         return Route.RESEARCH, f"{why}: back to research (research loop {rl + 1}/{max_rl})"
     return Route.ABANDON, f"{why} and research loops exhausted ({rl}/{max_rl})"
+
+
+def next_counters(route: Route, counters: LoopCounters) -> LoopCounters | None:
+    """Where the loop stands after ``route``: the next iteration's counters, or None when the
+    loop ends (SUCCESS, ABANDON). A research round starts a new line of strategy iterations."""
+    nxt = counters.iteration + 1
+    if route in (Route.TUNE, Route.FIX, Route.REFINE):
+        return counters.model_copy(
+            update={"iteration": nxt, "strategy_iterations": counters.strategy_iterations + 1}
+        )
+    if route == Route.RESEARCH:
+        return counters.model_copy(
+            update={
+                "iteration": nxt,
+                "strategy_iterations": 1,
+                "research_loops": counters.research_loops + 1,
+            }
+        )
+    return None
+
+
+def budget_stop(
+    route: Route, reason: str, *, exhausted: bool, used: int, limit: int | None
+) -> tuple[Route, str]:
+    """A spent LLM token budget ends the loop cleanly instead of starting another iteration;
+    a decided SUCCESS or ABANDON stands."""
+    if not exhausted or route in (Route.SUCCESS, Route.ABANDON):
+        return route, reason
+    return Route.ABANDON, (
+        f"budget: LLM token budget exhausted ({used} of {limit} tokens); stopping cleanly "
+        f"instead of {route.value}"
+    )

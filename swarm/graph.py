@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from langgraph.graph import END, START, StateGraph
 
+from gate.contracts import Route
 from swarm.context import RunContext
 from swarm.nodes import backtest as bt_nodes
 from swarm.nodes import gate as gate_nodes
@@ -25,6 +26,29 @@ TRAJECTORY = "trajectory"
 ROUTER = "router"
 HOLDOUT = "holdout"
 FINALIZE = "finalize"
+# Where each route of the router leads.
+ROUTE_NODE = {
+    Route.SUCCESS: HOLDOUT,
+    Route.ABANDON: FINALIZE,
+    Route.RESEARCH: DATA_EXTRACTOR,
+    Route.TUNE: STRATEGY_DEV,
+    Route.FIX: STRATEGY_DEV,
+    Route.REFINE: STRATEGY_DEV,
+}
+
+
+def after_gate(state: DevelopState) -> str:
+    """A pass goes straight to the router; otherwise failure analysis first."""
+    return ROUTER if any(e["passed"] for e in state.get("evaluations", [])) else FAILURE
+
+
+def after_failure(state: DevelopState) -> str:
+    """The trajectory needs this iteration plus at least one before it on the same line."""
+    return TRAJECTORY if gate_nodes.current_line(state.get("history", [])) else ROUTER
+
+
+def after_router(state: DevelopState) -> str:
+    return ROUTE_NODE[Route(state["route"])]
 
 
 def build_graph(checkpointer=None):
@@ -53,12 +77,10 @@ def build_graph(checkpointer=None):
     # Map: variants × symbols × folds to the executor; reduce: the gate.
     g.add_conditional_edges(STRATEGY_DEV, _fan_out_or_gate, [BACKTEST, GATE])
     g.add_edge(BACKTEST, GATE)
-    g.add_conditional_edges(GATE, gate_nodes.after_gate, [FAILURE, ROUTER])
-    g.add_conditional_edges(FAILURE, gate_nodes.after_failure, [TRAJECTORY, ROUTER])
+    g.add_conditional_edges(GATE, after_gate, [FAILURE, ROUTER])
+    g.add_conditional_edges(FAILURE, after_failure, [TRAJECTORY, ROUTER])
     g.add_edge(TRAJECTORY, ROUTER)
-    g.add_conditional_edges(
-        ROUTER, gate_nodes.after_router, [STRATEGY_DEV, DATA_EXTRACTOR, HOLDOUT, FINALIZE]
-    )
+    g.add_conditional_edges(ROUTER, after_router, [STRATEGY_DEV, DATA_EXTRACTOR, HOLDOUT, FINALIZE])
     g.add_edge(HOLDOUT, FINALIZE)
     g.add_edge(FINALIZE, END)
     return g.compile(checkpointer=checkpointer)

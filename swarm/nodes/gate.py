@@ -28,7 +28,7 @@ from gate.evaluate import best_evaluation, evaluate_variants, run_pbo
 from gate.failure import analyse_failure
 from gate.fuzzy import FuzzyScorer
 from gate.ledger import TrialLedger
-from gate.routing import decide_route
+from gate.routing import budget_stop, decide_route, next_counters
 from gate.summary import summarise_iteration
 from gate.trajectory import analyse_trajectory
 from strategies.spec import StrategyVariant
@@ -176,12 +176,6 @@ def _lookahead_veto(
     return reports
 
 
-def after_gate(state: DevelopState) -> str:
-    return (
-        "router" if any(e["passed"] for e in state.get("evaluations", [])) else "failure_analysis"
-    )
-
-
 def failure_analysis(state: DevelopState, runtime: Runtime[RunContext]) -> dict[str, Any]:
     ctx = runtime.context
     synthesis = state.get("synthesis") or {}
@@ -216,7 +210,7 @@ def failure_analysis(state: DevelopState, runtime: Runtime[RunContext]) -> dict[
     return {"failure": analysis.model_dump(mode="json")}
 
 
-def _current_line(history: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def current_line(history: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Iterations since the last RESEARCH route: a research round starts a new line of ideas,
     so scores from before it say nothing about whether the current line converges."""
     start = 0
@@ -224,11 +218,6 @@ def _current_line(history: list[dict[str, Any]]) -> list[dict[str, Any]]:
         if h["route"] == Route.RESEARCH:
             start = i + 1
     return history[start:]
-
-
-def after_failure(state: DevelopState) -> str:
-    # The trajectory needs this iteration plus at least one before it on the same line.
-    return "trajectory" if _current_line(state.get("history", [])) else "router"
 
 
 def _summary(state: DevelopState, route: Route) -> IterationSummary:
@@ -240,7 +229,7 @@ def _summary(state: DevelopState, route: Route) -> IterationSummary:
 def trajectory(state: DevelopState, runtime: Runtime[RunContext]) -> dict[str, Any]:
     ctx = runtime.context
     # The current iteration's route is not decided yet; the analysis reads scores and metrics.
-    history = [IterationSummary.model_validate(h) for h in _current_line(state.get("history", []))]
+    history = [IterationSummary.model_validate(h) for h in current_line(state.get("history", []))]
     history.append(_summary(state, Route.TUNE))
     analysis = analyse_trajectory(history, score_threshold=ctx.criteria.score_threshold)
     if analysis is None:
@@ -268,13 +257,11 @@ def router(state: DevelopState, runtime: Runtime[RunContext]) -> dict[str, Any]:
         counters=counters,
         limits=limits,
     )
-    if ctx.llm is not None and ctx.llm.exhausted and route not in (Route.SUCCESS, Route.ABANDON):
-        used, limit = ctx.llm.tokens_used, ctx.llm.settings.max_tokens
-        route, reason = (
-            Route.ABANDON,
-            f"budget: LLM token budget exhausted ({used} of {limit} tokens); stopping cleanly "
-            f"instead of {route.value}",
-        )
+    if ctx.llm is not None:
+        route, reason = budget_stop(
+            route, reason, exhausted=ctx.llm.exhausted, used=ctx.llm.tokens_used,
+            limit=ctx.llm.settings.max_tokens,
+        )  # fmt: skip
     ledger = TrialLedger.model_validate(state.get("ledger") or {})
     top = best_evaluation(evaluations)
     decision = GateDecision(
@@ -302,36 +289,13 @@ def router(state: DevelopState, runtime: Runtime[RunContext]) -> dict[str, Any]:
         "history": history,
         "route": route.value,
     }
-    if route in (Route.TUNE, Route.FIX, Route.REFINE):
-        update["iteration"] = iteration + 1
-        update["counters"] = counters.model_copy(
-            update={
-                "iteration": iteration + 1,
-                "strategy_iterations": counters.strategy_iterations + 1,
-            }
-        ).model_dump()
-    elif route == Route.RESEARCH:
-        update["iteration"] = iteration + 1
-        update["counters"] = counters.model_copy(
-            update={
-                "iteration": iteration + 1,
-                "strategy_iterations": 1,
-                "research_loops": counters.research_loops + 1,
-            }
-        ).model_dump()
+    nxt = next_counters(route, counters)
+    if nxt is not None:
+        update["iteration"] = nxt.iteration
+        update["counters"] = nxt.model_dump()
+    if route == Route.RESEARCH:
         update["feedback"] = [*state.get("feedback", []), reason]
     return update
-
-
-def after_router(state: DevelopState) -> str:
-    route = state["route"]
-    if route == Route.SUCCESS:
-        return "holdout"
-    if route == Route.ABANDON:
-        return "finalize"
-    if route == Route.RESEARCH:
-        return "data_extractor"
-    return "strategy_dev"
 
 
 def _record_iteration(ctx: RunContext, state: DevelopState, decision: GateDecision) -> None:

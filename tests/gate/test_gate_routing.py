@@ -152,3 +152,43 @@ def test_one_bad_step_after_a_research_round_is_not_a_diverging_verdict() -> Non
         counters=LoopCounters(iteration=4, strategy_iterations=3, research_loops=1), limits=LIMITS,
     )  # fmt: skip
     assert route == Route.RESEARCH and "diverging" in reason and "2/2" in reason
+
+
+@pytest.mark.parametrize(
+    ("route", "expect"),
+    [
+        (Route.TUNE, (4, 3, 1)),
+        (Route.FIX, (4, 3, 1)),
+        (Route.REFINE, (4, 3, 1)),
+        (Route.RESEARCH, (4, 1, 2)),
+        (Route.SUCCESS, None),
+        (Route.ABANDON, None),
+    ],
+)
+def test_next_counters(route, expect) -> None:
+    from gate.routing import next_counters
+
+    nxt = next_counters(route, LoopCounters(iteration=3, strategy_iterations=2, research_loops=1))
+    got = None if nxt is None else (nxt.iteration, nxt.strategy_iterations, nxt.research_loops)
+    assert got == expect
+
+
+@pytest.mark.parametrize(
+    ("route", "exhausted", "expect"),
+    [
+        (Route.TUNE, True, Route.ABANDON),
+        (Route.RESEARCH, True, Route.ABANDON),
+        (Route.SUCCESS, True, Route.SUCCESS),
+        (Route.ABANDON, True, Route.ABANDON),
+        (Route.TUNE, False, Route.TUNE),
+    ],
+)
+def test_budget_stop(route, exhausted, expect) -> None:
+    from gate.routing import budget_stop
+
+    got, reason = budget_stop(route, "why", exhausted=exhausted, used=1200, limit=1000)
+    assert got == expect
+    if got != route:
+        assert reason.startswith("budget:") and "1200 of 1000" in reason and route.value in reason
+    else:
+        assert reason == "why"

@@ -75,6 +75,7 @@ def render_report(
         "",
         "## Set-up",
         "",
+        f"- Directive read as: {_directive_reading(config)}",
         f"- Universe: {', '.join(config['tickers'])} ({config['universe_source']}), timeframe "
         f"{config['timeframe']}, {config['start']} .. {config['end']}",
         f"- Split: in-sample {data['split']['insample_start']} .. {data['split']['insample_end']} "
@@ -142,8 +143,15 @@ def render_report(
     out += ["", "## Best variant", ""]
     if best_variant and best_eval:
         spec = best_variant["spec"]
+        named = config.get("preferred_families") or []
+        outside = (
+            f" — **outside the directive** (it asked for {', '.join(named)})"
+            if named and spec["family"] not in named
+            else ""
+        )
         out += [
-            f"`{best_variant['variant_id']}` — {spec['name']} ({spec['family']}): {spec['approach']}",
+            f"`{best_variant['variant_id']}` — {spec['name']} ({spec['family']}): "
+            f"{spec['approach']}{outside}",
             "",
             f"Code: [`strategies/{best_variant['variant_id']}.py`]"
             f"(strategies/{best_variant['variant_id']}.py) (lineage: parent "
@@ -255,6 +263,21 @@ def render_report(
         "",
     ]
     return "\n".join(out)
+
+
+def _directive_reading(config: dict[str, Any]) -> str:
+    named = config.get("preferred_families") or []
+    families = (
+        f"families {', '.join(named)} (at least half of the first iteration; the others "
+        "fill the rest)"
+        if named
+        else "no family named (one of each family first)"
+    )
+    bench = config.get("benchmark", "buy-and-hold")
+    return (
+        f"{families}; universe {', '.join(config['tickers'])} ({config['universe_source']}); "
+        f"benchmark {bench}; timeframe {config['timeframe']}"
+    )
 
 
 def _sources(data: dict[str, Any]) -> str:

@@ -363,24 +363,48 @@ def family_order(preferred_families: list[str]) -> list[Family]:
     return order + [f for f in Family if f not in order]
 
 
+def family_slots(n: int, preferred_families: list[str], named: list[str]) -> list[Family]:
+    """The family of each of ``n`` first-iteration slots.
+
+    Without ``named`` families (the directive's), one family each before any repeats, in
+    ``preferred_families`` order. With them, named and other families alternate, named first,
+    so every prefix of the list (any ``n``) gives the directive at least half the slots and
+    the rest stay diverse.
+    """
+    order = family_order(preferred_families)
+    wanted = [f for f in family_order(named) if f.value in {_norm_family(x) for x in named}]
+    if not wanted:
+        return [order[i % len(order)] for i in range(n)]
+    others = [f for f in order if f not in wanted] or wanted
+    return [wanted[(i // 2) % len(wanted)] if i % 2 == 0 else others[(i // 2) % len(others)]
+            for i in range(n)]  # fmt: skip
+
+
+def _norm_family(value: str) -> str | None:
+    fam = _parse_family(value)
+    return fam.value if fam is not None else None
+
+
 def initial_specs(
     n: int,
     *,
     preferred_families: list[str],
     suggested: dict[str, Any] | None,
     rng: random.Random,
+    named: list[str] | None = None,
 ) -> list[StrategySpec]:
-    """n diverse first-iteration specs: one family each before any family repeats.
+    """n diverse first-iteration specs (see ``family_slots`` for which family fills a slot).
 
     A family's k-th appearance uses its k-th template; past the templates, parameters are
     jittered. Trial keys are unique within the batch.
     """
-    order = family_order(preferred_families)
+    slots = family_slots(n, preferred_families, named or [])
     specs: list[StrategySpec] = []
     keys: set[str] = set()
-    for i in range(n):
-        family = order[i % len(order)]
-        k = i // len(order)
+    seen_count: dict[Family, int] = {}
+    for family in slots:
+        k = seen_count.get(family, 0)
+        seen_count[family] = k + 1
         spec = seed_parameters(spec_from_template(family, k), suggested)
         if k >= len(TEMPLATES[family]):
             spec = spec.model_copy(update={"name": f"{spec.name} v{k + 1}"})

@@ -61,9 +61,13 @@ def propose(
     last: list[tuple[VariantEvaluation, StrategySpec]],
     failure: FailureAnalysis | None,
     min_trades: int,
+    directive_families: list[str] | None = None,
 ) -> list[Proposal]:
+    """``directive_families``: the families the directive named; they fill at least half of
+    the first iteration (later rounds follow the research's order)."""
     seen = set(seen)
     out: list[Proposal] = []
+    named = list(directive_families or []) if route == "INITIAL" else []
 
     def add(spec: StrategySpec, parent: str | None, why: str) -> None:
         key = spec.trial_key()
@@ -106,10 +110,14 @@ def propose(
             add(spec, best_id, "tune around the best so far")
 
     if len(out) < n:  # INITIAL, RESEARCH, or nothing left to mutate: fresh diverse ideas
-        for spec in initial_specs(2 * n, preferred_families=families, suggested=suggested, rng=rng):
+        for spec in initial_specs(
+            2 * n, preferred_families=families, suggested=suggested, rng=rng, named=named
+        ):
             add(spec, None, f"new {spec.family.value} idea")
     if len(out) < n:  # every template already tried: perturb them, one family at a time
-        bases = initial_specs(n, preferred_families=families, suggested=suggested, rng=rng)
+        bases = initial_specs(
+            n, preferred_families=families, suggested=suggested, rng=rng, named=named
+        )
         for _round in range(n):
             before = len(out)
             for spec in bases:

@@ -181,6 +181,12 @@ def finalize(state: DevelopState, runtime: Runtime[RunContext]) -> dict[str, Any
         "reason": last["reasoning"] if last else "no iteration completed",
         "iterations": len(decisions),
         "best_variant": best_id,
+        # A winner from a family the directive did not name is allowed, and said.
+        "outside_directive": bool(
+            best_variant
+            and cfg.preferred_families
+            and best_variant["spec"]["family"] not in cfg.preferred_families
+        ),
         "n_backtests": state.get("n_backtests", 0),
         "n_trials": ledger.n_trials,
         "best_dsr": best_eval.get("dsr") if best_eval else None,

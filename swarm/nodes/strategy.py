@@ -127,7 +127,7 @@ def strategy_dev(state: DevelopState, runtime: Runtime[RunContext]) -> dict[str,
     proposals += propose(
         route=route, n=cfg.variants - len(proposals), rng=rng, seen=seen, families=families,
         suggested=suggested, best=rules_best, last=rules_last, failure=failure,
-        min_trades=ctx.criteria.min_trades,
+        min_trades=ctx.criteria.min_trades, directive_families=cfg.preferred_families,
     ) if len(proposals) < cfg.variants else []  # fmt: skip
 
     variants, rejected = [], 0

@@ -127,3 +127,20 @@ def test_problem_of_reads_the_veto_kind_not_the_sentence() -> None:
     assert problem_of(e, 30) == "zero_trades"
     e.veto(Veto.LOOKAHEAD, "lookahead detected on AAPL")
     assert problem_of(e, 30) == "lookahead"
+
+
+@pytest.mark.parametrize("named", [["mean_reversion"], ["breakout", "trend"]])
+def test_the_directive_families_fill_at_least_half_of_the_first_iteration(named):
+    fams = preferred_order(named, ["momentum"])
+    for n in (3, 5, 8):
+        props = propose(route="INITIAL", **_common(n=n, families=fams), directive_families=named)
+        got = [p.spec.family.value for p in props]
+        assert len(got) == n
+        assert sum(f in named for f in got) * 2 >= n, got
+        assert len(set(got)) >= min(n // 2 + 1, 3)  # the rest stay diverse
+
+
+def test_later_rounds_follow_the_research_order_not_the_directive_quota():
+    fams = preferred_order(["mean_reversion"], ["momentum"])
+    props = propose(route="RESEARCH", **_common(n=5, families=fams), directive_families=["trend"])
+    assert len({p.spec.family.value for p in props}) == 5  # one of each family

@@ -89,7 +89,10 @@ def propose(
         by_family: dict[str, tuple[VariantEvaluation, StrategySpec]] = {}
         for ev, spec in ranked:
             by_family.setdefault(ev.family, (ev, spec))
-        for i, (ev, spec) in enumerate(by_family.values()):
+        # A third of the slots (from 2 variants on) stay for tuning around the best so far: a
+        # design change can lose the edge it was meant to strengthen.
+        keep = max(1, n - (n + 1) // 3) if best is not None else n
+        for i, (ev, spec) in enumerate(list(by_family.values())[:keep]):
             hint = refine_hints[i % len(refine_hints)]
             with contextlib.suppress(LookupError):  # every design change already tried
                 add(

@@ -144,3 +144,26 @@ def test_later_rounds_follow_the_research_order_not_the_directive_quota():
     fams = preferred_order(["mean_reversion"], ["momentum"])
     props = propose(route="RESEARCH", **_common(n=5, families=fams), directive_families=["trend"])
     assert len({p.spec.family.value for p in props}) == 5  # one of each family
+
+
+def test_refine_keeps_a_third_of_the_slots_for_tuning_the_best():
+    # Regression: planted-edge calibration runs refined every family's best each round, the
+    # refinements lost the edge, and the near-passing best was never tuned.
+    failure = FailureAnalysis(failure_type=FailureType.DESIGN_FLAW, root_cause="low DSR",
+                              confidence=0.6, actions=["strengthen", "hint:low_dsr"])  # fmt: skip
+    fams = [
+        Family.MOMENTUM,
+        Family.MEAN_REVERSION,
+        Family.BREAKOUT,
+        Family.TREND,
+        Family.VOLATILITY,
+    ]
+    last = [
+        (_ev(f.value, f.value, score=0.8 - 0.1 * i), default_spec(f)) for i, f in enumerate(fams)
+    ]
+    best = ("mean_reversion", last[1][1])
+    props = propose(route="REFINE", **_common(n=5, best=best, last=last, failure=failure))
+    whys = [p.why for p in props]
+    assert sum(w.startswith("refine") for w in whys) == 3
+    assert sum(w == "tune around the best so far" for w in whys) == 2
+    assert all(p.parent_id == "mean_reversion" for p in props if p.why.startswith("tune"))

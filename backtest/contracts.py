@@ -83,6 +83,10 @@ class Metrics(BaseModel):
     n_obs: int
     skew: float | None
     kurtosis: float | None  # raw (normal = 3)
+    # Traded notional per year over the mean equity (2.0 = the book turned over twice a year;
+    # a round trip of the whole book counts 2); None when the fills were not given.
+    turnover_annual: float | None = None
+    avg_holding_bars: float | None = None  # bars in the market per closed trade
 
 
 class BacktestResult(BaseModel):
@@ -100,3 +104,4 @@ class BacktestResult(BaseModel):
     returns: list[float] = Field(default_factory=list)
     trade_pnls: list[float] = Field(default_factory=list)
     bars_in_market: int = 0
+    traded_notional: float = 0.0  # sum of |size| x price of the fills inside the window

@@ -384,11 +384,13 @@ def _simulate(job: BacktestJob, run: EngineRun, code_file_box: list[str]) -> Non
     equity = [base, *rec.values[first:]]
     fold_dates = dates[first:]
     bars_in_market = int(sum(rec.in_market[first:]))
+    traded = float(sum(abs(f.size) * f.price for f in rec.fills if f.executed >= fold_start))
     metrics = compute_metrics(
         equity,
         trade_pnls=rec.pnls,
         bars_in_market=bars_in_market,
         periods_per_year=job.periods_per_year,
+        traded_notional=traded,
     )
     returns = [b / a - 1.0 for a, b in itertools.pairwise(equity)]
     run.result = _result(
@@ -399,6 +401,7 @@ def _simulate(job: BacktestJob, run: EngineRun, code_file_box: list[str]) -> Non
         returns=returns,
         trade_pnls=list(rec.pnls),
         bars_in_market=bars_in_market,
+        traded_notional=traded,
     )
 
 

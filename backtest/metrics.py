@@ -25,6 +25,7 @@ def compute_metrics(
     trade_pnls: Sequence[float] = (),
     bars_in_market: int = 0,
     periods_per_year: int = 252,
+    traded_notional: float | None = None,
 ) -> Metrics:
     values = np.asarray(equity, dtype=float)
     if values.size < 2:
@@ -83,6 +84,12 @@ def compute_metrics(
         n_obs=n_obs,
         skew=skew,
         kurtosis=kurt,
+        turnover_annual=(
+            None
+            if traded_notional is None
+            else float(traded_notional / float(np.mean(values)) / years)
+        ),
+        avg_holding_bars=float(bars_in_market) / n_trades if n_trades else None,
     )
 
 

@@ -19,7 +19,8 @@ def _metrics_row(label: str, m: dict[str, Any] | None) -> str:
     return (
         f"| {label} | {_f(m.get('sharpe'))} | {_f(m.get('sortino'))} | {_f(m.get('cagr_pct'))} | "
         f"{_f(m.get('max_drawdown_pct'))} | {_f(m.get('win_rate_pct'))} | "
-        f"{_f(m.get('profit_factor'))} | {m.get('n_trades', '–')} | {_f(m.get('exposure_pct'))} |"
+        f"{_f(m.get('profit_factor'))} | {m.get('n_trades', '–')} | {_f(m.get('exposure_pct'))} | "
+        f"{_f(m.get('turnover_annual'))} | {_f(m.get('avg_holding_bars'), 1)} |"
     )
 
 
@@ -41,8 +42,9 @@ def _alpha_row(label: str, a: dict[str, Any] | None) -> str:
 
 
 METRICS_HEADER = [
-    "| window | sharpe | sortino | CAGR % | max DD % | win rate % | profit factor | trades | exposure % |",
-    "|---|---|---|---|---|---|---|---|---|",
+    "| window | sharpe | sortino | CAGR % | max DD % | win rate % | profit factor | trades | "
+    "exposure % | turnover / year | bars held per trade |",
+    "|---|---|---|---|---|---|---|---|---|---|---|",
 ]
 
 

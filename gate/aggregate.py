@@ -35,11 +35,31 @@ def _metrics_of(
     # Scale so exposure = sum(bars_in_market)/sum(n_obs): the n_obs-weighted mean of the
     # jobs' exposures (a float on purpose: rounding would bias small samples).
     bars = len(rets) * in_market / obs if obs else 0.0
-    return compute_metrics(
+    metrics = compute_metrics(
         equity_from_returns(rets, base),
         trade_pnls=[p for r in results for p in r.trade_pnls],
         bars_in_market=bars,  # type: ignore[arg-type]
         periods_per_year=periods_per_year,
+    )
+    # Turnover and holding period of the jobs themselves (each traded its own book): the
+    # n_obs-weighted mean turnover, and bars in the market per closed trade over all jobs.
+    turns = [
+        (r.metrics.turnover_annual, _job_obs(r))
+        for r in results
+        if r.metrics is not None and r.metrics.turnover_annual is not None
+    ]
+    n_trades = sum(len(r.trade_pnls) for r in results)
+    return metrics.model_copy(
+        update={
+            "turnover_annual": (
+                sum(t * w for t, w in turns) / sum(w for _, w in turns)
+                if turns and sum(w for _, w in turns)
+                else None
+            ),
+            "avg_holding_bars": (
+                sum(r.bars_in_market for r in results) / n_trades if n_trades else None
+            ),
+        }
     )
 
 

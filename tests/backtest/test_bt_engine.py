@@ -133,3 +133,19 @@ def test_run_code_on_bars(bars: pd.DataFrame) -> None:
     whole = run_code_on_bars(src.SMA_CROSS, bars, costs=CostModel(slippage_pct=0))
     assert whole.metrics.n_obs == len(bars)  # base = starting cash, then every bar
     assert np.isfinite(whole.metrics.total_return_pct)
+
+
+def test_turnover_and_holding_period_come_from_the_fills(bars: pd.DataFrame) -> None:
+    run = execute(_job(src.SMA_CROSS, bars, params={"fast": 5, "slow": 20}))
+    res = run.result
+    assert res.status == JobStatus.OK
+    inside = [f for f in run.fills if f.executed >= FOLD.start]
+    notional = sum(abs(f.size) * f.price for f in inside)
+    assert res.traded_notional == pytest.approx(notional, rel=1e-12) and notional > 0
+    equity = equity_from_returns(res.returns, base=CostModel().cash)
+    years = len(res.returns) / 252
+    assert res.metrics.turnover_annual == pytest.approx(notional / equity.mean() / years)
+    # Each closed trade is a buy and a sell of roughly the position: about 2 x trades x
+    # position size over the years, so turnover is positive and bounded by the fills.
+    assert res.metrics.turnover_annual > res.metrics.n_trades / years * 0.5
+    assert res.metrics.avg_holding_bars == pytest.approx(res.bars_in_market / res.metrics.n_trades)

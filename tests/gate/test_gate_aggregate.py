@@ -56,3 +56,15 @@ def test_none_without_ok_results() -> None:
     m, folds, port = aggregate_variant([make_result("v", [], status=JobStatus.ERROR)])
     assert m is None and folds == [None] and port == []
     assert aggregate_variant([]) == (None, [], [])
+
+
+def test_turnover_is_the_obs_weighted_mean_and_holding_spans_all_jobs() -> None:
+    from gate.aggregate import aggregate_variant
+
+    a = make_result("v", [0.001] * 100, symbol="A", trade_pnls=[1.0] * 4, bars_in_market=60)
+    b = make_result("v", [0.002] * 300, symbol="B", trade_pnls=[1.0] * 2, bars_in_market=90)
+    a.metrics = a.metrics.model_copy(update={"turnover_annual": 4.0})
+    b.metrics = b.metrics.model_copy(update={"turnover_annual": 2.0})
+    m, _, _ = aggregate_variant([a, b])
+    assert m.turnover_annual == pytest.approx((4.0 * 100 + 2.0 * 300) / 400)
+    assert m.avg_holding_bars == pytest.approx((60 + 90) / 6)

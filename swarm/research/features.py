@@ -65,7 +65,20 @@ INDICATOR_KEYS: tuple[str, ...] = (
     "VOLUME_SMA_20",
     "HIGHEST_252",
     "LOWEST_252",
+    # Added for the decision pipeline (swarm.analyze): evidence for the analysts.
+    "EMA_20",
+    "SWING_HIGH_5",
+    "SWING_LOW_5",
+    "GAP_PCT",
+    "FORECAST_MID_60_10",
+    "FORECAST_UPPER_60_10",
+    "FORECAST_LOWER_60_10",
 )
+
+SWING_SPAN = 5  # a swing point is the extreme of the bars within 5 on either side
+FORECAST_WINDOW = 60  # bars of log returns the drift and volatility are estimated on
+FORECAST_HORIZON = 10  # bars ahead the forecast band is for
+FORECAST_Z = 1.96  # the band holds ~95% of outcomes if log returns were i.i.d. normal
 
 REQUIRED_COLUMNS = ("open", "high", "low", "close", "volume")
 
@@ -169,4 +182,45 @@ def compute_features(symbol: str, bars: pd.DataFrame) -> FeatureBundle:
     d["LOWEST_252"] = talib.MIN(lo, timeperiod=252)
     for name in CANDLE_PATTERNS:
         d[name] = getattr(talib, name)(o, h, lo, c).astype(np.float64)
+    d["EMA_20"] = talib.EMA(c, timeperiod=20)
+    d["SWING_HIGH_5"] = _last_swing(h, talib.MAX(h, timeperiod=2 * SWING_SPAN + 1))
+    d["SWING_LOW_5"] = _last_swing(lo, talib.MIN(lo, timeperiod=2 * SWING_SPAN + 1))
+    gap = np.full_like(c, np.nan)
+    gap[1:] = 100.0 * (o[1:] / c[:-1] - 1.0)
+    d["GAP_PCT"] = gap
+    d.update(_forecast_band(c))
     return FeatureBundle(symbol=symbol, index=pd.DatetimeIndex(bars.index), data=d)
+
+
+def _last_swing(x: np.ndarray, centred_extreme: np.ndarray) -> np.ndarray:
+    """Value of the latest *confirmed* swing point at each bar: bar j is a swing when
+    ``x[j]`` is the extreme of bars j-5..j+5, which is known only at bar j+5, so the
+    value appears at j+5 (never earlier: no lookahead) and holds until the next one.
+    ``centred_extreme[t]`` is the extreme of bars t-10..t (TA-Lib MAX/MIN over 11)."""
+    n, span = len(x), SWING_SPAN
+    out = np.full(n, np.nan)
+    if n <= 2 * span:
+        return out
+    confirm = np.arange(2 * span, n)  # bar t confirms the candidate j = t - span
+    is_swing = x[confirm - span] == centred_extreme[confirm]
+    out[confirm[is_swing]] = x[confirm[is_swing] - span]
+    return pd.Series(out).ffill().to_numpy(dtype=np.float64)
+
+
+def _forecast_band(c: np.ndarray) -> dict[str, np.ndarray]:
+    """A drift-plus-volatility band for the close 10 bars ahead: the mean and the
+    population standard deviation of the last 60 log returns, projected as a random walk
+    with drift (mid = close x exp(10 mu), band = mid x exp(+/-1.96 sigma sqrt(10))).
+    Evidence for the analysts only: it is a naive baseline, never an input to sizing."""
+    logret = np.full_like(c, np.nan)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        logret[1:] = np.log(c[1:] / c[:-1])
+    mu = talib.SMA(logret, timeperiod=FORECAST_WINDOW)
+    sigma = talib.STDDEV(logret, timeperiod=FORECAST_WINDOW, nbdev=1.0)
+    mid = c * np.exp(mu * FORECAST_HORIZON)
+    half = FORECAST_Z * sigma * math.sqrt(FORECAST_HORIZON)
+    return {
+        "FORECAST_MID_60_10": mid,
+        "FORECAST_UPPER_60_10": mid * np.exp(half),
+        "FORECAST_LOWER_60_10": mid * np.exp(-half),
+    }

@@ -1,0 +1,322 @@
+"""python -m swarm.analyze --ticker NVDA --date 2019-06-03 --data-dir DIR
+
+One grounded decision for a ticker and a date: four analysts, a bull/bear debate judged by a
+research manager, a trader's ATR-anchored thesis, a risk team and judge, and a deterministic
+risk engine that sizes or rejects. Only bars up to and including the date are read.
+
+Writes OUT/<analysis_id>/ (decision.json, report.md, features.json, manifest.json) and prints
+the folder last on stdout. ``--review ANALYSIS_DIR`` classifies that decision's outcome once
+its horizon has passed in the data (review.json, review.md) and stores the lesson in memory.
+Exit codes: 0 done, 2 bad input (one line saying what to fix), 1 internal failure.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import traceback
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from swarm.errors import UserInputError
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # one line, no usage dump
+        raise UserInputError(f"{message} (see --help)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="python -m swarm.analyze", description=__doc__.split("\n\n")[1])
+    p.add_argument("--ticker", help="one symbol, e.g. NVDA")
+    p.add_argument("--date", help="decision date, ISO (YYYY-MM-DD): the last bar it may read")
+    p.add_argument("--data-dir", type=Path, help="folder of SYMBOL.csv files")
+    p.add_argument(
+        "--news-file", type=Path, help="CSV of dated headlines (date,datetime,ticker,headline)"
+    )
+    p.add_argument(
+        "--debate-rounds", type=int, default=1, help="bull/bear rounds (1..5, default 1)"
+    )
+    p.add_argument("--risk-rounds", type=int, default=1, help="risk-team rounds (1..5, default 1)")
+    p.add_argument(
+        "--capital", type=float, default=100_000.0, help="account capital (default 100000)"
+    )
+    p.add_argument(
+        "--risk-pct", type=float, default=1.0, help="%% of capital at risk at the stop (default 1)"
+    )
+    p.add_argument(
+        "--horizon-days", type=int, default=10, help="bars the thesis has to play out (default 10)"
+    )
+    p.add_argument(
+        "--out", type=Path, default=Path("runs"), help="where analysis folders go (default ./runs)"
+    )
+    p.add_argument(
+        "--memory-dir", default=None, help="memory folder, or 'off' (default: user cache dir)"
+    )
+    p.add_argument("--review", type=Path, metavar="ANALYSIS_DIR", help="review a past analysis")
+    p.add_argument(
+        "--llm", default="none", help="none (default), openai:MODEL or openai-compatible:MODEL"
+    )
+    p.add_argument("--llm-base-url", default=None, help="server URL for openai-compatible")
+    p.add_argument(
+        "--llm-quick-model", default=None, help="model for analysts, debaters, risk team"
+    )
+    p.add_argument(
+        "--llm-deep-model", default=None, help="model for manager, judge, reviewer, deep trader"
+    )
+    p.add_argument("--llm-structured", default="auto", help="auto, json_schema or function_calling")
+    p.add_argument("--max-llm-tokens", type=int, default=None, help="token budget of the analysis")
+    p.add_argument("--llm-max-output-tokens", type=int, default=512, help="per call (default 512)")
+    p.add_argument(
+        "--llm-cache", type=Path, default=None, help="replay cache (default OUT/.llm-cache)"
+    )
+    p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+    return p  # fmt: skip
+
+
+def _config(args: argparse.Namespace):
+    from pydantic import ValidationError
+
+    from swarm.analyze.contracts import AnalysisConfig
+
+    bounds = {"--debate-rounds": (args.debate_rounds, 1, 5), "--risk-rounds": (args.risk_rounds, 1, 5),
+              "--risk-pct": (args.risk_pct, 0.01, 10), "--horizon-days": (args.horizon_days, 1, 250)}  # fmt: skip
+    for flag, (value, lo, hi) in bounds.items():
+        if not lo <= value <= hi:
+            raise UserInputError(f"{flag}: {value:g} is out of range; use {lo:g}..{hi:g}")
+    if not args.capital > 0:
+        raise UserInputError(f"--capital: {args.capital:g} must be positive, e.g. 100000")
+    try:
+        return AnalysisConfig(debate_rounds=args.debate_rounds, risk_rounds=args.risk_rounds,
+                              capital=args.capital, risk_pct=args.risk_pct,
+                              horizon_days=args.horizon_days)  # fmt: skip
+    except ValidationError as exc:  # pragma: no cover - the bounds above catch these first
+        raise UserInputError(f"options: {exc.errors()[0]['msg']}") from None
+
+
+def _read_bars(ticker: str, data_dir: Path | None):
+    from backtest.data import find_csv, read_bars_csv
+    from backtest.errors import DataError, MissingSymbolError
+
+    if data_dir is None:
+        raise UserInputError("--data-dir: required; pass a folder of SYMBOL.csv files")
+    if not data_dir.is_dir():
+        raise UserInputError(
+            f"--data-dir: {data_dir} is not a folder; pass a folder of SYMBOL.csv files"
+        )
+    try:
+        path = find_csv(ticker, data_dir)
+        bars = read_bars_csv(path)
+    except MissingSymbolError as exc:
+        raise UserInputError(f"--ticker: unknown ticker {ticker}: {exc.short}") from None
+    except DataError as exc:
+        raise UserInputError(str(exc)) from None
+    if bars.empty:
+        raise UserInputError(f"--ticker: {path} has no bars; pick another ticker")
+    return bars, path
+
+
+def _memory(spec: str | None):
+    """The research memory, or None when switched off (then chromadb is not even imported)."""
+    if spec is not None and spec.lower() in ("off", "none"):
+        return None
+    from swarm.memory import ResearchMemory
+
+    if spec is not None and Path(spec).exists() and not Path(spec).is_dir():
+        raise UserInputError(f"--memory-dir: {spec} is a file; pass a folder or 'off'")
+    return ResearchMemory(Path(spec) if spec else None)
+
+
+def _llm(args: argparse.Namespace):
+    from swarm.analyze.nodes import Brain
+
+    if args.llm in (None, "", "none"):
+        return Brain()
+    from swarm.llm.client import LLMClient
+    from swarm.llm.settings import parse_llm_arg
+
+    try:
+        settings = parse_llm_arg(
+            args.llm, base_url=args.llm_base_url, quick_model=args.llm_quick_model,
+            deep_model=args.llm_deep_model, structured=args.llm_structured,
+            max_tokens=args.max_llm_tokens, cache_dir=args.llm_cache,
+            max_output_tokens=args.llm_max_output_tokens,
+        )  # fmt: skip
+    except ValueError as exc:
+        raise UserInputError(str(exc)) from None
+    cache = args.llm_cache or (args.out / ".llm-cache")
+    return Brain(llm=LLMClient(settings, cache_dir=cache))
+
+
+def _folder(out: Path, name: str) -> Path:
+    stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
+    root = out / f"{stamp}-{name}"
+    n = 1
+    while root.exists():
+        n += 1
+        root = out / f"{stamp}-{name}-{n}"
+    root.mkdir(parents=True)
+    return root
+
+
+def _write(root: Path, rel: str, text: str) -> None:
+    tmp = root / f".{rel}.tmp"
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, root / rel)
+
+
+def _progress(args: argparse.Namespace):
+    from swarm.progress import Progress
+
+    return Progress(quiet=args.quiet)
+
+
+def analyze(args: argparse.Namespace, argv: list[str]) -> Path:
+    """Validate every input before any folder exists; then decide and write the folder."""
+    import pandas as pd
+
+    from swarm.analyze.pipeline import check_history, cut_at, decide
+    from swarm.analyze.report import render_report
+    from swarm.analyze.review import recall_reviews
+    from swarm.cli_args import iso_date
+    from swarm.research.features import compute_features
+
+    if not args.ticker or not args.ticker.strip():
+        raise UserInputError("--ticker: required; give one symbol, e.g. --ticker NVDA")
+    if not args.date:
+        raise UserInputError("--date: required; give the decision date, e.g. --date 2019-06-03")
+    ticker = args.ticker.strip().upper()
+    day = iso_date("--date", args.date.strip())
+    cfg = _config(args)
+    bars, path = _read_bars(ticker, args.data_dir)
+    first, last = bars.index[0].date(), bars.index[-1].date()
+    if not first <= day <= last:
+        raise UserInputError(f"--date: {day} is outside the data of {ticker} ({first}..{last}); "
+                             "pick a date inside it")  # fmt: skip
+    news: list[Any] = []
+    if args.news_file is not None:
+        from swarm.research.news import load_news_csv
+
+        if not args.news_file.is_file():
+            raise UserInputError(
+                f"--news-file: {args.news_file} does not exist; pass a CSV of headlines"
+            )
+        try:
+            news = [n for n in load_news_csv(args.news_file) if n.date <= day]
+        except (OSError, UnicodeDecodeError, ValueError) as exc:
+            raise UserInputError(f"--news-file: cannot read {args.news_file}: {exc}") from None
+    brain = _llm(args)
+    progress = _progress(args)
+    cut = cut_at(bars, pd.Timestamp(day))
+    del bars  # nothing after the date from here on
+    bundle = compute_features(ticker, cut)
+    check_history(bundle, cfg.atr_period)  # before any output: too little history is bad input
+    memory = _memory(args.memory_dir)
+    as_of = str(cut.index[-1].date())
+    recalled = recall_reviews(memory, ticker, as_of) if memory is not None else []
+    progress.stage("data", f"{ticker}: {len(cut)} bars {first}..{as_of} from {path.name}; "
+                           f"{len(news)} headlines; {len(recalled)} past reviews recalled")  # fmt: skip
+    info = {"source": path.name} | ({"requested_date": str(day)} if str(day) != as_of else {})
+    decision = decide(ticker, pd.Timestamp(day), cut, cfg, brain, news=news, recalled=recalled,
+                      data_info=info)  # fmt: skip
+    progress.stage(
+        "decision", f"{decision.action.value} ({decision.status.value}): {decision.reason}"
+    )
+    root = _folder(args.out, f"analyze-{ticker.lower()}-{decision.date}")
+    _write(root, "decision.json", decision.model_dump_json(indent=2) + "\n")
+    _write(root, "report.md", render_report(decision))
+    snap = bundle.snapshot(bundle.keys)
+    _write(root, "features.json", json.dumps({"ticker": ticker, "as_of": bundle.as_of,
+                                              "n_bars": bundle.n_bars, "features": snap},
+                                             indent=2, sort_keys=True) + "\n")  # fmt: skip
+    manifest = {
+        "entry_point": "swarm.analyze", "argv": argv, "created_at": datetime.now(UTC).isoformat(),
+        "data_dir": str(args.data_dir.resolve()), "data_file": str(path.resolve()),
+        "news_file": str(args.news_file.resolve()) if args.news_file else None,
+        "memory": (
+            {"available": False, "reason": "--memory-dir off"} if memory is None
+            else memory.status() if memory.available
+            else {"available": False, "reason": memory.reason}
+        ),
+        "brain": brain.name,
+        "llm_usage": brain.llm.stats() | brain.llm.replay_stats() if brain.llm else None,
+    }  # fmt: skip
+    _write(
+        root, "manifest.json", json.dumps(manifest, indent=2, sort_keys=True, default=str) + "\n"
+    )
+    return root
+
+
+def review(args: argparse.Namespace) -> Path:
+    from swarm.analyze.contracts import Decision
+    from swarm.analyze.report import render_review
+    from swarm.analyze.review import HorizonNotPassedError, review_decision, store_review
+
+    root = args.review
+    try:
+        decision = Decision.model_validate_json((root / "decision.json").read_text())
+    except FileNotFoundError:
+        raise UserInputError(
+            f"--review: {root} has no decision.json; pass an analysis folder"
+        ) from None
+    except ValueError as exc:
+        raise UserInputError(
+            f"--review: {root}/decision.json is not a decision: {str(exc)[:120]}"
+        ) from None
+    data_dir = args.data_dir
+    if data_dir is None:
+        try:
+            data_dir = Path(json.loads((root / "manifest.json").read_text())["data_dir"])
+        except (OSError, ValueError, KeyError):
+            raise UserInputError("--data-dir: required to review (the manifest has none)") from None
+    bars, _ = _read_bars(decision.ticker, data_dir)
+    try:
+        rv = review_decision(decision, bars)
+    except HorizonNotPassedError as exc:
+        raise UserInputError(f"--review: {exc}") from None
+    brain = _llm(args)
+    if brain.llm is not None:
+        from swarm.analyze.llm_roles import llm_critique
+
+        facts = {"entry": decision.trader.entry if decision.trader else 0.0, "exit": rv.exit_price,
+                 "r_multiple": rv.r_multiple or 0.0, "move_atr": rv.move_atr}  # fmt: skip
+        events: list[dict] = []
+        critique, lessons, model = llm_critique(brain.llm, critique=rv.critique, lessons=rv.lessons,
+                                                facts=facts, summary=rv.critique, log=events.append)  # fmt: skip
+        if model:
+            rv = rv.model_copy(
+                update={"critique": critique, "lessons": lessons, "model_used": model}
+            )
+    memory = _memory(args.memory_dir)
+    stored = memory is not None and memory.available and store_review(memory, rv)
+    rv = rv.model_copy(update={"stored_in_memory": stored})
+    _write(root, "review.json", rv.model_dump_json(indent=2) + "\n")
+    _write(root, "review.md", render_review(rv))
+    _progress(args).stage("review", f"{rv.outcome.value} -> {rv.tag.value}: {rv.exit_reason}")
+    return root
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    try:
+        args = build_parser().parse_args(argv)
+        root = review(args) if args.review is not None else analyze(args, argv)
+    except UserInputError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+    except Exception as exc:  # an internal failure: say so in one line, keep the traceback
+        print(f"internal error: {exc!r}", file=sys.stderr)
+        traceback.print_exc(file=sys.stderr)
+        return 1
+    print(root)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

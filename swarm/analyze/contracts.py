@@ -1,0 +1,331 @@
+"""Contracts of the decision pipeline: what each role hands the next, and ``decision.json``.
+
+Plain pydantic, no LangChain. Machine signals are enums; the sentences beside them are
+for the person reading the report.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+from pydantic import BaseModel, ConfigDict, Field
+
+SCHEMA_VERSION = 1
+
+
+class AnalystRole(StrEnum):
+    MARKET = "market"
+    SENTIMENT = "sentiment"
+    NEWS = "news"
+    FUNDAMENTALS = "fundamentals"
+
+
+class TimeHorizon(StrEnum):
+    DAYS = "days"  # a read of the last few bars
+    WEEKS = "weeks"  # a swing: the trader's horizon
+    MONTHS = "months"  # a position: trend and fundamentals
+
+
+class Side(StrEnum):
+    BULL = "bull"
+    BEAR = "bear"
+    NONE = "none"  # the manager found the cases balanced: no side won
+
+
+class Direction(StrEnum):
+    LONG = "long"
+    SHORT = "short"
+    FLAT = "flat"
+
+
+class Action(StrEnum):
+    BUY = "BUY"
+    HOLD = "HOLD"
+    SELL = "SELL"
+
+
+class Status(StrEnum):
+    OK = "OK"
+    DEGRADED = "DEGRADED"  # too few analyst notes: no trade
+    REJECTED = "REJECTED"  # the risk engine failed a check: no trade
+
+
+class RiskStance(StrEnum):
+    RISKY = "risky"
+    SAFE = "safe"
+    NEUTRAL = "neutral"
+
+
+class CheckName(StrEnum):
+    DEGENERATE_THESIS = "degenerate_thesis"
+    SIZE_NONZERO = "size_nonzero"
+    DAILY_LOSS_CAP = "daily_loss_cap"
+    MARGIN_SUFFICIENT = "margin_sufficient"
+    MAX_NOTIONAL_PCT = "max_notional_pct"
+    MAX_POSITIONS = "max_positions"
+    EXPOSURE_CAP = "exposure_cap"
+
+
+class Outcome(StrEnum):
+    WIN = "win"
+    LOSS = "loss"
+    SCRATCH = "scratch"
+
+
+class OutcomeTag(StrEnum):
+    REALIZED = "Realized"
+    FALSIFIED = "Falsified"
+    WEAKENED = "Weakened"
+
+
+OUTCOME_TAG = {Outcome.WIN: OutcomeTag.REALIZED, Outcome.LOSS: OutcomeTag.FALSIFIED,
+               Outcome.SCRATCH: OutcomeTag.WEAKENED}  # fmt: skip
+
+RULES = "rules"
+ABSTAIN_MODEL = "deterministic-abstain"
+
+
+# --------------------------------------------------------------------------- configuration
+
+
+class RiskLimits(BaseModel):
+    """The risk engine's limits. A fresh account by default; a replay passes its own state."""
+
+    model_config = ConfigDict(frozen=True)
+
+    max_daily_loss_pct: float = Field(2.0, gt=0, description="loss at the stop, % of capital")
+    max_notional_pct: float = Field(50.0, gt=0, description="one position's notional, % of capital")
+    max_positions: int = Field(10, ge=1)
+    max_exposure_pct: float = Field(100.0, gt=0, description="gross exposure after the trade, %")
+    short_margin: float = Field(1.5, ge=1.0, description="cash needed per unit of short notional")
+
+
+class Portfolio(BaseModel):
+    """What the account holds when the decision is made (empty for a standalone analysis)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    open_positions: int = Field(0, ge=0)
+    gross_exposure: float = Field(0.0, ge=0, description="notional already held, in currency")
+    cash: float | None = Field(None, description="cash available; None = the capital")
+    loss_today: float = Field(0.0, ge=0, description="realised loss so far today, in currency")
+
+
+class AnalysisConfig(BaseModel):
+    """Everything a decision depends on besides the bars and the brain: part of its cache key."""
+
+    model_config = ConfigDict(frozen=True)
+
+    debate_rounds: int = Field(1, ge=1, le=5)
+    risk_rounds: int = Field(1, ge=1, le=5)
+    capital: float = Field(100_000.0, gt=0)
+    risk_pct: float = Field(1.0, gt=0, le=10)
+    atr_period: int = 14
+    stop_atr: float = Field(2.0, gt=0, description="stop distance in ATRs")
+    reward_risk: float = Field(2.0, gt=0, description="target distance in multiples of the risk")
+    max_stop_atr: float = Field(4.0, gt=0, description="the validator's bound on the stop")
+    horizon_days: int = Field(10, ge=1, description="bars the thesis has to play out")
+    conviction_floor: float = Field(0.2, ge=0, le=1, description="below it the judge holds")
+    deep_conviction: float = Field(0.75, ge=0, le=1, description="from it the trader goes deep")
+    news_window_days: int = 30
+    sentiment_window_days: int = 90
+    limits: RiskLimits = RiskLimits()
+    portfolio: Portfolio = Portfolio()
+
+
+# --------------------------------------------------------------------------- the roles
+
+
+class Point(BaseModel):
+    """One piece of an analyst's evidence with its lean: what the debaters argue from."""
+
+    name: str
+    stance: float = Field(ge=-1, le=1)
+    confidence: float = Field(ge=0, le=1)
+    text: str
+    cited: dict[str, float] = Field(default_factory=dict)
+
+
+class AnalystNote(BaseModel):
+    role: AnalystRole
+    ticker: str
+    as_of: str
+    stance: float = Field(0.0, ge=-1, le=1, description="-1 bearish .. +1 bullish")
+    confidence: float = Field(0.0, ge=0, le=1)
+    summary: str
+    key_points: list[str] = Field(default_factory=list)
+    subscores: dict[str, float] = Field(default_factory=dict)
+    evidence: dict[str, float] = Field(default_factory=dict, description="every number cited")
+    points: list[Point] = Field(default_factory=list)
+    time_horizon: TimeHorizon = TimeHorizon.WEEKS
+    abstained: bool = False
+    reason: str | None = None
+    model_used: str = RULES
+
+
+class Quorum(BaseModel):
+    required: int
+    expected: int
+    notes: int
+    abstained: int
+    failed: list[AnalystRole] = Field(default_factory=list)
+    met: bool
+
+
+class DebateTurn(BaseModel):
+    side: Side
+    round: int
+    argument: str
+    cited: dict[str, float] = Field(default_factory=dict)
+    model_used: str = RULES
+
+
+class DebateRound(BaseModel):
+    round: int
+    bull: DebateTurn
+    bear: DebateTurn
+
+
+class DebateVerdict(BaseModel):
+    """The research manager's judgement, and the conviction after code calibrated it."""
+
+    winner: Side
+    rationale: str
+    key_disagreements: list[str] = Field(default_factory=list)
+    falsifiers: list[str] = Field(default_factory=list)
+    conviction_proposed: float = Field(ge=0, le=1)
+    conviction: float = Field(ge=0, le=1, description="after the opposition haircut")
+    opposition: float = Field(0.0, ge=0, le=1, description="weight of notes against the winner")
+    model_used: str = RULES
+
+
+class Debate(DebateVerdict):
+    rounds: list[DebateRound] = Field(default_factory=list)
+
+
+class ValidatorCheck(BaseModel):
+    name: str
+    ok: bool
+    detail: str
+
+
+class TraderThesis(BaseModel):
+    """Where to get in, where the idea is wrong, where it has paid. Never a size."""
+
+    direction: Direction
+    entry: float
+    stop: float
+    target: float
+    atr: float
+    atr_period: int
+    horizon_days: int
+    rationale: str
+    valid: bool = False
+    validator: list[ValidatorCheck] = Field(default_factory=list)
+    model_used: str = RULES
+
+    @property
+    def risk_per_share(self) -> float:
+        return abs(self.entry - self.stop)
+
+
+class RiskTurn(BaseModel):
+    stance: RiskStance
+    round: int
+    argument: str
+    favours: Action
+    model_used: str = RULES
+
+
+class RiskRound(BaseModel):
+    round: int
+    turns: list[RiskTurn]
+
+
+class RiskJudgement(BaseModel):
+    action: Action
+    rationale: str
+    model_used: str = RULES
+
+
+class RiskCheck(BaseModel):
+    name: CheckName
+    passed: bool
+    detail: str
+
+
+class RiskEngineResult(BaseModel):
+    checks: list[RiskCheck] = Field(default_factory=list)
+    size: int = 0
+    notional: float = 0.0
+    risk_amount: float = 0.0
+    approved: bool = False
+
+    @property
+    def failed(self) -> list[CheckName]:
+        return [c.name for c in self.checks if not c.passed]
+
+
+class Recalled(BaseModel):
+    """A past decision's review recalled from memory and cited by this analysis."""
+
+    id: str
+    date: str
+    tag: OutcomeTag | None = None
+    text: str
+
+
+class Risk(BaseModel):
+    rounds: list[RiskRound] = Field(default_factory=list)
+    judge: RiskJudgement | None = None
+    checks: dict[str, bool] = Field(default_factory=dict)
+    check_details: list[RiskCheck] = Field(default_factory=list)
+    size: int = 0
+    notional: float = 0.0
+    risk_amount: float = 0.0
+    capital: float
+    risk_pct: float
+    approved: bool = False
+    rejected_by: list[CheckName] = Field(default_factory=list)
+
+
+class Decision(BaseModel):
+    """``decision.json``: the whole path from the evidence to the order (or to no order)."""
+
+    schema_version: int = SCHEMA_VERSION
+    ticker: str
+    date: str
+    action: Action
+    status: Status
+    reason: str
+    brain: str
+    analysts: list[AnalystNote]
+    quorum: Quorum
+    debate: Debate | None = None
+    trader: TraderThesis | None = None
+    risk: Risk
+    recalled: list[Recalled] = Field(default_factory=list)
+    data: dict[str, str | int] = Field(default_factory=dict)
+    config: AnalysisConfig
+    llm_events: list[dict] = Field(default_factory=list)
+
+
+class Review(BaseModel):
+    """``review.json``: what happened after the decision, from the prices alone."""
+
+    ticker: str
+    date: str
+    action: Action
+    direction: Direction
+    horizon_days: int
+    horizon_end: str
+    outcome: Outcome
+    tag: OutcomeTag
+    exit_price: float
+    exit_reason: str
+    r_multiple: float | None = None
+    move_atr: float
+    critique: str
+    lessons: list[str]
+    model_used: str = RULES
+    stored_in_memory: bool = False

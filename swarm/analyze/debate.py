@@ -1,0 +1,206 @@
+"""The research debate's rules brains (bull, bear, research manager) and the code-side
+conviction calibration.
+
+The bull argues from the strongest positive evidence, the bear from the strongest negative,
+each answering the other for the configured rounds. The manager weighs the analysts' notes
+by confidence and proposes a conviction; :func:`calibrate_conviction` then cuts it by how
+much of the desk opposes the winner, whatever brain proposed it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from swarm.analyze.contracts import (
+    RULES,
+    AnalystNote,
+    Debate,
+    DebateRound,
+    DebateTurn,
+    DebateVerdict,
+    Point,
+    Side,
+)
+
+MAX_HAIRCUT = 0.6  # the conviction cut at full opposition
+OPPOSE_DEADBAND = 0.05  # a stance within +/-0.05 of zero opposes nobody
+TIE_MARGIN = 0.1  # bull and bear weights closer than this share: no winner
+FULL_WEIGHT = 0.6  # confidence x stance the winning side needs for full conviction
+POINTS_PER_CASE = 3
+
+
+# --------------------------------------------------------------------------- calibration
+
+
+def opposition_share(notes: Sequence[AnalystNote], winner: Side) -> float:
+    """Confidence-weighted share of the non-abstaining notes whose stance is against the
+    winner (beyond the dead band). 0 when no side won or nobody has a view."""
+    if winner == Side.NONE:
+        return 0.0
+    sign = 1.0 if winner == Side.BULL else -1.0
+    live = [n for n in notes if not n.abstained and n.confidence > 0]
+    total = sum(n.confidence for n in live)
+    if total == 0:
+        return 0.0
+    against = sum(n.confidence for n in live if n.stance * sign < -OPPOSE_DEADBAND)
+    return against / total
+
+
+def haircut(proposed: float, opposition: float) -> float:
+    """Unchanged without opposition, cut linearly to 40% of itself at full opposition."""
+    opposition = min(1.0, max(0.0, opposition))
+    return min(1.0, max(0.0, proposed)) * (1.0 - MAX_HAIRCUT * opposition)
+
+
+def calibrate_conviction(
+    proposed: float, notes: Sequence[AnalystNote], winner: Side
+) -> tuple[float, float]:
+    """(calibrated conviction, opposition share). Code, not the manager, has the last word."""
+    opposition = opposition_share(notes, winner)
+    return round(haircut(proposed, opposition), 6), round(opposition, 6)
+
+
+# --------------------------------------------------------------------------- bull and bear
+
+
+def ranked_points(notes: Sequence[AnalystNote], side: Side) -> list[tuple[str, Point]]:
+    """(analyst, point) leaning to ``side``, strongest first (|stance| x confidence)."""
+    sign = 1.0 if side == Side.BULL else -1.0
+    pts = [(n.role.value, p) for n in notes if not n.abstained for p in n.points
+           if p.stance * sign > OPPOSE_DEADBAND and p.confidence > 0]  # fmt: skip
+    return sorted(pts, key=lambda rp: (-abs(rp[1].stance) * rp[1].confidence, rp[0], rp[1].name))
+
+
+def _cite(points: Sequence[tuple[str, Point]]) -> dict[str, float]:
+    out: dict[str, float] = {}
+    for _, p in points:
+        out.update(p.cited)
+    return out
+
+
+def _describe(role: str, p: Point) -> str:
+    return f"{role}/{p.name} ({p.stance:+.2f} at confidence {p.confidence:.2f}): {p.text}"
+
+
+def opening(notes: Sequence[AnalystNote], side: Side) -> DebateTurn:
+    mine = ranked_points(notes, side)[:POINTS_PER_CASE]
+    word = "bull" if side == Side.BULL else "bear"
+    if not mine:
+        text = f"The {word} finds no evidence on its side in the analysts' notes."
+    else:
+        text = f"The {word} case rests on " + " | ".join(_describe(r, p) for r, p in mine)
+    return DebateTurn(side=side, round=1, argument=text, cited=_cite(mine))
+
+
+def rebuttal(notes: Sequence[AnalystNote], side: Side, rnd: int) -> DebateTurn:
+    """Answer the other side's strongest point with the next of one's own not yet used."""
+    other = Side.BEAR if side == Side.BULL else Side.BULL
+    theirs = ranked_points(notes, other)
+    mine = ranked_points(notes, side)
+    word = "bull" if side == Side.BULL else "bear"
+    if not theirs:
+        return DebateTurn(side=side, round=rnd, cited={},
+                          argument=f"The {word} notes the other side cites no evidence.")  # fmt: skip
+    target_role, target = theirs[min(rnd - 2, len(theirs) - 1)]
+    reply = mine[(POINTS_PER_CASE + rnd - 2) % len(mine)] if mine else None
+    text = (
+        f"The {word} answers {target_role}/{target.name} ({target.stance:+.2f} at confidence "
+        f"{target.confidence:.2f})"
+    )
+    if reply is None:
+        text += ": it has no counter-evidence, only that the point's confidence is not 1."
+        cited: dict[str, float] = {}
+    else:
+        text += f" with {_describe(*reply)}"
+        cited = dict(reply[1].cited)
+    return DebateTurn(side=side, round=rnd, argument=text, cited=cited)
+
+
+def debate_rounds(notes: Sequence[AnalystNote], rounds: int) -> list[DebateRound]:
+    out = [DebateRound(round=1, bull=opening(notes, Side.BULL), bear=opening(notes, Side.BEAR))]
+    for rnd in range(2, rounds + 1):
+        out.append(DebateRound(round=rnd, bull=rebuttal(notes, Side.BULL, rnd),
+                               bear=rebuttal(notes, Side.BEAR, rnd)))  # fmt: skip
+    return out
+
+
+# --------------------------------------------------------------------------- the manager
+
+
+def side_weights(notes: Sequence[AnalystNote]) -> tuple[float, float]:
+    """(bull, bear): the confidence-weighted stances on each side."""
+    live = [n for n in notes if not n.abstained]
+    bull = sum(n.confidence * max(n.stance, 0.0) for n in live)
+    bear = sum(n.confidence * max(-n.stance, 0.0) for n in live)
+    return bull, bear
+
+
+def _falsifiers(notes: Sequence[AnalystNote], winner: Side) -> list[str]:
+    ev: dict[str, float] = {}
+    for n in notes:
+        ev.update(n.evidence)
+    out: list[str] = []
+    if winner == Side.BULL:
+        if "SWING_LOW_5" in ev:
+            out.append(f"a close below the last swing low {ev['SWING_LOW_5']:.2f}")
+        if "EMA_20" in ev:
+            out.append(f"a close below EMA20 {ev['EMA_20']:.2f}")
+        if "MACDHIST_12_26_9" in ev:
+            out.append(f"the MACD histogram ({ev['MACDHIST_12_26_9']:.3f}) staying below zero")
+    elif winner == Side.BEAR:
+        if "SWING_HIGH_5" in ev:
+            out.append(f"a close above the last swing high {ev['SWING_HIGH_5']:.2f}")
+        if "EMA_20" in ev:
+            out.append(f"a close above EMA20 {ev['EMA_20']:.2f}")
+        if "MACDHIST_12_26_9" in ev:
+            out.append(f"the MACD histogram ({ev['MACDHIST_12_26_9']:.3f}) staying above zero")
+    out.append("the stop being hit before the target")
+    return out
+
+
+def _disagreements(notes: Sequence[AnalystNote]) -> list[str]:
+    live = [n for n in notes if not n.abstained]
+    out = []
+    for i, a in enumerate(live):
+        for b in live[i + 1 :]:
+            if a.stance * b.stance < 0 and min(abs(a.stance), abs(b.stance)) > OPPOSE_DEADBAND:
+                out.append(f"{a.role.value} {a.stance:+.2f} vs {b.role.value} {b.stance:+.2f}")
+    for n in live:  # components of one analyst pulling apart
+        pos = [k for k, v in n.subscores.items() if v > OPPOSE_DEADBAND]
+        neg = [k for k, v in n.subscores.items() if v < -OPPOSE_DEADBAND]
+        if pos and neg:
+            out.append(f"within {n.role.value}: {', '.join(pos)} lean bullish, "
+                       f"{', '.join(neg)} bearish")  # fmt: skip
+    return out
+
+
+def manage(notes: Sequence[AnalystNote], recalled: Sequence[str] = ()) -> DebateVerdict:
+    """The rules research manager: the side with the larger confidence-weighted stance wins;
+    the proposed conviction is the winning margin scaled by how much evidence there is."""
+    bull, bear = side_weights(notes)
+    total = bull + bear
+    margin = abs(bull - bear) / total if total > 0 else 0.0
+    if total == 0 or margin < TIE_MARGIN:
+        winner, proposed = Side.NONE, 0.0
+    else:
+        winner = Side.BULL if bull > bear else Side.BEAR
+        proposed = margin * min(1.0, max(bull, bear) / FULL_WEIGHT)
+    conviction, opposition = calibrate_conviction(proposed, notes, winner)
+    rationale = (
+        f"Confidence-weighted stances: bull {bull:.3f}, bear {bear:.3f} (margin {margin:.2f}); "
+        + (f"{winner.value} wins, " if winner != Side.NONE else "too close to call, ")
+        + f"proposed conviction {proposed:.2f}, {opposition:.0%} of the desk's weight against "
+        f"the winner -> {conviction:.2f}."
+    )
+    if recalled:
+        rationale += " Recalled from past reviews of this symbol: " + " | ".join(recalled[:3])
+    return DebateVerdict(
+        winner=winner, rationale=rationale, key_disagreements=_disagreements(notes),
+        falsifiers=_falsifiers(notes, winner) if winner != Side.NONE else [],
+        conviction_proposed=round(proposed, 6), conviction=conviction, opposition=opposition,
+        model_used=RULES,
+    )  # fmt: skip
+
+
+def as_debate(verdict: DebateVerdict, rounds: list[DebateRound]) -> Debate:
+    return Debate(**verdict.model_dump(), rounds=rounds)

@@ -1,0 +1,423 @@
+"""The decision pipeline's roles behind the LLM client: same contracts, validated, with fallback.
+
+Each function receives the rules brain's answer (the fallback), asks the model through
+:class:`swarm.llm.client.LLMClient` (structured output, replay cache, token budget), checks
+the answer — the ticker is the one asked for, every number in its text exists in the evidence
+it was handed, prices obey the thesis validator — retries once with the reason, and otherwise
+returns the rules answer and logs ``llm_fallback`` with the reasons. Headlines reach prompts
+only fenced as untrusted data.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+from swarm.analyze import trader as trader_rules
+from swarm.analyze.contracts import (
+    Action,
+    AnalystNote,
+    DebateRound,
+    DebateTurn,
+    DebateVerdict,
+    Direction,
+    RiskJudgement,
+    RiskRound,
+    Side,
+    TraderThesis,
+)
+from swarm.llm.client import LLMClient
+from swarm.llm.fence import NOTICE, fence
+from swarm.llm.grounding import evidence_mismatches, ungrounded_numbers
+from swarm.llm.schemas import Citation
+
+Log = Callable[[dict[str, Any]], None]
+ROLE_ANALYST, ROLE_DEBATER, ROLE_MANAGER = (
+    "decision_analyst",
+    "decision_debater",
+    "decision_manager",
+)
+ROLE_TRADER, ROLE_TRADER_DEEP = "decision_trader", "decision_trader_deep"
+ROLE_RISK, ROLE_JUDGE, ROLE_REVIEWER = "decision_risk", "decision_judge", "decision_reviewer"
+MAX_EVIDENCE_KEYS = 40  # what a prompt carries of an analyst's evidence
+
+
+# --------------------------------------------------------------------------- schemas
+
+
+class LLMNote(BaseModel):
+    """An analyst's note on one ticker, citing only the evidence given."""
+
+    ticker: str = Field(description="the ticker you were asked about", max_length=16)
+    stance: float = Field(description="-1 bearish .. +1 bullish", ge=-1, le=1)
+    confidence: float = Field(description="0 .. 1", ge=0, le=1)
+    summary: str = Field(description="one sentence; numbers only from the evidence", max_length=300)
+    key_points: list[str] = Field(description="up to 4 points; numbers only from the evidence",
+                                  max_length=4)  # fmt: skip
+    cited: list[Citation] = Field(description="evidence values the note rests on", max_length=8)
+
+
+class LLMTurn(BaseModel):
+    """One debate or risk-team turn."""
+
+    ticker: str = Field(max_length=16)
+    argument: str = Field(description="your case in 1-3 sentences; numbers only from the facts",
+                          max_length=600)  # fmt: skip
+    favours: Literal["BUY", "HOLD", "SELL"] | None = Field(
+        None, description="risk analysts only: the action you favour"
+    )
+
+
+class LLMVerdict(BaseModel):
+    """The research manager's judgement of the debate."""
+
+    ticker: str = Field(max_length=16)
+    winner: Literal["bull", "bear", "none"]
+    rationale: str = Field(description="why; numbers only from the facts", max_length=600)
+    key_disagreements: list[str] = Field(max_length=4)
+    falsifiers: list[str] = Field(description="what would prove the winner wrong", max_length=4)
+    conviction: float = Field(description="0 .. 1", ge=0, le=1)
+
+
+class LLMThesis(BaseModel):
+    """The trader's prices for the direction the debate chose. No size: risk sizes."""
+
+    ticker: str = Field(max_length=16)
+    stop: float = Field(description="stop price, on the losing side of the entry")
+    target: float = Field(description="target price, on the winning side of the entry")
+    rationale: str = Field(description="one or two sentences; numbers only from the facts",
+                           max_length=400)  # fmt: skip
+
+
+class LLMJudgement(BaseModel):
+    ticker: str = Field(max_length=16)
+    action: Literal["BUY", "HOLD", "SELL"]
+    rationale: str = Field(description="why; numbers only from the facts", max_length=500)
+
+
+class LLMCritique(BaseModel):
+    critique: str = Field(description="what the decision got right or wrong; numbers only from the facts",
+                          max_length=600)  # fmt: skip
+    lessons: list[str] = Field(description="up to 3 lessons for the next decision on this ticker",
+                               max_length=3)  # fmt: skip
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def _retrying(client: LLMClient, role: str, messages: list[tuple[str, str]], schema, check):
+    """Ask, check, and on a rejected answer ask once more with the reason (as the research
+    brains do; not imported from ``swarm.llm.brains``, which pulls in strategy validation).
+    Returns (accepted value or None, the reasons for every rejection)."""
+    reasons: list[str] = []
+    for attempt in range(2):
+        parsed, error = client.structured(role, messages, schema)
+        if parsed is None:
+            reasons.append(error or "no answer")
+            if error == "budget exhausted":
+                break
+        else:
+            value, problem = check(parsed)
+            if problem is None:
+                return value, reasons
+            reasons.append(problem)
+        if attempt == 0:
+            messages = [*messages, ("human", f"Your answer was rejected: {reasons[-1]}. "
+                                             "Answer again, correctly.")]  # fmt: skip
+    return None, reasons
+
+
+def _facts(evidence: Mapping[str, float]) -> str:
+    return json.dumps({k: round(float(v), 6) for k, v in list(evidence.items())[:MAX_EVIDENCE_KEYS]},
+                      sort_keys=True)  # fmt: skip
+
+
+def _grounded(texts: Sequence[str], evidence: Mapping[str, float]) -> str | None:
+    invented = [x for t in texts for x in ungrounded_numbers(t, evidence)]
+    return f"numbers not in the facts: {invented[:3]}" if invented else None
+
+
+def _ticker_ok(answered: str, ticker: str) -> str | None:
+    if answered.strip().upper() != ticker.upper():
+        return f"wrong ticker: answered about {answered!r}, asked about {ticker}"
+    return None
+
+
+def _ask(client: LLMClient, role: str, messages, schema, check, *, log: Log, what: str):
+    value, reasons = _retrying(client, role, messages, schema, check)
+    if value is None:
+        log({"kind": "llm_fallback", "role": role, "what": what, "reasons": reasons})
+    else:
+        log({"kind": "llm_accepted", "role": role, "what": what})
+    return value
+
+
+def _model(client: LLMClient, role: str) -> str:
+    return client.settings.model_for(role)
+
+
+def notes_evidence(notes: Sequence[AnalystNote]) -> dict[str, float]:
+    ev: dict[str, float] = {}
+    for n in notes:
+        ev.update(n.evidence)
+        ev[f"{n.role.value}_stance"] = n.stance
+        ev[f"{n.role.value}_confidence"] = n.confidence
+    return ev
+
+
+def _notes_text(notes: Sequence[AnalystNote]) -> str:
+    return "\n".join(
+        f"- {n.role.value}: " + (f"abstained ({n.reason})" if n.abstained else
+                                 f"stance {n.stance:+.2f}, confidence {n.confidence:.2f}; {n.summary}")
+        for n in notes
+    )  # fmt: skip
+
+
+# --------------------------------------------------------------------------- analysts
+
+
+def llm_note(client: LLMClient, rules: AnalystNote, *, untrusted: Sequence[str] = (),
+             log: Log) -> AnalystNote:  # fmt: skip
+    evidence = dict(rules.evidence)
+    messages = [
+        ("system", f"You are the {rules.role.value} analyst of a trading desk. Read the evidence "
+                   "and write a note. Use only the evidence given; cite keys and values exactly. "
+                   + NOTICE),
+        ("human", f"Ticker: {rules.ticker}. Date: {rules.as_of}. Evidence: {_facts(evidence)}"
+                  + (f"\n{fence(list(untrusted))}" if untrusted else "")),
+    ]  # fmt: skip
+
+    def check(ans: LLMNote):
+        cited = {c.key: c.value for c in ans.cited}
+        problem = (_ticker_ok(ans.ticker, rules.ticker)
+                   or ("no evidence cited" if not cited else None)
+                   or ("; ".join(evidence_mismatches(cited, evidence)[:3]) or None)
+                   or _grounded([ans.summary, *ans.key_points], evidence))  # fmt: skip
+        if problem:
+            return None, problem
+        return rules.model_copy(update={
+            "stance": ans.stance, "confidence": min(ans.confidence, 0.9), "summary": ans.summary,
+            "key_points": list(ans.key_points), "model_used": _model(client, ROLE_ANALYST),
+        }), None  # fmt: skip
+
+    return _ask(client, ROLE_ANALYST, messages, LLMNote, check, log=log,
+                what=f"analyst.{rules.role.value}") or rules  # fmt: skip
+
+
+# --------------------------------------------------------------------------- debate
+
+
+def llm_debate(client: LLMClient, rounds: list[DebateRound], *, notes: Sequence[AnalystNote],
+               ticker: str, log: Log) -> list[DebateRound]:  # fmt: skip
+    evidence = notes_evidence(notes)
+    transcript: list[str] = []
+    out = []
+    for rnd in rounds:
+        turns = {}
+        for rules in (rnd.bull, rnd.bear):
+            turns[rules.side] = _turn(client, rules, evidence, notes, transcript, ticker, log)
+            transcript.append(
+                f"{rules.side.value} (round {rnd.round}): {turns[rules.side].argument}"
+            )
+        out.append(DebateRound(round=rnd.round, bull=turns[Side.BULL], bear=turns[Side.BEAR]))
+    return out
+
+
+def _turn(client, rules: DebateTurn, evidence, notes, transcript, ticker, log) -> DebateTurn:
+    task = ("Build your case from the strongest evidence on your side." if rules.round == 1
+            else "Answer the other side's strongest point, then restate your case.")  # fmt: skip
+    messages = [
+        ("system", f"You are the {rules.side.value} researcher in a debate about {ticker}. {task} "
+                   "Numbers only from the facts."),
+        ("human", f"Ticker: {ticker}. Analysts:\n{_notes_text(notes)}\nFacts: {_facts(evidence)}\n"
+                  f"Debate so far:\n" + ("\n".join(transcript) or "(you open)")),
+    ]  # fmt: skip
+
+    def check(ans: LLMTurn):
+        problem = _ticker_ok(ans.ticker, ticker) or _grounded([ans.argument], evidence)
+        if problem:
+            return None, problem
+        return rules.model_copy(update={"argument": ans.argument,
+                                        "model_used": _model(client, ROLE_DEBATER)}), None  # fmt: skip
+
+    return _ask(client, ROLE_DEBATER, messages, LLMTurn, check, log=log,
+                what=f"{rules.side.value}.round{rules.round}") or rules  # fmt: skip
+
+
+def llm_verdict(client: LLMClient, rules: DebateVerdict, *, notes: Sequence[AnalystNote],
+                rounds: Sequence[DebateRound], recalled: Sequence[str], ticker: str,
+                log: Log) -> DebateVerdict:  # fmt: skip
+    """The model judges; code then recalibrates its conviction (see the manager node)."""
+    evidence = notes_evidence(notes)
+    debate = "\n".join(f"round {r.round}: bull: {r.bull.argument}\nbear: {r.bear.argument}"
+                       for r in rounds)  # fmt: skip
+    messages = [
+        ("system", "You are the research manager. Judge the bull/bear debate: a winner (or none), "
+                   "the key disagreements, what would falsify the winner, and a conviction 0..1. "
+                   "Numbers only from the facts."),
+        ("human", f"Ticker: {ticker}. Analysts:\n{_notes_text(notes)}\nFacts: {_facts(evidence)}\n"
+                  f"Debate:\n{debate}\nPast reviews: {' | '.join(recalled) or 'none'}"),
+    ]  # fmt: skip
+    allowed = evidence | {f"r{i}": x for i, x in enumerate(_numbers(" ".join(recalled)))}
+
+    def check(ans: LLMVerdict):
+        problem = _ticker_ok(ans.ticker, ticker) or _grounded(
+            [ans.rationale, *ans.key_disagreements, *ans.falsifiers], allowed
+        )
+        if problem:
+            return None, problem
+        winner = Side(ans.winner)
+        return rules.model_copy(update={
+            "winner": winner, "rationale": ans.rationale,
+            "key_disagreements": list(ans.key_disagreements), "falsifiers": list(ans.falsifiers),
+            "conviction_proposed": 0.0 if winner == Side.NONE else ans.conviction,
+            "model_used": _model(client, ROLE_MANAGER),
+        }), None  # fmt: skip
+
+    return _ask(client, ROLE_MANAGER, messages, LLMVerdict, check, log=log,
+                what="research_manager") or rules  # fmt: skip
+
+
+def _numbers(text: str) -> list[float]:
+    from swarm.llm.grounding import numbers_in
+
+    return numbers_in(text)
+
+
+# --------------------------------------------------------------------------- trader
+
+
+def llm_thesis(client: LLMClient, rules: TraderThesis, *, verdict: DebateVerdict, cfg,
+               deep: bool, ticker: str, log: Log) -> TraderThesis:  # fmt: skip
+    """Stop and target from the model for the debate's direction; the validator must pass.
+    At conviction >= cfg.deep_conviction the deep tier answers."""
+    role = ROLE_TRADER_DEEP if deep else ROLE_TRADER
+    facts = {"entry": rules.entry, f"ATR_{rules.atr_period}": rules.atr, "conviction": verdict.conviction,
+             "rules_stop": rules.stop, "rules_target": rules.target}  # fmt: skip
+    messages = [
+        ("system", f"You are the trader. The debate chose {rules.direction.value}. Entry is the "
+                   f"close. Put the stop about {cfg.stop_atr:g} ATR away on the losing side (never "
+                   f"beyond {cfg.max_stop_atr:g} ATR) and the target at about {cfg.reward_risk:g}R. "
+                   "Do not size the position."),
+        ("human", f"Ticker: {ticker}. Facts: {json.dumps(facts, sort_keys=True)}. "
+                  f"Manager: {verdict.rationale}"),
+    ]  # fmt: skip
+
+    def check(ans: LLMThesis):
+        problem = _ticker_ok(ans.ticker, ticker)
+        if problem:
+            return None, problem
+        thesis = trader_rules.validate(
+            rules.model_copy(update={"stop": ans.stop, "target": ans.target,
+                                     "rationale": ans.rationale, "model_used": _model(client, role)}),
+            max_stop_atr=cfg.max_stop_atr,
+        )  # fmt: skip
+        if not thesis.valid:
+            return None, "thesis validator: " + "; ".join(
+                c.detail for c in thesis.validator if not c.ok
+            )
+        grounded = _grounded([ans.rationale], facts | {"stop": ans.stop, "target": ans.target})
+        return (None, grounded) if grounded else (thesis, None)
+
+    return _ask(client, role, messages, LLMThesis, check, log=log, what="trader") or rules
+
+
+# --------------------------------------------------------------------------- risk
+
+
+def _thesis_facts(thesis: TraderThesis, verdict: DebateVerdict) -> dict[str, float]:
+    return {"entry": thesis.entry, "stop": thesis.stop, "target": thesis.target, "atr": thesis.atr,
+            "risk_per_share": thesis.risk_per_share, "conviction": verdict.conviction,
+            "opposition": verdict.opposition, "horizon_days": float(thesis.horizon_days)}  # fmt: skip
+
+
+def llm_risk_team(client: LLMClient, rounds: list[RiskRound], *, thesis: TraderThesis,
+                  verdict: DebateVerdict, ticker: str, log: Log) -> list[RiskRound]:  # fmt: skip
+    facts = _thesis_facts(thesis, verdict)
+    transcript: list[str] = []
+    out = []
+    for rnd in rounds:
+        turns = []
+        for rules in rnd.turns:
+            messages = [
+                ("system", f"You are the {rules.stance.value} risk analyst. Discuss the trader's "
+                           "proposal and say which action you favour. Numbers only from the facts."),
+                ("human", f"Ticker: {ticker}. Proposal: {thesis.direction.value}. Facts: "
+                          f"{json.dumps(facts, sort_keys=True)}\nDiscussion so far:\n"
+                          + ("\n".join(transcript) or "(you open)")),
+            ]  # fmt: skip
+
+            def check(ans: LLMTurn, rules=rules):
+                problem = _ticker_ok(ans.ticker, ticker) or _grounded([ans.argument], facts)
+                if problem:
+                    return None, problem
+                favours = Action(ans.favours) if ans.favours else rules.favours
+                return rules.model_copy(update={"argument": ans.argument, "favours": favours,
+                                                "model_used": _model(client, ROLE_RISK)}), None  # fmt: skip
+
+            turn = _ask(client, ROLE_RISK, messages, LLMTurn, check, log=log,
+                        what=f"risk.{rules.stance.value}.round{rnd.round}") or rules  # fmt: skip
+            transcript.append(f"{turn.stance.value}: {turn.argument}")
+            turns.append(turn)
+        out.append(RiskRound(round=rnd.round, turns=turns))
+    return out
+
+
+def llm_judgement(client: LLMClient, rules: RiskJudgement, *, thesis: TraderThesis,
+                  verdict: DebateVerdict, rounds: Sequence[RiskRound], floor: float, ticker: str,
+                  log: Log) -> RiskJudgement:  # fmt: skip
+    """The judge may act in the thesis's direction or hold, nothing else."""
+    facts = _thesis_facts(thesis, verdict) | {"conviction_floor": floor}
+    allowed_actions = {Action.HOLD}
+    if thesis.valid and thesis.direction != Direction.FLAT:
+        allowed_actions.add(Action.BUY if thesis.direction == Direction.LONG else Action.SELL)
+    talk = "\n".join(f"{t.stance.value}: {t.argument} (favours {t.favours.value})"
+                     for r in rounds for t in r.turns)  # fmt: skip
+    messages = [
+        ("system", "You are the risk judge. Decide BUY, HOLD or SELL for the proposal, with the "
+                   "rationale. You may only act in the proposal's direction or hold. Numbers only "
+                   "from the facts."),
+        ("human", f"Ticker: {ticker}. Proposal: {thesis.direction.value} (valid: {thesis.valid}). "
+                  f"Facts: {json.dumps(facts, sort_keys=True)}\nRisk team:\n{talk}"),
+    ]  # fmt: skip
+
+    def check(ans: LLMJudgement):
+        action = Action(ans.action)
+        problem = (_ticker_ok(ans.ticker, ticker)
+                   or (None if action in allowed_actions else
+                       f"{action.value} is not allowed; choose one of "
+                       f"{', '.join(sorted(a.value for a in allowed_actions))}")
+                   or _grounded([ans.rationale], facts))  # fmt: skip
+        if problem:
+            return None, problem
+        return RiskJudgement(action=action, rationale=ans.rationale,
+                             model_used=_model(client, ROLE_JUDGE)), None  # fmt: skip
+
+    return (
+        _ask(client, ROLE_JUDGE, messages, LLMJudgement, check, log=log, what="risk_judge") or rules
+    )
+
+
+# --------------------------------------------------------------------------- reviewer
+
+
+def llm_critique(client: LLMClient, *, critique: str, lessons: list[str],
+                 facts: Mapping[str, float], summary: str, log: Log) -> tuple[str, list[str], str | None]:  # fmt: skip
+    """(critique, lessons, model) from the model; the outcome itself is never the model's."""
+    messages = [
+        ("system", "You are the reviewer. The outcome is already classified from prices; write "
+                   "only the critique and up to 3 lessons. Numbers only from the facts."),
+        ("human", f"Decision and outcome: {summary}\nFacts: {json.dumps(dict(facts), sort_keys=True)}"),
+    ]  # fmt: skip
+
+    def check(ans: LLMCritique):
+        problem = _grounded([ans.critique, *ans.lessons], facts)
+        return (None, problem) if problem else ((ans.critique, list(ans.lessons)), None)
+
+    got = _ask(client, ROLE_REVIEWER, messages, LLMCritique, check, log=log, what="reviewer")
+    if got is None:
+        return critique, lessons, None
+    return got[0], got[1], _model(client, ROLE_REVIEWER)

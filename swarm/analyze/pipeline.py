@@ -1,0 +1,151 @@
+"""``decide``: one grounded decision for a ticker and a date, as a pure, cacheable function.
+
+Given the same bars up to the date, config, brain, headlines and recalled reviews, it returns
+the same :class:`Decision`: nothing after the date is read (the bars are cut here, headlines
+are filtered by date), and nothing volatile (clock, paths) enters it. A replay over many
+dates (the backtestable family) calls it once per rebalance date through
+:class:`DecisionCache`, keyed by :func:`decision_key`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import pandas as pd
+
+from backtest.quality import bars_sha256
+from swarm.analyze.analysts import RULES_ANALYSTS, AnalystBrain
+from swarm.analyze.contracts import AnalysisConfig, AnalystRole, Decision, Recalled
+from swarm.errors import UserInputError
+from swarm.research.context import ResearchContext
+from swarm.research.features import FeatureBundle, compute_features
+from swarm.research.news import NewsItem
+
+# What the desk cannot work without at the date: ATR for the stop, the slowest indicators
+# the market analyst reads (SMA_50, MACD, ADX) and the 60-bar forecast band.
+REQUIRED_KEYS = ("ATR_14", "RSI_14", "SMA_50", "MACD_12_26_9", "ADX_14", "EMA_20",
+                 "FORECAST_MID_60_10")  # fmt: skip
+MIN_HISTORY_BARS = 61
+
+
+class InsufficientHistoryError(UserInputError):
+    """The date leaves too few bars before it for the indicators."""
+
+
+def cut_at(bars: pd.DataFrame, date: str | pd.Timestamp) -> pd.DataFrame:
+    """The bars up to and including ``date`` (the end of that day for intraday bars)."""
+    end = pd.Timestamp(date).normalize() + pd.Timedelta(days=1) - pd.Timedelta(1)
+    return bars.loc[bars.index <= end]
+
+
+def check_history(bundle: FeatureBundle, atr_period: int = 14) -> None:
+    keys = tuple(dict.fromkeys((*REQUIRED_KEYS, f"ATR_{atr_period}")))
+    missing = [k for k in keys if k not in bundle.snapshot(keys)]
+    if missing:
+        raise InsufficientHistoryError(
+            f"--date: {bundle.as_of} leaves {bundle.n_bars} bars of {bundle.symbol}, too few for "
+            f"{', '.join(missing)} (need at least {MIN_HISTORY_BARS}); pick a later date"
+        )
+
+
+def decision_key(
+    ticker: str,
+    date: str,
+    bars: pd.DataFrame,
+    config: AnalysisConfig,
+    brain_name: str,
+    *,
+    news: Sequence[NewsItem] = (),
+    recalled: Sequence[Recalled] = (),
+) -> str:
+    """sha256 of everything a decision depends on; bars and headlines only up to the date."""
+    cut = cut_at(bars, date)
+    day = pd.Timestamp(date).date()
+    payload = {
+        "ticker": ticker.upper(),
+        "date": str(day),
+        "bars": bars_sha256(cut) if len(cut) else "",
+        "config": config.model_dump(mode="json"),
+        "brain": brain_name,
+        "news": sorted(
+            f"{n.date}|{n.ticker}|{n.headline}"
+            for n in news
+            if n.date <= day and n.ticker in (None, ticker.upper())
+        ),  # fmt: skip
+        "recalled": sorted(r.id for r in recalled),
+    }
+    return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
+
+
+def decide(
+    ticker: str,
+    date: str | pd.Timestamp,
+    bars: pd.DataFrame,
+    config: AnalysisConfig,
+    brain=None,
+    *,
+    news: Sequence[NewsItem] = (),
+    recalled: Sequence[Recalled] = (),
+    analysts: Mapping[AnalystRole, AnalystBrain] | None = None,
+    data_info: Mapping[str, str | int] | None = None,
+) -> Decision:
+    """Run the analysis graph on ``bars`` cut at ``date``. Raises InsufficientHistoryError
+    when the indicators are not defined yet at the date."""
+    from swarm.analyze.graph import build_analyze_graph
+    from swarm.analyze.nodes import AnalysisInputs, Brain
+
+    ticker = ticker.upper()
+    cut = cut_at(bars, date)
+    if cut.empty:
+        raise UserInputError(f"--date: {pd.Timestamp(date).date()} is before the first bar of "
+                             f"{ticker}; pick a date inside the data")  # fmt: skip
+    bundle = compute_features(ticker, cut)
+    check_history(bundle, config.atr_period)
+    rctx = ResearchContext(
+        news_items=list(news), news_window_days=config.news_window_days,
+        analyst_window_days=config.sentiment_window_days, offline=True,
+    )  # fmt: skip
+    data = {"first_bar": str(cut.index[0].date()), "last_bar": bundle.as_of,
+            "n_bars": len(cut), "sha256": bars_sha256(cut), **(data_info or {})}  # fmt: skip
+    inputs = AnalysisInputs(
+        ticker=ticker, bundle=bundle, rctx=rctx, config=config, brain=brain or Brain(),
+        recalled=list(recalled), analysts=analysts or RULES_ANALYSTS, data=data,
+    )  # fmt: skip
+    out = build_analyze_graph().invoke({}, context=inputs)
+    return out["decision"]
+
+
+class DecisionCache:
+    """Decisions on disk by :func:`decision_key`: a rerun, or TUNE moving an unrelated
+    parameter, replays them for free. One JSON file per key, written atomically."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = Path(root)
+        self.hits = 0
+        self.misses = 0
+
+    def _path(self, key: str) -> Path:
+        return self.root / key[:2] / f"{key}.json"
+
+    def get(self, key: str) -> Decision | None:
+        path = self._path(key)
+        if not path.exists():
+            self.misses += 1
+            return None
+        try:
+            found = Decision.model_validate_json(path.read_text())
+        except (OSError, ValueError):
+            self.misses += 1
+            return None  # a damaged entry is a miss
+        self.hits += 1
+        return found
+
+    def put(self, key: str, decision: Decision) -> None:
+        path = self._path(key)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(decision.model_dump_json())
+        tmp.replace(path)

@@ -1,0 +1,175 @@
+"""The reviewer: once the horizon has passed in the data, what happened to the thesis.
+
+The outcome comes from the prices alone (:func:`classify`): the target touched first is a
+win (Realized), the stop touched first a loss (Falsified; both in one bar counts as the
+stop, the conservative reading), neither by the horizon a scratch (Weakened). A decision
+without a directional thesis is judged as a stand-aside: a close within 2 ATR of the entry
+at the horizon is a win (standing aside cost nothing), beyond it a loss (a move was missed).
+Rules (or the model) write only the critique and the lessons; the tagged record goes to
+memory, where later analyses of the same symbol recall it (never before its horizon ended).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import pandas as pd
+
+from swarm.analyze.contracts import (
+    OUTCOME_TAG,
+    RULES,
+    Decision,
+    Direction,
+    Outcome,
+    OutcomeTag,
+    Recalled,
+    Review,
+)
+
+STAND_ASIDE_ATR = 2.0
+REVIEW_RUN_PREFIX = "decision-review"
+RECALL_MAX = 3
+
+
+@dataclass(frozen=True)
+class PriceOutcome:
+    outcome: Outcome
+    exit_price: float
+    exit_reason: str
+    horizon_end: str
+    r_multiple: float | None
+    move_atr: float
+
+
+class HorizonNotPassedError(ValueError):
+    """The data does not reach the end of the decision's horizon yet."""
+
+
+def classify(decision: Decision, after: pd.DataFrame) -> PriceOutcome:
+    """Outcome from the bars strictly after the decision date (first ``horizon_days`` used)."""
+    thesis = decision.trader
+    horizon = thesis.horizon_days if thesis else decision.config.horizon_days
+    window = after.iloc[:horizon]
+    if len(window) < horizon:
+        last = after.index[-1].date() if len(after) else decision.date
+        raise HorizonNotPassedError(
+            f"the {horizon}-bar horizon after {decision.date} is not over in the data "
+            f"(it has {len(window)} bars after it, up to {last}); review once it is"
+        )
+    end = str(window.index[-1].date())
+    entry = thesis.entry if thesis else float("nan")
+    atr = thesis.atr if thesis else float("nan")
+    close_end = float(window["close"].iloc[-1])
+    move_atr = (close_end - entry) / atr if atr and math.isfinite(atr) else float("nan")
+    if thesis is None or not thesis.valid or thesis.direction == Direction.FLAT:
+        if not math.isfinite(move_atr):
+            return PriceOutcome(Outcome.SCRATCH, close_end, "no thesis to judge", end, None, 0.0)
+        won = abs(move_atr) <= STAND_ASIDE_ATR
+        reason = (
+            f"stood aside; the close moved {move_atr:+.2f} ATR by the horizon "
+            f"({'within' if won else 'beyond'} {STAND_ASIDE_ATR:g} ATR)"
+        )
+        return PriceOutcome(
+            Outcome.WIN if won else Outcome.LOSS, close_end, reason, end, None, move_atr
+        )
+    sign = 1.0 if thesis.direction == Direction.LONG else -1.0
+    for day, bar in window.iterrows():
+        hit_stop = bar["low"] <= thesis.stop if sign > 0 else bar["high"] >= thesis.stop
+        hit_target = bar["high"] >= thesis.target if sign > 0 else bar["low"] <= thesis.target
+        if hit_stop:
+            both = " (the target too, same bar: counted as the stop)" if hit_target else ""
+            return PriceOutcome(Outcome.LOSS, thesis.stop, f"stop hit on {day.date()}{both}",
+                                end, -1.0, move_atr)  # fmt: skip
+        if hit_target:
+            r = abs(thesis.target - thesis.entry) / thesis.risk_per_share
+            return PriceOutcome(Outcome.WIN, thesis.target, f"target hit on {day.date()}", end,
+                                r, move_atr)  # fmt: skip
+    r = sign * (close_end - thesis.entry) / thesis.risk_per_share
+    return PriceOutcome(Outcome.SCRATCH, close_end, "neither stop nor target by the horizon",
+                        end, r, move_atr)  # fmt: skip
+
+
+def rules_critique(decision: Decision, po: PriceOutcome) -> tuple[str, list[str]]:
+    """The rules reviewer's critique and lessons: from the decision's own numbers."""
+    act, thesis = decision.action.value, decision.trader
+    conv = decision.debate.conviction if decision.debate else 0.0
+    direction = thesis.direction.value if thesis else "none"
+    tag = OUTCOME_TAG[po.outcome].value
+    critique = (
+        f"{decision.ticker} {decision.date}: {act} ({decision.status.value}) on a {direction} "
+        f"thesis at conviction {conv:.2f}; by {po.horizon_end}: {po.exit_reason} -> "
+        f"{po.outcome.value} ({tag})."
+    )
+    lessons: list[str] = []
+    if po.outcome == Outcome.LOSS and thesis is not None and thesis.direction != Direction.FLAT:
+        worst = max(decision.debate.key_disagreements[:1] or ["none recorded"], key=len)
+        lessons.append(f"a {direction} at conviction {conv:.2f} was falsified; the debate's "
+                       f"disagreement was: {worst}")  # fmt: skip
+    elif po.outcome == Outcome.WIN and decision.action.value == "HOLD" and thesis and thesis.valid:
+        lessons.append(f"the held {direction} thesis would have paid: the hold cost a "
+                       f"{po.r_multiple if po.r_multiple is not None else 0:.1f}R trade")  # fmt: skip
+    elif po.outcome == Outcome.SCRATCH:
+        lessons.append(f"the move was too slow for a {thesis.horizon_days if thesis else 0}-bar horizon "
+                       f"({po.r_multiple if po.r_multiple is not None else 0:+.2f}R at the end)")  # fmt: skip
+    if not lessons:
+        lessons.append(f"{direction} thesis {tag.lower()}: {po.exit_reason}")
+    return critique, lessons
+
+
+def review_decision(decision: Decision, bars: pd.DataFrame) -> Review:
+    """Rules review of ``decision`` against ``bars`` (any data that reaches the horizon)."""
+    after = bars.loc[
+        bars.index > pd.Timestamp(decision.date) + pd.Timedelta(days=1) - pd.Timedelta(1)
+    ]
+    po = classify(decision, after)
+    critique, lessons = rules_critique(decision, po)
+    thesis = decision.trader
+    return Review(
+        ticker=decision.ticker, date=decision.date, action=decision.action,
+        direction=thesis.direction if thesis else Direction.FLAT,
+        horizon_days=thesis.horizon_days if thesis else decision.config.horizon_days,
+        horizon_end=po.horizon_end, outcome=po.outcome, tag=OUTCOME_TAG[po.outcome],
+        exit_price=po.exit_price, exit_reason=po.exit_reason,
+        r_multiple=None if po.r_multiple is None else round(po.r_multiple, 6),
+        move_atr=round(po.move_atr, 6) if math.isfinite(po.move_atr) else 0.0,
+        critique=critique, lessons=lessons, model_used=RULES,
+    )  # fmt: skip
+
+
+# --------------------------------------------------------------------------- memory
+
+
+def review_run_id(review: Review) -> str:
+    """Memory's run id for a review; it carries the dates recall filters on."""
+    return f"{REVIEW_RUN_PREFIX}:{review.ticker}:{review.date}:{review.horizon_end}"
+
+
+def store_review(memory, review: Review) -> bool:
+    """The tagged record as a memory lesson about the symbol. False if memory is off."""
+    text = (
+        f"[{review.tag.value}] {review.ticker} decision of {review.date} ({review.action.value}, "
+        f"{review.direction.value}): {review.exit_reason}. Lessons: {' | '.join(review.lessons)}"
+    )
+    meta = {"source": "decision_review", "tag": review.tag.value, "result": review.outcome.value}
+    n = memory.remember_lesson(review_run_id(review), None, text, meta, symbols=[review.ticker],
+                               outcome=review.tag.value.lower())  # fmt: skip
+    return n > 0
+
+
+def recall_reviews(memory, ticker: str, date: str) -> list[Recalled]:
+    """Past reviews of ``ticker`` whose horizon ended on or before ``date`` (so a later
+    decision's review never leaks into an earlier analysis), newest first."""
+    found = memory.recall([ticker], kinds=("lesson",), k=50)
+    out = []
+    for rec in found:
+        parts = (rec.run_id or "").split(":")
+        if len(parts) != 4 or parts[0] != REVIEW_RUN_PREFIX or parts[1] != ticker.upper():
+            continue
+        decided, horizon_end = parts[2], parts[3]
+        if horizon_end > date:
+            continue
+        tag = next((t for t in OutcomeTag if t.value.lower() == rec.outcome), None)
+        out.append(Recalled(id=rec.id, date=decided, tag=tag, text=rec.text))
+    out.sort(key=lambda r: (r.date, r.id), reverse=True)
+    return out[:RECALL_MAX]

@@ -1,0 +1,183 @@
+"""The risk team (risky, safe, neutral), the risk judge, and the deterministic risk engine.
+
+The team and the judge decide *whether* to act on the trader's thesis; the engine decides
+whether the account *may*, and how much: ``quantity = floor(capital x risk_pct / 100 /
+|entry - stop|)``. One failed check rejects the trade, whatever the judge said.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+
+from swarm.analyze.contracts import (
+    RULES,
+    Action,
+    AnalysisConfig,
+    CheckName,
+    DebateVerdict,
+    Direction,
+    RiskCheck,
+    RiskEngineResult,
+    RiskJudgement,
+    RiskRound,
+    RiskStance,
+    RiskTurn,
+    TraderThesis,
+)
+
+HIGH_NATR = 4.0  # daily ATR above 4% of price: a volatile name for a 2-ATR stop
+MAX_OPPOSITION = 0.3  # more of the desk's weight than this against the winner is a concern
+LOW_CONVICTION = 0.4
+
+ACTION_OF = {Direction.LONG: Action.BUY, Direction.SHORT: Action.SELL, Direction.FLAT: Action.HOLD}
+
+
+# --------------------------------------------------------------------------- the team
+
+
+def concerns(thesis: TraderThesis, verdict: DebateVerdict, ev: Mapping[str, float],
+             cfg: AnalysisConfig) -> list[str]:  # fmt: skip
+    """What the safe analyst objects to, each with the number behind it."""
+    out = []
+    if not thesis.valid:
+        failed = [c.name for c in thesis.validator if not c.ok]
+        out.append(f"the thesis fails its validator ({', '.join(failed)})")
+    if verdict.conviction < LOW_CONVICTION:
+        out.append(f"conviction {verdict.conviction:.2f} is below {LOW_CONVICTION}")
+    if verdict.opposition > MAX_OPPOSITION:
+        out.append(
+            f"{verdict.opposition:.0%} of the desk's weight opposes the {verdict.winner.value}"
+        )
+    natr = ev.get("NATR_14")
+    if natr is not None and natr > HIGH_NATR:
+        out.append(f"NATR_14 {natr:.2f}% makes a {cfg.stop_atr:g}-ATR stop wide")
+    mid = ev.get("FORECAST_MID_60_10")
+    sign = {Direction.LONG: 1.0, Direction.SHORT: -1.0}.get(thesis.direction, 0.0)
+    if thesis.valid and mid is not None and (mid - thesis.entry) * sign < 0:
+        out.append(f"the 60-bar drift projects {mid:.2f} in 10 bars, against a "
+                   f"{thesis.direction.value} from {thesis.entry:.2f}")  # fmt: skip
+    return out
+
+
+def supports(thesis: TraderThesis, verdict: DebateVerdict, ev: Mapping[str, float]) -> list[str]:
+    """What the risky analyst argues for, each with the number behind it."""
+    out = []
+    if thesis.valid:
+        out.append(f"a {thesis.direction.value} with stop {thesis.stop:.2f} and target "
+                   f"{thesis.target:.2f} pays 2R on a risk of {thesis.risk_per_share:.2f} a share")  # fmt: skip
+    if verdict.conviction >= LOW_CONVICTION:
+        out.append(f"conviction {verdict.conviction:.2f} after calibration")
+    adx = ev.get("ADX_14")
+    if adx is not None and adx >= 25:
+        out.append(f"ADX_14 {adx:.1f} shows a trend to ride")
+    return out
+
+
+def team_round(thesis: TraderThesis, verdict: DebateVerdict, ev: Mapping[str, float],
+               cfg: AnalysisConfig, rnd: int) -> RiskRound:  # fmt: skip
+    act = ACTION_OF[thesis.direction] if thesis.valid else Action.HOLD
+    worries, reasons = concerns(thesis, verdict, ev, cfg), supports(thesis, verdict, ev)
+    again = " (again, answering the others)" if rnd > 1 else ""
+    risky = RiskTurn(
+        stance=RiskStance.RISKY, round=rnd, favours=act,
+        argument=f"Risky{again}: take it: " + ("; ".join(reasons) or "nothing argues against it")
+        + (f". The safe side's '{worries[0]}' is what the stop is for." if worries and rnd > 1 else "."),
+    )  # fmt: skip
+    safe = RiskTurn(
+        stance=RiskStance.SAFE, round=rnd, favours=Action.HOLD if worries else act,
+        argument=f"Safe{again}: " + ("hold: " + "; ".join(worries) if worries
+                                     else "no objection: every concern checked is clear") + ".",
+    )  # fmt: skip
+    balanced = (
+        act != Action.HOLD and len(worries) <= 1 and verdict.conviction >= cfg.conviction_floor
+    )
+    neutral = RiskTurn(
+        stance=RiskStance.NEUTRAL, round=rnd, favours=act if balanced else Action.HOLD,
+        argument=f"Neutral{again}: {len(reasons)} argument(s) for, {len(worries)} concern(s); "
+        + ("acceptable with the engine's sizing." if balanced else "not enough edge for the risk."),
+    )  # fmt: skip
+    return RiskRound(round=rnd, turns=[risky, safe, neutral])
+
+
+def team(thesis: TraderThesis, verdict: DebateVerdict, ev: Mapping[str, float],
+         cfg: AnalysisConfig) -> list[RiskRound]:  # fmt: skip
+    return [team_round(thesis, verdict, ev, cfg, r) for r in range(1, cfg.risk_rounds + 1)]
+
+
+def judge(thesis: TraderThesis, verdict: DebateVerdict, rounds: Sequence[RiskRound],
+          cfg: AnalysisConfig) -> RiskJudgement:  # fmt: skip
+    """Act on the thesis only if it is valid, the conviction clears the floor and at least
+    two of the three risk analysts favour acting in the last round; otherwise hold."""
+    act = ACTION_OF[thesis.direction]
+    last = rounds[-1].turns if rounds else []
+    votes = sum(t.favours == act for t in last)
+    if not thesis.valid or act == Action.HOLD:
+        why = "no valid directional thesis to act on"
+        return RiskJudgement(
+            action=Action.HOLD, rationale=why[0].upper() + why[1:] + ".", model_used=RULES
+        )
+    if verdict.conviction < cfg.conviction_floor:
+        return RiskJudgement(action=Action.HOLD, model_used=RULES, rationale=(
+            f"Conviction {verdict.conviction:.2f} is below the floor {cfg.conviction_floor:g}."))  # fmt: skip
+    if votes < 2:
+        return RiskJudgement(action=Action.HOLD, model_used=RULES, rationale=(
+            f"Only {votes} of 3 risk analysts favour {act.value}; "
+            + next((t.argument for t in last if t.stance == RiskStance.SAFE), "")))  # fmt: skip
+    return RiskJudgement(action=act, model_used=RULES, rationale=(
+        f"{votes} of 3 risk analysts favour {act.value} at conviction "
+        f"{verdict.conviction:.2f}; entry {thesis.entry:.2f}, stop {thesis.stop:.2f}, target "
+        f"{thesis.target:.2f}; size is the risk engine's."))  # fmt: skip
+
+
+# --------------------------------------------------------------------------- the engine
+
+
+def position_size(*, capital: float, risk_pct: float, entry: float, stop: float) -> int:
+    """floor(capital x risk_pct / 100 / |entry - stop|); 0 when the risk per share is 0."""
+    per_share = abs(entry - stop)
+    if not (math.isfinite(per_share) and per_share > 0):
+        return 0
+    return max(0, math.floor(capital * risk_pct / 100.0 / per_share))
+
+
+def risk_engine(thesis: TraderThesis, cfg: AnalysisConfig) -> RiskEngineResult:
+    """Every check, in order, on the trade the judge asked for. Pure: no account is read
+    but the one in ``cfg.portfolio``."""
+    lim, pf = cfg.limits, cfg.portfolio
+    capital = cfg.capital
+    qty = position_size(
+        capital=capital, risk_pct=cfg.risk_pct, entry=thesis.entry, stop=thesis.stop
+    )
+    notional = qty * thesis.entry if math.isfinite(thesis.entry) else math.inf
+    risk_amount = qty * thesis.risk_per_share if qty else 0.0
+    margin = notional * (lim.short_margin if thesis.direction == Direction.SHORT else 1.0)
+    cash = capital if pf.cash is None else pf.cash
+    loss_cap = capital * lim.max_daily_loss_pct / 100.0
+    notional_cap = capital * lim.max_notional_pct / 100.0
+    exposure_cap = capital * lim.max_exposure_pct / 100.0
+    degenerate = not thesis.valid or thesis.direction == Direction.FLAT
+    checks = [
+        RiskCheck(name=CheckName.DEGENERATE_THESIS, passed=not degenerate,
+                  detail="valid directional thesis" if not degenerate else
+                  "thesis invalid or flat: " + ", ".join(c.name for c in thesis.validator if not c.ok)),
+        RiskCheck(name=CheckName.SIZE_NONZERO, passed=qty >= 1,
+                  detail=f"floor({capital:g} x {cfg.risk_pct:g}% / {thesis.risk_per_share:.4f}) = {qty}"),
+        RiskCheck(name=CheckName.DAILY_LOSS_CAP, passed=pf.loss_today + risk_amount <= loss_cap,
+                  detail=f"loss today {pf.loss_today:.2f} + at the stop {risk_amount:.2f} "
+                         f"vs cap {loss_cap:.2f} ({lim.max_daily_loss_pct:g}%)"),
+        RiskCheck(name=CheckName.MARGIN_SUFFICIENT, passed=margin <= cash,
+                  detail=f"needs {margin:.2f} of cash, has {cash:.2f}"),
+        RiskCheck(name=CheckName.MAX_NOTIONAL_PCT, passed=notional <= notional_cap,
+                  detail=f"notional {notional:.2f} vs {notional_cap:.2f} ({lim.max_notional_pct:g}%)"),
+        RiskCheck(name=CheckName.MAX_POSITIONS, passed=pf.open_positions + 1 <= lim.max_positions,
+                  detail=f"{pf.open_positions} open + 1 vs max {lim.max_positions}"),
+        RiskCheck(name=CheckName.EXPOSURE_CAP, passed=pf.gross_exposure + notional <= exposure_cap,
+                  detail=f"exposure {pf.gross_exposure:.2f} + {notional:.2f} vs {exposure_cap:.2f} "
+                         f"({lim.max_exposure_pct:g}%)"),
+    ]  # fmt: skip
+    approved = all(c.passed for c in checks)
+    return RiskEngineResult(checks=checks, size=qty if approved else 0,
+                            notional=round(notional if approved else 0.0, 6),
+                            risk_amount=round(risk_amount if approved else 0.0, 6),
+                            approved=approved)  # fmt: skip

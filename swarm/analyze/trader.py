@@ -1,0 +1,78 @@
+"""The trader: a direction from the debate, prices anchored on ATR, and the thesis validator.
+
+Entry is the last close, the stop ``stop_atr`` ATRs away on the losing side, the target
+``reward_risk`` times that risk on the winning side. The trader never sizes: quantity is
+the risk engine's. The validator fails closed: a thesis it cannot vouch for is not traded.
+"""
+
+from __future__ import annotations
+
+import math
+
+from swarm.analyze.contracts import (
+    RULES,
+    AnalysisConfig,
+    Direction,
+    Side,
+    TraderThesis,
+    ValidatorCheck,
+)
+
+DIRECTION_OF = {Side.BULL: Direction.LONG, Side.BEAR: Direction.SHORT, Side.NONE: Direction.FLAT}
+
+
+def anchored_prices(
+    direction: Direction, *, close: float, atr: float, stop_atr: float, reward_risk: float
+) -> tuple[float, float]:
+    """(stop, target) for ``direction``: the formula the tests pin."""
+    if direction == Direction.FLAT:
+        return close, close
+    sign = 1.0 if direction == Direction.LONG else -1.0
+    stop = close - sign * stop_atr * atr
+    target = close + sign * reward_risk * abs(close - stop)
+    return stop, target
+
+
+def propose(
+    winner: Side, *, close: float, atr: float, cfg: AnalysisConfig, conviction: float
+) -> TraderThesis:
+    direction = DIRECTION_OF[winner]
+    stop, target = anchored_prices(direction, close=close, atr=atr, stop_atr=cfg.stop_atr,
+                                   reward_risk=cfg.reward_risk)  # fmt: skip
+    if direction == Direction.FLAT:
+        why = "the debate produced no winner: no direction to trade"
+    else:
+        why = (
+            f"{direction.value} at the close {close:.2f} on a {winner.value} verdict (conviction "
+            f"{conviction:.2f}); stop {stop:.2f} = {cfg.stop_atr:g} x ATR{cfg.atr_period} "
+            f"{atr:.2f} away, target {target:.2f} = {cfg.reward_risk:g}R, "
+            f"{cfg.horizon_days} bars to play out"
+        )
+    thesis = TraderThesis(
+        direction=direction, entry=close, stop=stop, target=target, atr=atr,
+        atr_period=cfg.atr_period, horizon_days=cfg.horizon_days, rationale=why, model_used=RULES,
+    )  # fmt: skip
+    return validate(thesis, max_stop_atr=cfg.max_stop_atr)
+
+
+def validate(thesis: TraderThesis, *, max_stop_atr: float) -> TraderThesis:
+    """Every check the thesis must pass; ``valid`` only if all pass (fails closed on NaN)."""
+    e, s, t, atr = thesis.entry, thesis.stop, thesis.target, thesis.atr
+    finite = all(math.isfinite(x) for x in (e, s, t, atr)) and atr > 0 and e > 0
+    sign = {Direction.LONG: 1.0, Direction.SHORT: -1.0}.get(thesis.direction, 0.0)
+    risk = abs(e - s) if finite else math.nan
+    checks = [
+        ValidatorCheck(name="direction", ok=sign != 0.0,
+                       detail=f"direction {thesis.direction.value}"),
+        ValidatorCheck(name="finite_prices", ok=finite,
+                       detail=f"entry {e}, stop {s}, target {t}, ATR {atr}"),
+        ValidatorCheck(name="stop_not_entry", ok=finite and risk > 1e-9 * e,
+                       detail=f"|entry - stop| = {risk:.6g}"),
+        ValidatorCheck(name="stop_side", ok=finite and sign != 0 and (e - s) * sign > 0,
+                       detail=f"stop {s:.4f} must be {'below' if sign > 0 else 'above'} entry {e:.4f}"),
+        ValidatorCheck(name="target_side", ok=finite and sign != 0 and (t - e) * sign > 0,
+                       detail=f"target {t:.4f} must be {'above' if sign > 0 else 'below'} entry {e:.4f}"),
+        ValidatorCheck(name="stop_within_max_atr", ok=finite and risk <= max_stop_atr * atr + 1e-12,
+                       detail=f"stop {risk / atr if finite else math.nan:.2f} ATR away, max {max_stop_atr:g}"),
+    ]  # fmt: skip
+    return thesis.model_copy(update={"validator": checks, "valid": all(c.ok for c in checks)})

@@ -1,0 +1,120 @@
+"""``python -m swarm.analyze``: bad input is one line and exit 2 with no folder; a good run
+writes the folder and prints it last; a review is stored in memory and recalled (and cited)
+by a later analysis of the same symbol, never by an earlier one."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from swarm.analyze.__main__ import main
+
+pytestmark = pytest.mark.integration
+REPO = Path(__file__).resolve().parents[2]
+
+
+def run(capsys, *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+@pytest.mark.parametrize(
+    ("args", "flag"),
+    [
+        (["--ticker", "NOPE", "--date", "2019-06-03"], "--ticker"),
+        (["--ticker", "NVDA", "--date", "2021-06-03"], "--date"),  # after the last bar
+        (["--ticker", "NVDA", "--date", "1990-01-02"], "--date"),  # before the first bar
+        (["--ticker", "NVDA", "--date", "03/06/2019"], "--date"),  # unparsable
+        (["--ticker", "NVDA", "--date", "2019-13-40"], "--date"),
+        (["--ticker", "NVDA", "--date", "1999-02-10"], "--date"),  # too little history
+        (["--ticker", "NVDA"], "--date"),
+        (["--date", "2019-06-03"], "--ticker"),
+        (["--ticker", "NVDA", "--date", "2019-06-03", "--debate-rounds", "0"], "--debate-rounds"),
+        (["--ticker", "NVDA", "--date", "2019-06-03", "--risk-pct", "-1"], "--risk-pct"),
+        (
+            ["--ticker", "NVDA", "--date", "2019-06-03", "--news-file", "/no/such.csv"],
+            "--news-file",
+        ),
+        (["--ticker", "NVDA", "--date", "2019-06-03", "--llm", "gpt"], "--llm"),
+        (["--ticker", "NVDA", "--date", "2019-06-03", "--bogus"], "unrecognized"),
+    ],
+)
+def test_bad_input_is_one_line_exit_2_and_no_folder(capsys, tmp_path, daily_dir, args, flag):
+    out_dir = tmp_path / "runs"
+    code, out, err = run(capsys, *args, "--data-dir", str(daily_dir), "--out", str(out_dir),
+                         "--memory-dir", "off")  # fmt: skip
+    assert code == 2, err
+    assert out == ""
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: ") and flag in lines[0], err
+    assert "Traceback" not in err
+    assert not out_dir.exists() or not any(out_dir.iterdir())
+
+
+def test_a_subprocess_run_prints_the_folder_last(tmp_path, daily_dir):
+    done = subprocess.run(
+        [sys.executable, "-m", "swarm.analyze", "--ticker", "nvda", "--date", "2019-06-03",
+         "--data-dir", str(daily_dir), "--out", str(tmp_path), "--memory-dir", "off", "--quiet"],
+        capture_output=True, text=True, cwd=REPO, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    folder = Path(done.stdout.strip().splitlines()[-1])
+    assert sorted(p.name for p in folder.iterdir()) == [
+        "decision.json", "features.json", "manifest.json", "report.md"]  # fmt: skip
+    decision = json.loads((folder / "decision.json").read_text())
+    assert decision["ticker"] == "NVDA" and decision["date"] == "2019-06-03"
+    features = json.loads((folder / "features.json").read_text())
+    assert features["as_of"] == "2019-06-03" and "ATR_14" in features["features"]
+    report = (folder / "report.md").read_text()
+    assert report.startswith("# NVDA · 2019-06-03 · ") and "## Risk engine" in report
+    bad = subprocess.run([sys.executable, "-m", "swarm.analyze", "--ticker", "NVDA", "--date", "x",
+                          "--data-dir", str(daily_dir), "--out", str(tmp_path / "b")],
+                         capture_output=True, text=True, cwd=REPO, timeout=120)  # fmt: skip
+    assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1
+    assert not (tmp_path / "b").exists()
+
+
+def test_review_goes_to_memory_and_a_later_analysis_recalls_it(capsys, tmp_path, daily_dir):
+    mem, out = str(tmp_path / "memory"), str(tmp_path / "runs")
+    common = ["--data-dir", str(daily_dir), "--out", out, "--memory-dir", mem, "--quiet"]
+    code, stdout, err = run(capsys, "--ticker", "NVDA", "--date", "2019-06-03", *common)
+    assert code == 0, err
+    first = Path(stdout.strip().splitlines()[-1])
+    assert json.loads((first / "decision.json").read_text())["recalled"] == []
+
+    code, stdout, err = run(capsys, "--review", str(first), "--memory-dir", mem, "--quiet")
+    assert code == 0, err
+    review = json.loads((first / "review.json").read_text())
+    assert review["tag"] in ("Realized", "Falsified", "Weakened") and review["stored_in_memory"]
+    assert review["horizon_end"] == "2019-06-17"  # 10 bars after 2019-06-03
+    assert (first / "review.md").exists()
+
+    # Inside the horizon the outcome was not known yet: nothing to recall.
+    code, stdout, err = run(capsys, "--ticker", "NVDA", "--date", "2019-06-10", *common)
+    assert code == 0 and json.loads(
+        (Path(stdout.strip().splitlines()[-1]) / "decision.json").read_text())["recalled"] == []  # fmt: skip
+    # Another symbol does not recall it either.
+    code, stdout, err = run(capsys, "--ticker", "AAPL", "--date", "2019-07-01", *common)
+    assert json.loads((Path(stdout.strip()) / "decision.json").read_text())["recalled"] == []
+
+    code, stdout, err = run(capsys, "--ticker", "NVDA", "--date", "2019-07-01", *common)
+    later = Path(stdout.strip().splitlines()[-1])
+    recalled = json.loads((later / "decision.json").read_text())["recalled"]
+    assert len(recalled) == 1 and recalled[0]["date"] == "2019-06-03"
+    assert recalled[0]["tag"] == review["tag"]
+    decision = json.loads((later / "decision.json").read_text())
+    assert "Recalled from past reviews" in decision["debate"]["rationale"]
+    assert "2019-06-03" in (later / "report.md").read_text().split("## Recalled from memory")[1]
+
+
+def test_review_before_the_horizon_is_exit_2(capsys, tmp_path, daily_dir):
+    code, stdout, _ = run(capsys, "--ticker", "NVDA", "--date", "2020-12-04", "--data-dir",
+                          str(daily_dir), "--out", str(tmp_path), "--memory-dir", "off")  # fmt: skip
+    assert code == 0
+    code, _, err = run(capsys, "--review", stdout.strip(), "--memory-dir", "off")
+    assert code == 2 and "horizon" in err and len(err.strip().splitlines()) == 1

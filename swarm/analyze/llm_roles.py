@@ -32,6 +32,7 @@ from swarm.analyze.contracts import (
 from swarm.llm.client import LLMClient
 from swarm.llm.fence import NOTICE, fence
 from swarm.llm.grounding import evidence_mismatches, ungrounded_numbers
+from swarm.llm.retry import ask_with_retry
 from swarm.llm.schemas import Citation
 
 Log = Callable[[dict[str, Any]], None]
@@ -108,28 +109,6 @@ class LLMCritique(BaseModel):
 # --------------------------------------------------------------------------- helpers
 
 
-def _retrying(client: LLMClient, role: str, messages: list[tuple[str, str]], schema, check):
-    """Ask, check, and on a rejected answer ask once more with the reason (as the research
-    brains do; not imported from ``swarm.llm.brains``, which pulls in strategy validation).
-    Returns (accepted value or None, the reasons for every rejection)."""
-    reasons: list[str] = []
-    for attempt in range(2):
-        parsed, error = client.structured(role, messages, schema)
-        if parsed is None:
-            reasons.append(error or "no answer")
-            if error == "budget exhausted":
-                break
-        else:
-            value, problem = check(parsed)
-            if problem is None:
-                return value, reasons
-            reasons.append(problem)
-        if attempt == 0:
-            messages = [*messages, ("human", f"Your answer was rejected: {reasons[-1]}. "
-                                             "Answer again, correctly.")]  # fmt: skip
-    return None, reasons
-
-
 def _facts(evidence: Mapping[str, float]) -> str:
     return json.dumps({k: round(float(v), 6) for k, v in list(evidence.items())[:MAX_EVIDENCE_KEYS]},
                       sort_keys=True)  # fmt: skip
@@ -147,7 +126,7 @@ def _ticker_ok(answered: str, ticker: str) -> str | None:
 
 
 def _ask(client: LLMClient, role: str, messages, schema, check, *, log: Log, what: str):
-    value, reasons = _retrying(client, role, messages, schema, check)
+    value, reasons = ask_with_retry(client, role, messages, schema, check)
     if value is None:
         log({"kind": "llm_fallback", "role": role, "what": what, "reasons": reasons})
     else:

@@ -23,33 +23,11 @@ from strategies.validate import validate_code
 from swarm.llm.client import LLMClient
 from swarm.llm.fence import NOTICE, assert_no_untrusted, fence
 from swarm.llm.grounding import evidence_mismatches, ungrounded_numbers
+from swarm.llm.retry import ask_with_retry
 from swarm.llm.schemas import LLMFailure, LLMFinding, LLMSpec, LLMStrategyProposals, LLMSummary
 from swarm.research.models import Finding, ResearchSynthesis
 
 Log = Callable[[dict[str, Any]], None]
-
-
-def _retrying(client: LLMClient, role: str, messages: list[tuple[str, str]], schema, check):
-    """Ask, check, and on a rejected answer ask once more with the reason. Returns
-    (accepted value or None, list of reasons for every rejection)."""
-    reasons: list[str] = []
-    for attempt in range(2):
-        parsed, error = client.structured(role, messages, schema)
-        if parsed is None:
-            reasons.append(error or "no answer")
-            if error == "budget exhausted":
-                break
-        else:
-            value, problem = check(parsed)
-            if problem is None:
-                return value, reasons
-            reasons.append(problem)
-        if attempt == 0:
-            messages = [
-                *messages,
-                ("human", f"Your answer was rejected: {reasons[-1]}. Answer again, correctly."),
-            ]
-    return None, reasons
 
 
 # -- research subagents ---------------------------------------------------------------------
@@ -102,7 +80,7 @@ def llm_finding(
             }
         ), None
 
-    value, reasons = _retrying(client, "research_subagent", messages, LLMFinding, check)
+    value, reasons = ask_with_retry(client, "research_subagent", messages, LLMFinding, check)
     if value is None:
         log({"kind": "llm_fallback", "role": "research_subagent", "symbol": rules.symbol,
              "subagent": f"{rules.type.value}.{rules.specialization}", "reasons": reasons})  # fmt: skip
@@ -186,7 +164,7 @@ def llm_strategy_specs(
             return None, "no usable proposal: " + "; ".join(rejected[:3])
         return list(accepted[:n]), None
 
-    value, reasons = _retrying(client, "strategy_dev", messages, LLMStrategyProposals, check)
+    value, reasons = ask_with_retry(client, "strategy_dev", messages, LLMStrategyProposals, check)
     if rejected or value is None:
         log({"kind": "llm_fallback" if value is None else "llm_rejected", "role": "strategy_dev",
              "route": route, "reasons": reasons + rejected})  # fmt: skip
@@ -227,7 +205,7 @@ def llm_failure(
             actions=[*ans.actions, *hints],
         ), None
 
-    value, reasons = _retrying(client, "failure_analysis", messages, LLMFailure, check)
+    value, reasons = ask_with_retry(client, "failure_analysis", messages, LLMFailure, check)
     if value is None:
         log({"kind": "llm_fallback", "role": "failure_analysis", "reasons": reasons})
         return rules
@@ -258,7 +236,7 @@ def llm_summary(client: LLMClient, synthesis: ResearchSynthesis, *, log: Log) ->
             return None, f"numbers not in the facts: {invented[:3]}"
         return synthesis.model_copy(update={"summary": ans.summary}), None
 
-    value, reasons = _retrying(client, "leader", messages, LLMSummary, check)
+    value, reasons = ask_with_retry(client, "leader", messages, LLMSummary, check)
     if value is None:
         log({"kind": "llm_fallback", "role": "leader", "reasons": reasons})
         return synthesis

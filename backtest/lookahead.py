@@ -29,7 +29,8 @@ import pandas as pd
 from pydantic import BaseModel, Field
 
 from backtest.contracts import BacktestJob, CostModel, Fold, JobStatus
-from backtest.sandbox import DEFAULT_POLICY, SandboxOutcome, SandboxPolicy, decode_line
+from backtest.sandbox import DEFAULT_POLICY, SandboxOutcome, SandboxPolicy
+from backtest.trace import decode_line
 
 MAX_MISMATCHES = 20
 PAD_BARS = 5  # placeholders after every run's last real bar (see ``padded``)

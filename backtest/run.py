@@ -19,12 +19,19 @@ status), 2 on bad arguments (one line on stderr naming the argument).
 The file must define exactly one ``bt.Strategy`` subclass and pass the same
 static validation as generated code; it runs sandboxed. Bars before ``--start``
 (``--warmup-days``, default 365 calendar days) feed indicators only.
+
+``--skip-validation`` skips the static lint and hands the file straight to the
+sandbox: a way to test the sandbox alone (the lint is a convenience, not the
+boundary), never a way to run untrusted code with fewer guards.
+
+The JSON is strict: NaN and infinities are printed as ``null``.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from datetime import date, timedelta
 from pathlib import Path
@@ -65,6 +72,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--check-lookahead", action="store_true", help="truncated re-run check")
     p.add_argument("--cuts", type=int, default=20, help="cut points of the lookahead check")
     p.add_argument("--workers", type=int, default=None, help="processes (default: all cores)")
+    p.add_argument(
+        "--skip-validation",
+        action="store_true",
+        help="skip the static lint (to test the sandbox alone; the sandbox still applies)",
+    )
     return p
 
 
@@ -94,6 +106,17 @@ def _portfolio(results: list[Any], periods_per_year: int) -> dict[str, Any] | No
     return metrics.model_dump(mode="json")
 
 
+def strict_json(value: Any) -> Any:
+    """``value`` with every NaN and infinity replaced by None (JSON has neither)."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: strict_json(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [strict_json(v) for v in value]
+    return value
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if not args.strategy.is_file():
@@ -116,6 +139,7 @@ def main(argv: list[str] | None = None) -> int:
     from backtest.data import load_bars, periods_per_year
     from backtest.executor import ProcessPoolBackend, SerialBackend
     from backtest.lookahead import check_lookahead
+    from backtest.sandbox import DEFAULT_POLICY, SandboxPolicy
 
     warmup_start = args.start - timedelta(days=args.warmup_days)
     bars = {}
@@ -146,7 +170,12 @@ def main(argv: list[str] | None = None) -> int:
         for sym, frame in bars.items()
     ]
     parallel = args.check_lookahead or len(jobs) > 1
-    executor = ProcessPoolBackend(args.workers) if parallel else SerialBackend()
+    policy = SandboxPolicy(validate=False) if args.skip_validation else DEFAULT_POLICY
+    executor = (
+        ProcessPoolBackend(args.workers, policy=policy)
+        if parallel
+        else SerialBackend(policy=policy)
+    )
     with executor:
         results = executor.map(jobs)
         looks = {}
@@ -203,7 +232,7 @@ def main(argv: list[str] | None = None) -> int:
                 else None
             )
         report["per_ticker"] = {r.symbol: one(r) for r in results}
-    sys.stdout.write(json.dumps(report) + "\n")
+    sys.stdout.write(json.dumps(strict_json(report), allow_nan=False) + "\n")
     return 0
 
 

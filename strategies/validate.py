@@ -2,14 +2,25 @@
 
 An AST lint, deliberately strict: generated (or LLM-written) code may import only backtrader and
 math, may not reach for introspection or I/O builtins, may not touch dunder attributes or frame
-objects, and may not read a line at a positive index (``close[1]``, ``close(1)``), which in
-Backtrader silently looks into the future. It is a gate, not a sandbox: the backtest still runs
-the code isolated.
+objects or module objects (``bt.feeds.vchart.os``), may run nothing at import time, and may not
+read a line at a constant index that evaluates positive (``close[1]``, ``close[2-1]``,
+``close(True)``), which in Backtrader silently looks into the future. A non-constant index
+(``close[-self.p.lookback]``) stays legal: the lookahead check judges it at run time.
+
+It is a convenience, not the boundary: it names the problem early and precisely, but the
+backtest still runs the code confined (``backtest.sandbox``), and nothing relies on the lint
+having caught everything.
 """
 
 from __future__ import annotations
 
 import ast
+import functools
+import importlib
+import inspect
+import operator
+import types
+from typing import Any
 
 from pydantic import BaseModel, Field
 
@@ -45,6 +56,33 @@ STRATEGY_API = frozenset(
     }
 )  # fmt: skip
 STRATEGY_BASES = frozenset({"bt.Strategy", "backtrader.Strategy", "Strategy"})
+# Modules code may reach through an allowed import: namespaces of classes and functions.
+SAFE_MODULES = frozenset(
+    {
+        "math", "backtrader", "backtrader.indicators", "backtrader.analyzers", "backtrader.sizers",
+        "backtrader.observers", "backtrader.filters", "backtrader.signals",
+        "backtrader.commissions", "backtrader.feeds", "backtrader.strategies",
+    }
+)  # fmt: skip
+# Attribute names that are modules wherever they appear (``x.os``, ``y.sys.modules``).
+MODULE_ATTRS = frozenset(
+    {
+        "os", "sys", "ctypes", "builtins", "importlib", "subprocess", "socket", "_socket",
+        "posix", "_posixsubprocess", "shutil", "pickle", "marshal", "gc", "inspect", "mmap",
+        "fcntl", "resource", "pty", "multiprocessing", "threading", "_thread", "runpy",
+        "tempfile", "pathlib", "io", "_io", "modules",
+    }
+)  # fmt: skip
+_BINOPS: dict[type, Any] = {
+    ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
+    ast.Div: operator.truediv, ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod,
+    ast.Pow: operator.pow, ast.LShift: operator.lshift, ast.RShift: operator.rshift,
+    ast.BitAnd: operator.and_, ast.BitOr: operator.or_, ast.BitXor: operator.xor,
+}  # fmt: skip
+_COMPARE: dict[type, Any] = {
+    ast.Eq: operator.eq, ast.NotEq: operator.ne, ast.Lt: operator.lt, ast.LtE: operator.le,
+    ast.Gt: operator.gt, ast.GtE: operator.ge,
+}  # fmt: skip
 
 
 class ValidationReport(BaseModel):
@@ -72,18 +110,57 @@ def _src(node: ast.AST) -> str:
         return type(node).__name__
 
 
-def _positive_int(node: ast.AST | None) -> int | None:
-    """The value of ``1`` or ``+1`` (a positive int constant), else None."""
-    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.UAdd):
-        node = node.operand
-    if (
-        isinstance(node, ast.Constant)
-        and isinstance(node.value, int)
-        and not isinstance(node.value, bool)
-        and node.value > 0
-    ):
-        return node.value
+def const_value(node: ast.AST | None, names: dict[str, Any] | None = None, depth: int = 0) -> Any:
+    """The number a constant expression evaluates to (``2-1``, ``-(-1)``, ``True``, ``1 > 0``),
+    or None when it is not constant. ``names``: module-level constants (assigned once)."""
+    if node is None or depth > 50:
+        return None
+    fold = functools.partial(const_value, names=names, depth=depth + 1)
+    if isinstance(node, ast.Constant):
+        value = node.value
+        return int(value) if isinstance(value, bool) else value if _is_number(value) else None
+    if isinstance(node, ast.Name) and names is not None:
+        return names.get(node.id)
+    if isinstance(node, ast.UnaryOp):
+        v = fold(node.operand)
+        if v is None:
+            return None
+        if isinstance(node.op, ast.Not):
+            return int(not v)
+        if isinstance(node.op, ast.Invert):
+            return ~v if isinstance(v, int) else None
+        return -v if isinstance(node.op, ast.USub) else +v
+    if isinstance(node, ast.BinOp):
+        a, b, op = fold(node.left), fold(node.right), _BINOPS.get(type(node.op))
+        if a is None or b is None or op is None or abs(a) > 1e18 or abs(b) > 1e18:
+            return None
+        if isinstance(node.op, ast.Pow | ast.LShift | ast.RShift) and not 0 <= b <= 64:
+            return None
+        try:
+            v = op(a, b)
+        except (ArithmeticError, ValueError, TypeError):
+            return None
+        return v if _is_number(v) else None
+    if isinstance(node, ast.BoolOp):
+        values = [fold(v) for v in node.values]
+        if any(v is None for v in values):
+            return None
+        pick = (lambda v: not v) if isinstance(node.op, ast.And) else bool
+        return next((v for v in values[:-1] if pick(v)), values[-1])
+    if isinstance(node, ast.Compare):
+        values = [fold(node.left), *(fold(c) for c in node.comparators)]
+        ops = [_COMPARE.get(type(o)) for o in node.ops]
+        if any(v is None for v in values) or any(o is None for o in ops):
+            return None
+        return int(all(o(a, b) for o, a, b in zip(ops, values, values[1:], strict=False)))
+    if isinstance(node, ast.IfExp):
+        test = fold(node.test)
+        return None if test is None else fold(node.body if test else node.orelse)
     return None
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
 
 
 def _is_dunder(name: str) -> bool:
@@ -110,25 +187,128 @@ def _is_line_call(func: ast.AST) -> bool:
     )
 
 
+# ---------------------------------------------------------------------------- module objects
+
+
+@functools.lru_cache(maxsize=64)
+def _module(name: str) -> types.ModuleType | None:
+    """An allowed module, imported to resolve attribute chains (backtrader and math only)."""
+    if name.split(".")[0] not in ALLOWED_IMPORTS:
+        return None
+    try:
+        return importlib.import_module(name)
+    except Exception:  # not importable: the run reports it
+        return None
+
+
+def unsafe_module(root: str, attrs: list[str]) -> str | None:
+    """The first module outside ``SAFE_MODULES`` that ``root.a.b...`` reaches, else None.
+
+    Resolved against the real modules without running anything: module dicts and
+    ``inspect.getattr_static`` (no descriptors, no ``__getattr__``).
+    """
+    if root not in SAFE_MODULES:
+        return root
+    obj: Any = _module(root)
+    for attr in attrs:
+        if obj is None:
+            return None
+        if isinstance(obj, types.ModuleType):
+            obj = vars(obj).get(attr)
+        else:
+            try:
+                obj = inspect.getattr_static(obj, attr, None)
+            except Exception:
+                return None
+        if isinstance(obj, types.ModuleType) and obj.__name__ not in SAFE_MODULES:
+            return obj.__name__
+    return None
+
+
+def _module_aliases(tree: ast.Module) -> dict[str, tuple[str, list[str]]]:
+    """Names bound by imports: ``bt`` -> ("backtrader", []), ``SMA`` -> (".indicators", ...)."""
+    aliases: dict[str, tuple[str, list[str]]] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for a in node.names:
+                if a.asname:
+                    aliases[a.asname] = (a.name, [])
+                else:
+                    root = a.name.split(".")[0]
+                    aliases[root] = (root, [])
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            for a in node.names:
+                aliases[a.asname or a.name] = (node.module, [a.name])
+    return aliases
+
+
+def module_constants(tree: ast.Module) -> dict[str, Any]:
+    """Top-level names bound once, to a constant number: ``close[K]`` folds with them."""
+    stores: dict[str, int] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store | ast.Del):
+            stores[node.id] = stores.get(node.id, 0) + 1
+        elif isinstance(node, ast.arg):
+            stores[node.arg] = stores.get(node.arg, 0) + 1
+        elif isinstance(node, ast.alias):
+            name = node.asname or node.name.split(".")[0]
+            stores[name] = stores.get(name, 0) + 1
+        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            stores[node.name] = stores.get(node.name, 0) + 1
+    found: dict[str, Any] = {}
+    for stmt in tree.body:
+        if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1:
+            target, value = stmt.targets[0], stmt.value
+        elif isinstance(stmt, ast.AnnAssign) and stmt.value is not None:
+            target, value = stmt.target, stmt.value
+        else:
+            continue
+        if isinstance(target, ast.Name) and stores.get(target.id) == 1:
+            number = const_value(value)
+            if number is not None:
+                found[target.id] = number
+    return found
+
+
+# ---------------------------------------------------------------------------- the linter
+
+
 class _Linter(ast.NodeVisitor):
-    def __init__(self) -> None:
+    def __init__(self, tree: ast.Module) -> None:
         self.errors: list[str] = []
         self.strategy_classes: list[ast.ClassDef] = []
+        self.aliases = _module_aliases(tree)
+        self.constants = module_constants(tree)
+        self._inner_chains: set[int] = set()  # attribute nodes already judged with their chain
 
     def err(self, node: ast.AST, why: str) -> None:
         self.errors.append(f"line {getattr(node, 'lineno', '?')}: {why}")
+
+    def positive(self, node: ast.AST | None) -> bool:
+        value = const_value(node, self.constants)
+        return value is not None and value > 0
 
     # imports -------------------------------------------------------------------------------
     def visit_Import(self, node: ast.Import) -> None:
         for alias in node.names:
             if alias.name.split(".")[0] not in ALLOWED_IMPORTS:
                 self.err(node, f"import {alias.name} is not allowed (only backtrader, math)")
+            elif alias.name not in SAFE_MODULES:
+                self.err(node, f"import {alias.name} is not allowed (a backtrader internal)")
         self.generic_visit(node)
 
     def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
         module = node.module or ""
         if node.level or module.split(".")[0] not in ALLOWED_IMPORTS:
             self.err(node, f"from {'.' * node.level}{module} import is not allowed")
+        elif module not in SAFE_MODULES:
+            self.err(node, f"from {module} import is not allowed (a backtrader internal)")
+        else:
+            for alias in node.names:
+                if alias.name == "*":
+                    self.err(node, f"from {module} import * is not allowed; name what you use")
+                elif (bad := unsafe_module(module, [alias.name])) is not None:
+                    self.err(node, f"from {module} import {alias.name} imports module {bad}")
         self.generic_visit(node)
 
     # names and attributes ------------------------------------------------------------------
@@ -144,18 +324,37 @@ class _Linter(ast.NodeVisitor):
             self.err(node, f"{_src(node)} accesses a dunder attribute ({node.attr})")
         elif node.attr in FRAME_ATTRS:
             self.err(node, f"{_src(node)} reaches into frames/globals ({node.attr})")
+        elif node.attr in MODULE_ATTRS:
+            self.err(node, f"{_src(node)} reaches a module object ({node.attr})")
+        elif id(node) not in self._inner_chains:
+            self._check_chain(node)
         self.generic_visit(node)
+
+    def _check_chain(self, node: ast.Attribute) -> None:
+        """``bt.feeds.vchart.os``-style chains from an imported module into other modules."""
+        inner: ast.AST = node
+        while isinstance(inner, ast.Attribute):
+            self._inner_chains.add(id(inner))
+            inner = inner.value
+        dotted = _dotted(node)
+        if not dotted or dotted.split(".")[0] not in self.aliases:
+            return
+        head, *attrs = dotted.split(".")
+        root, prefix = self.aliases[head]
+        bad = unsafe_module(root, prefix + attrs)
+        if bad is not None:
+            self.err(node, f"{dotted} reaches module {bad}; use backtrader's public classes")
 
     # look-ahead ----------------------------------------------------------------------------
     def visit_Subscript(self, node: ast.Subscript) -> None:
         index = node.slice
-        if _positive_int(index) is not None:
+        if self.positive(index):
             self.err(
                 node,
                 f"{_src(node)} indexes the future (positive index); use [0] or [-k]",
             )
         elif isinstance(index, ast.Slice) and any(
-            _positive_int(b) is not None for b in (index.lower, index.upper)
+            self.positive(b) for b in (index.lower, index.upper)
         ):
             self.err(node, f"{_src(node)} slices with a positive bound (looks ahead)")
         self.generic_visit(node)
@@ -163,9 +362,9 @@ class _Linter(ast.NodeVisitor):
     def visit_Call(self, node: ast.Call) -> None:
         func = node.func
         ago_kw = next((k for k in node.keywords if k.arg == "ago"), None)
-        if ago_kw is not None and _positive_int(ago_kw.value) is not None:
+        if ago_kw is not None and self.positive(ago_kw.value):
             self.err(node, f"{_src(node)} reads the future (ago > 0); use ago=0 or negative")
-        elif node.args and _positive_int(node.args[0]) is not None and _is_line_call(func):
+        elif node.args and self.positive(node.args[0]) and _is_line_call(func):
             self.err(
                 node,
                 f"{_src(node)} delays a line into the future (positive ago); use (0) or (-k)",
@@ -176,10 +375,9 @@ class _Linter(ast.NodeVisitor):
                 if node.args
                 else next((k.value for k in node.keywords if k.arg == "periods"), None)
             )
-            negative = (isinstance(arg, ast.UnaryOp) and isinstance(arg.op, ast.USub)) or (
-                isinstance(arg, ast.Constant)
-                and isinstance(arg.value, int | float)
-                and arg.value < 0
+            shift = const_value(arg, self.constants)
+            negative = (shift is not None and shift < 0) or (
+                isinstance(arg, ast.UnaryOp) and isinstance(arg.op, ast.USub)
             )
             if negative:
                 self.err(node, f"{_src(node)} shifts data backwards in time (future leak)")
@@ -212,19 +410,73 @@ def _declares_params(cls: ast.ClassDef) -> bool:
     return False
 
 
+def _is_literal(node: ast.AST | None) -> bool:
+    try:
+        ast.literal_eval(node)  # type: ignore[arg-type]
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return False
+    return True
+
+
+def _is_static(node: ast.AST | None) -> bool:
+    """An annotation or base that names something (``int``, ``bt.Strategy``, ``list[int]``)."""
+    if node is None or isinstance(node, ast.Constant) or _dotted(node):
+        return True
+    if isinstance(node, ast.Subscript):
+        return _is_static(node.value) and _is_static(node.slice)
+    if isinstance(node, ast.Tuple):
+        return all(_is_static(e) for e in node.elts)
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitOr):
+        return _is_static(node.left) and _is_static(node.right)
+    return False
+
+
+def _runs_at_import(stmt: ast.stmt) -> str | None:
+    """Why a top-level statement would run code when the module is executed, or None.
+
+    Allowed: imports, class definitions and plain function definitions (no decorators;
+    literal defaults, named annotations), assignments of literals to names, a docstring.
+    """
+    if isinstance(stmt, ast.Import | ast.ImportFrom):
+        return None
+    if isinstance(stmt, ast.ClassDef):
+        if stmt.decorator_list:
+            return f"class {stmt.name} has a decorator"
+        if not all(_dotted(b) for b in stmt.bases):
+            return f"class {stmt.name} computes its bases"
+        return None
+    if isinstance(stmt, ast.FunctionDef):
+        args = stmt.args
+        defaults = [*args.defaults, *(d for d in args.kw_defaults if d is not None)]
+        every_arg = [*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg]
+        notes = [a.annotation for a in every_arg if a is not None] + [stmt.returns]
+        if stmt.decorator_list:
+            return f"function {stmt.name} has a decorator"
+        if not all(_is_literal(d) for d in defaults) or not all(_is_static(n) for n in notes):
+            return f"function {stmt.name} computes a default or an annotation"
+        return None
+    if isinstance(stmt, ast.Assign):
+        names = all(isinstance(t, ast.Name) for t in stmt.targets)
+        return None if names and _is_literal(stmt.value) else "only literal constants"
+    if isinstance(stmt, ast.AnnAssign):
+        literal = stmt.value is None or _is_literal(stmt.value)
+        ok = isinstance(stmt.target, ast.Name) and literal and _is_static(stmt.annotation)
+        return None if ok else "only literal constants"
+    if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant):
+        return None  # a docstring (or a stray string)
+    return type(stmt).__name__
+
+
 def _module_level(tree: ast.Module) -> list[str]:
-    """Only imports, classes, functions, constant assignments and docstrings at top level."""
+    """Only imports, class and function definitions and literal constants at top level."""
     errors: list[str] = []
-    for i, stmt in enumerate(tree.body):
-        if isinstance(stmt, ast.Import | ast.ImportFrom | ast.ClassDef | ast.FunctionDef):
-            continue
-        if isinstance(stmt, ast.Assign | ast.AnnAssign):
-            continue
-        if i == 0 and isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant):
-            continue  # module docstring
-        errors.append(
-            f"line {stmt.lineno}: top-level {type(stmt).__name__} runs code at import time"
-        )
+    for stmt in tree.body:
+        why = _runs_at_import(stmt)
+        if why is not None:
+            errors.append(
+                f"line {stmt.lineno}: top-level {type(stmt).__name__} runs code at import time"
+                f" ({why}); allowed: imports, classes, functions, literal constants"
+            )
     return errors
 
 
@@ -234,8 +486,13 @@ def validate_code(code: str) -> ValidationReport:
         tree = ast.parse(code)
     except SyntaxError as exc:
         return ValidationReport(ok=False, errors=[f"line {exc.lineno}: syntax error: {exc.msg}"])
-    linter = _Linter()
-    linter.visit(tree)
+    except (ValueError, RecursionError, MemoryError) as exc:  # NUL bytes, absurd nesting
+        return ValidationReport(ok=False, errors=[f"line 1: cannot parse: {exc}"])
+    linter = _Linter(tree)
+    try:
+        linter.visit(tree)
+    except RecursionError:
+        linter.errors.append("line 1: the code nests too deeply to check")
     errors = linter.errors + _module_level(tree)
     classes = linter.strategy_classes
     class_name: str | None = None

@@ -97,3 +97,51 @@ def test_as_a_module_stdout_is_pure_json(strategy: Path, daily_dir: Path) -> Non
         cwd=REPO_ROOT, capture_output=True, text=True, timeout=120,
     )  # fmt: skip
     assert missing.returncode == 2 and missing.stdout == "" and "STRATEGY" in missing.stderr
+
+
+def _strict(text: str) -> dict:
+    def refuse(name: str) -> None:
+        raise ValueError(f"non-standard JSON constant {name}")
+
+    return json.loads(text, parse_constant=refuse)
+
+
+EAGER = """
+import backtrader as bt
+
+
+class Eager(bt.Strategy):
+    params = dict(size=10)
+
+    def next(self):
+        if not self.position:
+            self.buy(size=self.p.size)
+"""
+
+
+@pytest.mark.integration
+def test_json_is_strict_nan_becomes_null(tmp_path: Path, daily_dir: Path) -> None:
+    """Issue 13 item 7: a 3-bar run printed ``"kurtosis": NaN``."""
+    path = tmp_path / "eager.py"
+    path.write_text(EAGER)
+    proc = subprocess.run(
+        [sys.executable, "-m", "backtest.run", str(path), "--data-dir", str(daily_dir),
+         "--tickers", "AAPL", "--start", "2015-01-02", "--end", "2015-01-06",
+         "--warmup-days", "5"],
+        cwd=REPO_ROOT, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-1000:]
+    out = _strict(proc.stdout)
+    assert out["status"] == "ok" and out["metrics"]["n_obs"] == 3
+    assert out["metrics"]["kurtosis"] is None
+
+
+@pytest.mark.integration
+def test_skip_validation_hands_the_file_to_the_sandbox(capsys, tmp_path: Path, daily_dir):
+    path = tmp_path / "linted.py"  # the lint refuses the import; the sandbox runs it
+    path.write_text("import os\n" + src.SMA_CROSS)
+    argv = (str(path), "--data-dir", str(daily_dir), "--tickers", "AAPL", *COMMON)
+    rc, out, _ = _run(capsys, *argv)
+    assert rc == 0 and out["status"] == "rejected"
+    rc, out, _ = _run(capsys, *argv, "--skip-validation")
+    assert rc == 0 and out["status"] == "ok" and out["metrics"]["n_trades"] > 0

@@ -368,4 +368,7 @@ def test_run_one_records_the_scenario_and_the_verdicts_benchmark_keys(
     assert "portfolio_reversion_long_sharpe" in second["strength"]
     assert (tmp_path / "data" / "planted-reversion-001" / "SYNA.csv").exists()
     assert not list((tmp_path / "runs").rglob("checkpoint*"))
-    assert calibrate.DEFAULT_DIRECTIVE == "momentum alpha"
+    # The directive names no family: a planted edge must be found, not announced.
+    from swarm.directive import parse_directive
+
+    assert parse_directive(calibrate.DEFAULT_DIRECTIVE).preferred_families == []

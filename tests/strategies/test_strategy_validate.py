@@ -121,3 +121,57 @@ def test_top_level_code_rejected() -> None:
 def test_accepts_every_rendered_family(spec) -> None:
     report = validate_code(render(spec))
     assert report.ok, report.errors
+
+
+# Issue 13: the easy holes a red-team pass found (the lint is a convenience, not the boundary).
+@pytest.mark.parametrize(
+    ("code", "fragment"),
+    [
+        (strategy("x = bt.feeds.vchart.os.system"), "module"),
+        (strategy("x = bt.utils.py3.sys.modules"), "module"),
+        (strategy("x = bt.os.getcwd()"), "reaches a module object (os)"),
+        (strategy("x = bt.inspect.stack()"), "module"),
+        (strategy("x = bt.indicators.sys"), "reaches a module object (sys)"),
+        (strategy("x = bt.indicators.sma.SMA"), "reaches module backtrader.indicators.sma"),
+        (strategy("x = self.env.runstrats.ctypes"), "reaches a module object (ctypes)"),
+        (strategy("x = self.data.close[True]"), "indexes the future"),
+        (strategy("x = self.data.close[2-1]"), "indexes the future"),
+        (strategy("x = self.data.close[-(-1)]"), "indexes the future"),
+        (strategy("x = self.data.close[1 > 0]"), "indexes the future"),
+        (strategy("x = self.data.close[0:2*1]"), "positive bound"),
+        (strategy("x = self.data.close(ago=3-2)"), "ago > 0"),
+        (strategy("x = self.sma(True)"), "future"),
+        ("import backtrader as bt\nK = 1\n" + strategy("x = self.data.close[K]")[24:], "future"),
+        ("from backtrader import os\n" + strategy("pass"), "imports module os"),
+        ("from backtrader import *\n" + strategy("pass"), "import *"),
+        ("import backtrader.utils.py3\n" + strategy("pass"), "backtrader internal"),
+        ("from backtrader.feeds import vchart\n" + strategy("pass"), "module"),
+        (strategy("pass") + "x = bt.indicators.SMA\n", "runs code at import time"),
+        (strategy("pass") + "@bt.x\nclass T:\n    pass\n", "decorator"),
+        (strategy("pass") + "def f(a=print()):\n    pass\n", "computes a default"),
+        (strategy("pass") + "if True:\n    pass\n", "runs code at import time"),
+    ],
+)
+def test_closed_holes(code: str, fragment: str) -> None:
+    report = validate_code(code)
+    assert not report.ok and any(fragment in e for e in report.errors), report.errors
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        "x = self.data.close[-self.p.n]",  # not constant: the runtime lookahead check judges
+        "x = self.data.close[-(1)] + self.data.close[2-2] + self.data.close[-1 * 3]",
+        "x = bt.indicators.SMA(self.data.close, period=3)",
+        "x = (bt.Order.Market, bt.TimeFrame.Days, bt.ind.CrossOver, math.floor(1.5))",
+        "self.signal = self.data.close[0] > self.sma[-1]",
+    ],
+)
+def test_legal_code_still_passes(body: str) -> None:
+    code = (
+        "import math\n\n"
+        + strategy(body)
+        + "\n\nLIMIT = 3\n\n\ndef helper(a, b=2):\n    return a\n"
+    )
+    report = validate_code(code)
+    assert report.ok, report.errors

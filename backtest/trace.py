@@ -1,0 +1,63 @@
+"""The trace of a finished run: orders, fills and every indicator line (``backtest.lookahead``).
+
+Collected inside the sandboxed child (it walks the strategy's objects) and sent back as JSON;
+line values travel as base64 little-endian float64 (``decode_line``).
+"""
+
+from __future__ import annotations
+
+import base64
+from typing import Any
+
+
+def decode_line(text: str) -> Any:
+    """A trace line back to a float64 numpy array."""
+    import numpy as np
+
+    return np.frombuffer(base64.b64decode(text), dtype="<f8")
+
+
+def _walk_indicators(owner: Any, seen: set[int]) -> list[Any]:
+    from backtest.engine import bt
+
+    found = []
+    iterators = getattr(owner, "_lineiterators", None) or {}
+    for ind in iterators.get(bt.LineIterator.IndType, []):
+        if id(ind) in seen:
+            continue
+        seen.add(id(ind))
+        found.append(ind)
+        found.extend(_walk_indicators(ind, seen))
+    return found
+
+
+def collect_trace(run: Any) -> dict[str, Any]:
+    """Orders, fills and every indicator line of a finished run (JSON-able).
+
+    Line values travel as base64 little-endian float64 (``decode_line``).
+    Indicators are found through the strategy's ``_lineiterators`` (what
+    ``getindicators()`` returns) and, recursively, their own sub-indicators;
+    each line is keyed ``"<n>:<Class>.<alias>"`` by construction order, which
+    is the same in any two runs of the same code. Values are by bar position
+    from the first fed bar (NaN where undefined).
+    """
+    strat = run.strategy
+    import numpy as np
+
+    lines: dict[str, str] = {}
+    for n, ind in enumerate(_walk_indicators(strat, set())):
+        aliases = ind.getlinealiases() if hasattr(ind, "getlinealiases") else ()
+        line_objs = list(getattr(ind, "lines", []) or []) if aliases else [ind]
+        if not aliases:
+            aliases = ("line",)
+        for alias, line in zip(aliases, line_objs, strict=False):
+            arr = getattr(line, "array", None)
+            if arr is not None:
+                raw = np.asarray(arr, dtype="<f8").tobytes()
+                lines[f"{n}:{type(ind).__name__}.{alias}"] = base64.b64encode(raw).decode()
+    orders = [list(o) for o in strat.__dict__.get("_lab_orders", [])]
+    fills = [
+        [f.created.isoformat(), f.executed.isoformat(), f.side, f.size, f.price, f.commission]
+        for f in run.fills
+    ]
+    return {"orders": orders, "fills": fills, "lines": lines, "n_bars": len(run.dates)}

@@ -25,6 +25,7 @@ import pandas as pd
 
 from backtest.contracts import CostModel, Fold, Metrics
 from backtest.metrics import compute_metrics, equity_from_returns
+from backtest.period_keys import index_keys
 
 BUY_AND_HOLD = "buy-and-hold"
 CASH = "cash"
@@ -63,9 +64,8 @@ def _end_ts(end: date) -> pd.Timestamp:
 
 
 def _by_iso_date(rets: pd.Series) -> pd.Series:
-    """Per ISO date. Intraday bars average per date, as the gate aggregates results."""
-    keys = [d.date().isoformat() for d in pd.DatetimeIndex(rets.index)]
-    return rets.groupby(keys).mean().sort_index()
+    """Keyed like the strategies' returns: ISO date, or timestamp for intraday bars."""
+    return pd.Series(rets.to_numpy(), index=index_keys(rets.index)).sort_index()
 
 
 @dataclass(frozen=True)

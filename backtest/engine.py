@@ -34,6 +34,7 @@ from backtest.compat import import_backtrader
 from backtest.contracts import BacktestJob, BacktestResult, CostModel, Fold, JobStatus
 from backtest.feed import FramePandasData
 from backtest.metrics import compute_metrics
+from backtest.period_keys import backtrader_keys
 from backtest.quality import OHLCV
 
 bt = import_backtrader()
@@ -382,7 +383,6 @@ def _simulate(job: BacktestJob, run: EngineRun, code_file_box: list[str]) -> Non
         raise ValueError(f"no bars on or after fold start {fold_start}")
     base = rec.values[first - 1] if first > 0 else costs.cash
     equity = [base, *rec.values[first:]]
-    fold_dates = dates[first:]
     bars_in_market = int(sum(rec.in_market[first:]))
     traded = float(sum(abs(f.size) * f.price for f in rec.fills if f.executed >= fold_start))
     metrics = compute_metrics(
@@ -397,7 +397,7 @@ def _simulate(job: BacktestJob, run: EngineRun, code_file_box: list[str]) -> Non
         job,
         JobStatus.OK,
         metrics=metrics,
-        return_dates=[d.isoformat() for d in fold_dates],
+        return_dates=backtrader_keys(rec.nums[first:]),
         returns=returns,
         trade_pnls=list(rec.pnls),
         bars_in_market=bars_in_market,

@@ -11,6 +11,7 @@ from langgraph.runtime import Runtime
 
 from backtest.benchmark import returns_metrics
 from backtest.contracts import BacktestJob, JobStatus, Metrics
+from backtest.period_keys import index_keys
 from experiments.charts import plot_equity, plot_trajectory, plot_trial_sharpes
 from experiments.export import lineage_of, write_export
 from experiments.report import render_report
@@ -56,7 +57,7 @@ def holdout(state: DevelopState, runtime: Runtime[RunContext]) -> dict[str, Any]
     bh = returns_metrics(bh_rets, periods_per_year=ctx.periods_per_year)
     rets = portfolio_series(results)
     alpha = aligned_stats(
-        {d.date().isoformat(): float(v) for d, v in rets.items()},
+        dict(zip(index_keys(rets.index), rets.tolist(), strict=True)),
         None if ctx.benchmark.is_cash else {str(k): float(v) for k, v in bh_rets.items()},
         name=ctx.benchmark.name,
         periods_per_year=ctx.periods_per_year,
@@ -91,7 +92,7 @@ def holdout(state: DevelopState, runtime: Runtime[RunContext]) -> dict[str, Any]
                 r.symbol: (r.metrics.model_dump() if r.metrics else r.error) for r in results
             },
             "returns": {
-                "dates": [d.date().isoformat() for d in rets.index],
+                "dates": index_keys(rets.index),
                 "values": rets.tolist(),
             },
             "buy_and_hold_returns": {

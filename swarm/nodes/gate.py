@@ -10,6 +10,7 @@ from langgraph.runtime import Runtime
 
 from backtest.contracts import BacktestResult, JobStatus
 from backtest.lookahead import check_lookahead
+from backtest.period_keys import index_keys
 from gate.aggregate import aggregate_variant
 from gate.aggregate import portfolio_series as variant_series
 from gate.alpha import run_spa
@@ -82,7 +83,7 @@ def gate(state: DevelopState, runtime: Runtime[RunContext]) -> dict[str, Any]:
             rets = portfolio_series([r for r in results if r.variant_id == top.variant_id])
             best = top.model_dump(mode="json") | {
                 "portfolio": {
-                    "dates": [d.date().isoformat() for d in rets.index],
+                    "dates": index_keys(rets.index),
                     "values": rets.tolist(),
                 }
             }

@@ -6,6 +6,7 @@ import ast
 import json
 from pathlib import Path
 
+import pandas as pd
 import pytest
 from lab_runs import printed_run_dir, run_develop
 
@@ -50,3 +51,12 @@ def test_volatility_target_code_declares_the_runs_bars_a_year(
     sized = {name: n for name, n in declared.items() if n is not None}
     assert sized, f"no volatility-target variant among {sorted(declared)}"
     assert set(sized.values()) == {expected}
+    # One aggregate observation per bar: hourly returns are not averaged into days (they were,
+    # and the gate then annualised daily figures with 8,760 bars a year).
+    verdict = json.loads((run_dir / "verdict.json").read_text())
+    best = (verdict["figures"].get("in-sample") or {}).get("metrics")
+    if best is not None:
+        folds = manifest["data"]["folds"]
+        days = (pd.Timestamp(folds[-1]["end"]) - pd.Timestamp(folds[0]["start"])).days + 1
+        per_day = expected / 365
+        assert best["n_obs"] == pytest.approx(days * per_day, rel=0.05)

@@ -11,8 +11,8 @@ Three kinds (``--benchmark``):
 
 A benchmark is bought once per window (each walk-forward fold, the holdout), at the
 close before the window opens, and pays one entry of the run's costs (commission +
-slippage) on its first day, as a strategy entering then would. Returns are keyed by ISO
-date, the key of the strategies' return series.
+slippage) on its first day, as a strategy entering then would. Returns are keyed as the
+strategies' return series are (``backtest.period_keys``).
 """
 
 from __future__ import annotations
@@ -54,16 +54,28 @@ def entry_cost(costs: CostModel) -> float:
 
 def _held_returns(bars: pd.DataFrame, start: date, end: date, cost: float) -> pd.Series:
     rets = bars["close"].pct_change().loc[pd.Timestamp(start) : _end_ts(end)].dropna()
-    if len(rets):
+    if len(rets) and cost:
         rets.iloc[0] = (1.0 + rets.iloc[0]) * (1.0 - cost) - 1.0
     return rets
+
+
+def _equal_weight(
+    bars_by_symbol: Mapping[str, pd.DataFrame], start: date, end: date, cost: float
+) -> pd.Series:
+    """Each symbol held over [start, end] (one entry at ``cost``), averaged per bar over the
+    symbols that have one: the gate's own aggregation of per-symbol results."""
+    per_symbol = [_held_returns(b, start, end, cost).rename(s) for s, b in bars_by_symbol.items()]
+    per_symbol = [r for r in per_symbol if len(r)]
+    if not per_symbol:
+        return pd.Series(dtype=float)
+    return pd.concat(per_symbol, axis=1).mean(axis=1, skipna=True).sort_index()
 
 
 def _end_ts(end: date) -> pd.Timestamp:
     return pd.Timestamp(end) + pd.Timedelta(days=1) - pd.Timedelta(microseconds=1)
 
 
-def _by_iso_date(rets: pd.Series) -> pd.Series:
+def _keyed(rets: pd.Series) -> pd.Series:
     """Keyed like the strategies' returns: ISO date, or timestamp for intraday bars."""
     return pd.Series(rets.to_numpy(), index=index_keys(rets.index)).sort_index()
 
@@ -77,7 +89,6 @@ class Benchmark:
     name: str
     held: Mapping[str, pd.DataFrame] = field(default_factory=dict)
     calendar: pd.DatetimeIndex = field(default_factory=lambda: pd.DatetimeIndex([]))
-    sha256: dict[str, str] = field(default_factory=dict)  # of a loaded symbol's data
 
     @property
     def kind(self) -> str:
@@ -88,17 +99,13 @@ class Benchmark:
         return self.name == CASH
 
     def window_returns(self, start: date, end: date, *, costs: CostModel) -> pd.Series:
-        """Per-ISO-date returns over [start, end], bought at the close before ``start``."""
+        """Returns per period key over [start, end], bought at the close before ``start``."""
         if self.is_cash:
             days = self.calendar[(self.calendar >= pd.Timestamp(start))]
             days = days[days <= _end_ts(end)]
-            return _by_iso_date(pd.Series(0.0, index=days))
-        cost = entry_cost(costs)
-        per_symbol = [_held_returns(b, start, end, cost).rename(s) for s, b in self.held.items()]
-        per_symbol = [r for r in per_symbol if len(r)]
-        if not per_symbol:
-            return pd.Series(dtype=float)
-        return _by_iso_date(pd.concat(per_symbol, axis=1).mean(axis=1, skipna=True))
+            return _keyed(pd.Series(0.0, index=days))
+        rets = _equal_weight(self.held, start, end, entry_cost(costs))
+        return _keyed(rets) if len(rets) else rets
 
     def fold_returns(self, folds: Iterable[Fold], *, costs: CostModel) -> pd.Series:
         """The in-sample windows end to end: one purchase (and one entry cost) per fold."""
@@ -136,14 +143,7 @@ def buy_and_hold_returns(
     The first day's return is measured from the previous close, as a strategy that
     bought the close before ``start`` would see it (no costs: a reference, not a trade).
     """
-    per_symbol = []
-    for symbol, bars in bars_by_symbol.items():
-        rets = bars["close"].pct_change()
-        rets = rets.loc[pd.Timestamp(start) : pd.Timestamp(end)].dropna()
-        per_symbol.append(rets.rename(symbol))
-    if not per_symbol:
-        return pd.Series(dtype=float)
-    return pd.concat(per_symbol, axis=1).mean(axis=1, skipna=True).sort_index()
+    return _equal_weight(bars_by_symbol, start, end, 0.0)
 
 
 def buy_and_hold_metrics(

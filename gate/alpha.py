@@ -31,7 +31,6 @@ from pydantic import BaseModel
 
 from gate.stats import deflated_sharpe_ratio
 
-CASH = "cash"  # the zero benchmark: absolute returns
 SPA_REPS = 1_000
 SPA_BLOCK = 10  # mean block length of the stationary bootstrap (daily returns, ~2 weeks)
 MIN_ALIGNED_OBS = 30  # below this a regression on daily returns says nothing

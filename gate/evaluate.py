@@ -5,9 +5,10 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 
+from backtest.benchmark import CASH
 from backtest.contracts import BacktestResult, JobStatus, Metrics
 from gate.aggregate import aggregate_variant, common_matrix, portfolio_series
-from gate.alpha import CASH, AlphaStats, aligned_stats, deflated_alpha
+from gate.alpha import AlphaStats, aligned_stats, deflated_alpha
 from gate.contracts import Criteria, VariantEvaluation, Veto
 from gate.criteria import is_met, metric_value, rule_label
 from gate.fuzzy import FuzzyScorer

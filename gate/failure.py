@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from backtest.benchmark import CASH
 from gate.contracts import (
     Criteria,
     FailureAnalysis,
@@ -132,7 +133,7 @@ def _design_signals(e: VariantEvaluation, criteria: Criteria, f: _Findings) -> i
 def _market_exposure(e: VariantEvaluation, criteria: Criteria) -> str | None:
     """Evidence that ``e``'s returns are mostly its benchmark's, or None."""
     a = e.alpha
-    if a is None or a.benchmark == "cash" or a.beta is None or a.beta < MARKET_BETA:
+    if a is None or a.benchmark == CASH or a.beta is None or a.beta < MARKET_BETA:
         return None
     significant = a.t_stat is not None and a.t_stat >= ALPHA_T_SIGNIFICANT
     deflated_ok = (
@@ -314,7 +315,7 @@ def analyse_failure(
         da = best.alpha.deflated_alpha if best.alpha is not None else None
         if (
             best.alpha is not None
-            and best.alpha.benchmark != "cash"
+            and best.alpha.benchmark != CASH
             and (da is None or da < criteria.deflated_alpha_threshold)
         ):
             f.hint("hint:low_alpha")

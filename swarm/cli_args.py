@@ -15,6 +15,13 @@ SOURCES = ("auto", "yfinance", "csv", "synthetic")
 TIMEFRAMES = ("1d", "1h")
 
 
+class OneLineParser(argparse.ArgumentParser):
+    """argparse whose errors are one UserInputError line (the CLIs print it, exit 2)."""
+
+    def error(self, message: str) -> None:  # one line, no usage dump
+        raise UserInputError(f"{message} (see --help)")
+
+
 def add_data_arguments(p: argparse.ArgumentParser) -> None:
     """The data arguments both entry points take; ``check_data_args`` validates them."""
     p.add_argument("--start", default="2012-01-01", help="first date, ISO (default 2012-01-01)")

@@ -11,7 +11,7 @@ from typing import Any
 
 import pandas as pd
 
-from backtest.benchmark import Benchmark
+from backtest.benchmark import CASH, Benchmark
 from backtest.contracts import Fold
 from backtest.data import LoadedBars
 from backtest.executor import Executor
@@ -34,7 +34,7 @@ class RunContext:
     executor: Executor
     progress: Progress
     periods_per_year: int = 252  # measured from the data: 252 exchange days, 365 for 24/7 markets
-    benchmark: Benchmark = field(default_factory=lambda: Benchmark(name="cash"))
+    benchmark: Benchmark = field(default_factory=lambda: Benchmark(name=CASH))
     news_items: list[Any] = field(default_factory=list)
     llm: Any = None  # swarm.llm.client.LLMClient when --llm is set; None means rules brains only
     cache: dict[str, Any] = field(default_factory=dict)  # per-run memo (feature bundles…)

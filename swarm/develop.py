@@ -20,18 +20,13 @@ import sys
 import traceback
 from pathlib import Path
 
-from swarm.cli_args import add_data_arguments, check_data_args, parse_tickers
+from swarm.cli_args import OneLineParser, add_data_arguments, check_data_args, parse_tickers
 from swarm.errors import UserInputError
 from swarm.llm.settings import parse_llm_arg
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # one line, no usage dump
-        raise UserInputError(f"{message} (see --help)")
-
-
 def build_parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="python -m swarm.develop", description=__doc__.split("\n\n")[0])
+    p = OneLineParser(prog="python -m swarm.develop", description=__doc__.split("\n\n")[0])
     p.add_argument("--directive", help='what to look for, e.g. "momentum alpha in tech"')
     p.add_argument(
         "--resume",

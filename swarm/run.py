@@ -151,9 +151,7 @@ def _load_benchmark(
                 + str(exc).removeprefix("--tickers: ")
                 + "; or use --benchmark buy-and-hold / cash"
             ) from None
-    benchmark = Benchmark(
-        name=name, held={name: loaded.bars}, calendar=calendar, sha256={name: loaded.sha256}
-    )
+    benchmark = Benchmark(name=name, held={name: loaded.bars}, calendar=calendar)
     insample = benchmark.fold_returns(folds, costs=config.costs)
     if len(insample) < MIN_BENCHMARK_OVERLAP:
         raise UserInputError(

@@ -21,16 +21,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from swarm.cli_args import OneLineParser
 from swarm.errors import UserInputError
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # one line, no usage dump
-        raise UserInputError(f"{message} (see --help)")
-
-
 def build_parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="python -m swarm.analyze", description=__doc__.split("\n\n")[1])
+    p = OneLineParser(prog="python -m swarm.analyze", description=__doc__.split("\n\n")[1])
     p.add_argument("--ticker", help="one symbol, e.g. NVDA")
     p.add_argument("--date", help="decision date, ISO (YYYY-MM-DD): the last bar it may read")
     p.add_argument("--data-dir", type=Path, help="folder of SYMBOL.csv files")

@@ -24,19 +24,14 @@ from typing import Any
 
 import pandas as pd
 
-from swarm.cli_args import add_data_arguments, check_data_args, parse_tickers
+from swarm.cli_args import OneLineParser, add_data_arguments, check_data_args, parse_tickers
 from swarm.errors import UserInputError
 
 FAMILIES = ("momentum", "mean_reversion", "breakout", "trend", "volatility")
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # one line, no usage dump
-        raise UserInputError(f"{message} (see --help)")
-
-
 def build_parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="python -m swarm.research", description=__doc__.split("\n\n")[1])
+    p = OneLineParser(prog="python -m swarm.research", description=__doc__.split("\n\n")[1])
     p.add_argument("--tickers", required=True, help="comma-separated symbols, e.g. AAPL,MSFT")
     add_data_arguments(p)
     p.add_argument(

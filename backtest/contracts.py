@@ -59,6 +59,9 @@ class JobStatus(StrEnum):
     ERROR = "error"
     TIMEOUT = "timeout"
     REJECTED = "rejected"
+    # The child's fill log failed the trusted side's books (an impossible fill, a cash change
+    # no fill explains, a log of another job): its figures are not believed, the variant is out.
+    INTEGRITY_ERROR = "integrity_error"
 
 
 class Metrics(BaseModel):

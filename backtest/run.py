@@ -3,15 +3,15 @@
 Prints ONE JSON object on stdout and nothing else:
 
     {"file": ..., "tickers": [...], "start": ..., "end": ..., "warmup_start": ...,
-     "status": "ok" | "error" | "timeout" | "rejected",
+     "status": "ok" | "error" | "timeout" | "rejected" | "integrity_error",
      "metrics": {...} | null,          # one ticker: its metrics; several: see below
      "error": str | null,
      "lookahead": {"biased": bool, "mismatches": [...], "n_cuts": int,
                    "checked": bool, "error": str | null},          # with --check-lookahead
      "per_ticker": {TICKER: {"status", "metrics", "error", "lookahead"?}}}  # 2+ tickers
 
-With several tickers the top-level ``status`` is the worst one (rejected > error
-> timeout > ok), ``metrics`` is the equal-weight portfolio of the tickers that
+With several tickers the top-level ``status`` is the worst one (integrity_error >
+rejected > error > timeout > ok), ``metrics`` is the equal-weight portfolio of the tickers that
 ran ok (daily mean of their returns) and ``lookahead.biased`` is true when any
 ticker's check was. Exit 0 whenever the file could be judged (whatever the
 status), 2 on bad arguments (one line on stderr naming the argument).
@@ -42,7 +42,13 @@ import numpy as np
 from backtest.contracts import BacktestJob, CostModel, Fold, JobStatus
 from backtest.errors import BacktestError
 
-_WORST = {JobStatus.REJECTED: 3, JobStatus.ERROR: 2, JobStatus.TIMEOUT: 1, JobStatus.OK: 0}
+_WORST = {
+    JobStatus.INTEGRITY_ERROR: 4,
+    JobStatus.REJECTED: 3,
+    JobStatus.ERROR: 2,
+    JobStatus.TIMEOUT: 1,
+    JobStatus.OK: 0,
+}
 
 
 class _Parser(argparse.ArgumentParser):

@@ -26,8 +26,11 @@ def _vetoes(
     n_errors: int,
     criteria: Criteria,
     lookahead: str | None,
+    integrity: str | None = None,
 ) -> list[tuple[Veto, str]]:
     v: list[tuple[Veto, str]] = []
+    if integrity:
+        v.append((Veto.INTEGRITY, f"integrity error: {integrity}"))
     if n_jobs == 0:
         v.append((Veto.NO_RESULTS, "no backtest results for this variant"))
     elif n_errors == n_jobs:
@@ -109,7 +112,15 @@ def evaluate_variants(
                 f"{r.symbol}/fold{r.fold} {r.status}: {r.error or ''}".strip() for r in failed
             )
         )[:MAX_ERRORS_KEPT]
-        vetoes = _vetoes(metrics, len(jobs), len(failed), criteria, flags.get(variant_id))
+        broken = next((r for r in jobs if r.status == JobStatus.INTEGRITY_ERROR), None)
+        vetoes = _vetoes(
+            metrics,
+            len(jobs),
+            len(failed),
+            criteria,
+            flags.get(variant_id),
+            None if broken is None else f"{broken.symbol}/fold{broken.fold}: {broken.error}",
+        )
         alpha = _alpha(jobs, metrics, benchmark, benchmark_name, periods_per_year)
         evals.append(
             VariantEvaluation(

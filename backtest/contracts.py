@@ -90,6 +90,9 @@ class Metrics(BaseModel):
     # a round trip of the whole book counts 2); None when the fills were not given.
     turnover_annual: float | None = None
     avg_holding_bars: float | None = None  # bars in the market per closed trade
+    # Orders the broker refused (margin: not enough cash; rejected): a strategy whose entries
+    # are refused trades less than its code says, and its win rate is of the trades it got.
+    orders_rejected: int = 0
 
 
 class BacktestResult(BaseModel):

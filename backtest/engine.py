@@ -28,14 +28,13 @@ from dataclasses import dataclass, field, replace
 from datetime import date, datetime
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
+from backtest.books import ClaimedFill, Fill, FillLog, account, feed_frame
 from backtest.compat import import_backtrader
 from backtest.contracts import BacktestJob, BacktestResult, CostModel, Fold, JobStatus
 from backtest.feed import FramePandasData
-from backtest.metrics import compute_metrics
-from backtest.period_keys import backtrader_keys
-from backtest.quality import OHLCV
 
 bt = import_backtrader()
 
@@ -52,26 +51,15 @@ class StrategyCodeError(Exception):
     """The code is runnable Python but not a usable strategy (0 or 2+ classes, bad params)."""
 
 
-@dataclass(frozen=True)
-class Fill:
-    """One executed order, as the broker filled it."""
-
-    created: date
-    executed: date
-    side: str  # "buy" | "sell"
-    size: float
-    price: float
-    commission: float
-
-
 @dataclass
 class EngineRun:
     """Everything one run produced; ``run_job`` keeps only the result."""
 
     result: BacktestResult
-    fills: list[Fill] = field(default_factory=list)
+    log: FillLog | None = None  # what the run claims (the child sends this, nothing else)
+    fills: list[Fill] = field(default_factory=list)  # the fills the books accepted
     dates: list[date] = field(default_factory=list)  # every fed bar, warm-up included
-    values: list[float] = field(default_factory=list)  # broker value at each bar's close
+    values: list[float] = field(default_factory=list)  # the books' value at each bar's close
     strategy: Any = None  # the strategy instance (None when the run failed early)
 
 
@@ -79,7 +67,8 @@ class EngineRun:
 
 
 class _Recorder(bt.Analyzer):
-    """Per-bar broker value and exposure, closed trades and fills.
+    """Per-bar date and broker value, every fill and the orders the broker refused: the
+    run's claim (``FillLog``), which ``backtest.books`` checks and replays.
 
     Analyzers run after the strategy's ``next`` (and through ``prenext``), so every
     bar is recorded with the value marked at its close.
@@ -92,53 +81,61 @@ class _Recorder(bt.Analyzer):
         # per-bar num2date conversion was a tenth of a short backtest's time.
         self.nums: list[float] = []
         self.values: list[float] = []
-        self.in_market: list[bool] = []
-        self.pnls: list[float] = []
-        self.fills: list[Fill] = []
-        self._stop_num = (
-            bt.date2num(datetime.combine(self.p.stop_after, datetime.max.time()))
-            if self.p.stop_after is not None
-            else None
-        )
+        # (data, created num, executed num, side, size, price, commission, order type)
+        self.fills: list[tuple[int, float, float, str, float, float, float, str]] = []
+        self.rejected = 0
+        self._feed = {id(d): i for i, d in enumerate(self.strategy.datas)}
+        # By the day's ordinal: date2num of 23:59:59.999999 rounds to the next midnight, so a
+        # date-number comparison let one bar too many through.
+        self._stop_day = self.p.stop_after.toordinal() if self.p.stop_after is not None else None
         self._clock = self.strategy.datas[0].datetime
         self._broker = self.strategy.broker
-        self._positions = [self.strategy.getposition(d) for d in self.strategy.datas]
 
     def next(self) -> None:
         num = self._clock[0]
         self.nums.append(num)
-        if self._stop_num is not None and num > self._stop_num:
+        if self._stop_day is not None and int(num) > self._stop_day:
             self.strategy.env.runstop()  # after this bar: no strategy call on later bars
         self.values.append(float(self._broker.getvalue()))
-        positions = self._positions
-        self.in_market.append(
-            positions[0].size != 0 if len(positions) == 1 else any(p.size != 0 for p in positions)
-        )
 
     @property
     def dates(self) -> list[date]:
         # backtrader's date numbers are proleptic ordinals plus the time as a fraction
         return [date.fromordinal(int(n)) for n in self.nums]
 
-    def notify_trade(self, trade: Any) -> None:
-        if trade.isclosed:
-            self.pnls.append(float(trade.pnlcomm))
-
     def notify_order(self, order: Any) -> None:
-        if order.status == order.Completed:
+        if order.status in (order.Margin, order.Rejected):
+            self.rejected += 1
+        # The execution bits since this order's previous notification: each is one fill at
+        # the price the broker booked (``executed.price`` is an average, off by an ulp).
+        for bit in order.executed.iterpending():
             self.fills.append(
-                Fill(
-                    created=bt.num2date(order.created.dt).date(),
-                    executed=bt.num2date(order.executed.dt).date(),
-                    side="buy" if order.isbuy() else "sell",
-                    size=float(order.executed.size),
-                    price=float(order.executed.price),
-                    commission=float(order.executed.comm),
+                (
+                    self._feed.get(id(order.data), -1),
+                    order.created.dt,
+                    bit.dt,
+                    "buy" if order.isbuy() else "sell",
+                    float(bit.size),
+                    float(bit.price),
+                    float(bit.comm),
+                    order.ExecTypes[order.exectype],
                 )
             )
 
+    def claim(self) -> FillLog:
+        """The run's fill log, with bar positions for the date numbers."""
+        at = {num: i for i, num in enumerate(self.nums)}
+        return FillLog(
+            fills=[
+                ClaimedFill(d, at.get(c, -1), at.get(e, -1), side, size, price, comm, kind)
+                for d, c, e, side, size, price, comm, kind in self.fills
+            ],
+            values=np.asarray(self.values, dtype=float),
+            orders_rejected=self.rejected,
+        )
+
     def get_analysis(self) -> dict[str, Any]:
-        return {"n_bars": len(self.values), "n_trades": len(self.pnls)}
+        return {"n_bars": len(self.values), "n_fills": len(self.fills)}
 
 
 # ---------------------------------------------------------------------------- code loading
@@ -301,27 +298,15 @@ def _wall_clock_limit(seconds: float) -> Iterator[None]:
 # ---------------------------------------------------------------------------- run
 
 
-def _feed_frame(bars: pd.DataFrame, fold: Fold) -> pd.DataFrame:
-    lo = pd.Timestamp(fold.warmup_start)
-    hi = pd.Timestamp(fold.end) + pd.Timedelta(days=1)  # end inclusive, intraday too
-    index = bars.index
-    if index.is_monotonic_increasing:  # the loaders guarantee it: slice, don't mask
-        i, j = index.searchsorted(lo, "left"), index.searchsorted(hi, "left")
-        frame = bars.iloc[i:j][OHLCV]
-    else:
-        frame = bars.loc[(index >= lo) & (index < hi), OHLCV]
-    return frame.astype("float64")  # copy-on-write (pandas 3): no copy when already float64
-
-
 def trim_bars(job: BacktestJob) -> BacktestJob:
     """``job`` carrying only the bars its run reads (warm-up start to fold end).
 
     For jobs crossing a process boundary: a symbol's whole history is often ten times
     the window, and pickling it for every job was a visible part of the pool's cost.
-    The run's result is unchanged (``_feed_frame`` of the trimmed bars is the same frame).
+    The run's result is unchanged (``feed_frame`` of the trimmed bars is the same frame).
     """
     try:
-        frame = _feed_frame(job.bars, job.fold)
+        frame = feed_frame(job.bars, job.fold)
     except Exception:  # malformed bars: leave them for the run to report
         return job
     return replace(job, bars=frame) if len(frame) < len(job.bars) else job
@@ -338,13 +323,13 @@ def _result(job: BacktestJob, status: JobStatus, **kw: Any) -> BacktestResult:
     )
 
 
-def _simulate(job: BacktestJob, run: EngineRun, code_file_box: list[str]) -> None:
+def _simulate(job: BacktestJob, run: EngineRun, code_file_box: list[str], books: bool) -> None:
     module, code_file = _load_module(job.code, job.variant_id)
     code_file_box.append(code_file)
     try:
         user_cls = _pick_strategy(module)
         params = _check_params(user_cls, job.params)
-        frame = _feed_frame(job.bars, job.fold)
+        frame = feed_frame(job.bars, job.fold)
         fold_start = job.fold.start
         if frame.empty or frame.index[-1].date() < fold_start:
             raise ValueError(
@@ -374,45 +359,28 @@ def _simulate(job: BacktestJob, run: EngineRun, code_file_box: list[str]) -> Non
 
     rec = strategy.analyzers.recorder
     run.strategy = strategy
-    run.fills = rec.fills
-    run.dates = dates = rec.dates  # computed once: a conversion of every bar
-    run.values = rec.values
-
-    first = next((i for i, d in enumerate(dates) if d >= fold_start), None)
-    if first is None:
-        raise ValueError(f"no bars on or after fold start {fold_start}")
-    base = rec.values[first - 1] if first > 0 else costs.cash
-    equity = [base, *rec.values[first:]]
-    bars_in_market = int(sum(rec.in_market[first:]))
-    traded = float(sum(abs(f.size) * f.price for f in rec.fills if f.executed >= fold_start))
-    metrics = compute_metrics(
-        equity,
-        trade_pnls=rec.pnls,
-        bars_in_market=bars_in_market,
-        periods_per_year=job.periods_per_year,
-        traded_notional=traded,
-    )
-    returns = [b / a - 1.0 for a, b in itertools.pairwise(equity)]
-    run.result = _result(
-        job,
-        JobStatus.OK,
-        metrics=metrics,
-        return_dates=backtrader_keys(rec.nums[first:]),
-        returns=returns,
-        trade_pnls=list(rec.pnls),
-        bars_in_market=bars_in_market,
-        traded_notional=traded,
-    )
+    run.dates = rec.dates
+    run.log = rec.claim()
+    if not books:  # the sandboxed child: its parent keeps the books
+        run.result = _result(job, JobStatus.OK)
+        return
+    kept = account(job, run.log)
+    run.result, run.fills, run.values = kept.result, kept.fills, kept.values.tolist()
 
 
-def execute(job: BacktestJob) -> EngineRun:
-    """Run ``job`` and keep the fills, per-bar values and strategy instance. Never raises."""
+def execute(job: BacktestJob, *, books: bool = True) -> EngineRun:
+    """Run ``job``; keep its fill log, the strategy instance and (``books``) the books kept
+    of the log: the result, the accepted fills, the per-bar values. Never raises.
+
+    ``books=False`` is the sandboxed child's mode: it only claims (``run.log``); the
+    parent, which holds the same bars and costs, keeps the books (``backtest.books``).
+    """
     started = time.perf_counter()
     run = EngineRun(result=_result(job, JobStatus.ERROR, error="not run"))
     code_file: list[str] = []
     try:
         with _wall_clock_limit(job.timeout_s):
-            _simulate(job, run, code_file)
+            _simulate(job, run, code_file, books)
     except JobTimeout as exc:
         run.result = _result(job, JobStatus.TIMEOUT, error=f"Timeout: {exc}")
     except (Exception, SystemExit) as exc:

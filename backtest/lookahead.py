@@ -10,7 +10,11 @@ each cut
 * every line of every indicator the strategy holds (found through the
   strategy's ``_lineiterators``, i.e. ``getindicators()``, recursively)
 
-are identical between the cut run and the full run. A cut run that fails while
+are identical between the cut run and the full run. The fills compared are the ones
+the trusted side's books accepted (``backtest.books``), on bars the trusted side cut:
+nothing a run clears or edits inside its child can hide a difference, and a run whose
+claimed fills do not match its books (an integrity error) fails the check closed
+(``biased`` with ``integrity`` naming it). A cut run that fails while
 the full run succeeds (``close[1]`` on the last bar is an IndexError) is a
 mismatch too. Each cut run only gets the bars up to its cut, so the check costs
 about ``n_cuts / 2`` full runs of CPU, spread over the executor's workers; every
@@ -39,13 +43,15 @@ REL_TOL = 1e-12
 
 class LookaheadReport(BaseModel):
     """``biased``: some cut disagreed with the full run. ``checked``: the check could
-    run at all (False when the full run itself failed or was rejected; see ``error``)."""
+    run at all (False when the full run itself failed or was rejected; see ``error``).
+    ``integrity``: a run's fill log failed the books (then ``biased``: fail closed)."""
 
     biased: bool
     mismatches: list[str] = Field(default_factory=list)
     n_cuts: int = 0
     checked: bool = True
     error: str | None = None
+    integrity: str | None = None
     duration_s: float = 0.0
 
 
@@ -195,10 +201,10 @@ def _check(
     timeout_s: float,
     policy: SandboxPolicy | None,
 ) -> LookaheadReport:
-    from backtest.engine import _feed_frame
+    from backtest.books import feed_frame
     from backtest.executor import SerialBackend
 
-    frame = _feed_frame(bars, fold)
+    frame = feed_frame(bars, fold)
     dates = [ts.date() for ts in frame.index]
     positions = cut_positions(pd.DatetimeIndex(frame.index), fold, n_cuts)
 
@@ -238,6 +244,15 @@ def _check(
         if own:
             ex.close()
 
+    broken = [
+        (tag, out.result.error)
+        for tag, out in [("full run", full)]
+        + [(f"cut at {dates[p].isoformat()}", c) for p, c in zip(positions, cuts, strict=True)]
+        if out.result.status == JobStatus.INTEGRITY_ERROR
+    ]
+    if broken:
+        why = f"{broken[0][0]}: {broken[0][1]}"
+        return LookaheadReport(biased=True, mismatches=[why], n_cuts=len(positions), integrity=why)
     if full.result.status != JobStatus.OK or full.trace is None:
         return LookaheadReport(
             biased=False,

@@ -16,7 +16,12 @@ kernel guards, Landlock and seccomp (``backtest.kernel_guards``;
 problem early, not the boundary.
 
 This module is the parent side, which never raises: every outcome is a
-``BacktestResult`` with status ok / error / timeout / rejected. It reads the child's
+``BacktestResult`` with status ok / error / timeout / rejected / integrity_error. The
+parent keeps the books (``backtest.books``): a child's line is only a claim (its status and
+fill log, with the nonce the parent sent it for that job, one at a time, on a pipe); the
+parent checks the fills against the bars and costs, replays them and computes the
+metrics. A line that is not the running job's (another job id, a wrong nonce, malformed)
+is an integrity error, and the child is killed; the jobs after it run in a fresh child. It reads the child's
 result pipe and its stdout/stderr through ``poll`` with bounded buffers: a result line
 longer than ``policy.result_mb`` kills the child and is an error, output beyond a short
 tail is discarded. The wall clock is enforced twice: the engine's SIGALRM inside the
@@ -35,6 +40,7 @@ import json
 import math
 import os
 import resource
+import secrets
 import select
 import shutil
 import signal
@@ -44,6 +50,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from backtest.books import FillLog, IntegrityError, account
 from backtest.contracts import BacktestJob, BacktestResult, JobStatus
 from backtest.kernel_guards import (
     kernel_capabilities,
@@ -54,7 +61,7 @@ from backtest.kernel_guards import (
 )
 from backtest.python_guards import read_roots
 from backtest.sandbox_child import run_child
-from backtest.trace import decode_line
+from backtest.trace import decode_line, fill_rows
 
 __all__ = [
     "DEFAULT_POLICY",
@@ -265,7 +272,9 @@ class _Child:
     cpu_s: int
     outcomes: list[SandboxOutcome] = field(default_factory=list)
     status: int | None = None  # wait status
-    stopped: str = ""  # "timeout" | "too_large" | "temp_full" | "" (it exited by itself)
+    # "timeout" | "too_large" | "temp_full" | "integrity" (a line not the job's: the job's
+    # outcome is already in ``outcomes``) | "" (it exited by itself)
+    stopped: str = ""
     output: bytes = b""  # the tail of its stdout/stderr
     temp_bytes: int = 0
 
@@ -282,8 +291,10 @@ def _run_in_children(
         outs += child.outcomes
         if done >= len(rest):
             break
-        outs.append(_verdict(rest[done], child, policy))
-        rest = rest[done + 1 :]
+        if child.stopped != "integrity":
+            outs.append(_verdict(rest[done], child, policy))
+            done += 1
+        rest = rest[done:]
     return outs
 
 
@@ -311,17 +322,21 @@ def _spawn(jobs: list[BacktestJob], policy: SandboxPolicy, trace: bool) -> _Chil
         fds += [result_r, result_w]
         output_r, output_w = os.pipe()
         fds += [output_r, output_w]
+        nonce_r, nonce_w = os.pipe()
+        fds += [nonce_r, nonce_w]
         sys.stdout.flush()
         sys.stderr.flush()
         pid = os.fork()
         if pid == 0:  # child: never returns
             os.close(result_r)
             os.close(output_r)
-            run_child(jobs, policy, trace, tmpdir, (result_w, output_w), child.cpu_s, as_limit)
-        for fd in (result_w, output_w):
+            os.close(nonce_w)
+            pipes = (result_w, output_w, nonce_r)
+            run_child(jobs, policy, trace, tmpdir, pipes, child.cpu_s, as_limit)
+        for fd in (result_w, output_w, nonce_r):
             os.close(fd)
             fds.remove(fd)
-        _collect(child, pid, result_r, output_r, jobs, timeouts, policy, trace)
+        _collect(child, pid, result_r, output_r, nonce_w, jobs, timeouts, policy, trace)
         # Without a private tmpfs (not root) the files are in the shared directory: measure.
         child.temp_bytes = _dir_bytes(tmpdir, limit=policy.temp_mb << 20)
         if child.temp_bytes > policy.temp_mb << 20:
@@ -339,17 +354,22 @@ def _collect(
     pid: int,
     result_r: int,
     output_r: int,
+    nonce_w: int,
     jobs: list[BacktestJob],
     timeouts: list[float],
     policy: SandboxPolicy,
     trace: bool,
 ) -> None:
-    """Read result lines (each parsed as soon as it is complete) and output, bounded; reap.
+    """Send each job's nonce when it is due, read result lines (each checked and booked as
+    soon as it is complete) and output, bounded; reap.
 
     The parent never holds more than one result line (``policy.result_mb``) and a tail
     of output. Deadlines: each job's limit + grace from the previous line, and the sum
-    of all for the child; at either, or on a too-long line, the group is killed.
+    of all for the child; at either, on a too-long line or on a line that is not the
+    running job's, the group is killed.
     """
+    nonces = [secrets.token_hex(16) for _ in jobs]  # 32 hex digits: NONCE_BYTES with "\n"
+    _send(nonce_w, nonces[0])
     cap = policy.result_mb << 20
     start = time.monotonic()
     end_all = start + sum(timeouts) + policy.grace_s
@@ -377,9 +397,17 @@ def _collect(
                 while (nl := buf.find(b"\n")) >= 0 and len(child.outcomes) < len(jobs):
                     line = bytes(buf[:nl])
                     del buf[: nl + 1]
-                    child.outcomes.append(_parse(jobs[len(child.outcomes)], line, trace))
-                    if len(child.outcomes) < len(jobs):
-                        end_job = time.monotonic() + timeouts[len(child.outcomes)] + policy.grace_s
+                    k = len(child.outcomes)
+                    outcome, foreign = _parse(jobs[k], line, trace, nonces[k])
+                    child.outcomes.append(outcome)
+                    if foreign:
+                        child.stopped = "integrity"
+                        break
+                    if k + 1 < len(jobs):
+                        _send(nonce_w, nonces[k + 1])
+                        end_job = time.monotonic() + timeouts[k + 1] + policy.grace_s
+                if child.stopped:
+                    break
                 if len(buf) > cap:
                     child.stopped = "too_large"
                     break
@@ -446,20 +474,49 @@ def _dir_bytes(path: str, *, limit: int) -> int:
     return total
 
 
-def _parse(job: BacktestJob, line: bytes, trace: bool) -> SandboxOutcome:
-    """One result line of ``job``: its result (and trace), or the child's setup error."""
+def _send(fd: int, nonce: str) -> None:
+    """A job's nonce to the child (33 bytes: never blocks on an empty pipe)."""
+    with contextlib.suppress(OSError):  # a child that is gone reads nothing
+        os.write(fd, nonce.encode("ascii") + b"\n")
+
+
+def _parse(job: BacktestJob, line: bytes, trace: bool, nonce: str) -> tuple[SandboxOutcome, bool]:
+    """One result line of ``job``, booked: (its outcome, whether the line was foreign).
+
+    A foreign line (malformed, another job's, a wrong nonce) is an integrity error and stops
+    the child. A well-formed line of this job is a claim: an error or timeout is taken as
+    it is (it can only hurt the job), a fill log goes to the books.
+    """
     try:
         payload = json.loads(line)
-        if "result" not in payload:
-            return error_outcome(job, JobStatus.ERROR, str(payload.get("error", "no result")))
-        result = BacktestResult.model_validate(payload["result"])
-    except (ValueError, TypeError, KeyError, AttributeError) as exc:
-        return error_outcome(job, JobStatus.ERROR, f"SandboxError: bad result: {exc}")
-    if result.job_id != job.job_id:
-        return error_outcome(
-            job, JobStatus.ERROR, f"SandboxError: result line of another job ({result.job_id})"
-        )
-    return SandboxOutcome(result, payload.get("trace") if trace else None)
+        if not isinstance(payload, dict):
+            raise IntegrityError("a result line that is not a JSON object")
+        if set(payload) == {"error"}:  # the child's confinement failed before any job ran
+            return error_outcome(job, JobStatus.ERROR, str(payload["error"])), False
+        if payload.get("job_id") != job.job_id or payload.get("nonce") != nonce:
+            raise IntegrityError(
+                "a result line that is not this job's (its job id or nonce differs from the "
+                "one sent for this job)"
+            )
+        status = payload.get("status")
+        if status in (JobStatus.ERROR, JobStatus.TIMEOUT):
+            return error_outcome(job, JobStatus(status), str(payload.get("error"))), False
+        if status != JobStatus.OK:
+            raise IntegrityError(f"a result line with status {str(status)[:40]!r}")
+        log = FillLog.from_json(payload.get("log"))
+        claimed_trace = payload.get("trace") if trace else None
+    except (ValueError, IntegrityError) as exc:
+        why = exc if isinstance(exc, IntegrityError) else f"a malformed result line ({exc})"
+        return error_outcome(job, JobStatus.INTEGRITY_ERROR, f"IntegrityError: {why}"), True
+    duration = payload.get("duration_s")
+    books = account(job, log, duration_s=duration if isinstance(duration, float) else 0.0)
+    out = SandboxOutcome(books.result)
+    if trace and books.result.status == JobStatus.OK and isinstance(claimed_trace, dict):
+        orders, lines = claimed_trace.get("orders"), claimed_trace.get("lines")
+        if isinstance(orders, list) and isinstance(lines, dict):
+            out.trace = {"orders": orders, "lines": lines, "fills": fill_rows(books.fills),
+                         "n_bars": len(books.values)}  # fmt: skip
+    return out, False
 
 
 def _verdict(job: BacktestJob, child: _Child, policy: SandboxPolicy) -> SandboxOutcome:

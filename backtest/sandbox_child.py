@@ -4,7 +4,8 @@
 What the child gets, in this order, before any strategy code is compiled:
 
 1. stdin on ``/dev/null``; stdout and stderr on a pipe the parent drains (it keeps a short
-   tail for crash messages); the result pipe on fd 3; every other descriptor closed;
+   tail for crash messages); the result pipe on fd 3, the nonce pipe on fd 4; every other
+   descriptor closed;
 2. a new session (``setsid``): its own process group, which the parent kills whole, and no
    controlling terminal;
 3. the worker's multiprocessing semaphores (the pool's queue locks) replaced by private
@@ -46,6 +47,8 @@ if TYPE_CHECKING:
     from backtest.sandbox import SandboxPolicy
 
 RESULT_FD = 3
+NONCE_FD = 4  # the parent sends each job's nonce here when that job is due
+NONCE_BYTES = 33  # 32 hex digits and a newline
 ENV_ALLOWLIST = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ")
 
 
@@ -54,13 +57,19 @@ def run_child(
     policy: SandboxPolicy,
     trace: bool,
     tmpdir: str,
-    pipes: tuple[int, int],
+    pipes: tuple[int, int, int],
     cpu_s: int,
     as_limit: int,
 ) -> None:
     """Confine this process, run ``jobs`` one after another, write one JSON line per job to
     the result pipe, ``_exit``. Several jobs share a child only when they share their code.
-    ``pipes``: the write ends of (result pipe, output pipe)."""
+    ``pipes``: the write ends of (result pipe, output pipe) and the read end of the nonce
+    pipe.
+
+    A job's line is its claim, not its result: its status and, when it ran, its fill log
+    (``backtest.books.FillLog``) with the nonce the parent sent for it. The parent checks
+    and replays the log and computes every figure itself.
+    """
     code = 0
     payloads: list[bytes] = []
     try:
@@ -95,7 +104,7 @@ def run_child(
         for payload in payloads:
             _write_line(payload)
         for job in jobs:  # each result leaves as soon as it exists: a later crash keeps it
-            _write_line(_run_job(job, trace))
+            _write_line(_run_job(job, trace, _read_nonce()))
     except BaseException:
         code = 2
     os._exit(code)
@@ -108,32 +117,54 @@ def _write_line(payload: bytes) -> None:
         view = view[n:]
 
 
-def _run_job(job: BacktestJob, trace: bool) -> bytes:
+def _read_nonce() -> str:
+    """The next job's nonce (blocks until the parent has the previous job's line)."""
+    got = b""
+    while len(got) < NONCE_BYTES:
+        chunk = os.read(NONCE_FD, NONCE_BYTES - len(got))
+        if not chunk:
+            raise EOFError("the nonce pipe closed")
+        got += chunk
+    return got.decode("ascii").strip()
+
+
+def _run_job(job: BacktestJob, trace: bool, nonce: str) -> bytes:
     from backtest.engine import execute
     from backtest.trace import collect_trace
 
-    run = execute(job)  # never raises; SIGALRM gives a clean timeout result
-    out: dict[str, Any] = {"result": run.result.model_dump(mode="json")}
+    run = execute(job, books=False)  # never raises; SIGALRM gives a clean timeout result
+    res = run.result
+    out: dict[str, Any] = {
+        "job_id": job.job_id,
+        "nonce": nonce,
+        "status": res.status.value,
+        "error": res.error,
+        "duration_s": res.duration_s,
+        "log": run.log.to_json() if run.log is not None else None,
+    }
     if trace:
         out["trace"] = collect_trace(run) if run.strategy is not None else None
     return json.dumps(out).encode()
 
 
-def _isolate_fds(result_w: int, output_w: int) -> None:
-    """stdin on /dev/null, stdout+stderr on the output pipe, the result pipe on fd 3,
-    every other descriptor closed (the terminal, the pool's pipes, the worker's files)."""
+def _isolate_fds(result_w: int, output_w: int, nonce_r: int) -> None:
+    """stdin on /dev/null, stdout+stderr on the output pipe, the result pipe on fd 3, the
+    nonce pipe on fd 4, every other descriptor closed (the terminal, the pool's pipes, the
+    worker's files)."""
     import fcntl
 
-    result = fcntl.fcntl(result_w, fcntl.F_DUPFD, 10)  # out of the way of 0..3
+    result = fcntl.fcntl(result_w, fcntl.F_DUPFD, 10)  # out of the way of 0..4
     output = fcntl.fcntl(output_w, fcntl.F_DUPFD, 10)
+    nonce = fcntl.fcntl(nonce_r, fcntl.F_DUPFD, 10)
     devnull = os.open(os.devnull, os.O_RDONLY)
     os.dup2(devnull, 0)
     os.dup2(output, 1)
     os.dup2(output, 2)
     os.dup2(result, RESULT_FD)
+    os.dup2(nonce, NONCE_FD)
     soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
     high = soft if soft != resource.RLIM_INFINITY else 1 << 20
-    os.closerange(RESULT_FD + 1, max(high, 1 << 16))  # close_range(2): cost ~ open fds
+    os.closerange(NONCE_FD + 1, max(high, 1 << 16))  # close_range(2): cost ~ open fds
     sys.stdout = io.TextIOWrapper(io.FileIO(1, "w", closefd=False), write_through=True)
     sys.stderr = io.TextIOWrapper(io.FileIO(2, "w", closefd=False), write_through=True)
 

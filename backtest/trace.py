@@ -1,7 +1,8 @@
-"""The trace of a finished run: orders, fills and every indicator line (``backtest.lookahead``).
+"""The trace of a finished run: orders and every indicator line (``backtest.lookahead``).
 
 Collected inside the sandboxed child (it walks the strategy's objects) and sent back as JSON;
-line values travel as base64 little-endian float64 (``decode_line``).
+line values travel as base64 little-endian float64 (``decode_line``). The fills are not the
+child's to tell: the parent adds the fills its books accepted (``with_fills``).
 """
 
 from __future__ import annotations
@@ -31,8 +32,16 @@ def _walk_indicators(owner: Any, seen: set[int]) -> list[Any]:
     return found
 
 
+def fill_rows(fills: list[Any]) -> list[list[Any]]:
+    """The books' fills as trace rows: created and executed dates, side, size, price, fee."""
+    return [
+        [f.created.isoformat(), f.executed.isoformat(), f.side, f.size, f.price, f.commission]
+        for f in fills
+    ]
+
+
 def collect_trace(run: Any) -> dict[str, Any]:
-    """Orders, fills and every indicator line of a finished run (JSON-able).
+    """Orders and every indicator line of a finished run (JSON-able).
 
     Line values travel as base64 little-endian float64 (``decode_line``).
     Indicators are found through the strategy's ``_lineiterators`` (what
@@ -56,8 +65,4 @@ def collect_trace(run: Any) -> dict[str, Any]:
                 raw = np.asarray(arr, dtype="<f8").tobytes()
                 lines[f"{n}:{type(ind).__name__}.{alias}"] = base64.b64encode(raw).decode()
     orders = [list(o) for o in strat.__dict__.get("_lab_orders", [])]
-    fills = [
-        [f.created.isoformat(), f.executed.isoformat(), f.side, f.size, f.price, f.commission]
-        for f in run.fills
-    ]
-    return {"orders": orders, "fills": fills, "lines": lines, "n_bars": len(run.dates)}
+    return {"orders": orders, "lines": lines, "n_bars": len(run.dates)}

@@ -37,9 +37,10 @@ import pandas as pd
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from backtest.books import feed_frame  # noqa: E402
 from backtest.compat import import_backtrader  # noqa: E402
 from backtest.contracts import BacktestJob, CostModel, Fold, JobStatus  # noqa: E402
-from backtest.engine import _feed_frame, run_job  # noqa: E402
+from backtest.engine import run_job  # noqa: E402
 from backtest.executor import ProcessPoolBackend  # noqa: E402
 from strategies.codegen import render  # noqa: E402
 from strategies.families import default_spec  # noqa: E402
@@ -91,7 +92,7 @@ def raw_run(job: BacktestJob) -> float:
             if isinstance(o, type) and issubclass(o, bt.Strategy) and o.__module__ == module.__name__
         )  # fmt: skip
         cerebro = bt.Cerebro(stdstats=False, preload=True, runonce=True, maxcpus=1)
-        frame = _feed_frame(job.bars, job.fold)
+        frame = feed_frame(job.bars, job.fold)
         cerebro.adddata(bt.feeds.PandasData(dataname=frame, openinterest=None), name=job.symbol)
         cerebro.addstrategy(cls)
         cerebro.broker.setcash(job.costs.cash)
@@ -142,7 +143,7 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=2)
     args = ap.parse_args()
     jobs = make_jobs()
-    n_bars = sum(len(_feed_frame(j.bars, j.fold)) for j in jobs)
+    n_bars = sum(len(feed_frame(j.bars, j.fold)) for j in jobs)
     raw_run(jobs[0])  # first-call warm-up, as our workers get
     run_job(jobs[0])
     # Rounds interleave the four measurements, so drift in the machine's speed (other

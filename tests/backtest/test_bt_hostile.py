@@ -7,9 +7,9 @@ bounded (``tracemalloc`` peak while it runs the job), and the payload's own expe
 Runs without the lint also repeat without Landlock and seccomp (``kernel=False``): the uid and
 capability drop, the session and the rlimits must hold on their own.
 
-Payloads that fake figures (``fakes``) cannot be caught before the trusted replay of fills:
-they are ``xfail(strict=True)``; an honest outcome (the honest strategy's numbers, or an
-error) is what they must eventually give.
+Payloads that fake figures (``fakes``) meet the trusted books (``backtest.books``): the child
+only claims fills, the parent checks and replays them. Each must give an integrity error
+naming the discrepancy (``want``), or the honest strategy's own numbers.
 """
 
 from __future__ import annotations
@@ -47,8 +47,6 @@ FOLD = Fold(index=0, warmup_start=date(2015, 1, 2), start=date(2015, 3, 2), end=
 TIMEOUT_S = 4.0
 GRACE_S = 1.0
 PARENT_PEAK_MB = 24  # the result cap is 8 MB: the parent holds at most ~one line
-NEEDS_REPLAY = "needs trusted replay (issue 13 item 1)"
-NEEDS_REPLAYED_LOOKAHEAD = "needs the lookahead check on replayed fills (issue 13 item 2)"
 
 # Shared by payloads: libc through ctypes (past every Python-level guard) and a reporter.
 PRELUDE = """
@@ -65,6 +63,30 @@ def lib(body: str) -> str:
     return textwrap.dedent(PRELUDE).lstrip() + textwrap.dedent(body).strip()
 
 
+def forge(fills: str) -> str:
+    """A payload that writes its job's line itself: the nonce and job from the child's stack,
+    ``fills`` (a Python expression over the bars' OPEN/HIGH/LOW lists and BUY(i), the honest
+    market buy price of bar i) and values that claim
+    100,000 growing 0.1% a bar, then exits before the real line."""
+    return """
+        import base64, json, os, struct, sys
+        f = sys._getframe()
+        while f is not None and "nonce" not in f.f_locals:
+            f = f.f_back
+        nonce, job = f.f_locals["nonce"], f.f_locals["job"]
+        d = self.data
+        n = d.buflen()
+        OPEN, HIGH, LOW = list(d.open.array), list(d.high.array), list(d.low.array)
+        BUY = lambda i: min(OPEN[i] * (1 + 0.0005), HIGH[i])  # the broker's market buy price
+        values = struct.pack("<%dd" % n, *[100000.0 * 1.001 ** i for i in range(n)])
+        log = {"fills": FILLS, "values": base64.b64encode(values).decode(), "orders_rejected": 0}
+        line = {"job_id": job.job_id, "nonce": nonce, "status": "ok", "error": None,
+                "duration_s": 0.1, "log": log}
+        os.write(3, json.dumps(line).encode() + b"\\n")
+        os._exit(0)
+        """.replace("FILLS", fills)
+
+
 @dataclass(frozen=True)
 class Payload:
     body: str  # next()'s body; HOST is the host file's path, OUTSIDE a path outside
@@ -72,7 +94,7 @@ class Payload:
     lint_passes: bool = False  # the static lint lets it through (it then runs)
     methods: str = ""  # extra methods of the strategy class (stop(), ...)
     statuses: tuple[JobStatus, ...] = (JobStatus.ERROR,)
-    fakes: bool = False  # tries to fake figures: xfail until the trusted replay
+    fakes: bool = False  # tries to fake figures: an integrity error or honest numbers
     kernel_off: bool = True  # also run with kernel=False
     all_fail: bool = False  # every call the payload reports returned -1 (errno after the /)
     root_only: bool = False  # its bound (uid of its own, tmpfs, process cap) needs root
@@ -278,7 +300,11 @@ PAYLOADS: dict[str, Payload] = {
     ),
     # --- faked figures (issue 13 item 1): honest numbers or an integrity error, eventually
     "add_cash_every_bar": Payload(
-        "self.broker.add_cash(1000.0)", lint_passes=True, fakes=True, statuses=(JobStatus.OK,)
+        "self.broker.add_cash(1000.0)",
+        want=("cash change no fill explains",),
+        lint_passes=True,
+        fakes=True,
+        statuses=(JobStatus.INTEGRITY_ERROR,),
     ),
     "edit_recorder_in_stop": Payload(
         "pass",
@@ -288,9 +314,10 @@ PAYLOADS: dict[str, Payload] = {
             for i in range(len(rec.values)):
                 rec.values[i] = 100000.0 * (1.001 ** i)
         """,
+        want=("cash change no fill explains",),
         lint_passes=True,
         fakes=True,
-        statuses=(JobStatus.OK,),
+        statuses=(JobStatus.INTEGRITY_ERROR,),
     ),
     "forged_line_then_exit": Payload(
         """
@@ -304,8 +331,44 @@ PAYLOADS: dict[str, Payload] = {
         os.write(3, json.dumps(line).encode() + b"\\n")
         os._exit(0)
         """,
+        want=("not this job's",),
         fakes=True,
-        statuses=(JobStatus.OK,),
+        statuses=(JobStatus.INTEGRITY_ERROR,),
+    ),
+    # --- forged fill logs carrying the job's own nonce (found on the stack): the books check
+    # every fill against the bars and the costs
+    "forged_log_buys_at_the_low": Payload(
+        forge(
+            "[[0, 45, 46, 'buy', 100.0, LOW[46], 100.0 * LOW[46] * 0.001, 'Market'],"
+            " [0, 47, 48, 'sell', -100.0, HIGH[48], 100.0 * HIGH[48] * 0.001, 'Market']]"
+        ),
+        want=("is not the bar's open",),
+        fakes=True,
+        statuses=(JobStatus.INTEGRITY_ERROR,),
+    ),
+    "forged_log_without_commission": Payload(
+        forge("[[0, 45, 46, 'buy', 100.0, BUY(46), 0.0, 'Market']]"),
+        want=("commission 0.0, the cost model's is",),
+        fakes=True,
+        statuses=(JobStatus.INTEGRITY_ERROR,),
+    ),
+    "forged_log_unaffordable": Payload(
+        forge("[[0, 45, 46, 'buy', 1e7, BUY(46), 1e7 * BUY(46) * 0.001, 'Market']]"),
+        want=("not affordable",),
+        fakes=True,
+        statuses=(JobStatus.INTEGRITY_ERROR,),
+    ),
+    "forged_log_in_the_warmup": Payload(
+        forge("[[0, 5, 6, 'buy', 10.0, BUY(6), 10.0 * BUY(6) * 0.001, 'Market']]"),
+        want=("not between the fold's first bar",),
+        fakes=True,
+        statuses=(JobStatus.INTEGRITY_ERROR,),
+    ),
+    "forged_log_limit_outside_the_range": Payload(
+        forge("[[0, 45, 50, 'buy', 10.0, LOW[50] * 0.9, 10.0 * LOW[50] * 0.9 * 0.001, 'Limit']]"),
+        want=("outside the bar's range",),
+        fakes=True,
+        statuses=(JobStatus.INTEGRITY_ERROR,),
     ),
 }
 
@@ -446,8 +509,6 @@ def _cases() -> Iterator:
             marks = []
             if (payload.root_only or mode == "nolint-nokernel") and not ROOT:
                 marks.append(pytest.mark.skip(reason="the uid drop and its bounds need root"))
-            if payload.fakes and (mode != "lint" or payload.lint_passes):
-                marks.append(pytest.mark.xfail(strict=True, reason=NEEDS_REPLAY))
             yield pytest.param(name, mode, id=f"{name}-{mode}", marks=marks)
 
 
@@ -458,9 +519,8 @@ def test_hostile_payload(name: str, mode: str, bars, honest, host) -> None:
     if mode == "lint" and not payload.lint_passes:
         assert res.status == JobStatus.REJECTED, res
         return
-    if payload.fakes:  # honest numbers, or a refusal
+    if payload.fakes:  # an integrity error naming the discrepancy, or honest numbers
         assert res.status != JobStatus.OK or res.metrics == honest[name], res.metrics
-        return
     assert res.status in payload.statuses, res
     for fragment in payload.want:
         assert fragment in (res.error or ""), res.error
@@ -578,25 +638,29 @@ def test_a_hung_batch_child_is_killed_and_the_rest_rerun(bars: pd.DataFrame) -> 
     assert statuses == [JobStatus.OK, JobStatus.TIMEOUT, JobStatus.OK], outs
 
 
-@pytest.mark.xfail(strict=True, reason=NEEDS_REPLAY)
-def test_a_job_replacing_compute_metrics_fakes_later_jobs(bars: pd.DataFrame) -> None:
+def test_a_job_replacing_the_metrics_in_its_child_fakes_nothing(bars: pd.DataFrame) -> None:
+    """The child computes no figure: patching every metrics function there changes nothing,
+    for this job or the later jobs of its batch."""
     code = src.SMA_CROSS.replace(
         "    def next(self):\n",
         "    def next(self):\n"
-        "        import backtest.engine as engine\n"
-        "        real = engine.compute_metrics\n"
-        "        engine.compute_metrics = lambda *a, **k: real(*a, **k).model_copy("
-        "update={'sharpe': 9.9})\n",
+        "        import backtest.books as books, backtest.metrics as metrics\n"
+        "        real = metrics.compute_metrics\n"
+        "        fake = lambda *a, **k: real(*a, **k).model_copy(update={'sharpe': 9.9})\n"
+        "        metrics.compute_metrics = books.compute_metrics = fake\n",
     )
     jobs = [_job(code, bars, job_id=f"j{i}") for i in range(2)]
     honest = [run_sandboxed(_job(src.SMA_CROSS, bars, job_id=f"j{i}")).result for i in range(2)]
     outs = run_sandboxed_batch(jobs, SandboxPolicy(validate=False))
     for out, ref in zip(outs, honest, strict=True):
-        assert out.result.status != JobStatus.OK or out.result.metrics == ref.metrics
+        assert out.result.status == JobStatus.OK, out.result.error
+        assert out.result.metrics == ref.metrics
+        assert out.result.metrics.n_trades > 0
 
 
-@pytest.mark.xfail(strict=True, reason=NEEDS_REPLAY)
 def test_a_job_writing_other_jobs_results(bars: pd.DataFrame) -> None:
+    """Lines without the nonce sent for the running job are integrity errors; the child is
+    killed and the next job runs in a fresh child (where the same code fails alike)."""
     code = src.SMA_CROSS.replace(
         "    def next(self):\n",
         "    def next(self):\n"
@@ -609,7 +673,33 @@ def test_a_job_writing_other_jobs_results(bars: pd.DataFrame) -> None:
     )
     outs = run_sandboxed_batch([_job(code, bars, job_id=f"j{i}") for i in range(2)],
                                SandboxPolicy(validate=False))  # fmt: skip
-    assert all("sabotaged" not in (o.result.error or "") for o in outs[1:]), outs
+    for out in outs:
+        assert out.result.status == JobStatus.INTEGRITY_ERROR, out.result
+        assert "sabotaged" not in (out.result.error or "")
+        assert "not this job's" in (out.result.error or "")
+
+
+def test_a_job_writing_the_next_jobs_line_early(bars: pd.DataFrame) -> None:
+    """A line for a later job of the batch, written before that job's nonce was sent, cannot
+    carry it: the writer's own job is an integrity error. The later job runs in a fresh child
+    and is judged by its own line (this code then claims an error for itself: harmless)."""
+    code = src.SMA_CROSS.replace(
+        "    def next(self):\n",
+        "    def next(self):\n"
+        "        import json, os, sys\n"
+        "        f = sys._getframe()\n"
+        "        while f is not None and 'nonce' not in f.f_locals:\n"
+        "            f = f.f_back\n"
+        "        line = {'job_id': 'j1', 'nonce': f.f_locals['nonce'], 'status': 'error',"
+        " 'error': 'sabotaged'}\n"
+        "        os.write(3, json.dumps(line).encode() + b'\\n')\n"
+        "        os._exit(0)\n",
+    )
+    outs = run_sandboxed_batch([_job(code, bars, job_id=f"j{i}") for i in range(2)],
+                               SandboxPolicy(validate=False))  # fmt: skip
+    assert outs[0].result.status == JobStatus.INTEGRITY_ERROR, outs
+    assert "sabotaged" not in (outs[0].result.error or "")
+    assert outs[1].result.status == JobStatus.ERROR, outs
 
 
 PEEK = """
@@ -643,9 +733,31 @@ def test_lookahead_through_the_array_is_caught(bars: pd.DataFrame) -> None:
     assert report.biased, report
 
 
-@pytest.mark.xfail(strict=True, reason=NEEDS_REPLAYED_LOOKAHEAD)
 def test_lookahead_hidden_by_clearing_fills(bars: pd.DataFrame) -> None:
+    """Clearing the claimed fills leaves a cash change no fill explains: fail closed."""
     code = PEEK + HIDE
     for policy in (SandboxPolicy(), SandboxPolicy(validate=False)):  # it passes the lint too
         report = check_lookahead(code, bars, fold=FOLD, symbol="AAPL", policy=policy)
         assert report.biased, report
+        assert "cash change no fill explains" in (report.integrity or ""), report
+
+
+HIDE_ALL = (
+    HIDE
+    + """
+        rec = self.analyzers.recorder
+        rec.values[:] = [100000.0] * len(rec.values)
+"""
+)
+
+
+def test_lookahead_hidden_by_rewriting_the_whole_claim(bars: pd.DataFrame) -> None:
+    """A claim rewritten to be consistent (no fills, a flat value) is booked as what it says:
+    a strategy that never traded. No figure of the peeking strategy survives."""
+    code = PEEK + HIDE_ALL
+    report = check_lookahead(code, bars, fold=FOLD, symbol="AAPL")
+    assert not report.biased and report.checked, report
+    res = run_sandboxed(_job(code, bars)).result
+    assert res.status == JobStatus.OK, res.error
+    assert res.metrics.n_trades == 0 and res.metrics.total_return_pct == 0.0
+    assert res.traded_notional == 0.0

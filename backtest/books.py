@@ -1,0 +1,523 @@
+"""The trusted side keeps the books: a job's figures come from its fill log, replayed here.
+
+The code that runs a strategy (a sandboxed child, or the engine in-process) is believed in
+nothing. It hands back a ``FillLog``: every fill (bar, side, size, price, commission, order
+type), the broker value it saw at every bar, and how many orders the broker refused. This
+module, which holds the same bars and the same cost model, then
+
+1. checks every fill against the data: its bar exists and follows the bar the order was
+   placed on, on or after the fold's start; a market order's price is the bar's open with
+   the slippage (capped by the bar's range, as the broker does), a close order's the bar's
+   close, any other order's within the bar's range; its commission is the cost model's;
+   the cash it needs is there;
+2. replays cash, positions and equity itself, with backtrader's own arithmetic (the same
+   float operations in the same order, so an honest run's figures are bit-identical);
+3. compares the value the child saw at every bar with the replay: a difference is a cash
+   change no fill explains (``broker.add_cash``, an edited analyzer);
+4. computes the metrics from its own replay (``backtest.metrics``).
+
+Any failed check raises ``IntegrityError`` naming the first discrepancy; ``account`` turns it
+into a ``status: "integrity_error"`` result, which the gate treats as a veto.
+
+Conventions of the replay (documented, not hidden): a trade runs flat to flat per symbol
+(backtrader's ``tradeid`` is not believed from the child, so trades are never split by it);
+the broker is backtrader's default stock-like one of ``backtest.engine`` (percentage
+commission, percentage slippage on open, limit and match, never outside the bar's range,
+short sales credit cash).
+"""
+
+from __future__ import annotations
+
+import base64
+import math
+from dataclasses import dataclass, field
+from datetime import date
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from backtest.contracts import BacktestJob, BacktestResult, CostModel, Fold, JobStatus
+from backtest.metrics import compute_metrics
+from backtest.period_keys import index_keys
+from backtest.quality import OHLCV
+
+EXEC_TYPES = ("Market", "Close", "Limit", "Stop", "StopLimit", "StopTrail", "StopTrailLimit")
+MAX_FILLS = 200_000  # a log longer than this is not a backtest of ours
+VALUE_RTOL = 1e-9  # the child's value vs the replay: beyond this a cash change is unexplained
+PRICE_RTOL = 1e-12  # a market or close fill vs the price the trusted side computes
+
+
+class IntegrityError(Exception):
+    """The fill log contradicts the data, the costs or itself (the message says where)."""
+
+
+@dataclass(frozen=True)
+class Fill:
+    """One fill as the books accept it (dates of the fed bars).
+
+    ``price`` is what backtrader reports as the order's ``executed.price``, a size-weighted
+    average of its execution bits, ``(0.0 + size * price) / size``: the booked price up to
+    an ulp. Turnover and the trace use it, as they did when the engine read it.
+    """
+
+    created: date
+    executed: date
+    side: str  # "buy" | "sell"
+    size: float
+    price: float
+    commission: float
+
+
+@dataclass(frozen=True)
+class ClaimedFill:
+    """One fill as the child reports it: bar positions in the fed frame, from its first bar."""
+
+    data: int  # which data feed (0 for a one-symbol job)
+    created: int  # bar the order was placed on
+    executed: int  # bar it filled on
+    side: str
+    size: float
+    price: float
+    commission: float
+    exectype: str
+
+    def row(self) -> list[Any]:
+        return [self.data, self.created, self.executed, self.side, self.size, self.price,
+                self.commission, self.exectype]  # fmt: skip
+
+
+@dataclass
+class FillLog:
+    """What a run claims: its fills, the broker value at every bar it ran, rejected orders."""
+
+    fills: list[ClaimedFill] = field(default_factory=list)
+    values: np.ndarray = field(default_factory=lambda: np.empty(0))
+    orders_rejected: int = 0
+
+    def to_json(self) -> dict[str, Any]:
+        raw = np.asarray(self.values, dtype="<f8").tobytes()
+        return {
+            "fills": [f.row() for f in self.fills],
+            "values": base64.b64encode(raw).decode(),
+            "orders_rejected": int(self.orders_rejected),
+        }
+
+    @classmethod
+    def from_json(cls, payload: Any) -> FillLog:
+        """Parse a child's log strictly; anything malformed is an ``IntegrityError``."""
+        if not isinstance(payload, dict):
+            raise IntegrityError("the fill log is not an object")
+        rows, values, refused = (payload.get(k) for k in ("fills", "values", "orders_rejected"))
+        if not isinstance(rows, list) or len(rows) > MAX_FILLS:
+            raise IntegrityError(f"the fill log's fills are not a list of at most {MAX_FILLS}")
+        if not isinstance(refused, int) or isinstance(refused, bool) or refused < 0:
+            raise IntegrityError("orders_rejected is not a non-negative integer")
+        try:
+            raw = base64.b64decode(values, validate=True) if isinstance(values, str) else b"?"
+        except ValueError as exc:
+            raise IntegrityError(f"the claimed values are not base64: {exc}") from None
+        if len(raw) % 8:
+            raise IntegrityError("the claimed values are not float64s")
+        fills = []
+        for k, row in enumerate(rows, 1):
+            fills.append(_claimed_fill(k, row))
+        return cls(fills=fills, values=np.frombuffer(raw, dtype="<f8"), orders_rejected=refused)
+
+
+def _claimed_fill(k: int, row: Any) -> ClaimedFill:
+    ints = (0, 1, 2)
+    floats = (4, 5, 6)
+    ok = (
+        isinstance(row, list)
+        and len(row) == 8
+        and all(isinstance(row[i], int) and not isinstance(row[i], bool) for i in ints)
+        and all(isinstance(row[i], int | float) and not isinstance(row[i], bool) for i in floats)
+        and row[3] in ("buy", "sell")
+        and row[7] in EXEC_TYPES
+    )
+    if not ok:
+        raise IntegrityError(f"fill #{k} is malformed: {str(row)[:200]}")
+    return ClaimedFill(
+        data=row[0], created=row[1], executed=row[2], side=row[3], size=float(row[4]),
+        price=float(row[5]), commission=float(row[6]), exectype=row[7],
+    )  # fmt: skip
+
+
+# ---------------------------------------------------------------------------- the window
+
+
+def feed_frame(bars: pd.DataFrame, fold: Fold) -> pd.DataFrame:
+    """The bars a job's run is fed: warm-up start to fold end (inclusive, intraday too)."""
+    lo = pd.Timestamp(fold.warmup_start)
+    hi = pd.Timestamp(fold.end) + pd.Timedelta(days=1)
+    index = bars.index
+    if index.is_monotonic_increasing:  # the loaders guarantee it: slice, don't mask
+        i, j = index.searchsorted(lo, "left"), index.searchsorted(hi, "left")
+        frame = bars.iloc[i:j][OHLCV]
+    else:
+        frame = bars.loc[(index >= lo) & (index < hi), OHLCV]
+    return frame.astype("float64")  # copy-on-write (pandas 3): no copy when already float64
+
+
+def bars_run(frame: pd.DataFrame, stop_after: date | None) -> int:
+    """How many bars a run covers: all, or up to the first bar dated after ``stop_after``
+    (the engine stops the run after that bar, which it still records)."""
+    if stop_after is None:
+        return len(frame)
+    days = pd.DatetimeIndex(frame.index).normalize()
+    upto = int(days.searchsorted(pd.Timestamp(stop_after), "right"))
+    return min(len(frame), upto + 1)
+
+
+# ---------------------------------------------------------------------------- the replay
+
+
+@dataclass
+class _Position:
+    """backtrader's ``Position``: size and average price, with its exact update rule."""
+
+    size: float = 0.0
+    price: float = 0.0
+
+    def update(self, size: float, price: float) -> tuple[float, float]:
+        """Apply a fill; returns (opened, closed) as ``Position.update`` does."""
+        old = self.size
+        self.size += size
+        if not self.size:
+            opened, closed = 0.0, size
+            self.price = 0.0
+        elif not old:
+            opened, closed = size, 0.0
+            self.price = price
+        elif old > 0:
+            if size > 0:
+                opened, closed = size, 0.0
+                self.price = (self.price * old + size * price) / self.size
+            elif self.size > 0:
+                opened, closed = 0.0, size
+            else:
+                opened, closed = self.size, -old
+                self.price = price
+        else:
+            if size < 0:
+                opened, closed = size, 0.0
+                self.price = (self.price * old + size * price) / self.size
+            elif self.size < 0:
+                opened, closed = 0.0, size
+            else:
+                opened, closed = self.size, -old
+                self.price = price
+        return opened, closed
+
+    def pseudo(self, size: float, price: float) -> tuple[float, float, float, float]:
+        """(size, price, opened, closed) after the fill, without applying it."""
+        probe = _Position(self.size, self.price if self.size else 0.0)
+        opened, closed = probe.update(size, price)
+        return probe.size, probe.price, opened, closed
+
+
+@dataclass
+class _Trade:
+    """backtrader's ``Trade`` arithmetic: its own average price, commission and pnl."""
+
+    size: float = 0.0
+    price: float = 0.0
+    commission: float = 0.0
+    pnl: float = 0.0
+
+    def update(self, size: float, price: float, commission: float) -> bool:
+        """Apply a part of a fill; True when it closes the trade."""
+        self.commission += commission
+        old = self.size
+        self.size += size
+        if abs(self.size) > abs(old):
+            self.price = (old * self.price + size * price) / self.size
+            pnl = 0.0
+        else:
+            pnl = -size * (price - self.price) * 1.0
+        self.pnl += pnl
+        return bool(old and not self.size)
+
+    @property
+    def pnlcomm(self) -> float:
+        return self.pnl - self.commission
+
+
+@dataclass
+class _Replay:
+    """State after each fill: what the books hold."""
+
+    cash: float
+    positions: list[_Position]
+    trades: list[_Trade]
+    pnls: list[float] = field(default_factory=list)
+
+
+def _slipped(price: float, slip: float, up: bool, cap: float) -> float:
+    """backtrader's ``_slip_up/_slip_down`` with ``slip_match`` and without ``slip_out``."""
+    if not slip:
+        return price
+    if up:
+        p = price * (1 + slip)
+        return p if p <= cap else cap
+    p = price * (1 - slip)
+    return p if p >= cap else cap
+
+
+def _same(a: float, b: float, rtol: float) -> bool:
+    return a == b or abs(a - b) <= rtol * max(1.0, abs(a), abs(b))
+
+
+class _Bars:
+    """One data feed's arrays and dates, for the checks."""
+
+    def __init__(self, frame: pd.DataFrame) -> None:
+        # Python floats for the per-fill checks (the same doubles; plain in messages).
+        self.open: list[float] = frame["open"].tolist()
+        self.high: list[float] = frame["high"].tolist()
+        self.low: list[float] = frame["low"].tolist()
+        self.closes: list[float] = frame["close"].tolist()
+        self.close = frame["close"].to_numpy(dtype=float)
+        self.dates = [ts.date() for ts in frame.index]
+
+
+def _check_fill(
+    k: int, f: ClaimedFill, bars: _Bars, n: int, first: int, costs: CostModel, last: int
+) -> float:
+    """The checks of one claimed fill against the data; returns the price the books use."""
+    where = f"fill #{k} ({f.side} {f.size:g}"
+    if not (0 <= f.executed < n):
+        raise IntegrityError(f"{where}): bar {f.executed} is outside the run's {n} bars")
+    where += f" on {bars.dates[f.executed]})"
+    if f.data != 0:
+        raise IntegrityError(f"{where}: data feed {f.data} does not exist (one-symbol job)")
+    if f.executed < last:
+        raise IntegrityError(f"{where}: out of order, after a fill on a later bar")
+    if not (first <= f.created < f.executed):
+        raise IntegrityError(
+            f"{where}: placed on bar {f.created}, not between the fold's first bar "
+            f"({first}) and the bar before the fill"
+        )
+    if not all(math.isfinite(x) for x in (f.size, f.price, f.commission)):
+        raise IntegrityError(f"{where}: a size, price or commission is not finite")
+    if f.size == 0 or (f.size > 0) != (f.side == "buy"):
+        raise IntegrityError(f"{where}: size {f.size!r} does not match the side")
+    i, slip = f.executed, costs.slippage_pct / 100.0
+    o, h, lo, c = bars.open[i], bars.high[i], bars.low[i], bars.closes[i]
+    buy = f.side == "buy"
+    if f.exectype == "Market":
+        if f.executed != f.created + 1:
+            raise IntegrityError(f"{where}: a market order fills on the bar after it is placed")
+        want = _slipped(o, slip, buy, h if buy else lo)
+        if not _same(f.price, want, PRICE_RTOL):
+            raise IntegrityError(
+                f"{where}: price {f.price!r} is not the bar's open {o!r} with slippage ({want!r})"
+            )
+        return want
+    if f.exectype == "Close":
+        if not _same(f.price, c, PRICE_RTOL):
+            raise IntegrityError(f"{where}: price {f.price!r} is not the bar's close {c!r}")
+        return c
+    # Limit and stop orders fill inside the bar, or at the slipped open (backtrader may slip
+    # a sell limit's open below the low, never below the open's slippage).
+    floor, ceiling = min(lo, o * (1 - slip)), max(h, o * (1 + slip))
+    if not (floor <= f.price <= ceiling):
+        raise IntegrityError(
+            f"{where}: price {f.price!r} is outside the bar's range [{floor!r}, {ceiling!r}]"
+        )
+    return f.price
+
+
+def _execute(
+    k: int, f: ClaimedFill, price: float, book: _Replay, rate: float, day: date
+) -> tuple[float, float]:
+    """backtrader's ``BackBroker._execute`` for a stock-like asset, on the books.
+
+    Returns (size, commission) of the fill. The float operations are the broker's own, in
+    its order, so the cash of an honest run is bit-identical.
+    """
+    pos = book.positions[f.data]
+    size = f.size
+    pprice_orig = pos.price
+    psize, _, opened, closed = pos.pseudo(size, price)
+    pnl = -closed * (price - pprice_orig) * 1.0
+    cash = book.cash
+    closedcomm = openedcomm = 0.0
+    if closed:
+        closedvalue = -closed * pprice_orig
+        closecash = closedvalue
+        if closedvalue > 0:
+            closecash /= 1.0
+        cash += closecash + pnl * 1
+        closedcomm = abs(closed) * rate * price
+        cash -= closedcomm
+        cash += 0.0
+        book.cash = cash
+    if opened:
+        openedvalue = opened * price
+        opencash = openedvalue
+        if openedvalue > 0:
+            opencash /= 1.0
+        cash -= opencash
+        openedcomm = abs(opened) * rate * price
+        cash -= openedcomm
+        if cash < 0.0:  # the broker would have refused the opening part
+            raise IntegrityError(
+                f"fill #{k} ({f.side} {size:g} on {day}): not affordable, cash would be "
+                f"{cash:.2f} after it"
+            )
+        book.cash = cash
+    execsize = closed + opened
+    pos.update(execsize, price)
+    trade = book.trades[f.data]
+    if closed and trade.update(closed, price, closedcomm):
+        book.pnls.append(trade.pnlcomm)
+        trade = book.trades[f.data] = _Trade()
+    if opened:
+        trade.update(opened, price, openedcomm)
+    return execsize, closedcomm + openedcomm
+
+
+def _values(close: np.ndarray, cash: np.ndarray, size: np.ndarray, price: np.ndarray) -> np.ndarray:
+    """backtrader's ``_get_value`` per bar, vectorised: cash + the positions' value, with
+    a long position valued as (value - unrealised) + unrealised, as the broker sums it."""
+    dvalue = size * close
+    unrealised = size * (close - price) * 1.0
+    long = (0.0 + (dvalue - unrealised) / 1.0) + unrealised
+    short = 0.0 + dvalue
+    return cash + np.where(dvalue > 0, long, short)
+
+
+@dataclass(frozen=True)
+class Books:
+    """What the trusted side made of a fill log."""
+
+    result: BacktestResult
+    fills: list[Fill]
+    values: np.ndarray  # the replayed broker value at every bar the run covered
+
+
+def keep_books(job: BacktestJob, log: FillLog, *, duration_s: float = 0.0) -> Books:
+    """Check ``log`` against ``job``'s bars and costs, replay it, compute the metrics.
+
+    Raises ``IntegrityError`` at the first discrepancy, ``ValueError`` when the job itself
+    cannot be measured (no bars in its window).
+    """
+    frame = feed_frame(job.bars, job.fold)
+    fold_start = job.fold.start
+    if frame.empty or frame.index[-1].date() < fold_start:
+        raise ValueError(f"no bars for {job.symbol} in fold {job.fold.index}")
+    n = bars_run(frame, job.stop_after)
+    bars = _Bars(frame)
+    first = next((i for i, d in enumerate(bars.dates) if d >= fold_start), None)
+    if first is None or first >= n:
+        raise ValueError(f"no bars on or after fold start {fold_start}")
+    if len(log.values) != n:
+        raise IntegrityError(f"the run covered {len(log.values)} bars, the window has {n}")
+
+    costs = job.costs
+    rate = costs.commission_pct / 100.0
+    book = _Replay(cash=costs.cash, positions=[_Position()], trades=[_Trade()])
+    fills: list[Fill] = []
+    # State after each bar that had fills: (bar, cash, size, average price).
+    marks: list[tuple[int, float, float, float]] = []
+    last = 0
+    for k, claimed in enumerate(log.fills, 1):
+        price = _check_fill(k, claimed, bars, n, first, costs, last)
+        day = bars.dates[claimed.executed]
+        size, commission = _execute(k, claimed, price, book, rate, day)
+        if not _same(claimed.commission, commission, PRICE_RTOL):
+            raise IntegrityError(
+                f"fill #{k} ({claimed.side} {claimed.size:g} on {day}): commission "
+                f"{claimed.commission!r}, the cost model's is {commission!r}"
+            )
+        if size != claimed.size:
+            raise IntegrityError(f"fill #{k} on {day}: size {claimed.size!r} vs {size!r} filled")
+        reported = (0.0 + size * price) / size
+        created = bars.dates[claimed.created]
+        fills.append(Fill(created, day, claimed.side, size, float(reported), commission))
+        pos = book.positions[0]
+        if marks and marks[-1][0] == claimed.executed:
+            marks.pop()
+        marks.append((claimed.executed, book.cash, pos.size, pos.price))
+        last = claimed.executed
+
+    cash, size, avg = _forward_fill(marks, n, costs.cash)
+    values = _values(bars.close[:n], cash, size, avg)
+    claimed_values = np.asarray(log.values, dtype=float)
+    off = ~np.isclose(claimed_values, values, rtol=VALUE_RTOL, atol=VALUE_RTOL)
+    if off.any():
+        i = int(np.flatnonzero(off)[0])
+        raise IntegrityError(
+            f"a cash change no fill explains on {bars.dates[i]}: the run's broker value "
+            f"{claimed_values[i]!r}, the books {values[i]!r}"
+        )
+
+    base = float(values[first - 1]) if first > 0 else costs.cash
+    equity = np.concatenate([[base], values[first:n]])
+    in_market = size[first:n] != 0
+    bars_in_market = int(in_market.sum())
+    traded = float(sum(abs(f.size) * f.price for f in fills if f.executed >= fold_start))
+    metrics = compute_metrics(
+        equity,
+        trade_pnls=book.pnls,
+        bars_in_market=bars_in_market,
+        periods_per_year=job.periods_per_year,
+        traded_notional=traded,
+    ).model_copy(update={"orders_rejected": log.orders_rejected})
+    returns = (equity[1:] / equity[:-1] - 1.0).tolist()
+    result = BacktestResult(
+        job_id=job.job_id,
+        variant_id=job.variant_id,
+        symbol=job.symbol,
+        fold=job.fold.index,
+        status=JobStatus.OK,
+        metrics=metrics,
+        return_dates=index_keys(frame.index[first:n]),
+        returns=returns,
+        trade_pnls=list(book.pnls),
+        bars_in_market=bars_in_market,
+        traded_notional=traded,
+        duration_s=duration_s,
+    )
+    return Books(result=result, fills=fills, values=values)
+
+
+def _forward_fill(
+    marks: list[tuple[int, float, float, float]], n: int, cash0: float
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per-bar cash, size and average price from the state after each bar with fills."""
+    cash = np.full(n, cash0)
+    size = np.zeros(n)
+    avg = np.zeros(n)
+    if marks:
+        at = np.array([m[0] for m in marks])
+        which = np.searchsorted(at, np.arange(n), side="right") - 1
+        has = which >= 0
+        states = np.array([m[1:] for m in marks])
+        cash[has] = states[which[has], 0]
+        size[has] = states[which[has], 1]
+        avg[has] = states[which[has], 2]
+    return cash, size, avg
+
+
+def account(job: BacktestJob, log: FillLog, *, duration_s: float = 0.0) -> Books:
+    """``keep_books``; on a discrepancy, books holding only the job's integrity-error (or,
+    when the job cannot be measured at all, error) result. Never raises."""
+    try:
+        return keep_books(job, log, duration_s=duration_s)
+    except IntegrityError as exc:
+        status, message = JobStatus.INTEGRITY_ERROR, f"IntegrityError: {exc}"
+    except Exception as exc:  # the job cannot be measured: an ordinary error
+        status, message = JobStatus.ERROR, f"{type(exc).__name__}: {exc}"
+    result = BacktestResult(
+        job_id=job.job_id,
+        variant_id=job.variant_id,
+        symbol=job.symbol,
+        fold=job.fold.index,
+        status=status,
+        error=" ".join(message.split())[:500],
+        duration_s=duration_s,
+    )
+    return Books(result=result, fills=[], values=np.empty(0))

@@ -8,7 +8,8 @@ Prints ONE JSON object on stdout and nothing else:
      "error": str | null,
      "lookahead": {"biased": bool, "mismatches": [...], "n_cuts": int,
                    "checked": bool, "error": str | null},          # with --check-lookahead
-     "per_ticker": {TICKER: {"status", "metrics", "error", "lookahead"?}}}  # 2+ tickers
+     "per_ticker": {TICKER: {"status", "metrics", "error", "lookahead"?}},  # 2+ tickers
+     "warnings": [str, ...]}           # e.g. orders the broker refused; also on stderr
 
 With several tickers the top-level ``status`` is the worst one (integrity_error >
 rejected > error > timeout > ok), ``metrics`` is the equal-weight portfolio of the tickers that
@@ -238,8 +239,27 @@ def main(argv: list[str] | None = None) -> int:
                 else None
             )
         report["per_ticker"] = {r.symbol: one(r) for r in results}
+    report["warnings"] = warnings = rejected_warnings(results)
+    for line in warnings:
+        sys.stderr.write(f"backtest.run: warning: {line}\n")
     sys.stdout.write(json.dumps(strict_json(report), allow_nan=False) + "\n")
     return 0
+
+
+def rejected_warnings(results: list[Any]) -> list[str]:
+    """One line per symbol whose orders the broker refused: its figures are of the trades it
+    got, not of the ones its code asked for (an entry sized at 100% of equity is refused
+    whenever the next open gaps up)."""
+    out = []
+    for r in results:
+        n = r.metrics.orders_rejected if r.metrics is not None else 0
+        if n:
+            out.append(
+                f"{r.symbol}: the broker refused {n} order(s) (not enough cash or margin); "
+                f"the {r.metrics.n_trades} trade(s) reported are the ones that filled. "
+                "Size entries below 100% of equity (e.g. order_target_percent(0.95))."
+            )
+    return out
 
 
 if __name__ == "__main__":

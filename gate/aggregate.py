@@ -59,6 +59,7 @@ def _metrics_of(
             "avg_holding_bars": (
                 sum(r.bars_in_market for r in results) / n_trades if n_trades else None
             ),
+            "orders_rejected": sum(r.metrics.orders_rejected for r in results if r.metrics),
         }
     )
 

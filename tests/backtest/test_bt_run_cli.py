@@ -145,3 +145,36 @@ def test_skip_validation_hands_the_file_to_the_sandbox(capsys, tmp_path: Path, d
     assert rc == 0 and out["status"] == "rejected"
     rc, out, _ = _run(capsys, *argv, "--skip-validation")
     assert rc == 0 and out["status"] == "ok" and out["metrics"]["n_trades"] > 0
+
+
+ALL_IN = """
+import backtrader as bt
+
+
+class AllIn(bt.Strategy):
+    params = dict(n=5)
+
+    def __init__(self):
+        self.roc = bt.ind.ROC(period=self.p.n)
+
+    def next(self):
+        if not self.position and self.roc[0] > 0:
+            self.buy(size=int(self.broker.getvalue() / self.data.close[0]))
+        elif self.position and self.roc[0] < 0:
+            self.close()
+"""
+
+
+@pytest.mark.integration
+def test_orders_the_broker_refused_are_counted_and_warned(capsys, tmp_path: Path, daily_dir):
+    """Issue 16 item 7: entries sized at 100% of equity are refused whenever the next open
+    gaps up; the count is in the metrics and a warning says what it means."""
+    path = tmp_path / "all_in.py"
+    path.write_text(ALL_IN)
+    rc, out, err = _run(capsys, str(path), "--data-dir", str(daily_dir), "--tickers", "AAPL",
+                        *COMMON)  # fmt: skip
+    assert rc == 0 and out["status"] == "ok"
+    refused = out["metrics"]["orders_rejected"]
+    assert refused > 0
+    assert len(out["warnings"]) == 1 and f"refused {refused} order(s)" in out["warnings"][0]
+    assert "warning: AAPL: the broker refused" in err

@@ -67,6 +67,7 @@ class Fill:
     size: float
     price: float
     commission: float
+    symbol: str = ""  # the feed's name (a portfolio job's fills span its symbols)
 
 
 @dataclass(frozen=True)
@@ -158,6 +159,23 @@ def feed_frame(bars: pd.DataFrame, fold: Fold) -> pd.DataFrame:
     else:
         frame = bars.loc[(index >= lo) & (index < hi), OHLCV]
     return frame.astype("float64")  # copy-on-write (pandas 3): no copy when already float64
+
+
+def feed_frames(
+    feeds: list[tuple[str, pd.DataFrame]], fold: Fold
+) -> list[tuple[str, pd.DataFrame]]:
+    """Each feed's window, on the dates every feed has (a portfolio's symbols are fed on one
+    calendar, so "the next bar" is the same bar for all of them). One feed: its window."""
+    frames = [(name, feed_frame(bars, fold)) for name, bars in feeds]
+    if len(frames) == 1:
+        return frames
+    empty = [name for name, f in frames if f.empty]
+    if empty:
+        raise ValueError(f"no bars for {', '.join(empty)} in fold {fold.index}")
+    common = frames[0][1].index
+    for _, f in frames[1:]:
+        common = common.intersection(f.index)
+    return [(name, f if f.index.equals(common) else f.loc[common]) for name, f in frames]
 
 
 def bars_run(frame: pd.DataFrame, stop_after: date | None) -> int:
@@ -283,15 +301,16 @@ class _Bars:
 
 
 def _check_fill(
-    k: int, f: ClaimedFill, bars: _Bars, n: int, first: int, costs: CostModel, last: int
+    k: int, f: ClaimedFill, feeds: list[_Bars], n: int, first: int, costs: CostModel, last: int
 ) -> float:
     """The checks of one claimed fill against the data; returns the price the books use."""
     where = f"fill #{k} ({f.side} {f.size:g}"
     if not (0 <= f.executed < n):
         raise IntegrityError(f"{where}): bar {f.executed} is outside the run's {n} bars")
-    where += f" on {bars.dates[f.executed]})"
-    if f.data != 0:
-        raise IntegrityError(f"{where}: data feed {f.data} does not exist (one-symbol job)")
+    where += f" on {feeds[0].dates[f.executed]})"
+    if not (0 <= f.data < len(feeds)):
+        raise IntegrityError(f"{where}: data feed {f.data} does not exist ({len(feeds)} fed)")
+    bars = feeds[f.data]
     if f.executed < last:
         raise IntegrityError(f"{where}: out of order, after a fill on a later bar")
     if not (first <= f.created < f.executed):
@@ -379,14 +398,20 @@ def _execute(
     return execsize, closedcomm + openedcomm
 
 
-def _values(close: np.ndarray, cash: np.ndarray, size: np.ndarray, price: np.ndarray) -> np.ndarray:
-    """backtrader's ``_get_value`` per bar, vectorised: cash + the positions' value, with
-    a long position valued as (value - unrealised) + unrealised, as the broker sums it."""
-    dvalue = size * close
-    unrealised = size * (close - price) * 1.0
-    long = (0.0 + (dvalue - unrealised) / 1.0) + unrealised
-    short = 0.0 + dvalue
-    return cash + np.where(dvalue > 0, long, short)
+def _values(
+    closes: list[np.ndarray], cash: np.ndarray, sizes: np.ndarray, prices: np.ndarray
+) -> np.ndarray:
+    """backtrader's ``_get_value`` per bar, vectorised over bars: cash + the positions' value,
+    summed feed by feed in feed order, a long position as (value - unrealised) + unrealised,
+    the float additions in the broker's order."""
+    total = np.zeros_like(cash)
+    for d, close in enumerate(closes):
+        size, price = sizes[:, d], prices[:, d]
+        dvalue = size * close
+        unrealised = size * (close - price) * 1.0
+        long = (total + (dvalue - unrealised) / 1.0) + unrealised
+        total = np.where(dvalue > 0, long, total + dvalue)
+    return cash + total
 
 
 @dataclass(frozen=True)
@@ -404,12 +429,14 @@ def keep_books(job: BacktestJob, log: FillLog, *, duration_s: float = 0.0) -> Bo
     Raises ``IntegrityError`` at the first discrepancy, ``ValueError`` when the job itself
     cannot be measured (no bars in its window).
     """
-    frame = feed_frame(job.bars, job.fold)
+    named = feed_frames(job.feeds(), job.fold)
+    frame = named[0][1]
     fold_start = job.fold.start
     if frame.empty or frame.index[-1].date() < fold_start:
         raise ValueError(f"no bars for {job.symbol} in fold {job.fold.index}")
     n = bars_run(frame, job.stop_after)
-    bars = _Bars(frame)
+    feeds = [_Bars(f) for _, f in named]
+    bars = feeds[0]
     first = next((i for i, d in enumerate(bars.dates) if d >= fold_start), None)
     if first is None or first >= n:
         raise ValueError(f"no bars on or after fold start {fold_start}")
@@ -418,13 +445,17 @@ def keep_books(job: BacktestJob, log: FillLog, *, duration_s: float = 0.0) -> Bo
 
     costs = job.costs
     rate = costs.commission_pct / 100.0
-    book = _Replay(cash=costs.cash, positions=[_Position()], trades=[_Trade()])
+    book = _Replay(
+        cash=costs.cash,
+        positions=[_Position() for _ in feeds],
+        trades=[_Trade() for _ in feeds],
+    )
     fills: list[Fill] = []
-    # State after each bar that had fills: (bar, cash, size, average price).
-    marks: list[tuple[int, float, float, float]] = []
+    # State after each bar that had fills: (bar, cash, sizes, average prices).
+    marks: list[tuple[int, float, list[float], list[float]]] = []
     last = 0
     for k, claimed in enumerate(log.fills, 1):
-        price = _check_fill(k, claimed, bars, n, first, costs, last)
+        price = _check_fill(k, claimed, feeds, n, first, costs, last)
         day = bars.dates[claimed.executed]
         size, commission = _execute(k, claimed, price, book, rate, day)
         if not _same(claimed.commission, commission, PRICE_RTOL):
@@ -436,15 +467,31 @@ def keep_books(job: BacktestJob, log: FillLog, *, duration_s: float = 0.0) -> Bo
             raise IntegrityError(f"fill #{k} on {day}: size {claimed.size!r} vs {size!r} filled")
         reported = (0.0 + size * price) / size
         created = bars.dates[claimed.created]
-        fills.append(Fill(created, day, claimed.side, size, float(reported), commission))
-        pos = book.positions[0]
+        fills.append(
+            Fill(
+                created,
+                day,
+                claimed.side,
+                size,
+                float(reported),
+                commission,
+                named[claimed.data][0],
+            )
+        )
         if marks and marks[-1][0] == claimed.executed:
             marks.pop()
-        marks.append((claimed.executed, book.cash, pos.size, pos.price))
+        marks.append(
+            (
+                claimed.executed,
+                book.cash,
+                [p.size for p in book.positions],
+                [p.price for p in book.positions],
+            )
+        )
         last = claimed.executed
 
-    cash, size, avg = _forward_fill(marks, n, costs.cash)
-    values = _values(bars.close[:n], cash, size, avg)
+    cash, sizes, avgs = _forward_fill(marks, n, costs.cash, len(feeds))
+    values = _values([f.close[:n] for f in feeds], cash, sizes, avgs)
     claimed_values = np.asarray(log.values, dtype=float)
     off = ~np.isclose(claimed_values, values, rtol=VALUE_RTOL, atol=VALUE_RTOL)
     if off.any():
@@ -456,7 +503,7 @@ def keep_books(job: BacktestJob, log: FillLog, *, duration_s: float = 0.0) -> Bo
 
     base = float(values[first - 1]) if first > 0 else costs.cash
     equity = np.concatenate([[base], values[first:n]])
-    in_market = size[first:n] != 0
+    in_market = (sizes[first:n] != 0).any(axis=1)
     bars_in_market = int(in_market.sum())
     traded = float(sum(abs(f.size) * f.price for f in fills if f.executed >= fold_start))
     metrics = compute_metrics(
@@ -485,21 +532,21 @@ def keep_books(job: BacktestJob, log: FillLog, *, duration_s: float = 0.0) -> Bo
 
 
 def _forward_fill(
-    marks: list[tuple[int, float, float, float]], n: int, cash0: float
+    marks: list[tuple[int, float, list[float], list[float]]], n: int, cash0: float, feeds: int
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Per-bar cash, size and average price from the state after each bar with fills."""
+    """Per-bar cash, sizes and average prices (bars x feeds) from the state after each bar
+    with fills."""
     cash = np.full(n, cash0)
-    size = np.zeros(n)
-    avg = np.zeros(n)
+    sizes = np.zeros((n, feeds))
+    avgs = np.zeros((n, feeds))
     if marks:
         at = np.array([m[0] for m in marks])
         which = np.searchsorted(at, np.arange(n), side="right") - 1
         has = which >= 0
-        states = np.array([m[1:] for m in marks])
-        cash[has] = states[which[has], 0]
-        size[has] = states[which[has], 1]
-        avg[has] = states[which[has], 2]
-    return cash, size, avg
+        cash[has] = np.array([m[1] for m in marks])[which[has]]
+        sizes[has] = np.array([m[2] for m in marks])[which[has]]
+        avgs[has] = np.array([m[3] for m in marks])[which[has]]
+    return cash, sizes, avgs
 
 
 def account(job: BacktestJob, log: FillLog, *, duration_s: float = 0.0) -> Books:

@@ -37,13 +37,16 @@ class Fold(BaseModel):
 
 @dataclass(frozen=True)
 class BacktestJob:
-    """One unit of work: one variant's code on one symbol over one window."""
+    """One unit of work: one variant's code on one symbol, or on a whole universe (a
+    portfolio job: ``bars`` maps each symbol to its bars, fed in that order as
+    ``self.datas``), over one window."""
 
     job_id: str
     variant_id: str
     code: str
-    symbol: str
-    bars: pd.DataFrame  # DatetimeIndex, columns open/high/low/close/volume (float64)
+    symbol: str  # the symbol, or a portfolio job's label
+    # DatetimeIndex, columns open/high/low/close/volume (float64); or symbol -> such frame
+    bars: pd.DataFrame | dict[str, pd.DataFrame]
     fold: Fold
     costs: CostModel = field(default_factory=CostModel)
     params: dict[str, float | int] = field(default_factory=dict)
@@ -52,6 +55,12 @@ class BacktestJob:
     # Stop the run after the first bar dated later than this (lookahead check:
     # the bars after it are placeholders that only keep close[1]-style code alive).
     stop_after: date | None = None
+
+    def feeds(self) -> list[tuple[str, pd.DataFrame]]:
+        """(name, bars) of each data feed, in ``self.datas`` order."""
+        if isinstance(self.bars, dict):
+            return list(self.bars.items())
+        return [(self.symbol, self.bars)]
 
 
 class JobStatus(StrEnum):

@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from backtest.books import ClaimedFill, Fill, FillLog, account, feed_frame
+from backtest.books import ClaimedFill, Fill, FillLog, account, feed_frame, feed_frames
 from backtest.compat import import_backtrader
 from backtest.contracts import BacktestJob, BacktestResult, CostModel, Fold, JobStatus
 from backtest.feed import FramePandasData
@@ -90,6 +90,10 @@ class _Recorder(bt.Analyzer):
         self._stop_day = self.p.stop_after.toordinal() if self.p.stop_after is not None else None
         self._clock = self.strategy.datas[0].datetime
         self._broker = self.strategy.broker
+        # The broker values positions in the order they were first touched: touch them in
+        # feed order, the order the books sum them in.
+        for d in self.strategy.datas:
+            self.strategy.getposition(d)
 
     def next(self) -> None:
         num = self._clock[0]
@@ -306,6 +310,8 @@ def trim_bars(job: BacktestJob) -> BacktestJob:
     The run's result is unchanged (``feed_frame`` of the trimmed bars is the same frame).
     """
     try:
+        if isinstance(job.bars, dict):
+            return replace(job, bars={s: feed_frame(b, job.fold) for s, b in job.bars.items()})
         frame = feed_frame(job.bars, job.fold)
     except Exception:  # malformed bars: leave them for the run to report
         return job
@@ -329,7 +335,8 @@ def _simulate(job: BacktestJob, run: EngineRun, code_file_box: list[str], books:
     try:
         user_cls = _pick_strategy(module)
         params = _check_params(user_cls, job.params)
-        frame = feed_frame(job.bars, job.fold)
+        frames = feed_frames(job.feeds(), job.fold)  # a portfolio's feeds on one calendar
+        frame = frames[0][1]
         fold_start = job.fold.start
         if frame.empty or frame.index[-1].date() < fold_start:
             raise ValueError(
@@ -338,7 +345,8 @@ def _simulate(job: BacktestJob, run: EngineRun, code_file_box: list[str], books:
             )
 
         cerebro = bt.Cerebro(stdstats=False, preload=True, runonce=True, maxcpus=1)
-        cerebro.adddata(FramePandasData(dataname=frame, openinterest=None), name=job.symbol)
+        for name, fed in frames:
+            cerebro.adddata(FramePandasData(dataname=fed, openinterest=None), name=name)
         cerebro.addstrategy(_gated(user_cls, fold_start), **params)
         cerebro.addanalyzer(_Recorder, _name="recorder", stop_after=job.stop_after)
         costs = job.costs

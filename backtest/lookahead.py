@@ -154,7 +154,7 @@ def compare_traces(
 
 def check_lookahead(
     code: str,
-    bars: pd.DataFrame,
+    bars: pd.DataFrame | dict[str, pd.DataFrame],
     *,
     fold: Fold,
     costs: CostModel | None = None,
@@ -191,7 +191,7 @@ def check_lookahead(
 
 def _check(
     code: str,
-    bars: pd.DataFrame,
+    bars: pd.DataFrame | dict[str, pd.DataFrame],
     fold: Fold,
     costs: CostModel,
     n_cuts: int,
@@ -201,14 +201,25 @@ def _check(
     timeout_s: float,
     policy: SandboxPolicy | None,
 ) -> LookaheadReport:
-    from backtest.books import feed_frame
+    from backtest.books import feed_frames
     from backtest.executor import SerialBackend
 
-    frame = feed_frame(bars, fold)
+    # A portfolio job's feeds are cut together, on their common calendar.
+    feeds = feed_frames(list(bars.items()) if isinstance(bars, dict) else [(symbol, bars)], fold)
+    frame = feeds[0][1]
     dates = [ts.date() for ts in frame.index]
     positions = cut_positions(pd.DatetimeIndex(frame.index), fold, n_cuts)
 
-    def job(tag: str, data: pd.DataFrame, end: date, cut_day: date) -> BacktestJob:
+    def cut(pos: int) -> pd.DataFrame | dict[str, pd.DataFrame]:
+        if not isinstance(bars, dict):
+            return padded(frame, pos, PAD_BARS)
+        return {name: padded(f, pos, PAD_BARS) for name, f in feeds}
+
+    def end_of(data: pd.DataFrame | dict[str, pd.DataFrame]) -> date:
+        first = next(iter(data.values())) if isinstance(data, dict) else data
+        return first.index[-1].date()
+
+    def job(tag: str, data: Any, end: date, cut_day: date) -> BacktestJob:
         return BacktestJob(
             job_id=f"lookahead-{tag}",
             variant_id="lookahead",
@@ -226,17 +237,15 @@ def _check(
     ex = SerialBackend(policy=policy or DEFAULT_POLICY) if own else executor
     last = len(frame) - 1
     try:
-        full_bars = padded(frame, last, PAD_BARS)
+        full_bars = cut(last)
         full_fut: Future[SandboxOutcome] = ex.submit_trace(
-            job("full", full_bars, full_bars.index[-1].date(), dates[last]), policy=policy
+            job("full", full_bars, end_of(full_bars), dates[last]), policy=policy
         )
         cut_futs = []
         for p in positions:
-            cut_bars = padded(frame, p, PAD_BARS)
+            cut_bars = cut(p)
             cut_futs.append(
-                ex.submit_trace(
-                    job(f"cut{p}", cut_bars, cut_bars.index[-1].date(), dates[p]), policy=policy
-                )
+                ex.submit_trace(job(f"cut{p}", cut_bars, end_of(cut_bars), dates[p]), policy=policy)
             )
         full = full_fut.result()
         cuts = [f.result() for f in cut_futs]

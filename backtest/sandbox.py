@@ -514,7 +514,8 @@ def _parse(job: BacktestJob, line: bytes, trace: bool, nonce: str) -> tuple[Sand
     if trace and books.result.status == JobStatus.OK and isinstance(claimed_trace, dict):
         orders, lines = claimed_trace.get("orders"), claimed_trace.get("lines")
         if isinstance(orders, list) and isinstance(lines, dict):
-            out.trace = {"orders": orders, "lines": lines, "fills": fill_rows(books.fills),
+            rows = fill_rows(books.fills, symbols=len(job.feeds()) > 1)
+            out.trace = {"orders": orders, "lines": lines, "fills": rows,
                          "n_bars": len(books.values)}  # fmt: skip
     return out, False
 

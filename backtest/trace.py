@@ -32,10 +32,12 @@ def _walk_indicators(owner: Any, seen: set[int]) -> list[Any]:
     return found
 
 
-def fill_rows(fills: list[Any]) -> list[list[Any]]:
-    """The books' fills as trace rows: created and executed dates, side, size, price, fee."""
+def fill_rows(fills: list[Any], *, symbols: bool = False) -> list[list[Any]]:
+    """The books' fills as trace rows: created and executed dates, side, size, price, fee
+    (and, for a portfolio job, the symbol)."""
     return [
         [f.created.isoformat(), f.executed.isoformat(), f.side, f.size, f.price, f.commission]
+        + ([f.symbol] if symbols else [])
         for f in fills
     ]
 

@@ -326,3 +326,103 @@ def test_random_target_paths_are_booked_as_the_broker_books_them(targets, commis
     run = execute(job)
     assert run.result.status == JobStatus.OK, run.result.error
     assert np.array_equal(run.log.values, np.asarray(run.values))
+
+
+ROTATION = """
+import backtrader as bt
+
+
+class Rotation(bt.Strategy):
+    params = dict(lookback=20, every=5)
+
+    def __init__(self):
+        self.roc = {d: bt.ind.ROC(d.close, period=self.p.lookback) for d in self.datas}
+
+    def next(self):
+        if len(self) % self.p.every:
+            return
+        ranked = sorted(self.datas, key=lambda d: self.roc[d][0], reverse=True)
+        best, worst = ranked[0], ranked[-1]
+        for d in self.datas:
+            if d is not best and d is not worst:
+                self.order_target_percent(data=d, target=0.0)
+        self.order_target_percent(data=best, target=0.6)
+        self.order_target_percent(data=worst, target=-0.2)
+"""
+
+
+@pytest.mark.integration
+def test_a_portfolio_job_is_booked_feed_by_feed_as_backtrader_books_it() -> None:
+    """One job over three symbols (``self.datas``): the books value the positions feed by feed
+    in feed order, as the broker sums them, bit for bit; fills name their symbol."""
+    symbols = ("AAPL", "MSFT", "NVDA")
+    bars = {s: read_real_bars(s, "2014-01-01", "2016-12-30") for s in symbols}
+    fold = Fold(index=0, warmup_start=date(2014, 1, 2), start=date(2015, 1, 2),
+                end=date(2016, 12, 30))  # fmt: skip
+    job = BacktestJob(job_id="p", variant_id="v", code=ROTATION, symbol="AAPL+MSFT+NVDA",
+                      bars=bars, fold=fold)  # fmt: skip
+    run = execute(job)
+    assert run.result.status == JobStatus.OK, run.result.error
+    assert {f.symbol for f in run.fills} == set(symbols)
+    assert any(f.side == "sell" and f.size < 0 for f in run.fills)
+
+    namespace: dict = {}
+    exec(compile(ROTATION, "<truth>", "exec"), namespace)  # noqa: S102  (our own fixture)
+
+    class Gated(namespace["Rotation"]):
+        def buy(self, *a, **k):  # noqa: ANN002, ANN003, ANN202
+            return None if self.data.datetime.date(0) < fold.start else super().buy(*a, **k)
+
+        def sell(self, *a, **k):  # noqa: ANN002, ANN003, ANN202
+            return None if self.data.datetime.date(0) < fold.start else super().sell(*a, **k)
+
+    cerebro = bt.Cerebro(stdstats=False)
+    for s in symbols:
+        cerebro.adddata(bt.feeds.PandasData(dataname=bars[s], openinterest=None), name=s)
+    cerebro.addstrategy(Gated)
+    cerebro.addanalyzer(_Truth, _name="truth")
+    cerebro.broker.setcash(job.costs.cash)
+    cerebro.broker.setcommission(commission=job.costs.commission_pct / 100.0)
+    cerebro.broker.set_slippage_perc(job.costs.slippage_pct / 100.0, slip_open=True,
+                                     slip_limit=True, slip_match=True, slip_out=False)  # fmt: skip
+    truth = cerebro.run()[0].analyzers.truth
+    # Bit for bit with the engine's broker (positions touched in feed order); plain backtrader
+    # sums the positions in the order the strategy first touched them, so to the last ulps.
+    assert np.array_equal(run.values, run.log.values)
+    assert np.allclose(run.values, truth.values, rtol=1e-13, atol=0)
+    assert run.result.trade_pnls == pytest.approx(truth.pnls, rel=1e-12)
+    assert run.result.metrics.final_value == pytest.approx(truth.values[-1], rel=1e-13)
+
+
+def test_a_portfolio_fill_on_a_feed_that_does_not_exist() -> None:
+    bars = {"A": BARS, "B": BARS * 2}
+    job = BacktestJob(job_id="p", variant_id="v", code="", symbol="A+B", bars=bars, fold=FOLD,
+                      costs=COSTS)  # fmt: skip
+    log = FillLog(fills=[_fill(2, 3, 1.0, 2 * buy_price(3), data=2)],
+                  values=np.full(len(BARS), COSTS.cash))  # fmt: skip
+    with pytest.raises(IntegrityError, match="data feed 2 does not exist \\(2 fed\\)"):
+        keep_books(job, log)
+    ok = FillLog(fills=[_fill(2, 3, 1.0, min(2 * OPEN[3] * 1.0005, 2 * OPEN[3] + 4), data=1)],
+                 values=np.full(len(BARS), COSTS.cash))  # fmt: skip
+    with pytest.raises(IntegrityError, match="cash change"):  # the B position moves the value
+        keep_books(job, ok)
+
+
+@pytest.mark.integration
+@pytest.mark.slow
+def test_the_lookahead_check_cuts_a_portfolio_s_feeds_together() -> None:
+    from backtest.lookahead import check_lookahead
+    from backtest.sandbox import SandboxPolicy
+
+    bars = {s: read_real_bars(s, "2015-01-01", "2015-12-31") for s in ("AAPL", "MSFT")}
+    fold = Fold(index=0, warmup_start=date(2015, 1, 2), start=date(2015, 3, 2),
+                end=date(2015, 12, 31))  # fmt: skip
+    honest = check_lookahead(ROTATION, bars, fold=fold, n_cuts=4, symbol="AAPL+MSFT")
+    assert honest.checked and not honest.biased, honest
+    peek = ROTATION.replace(  # ranks on the return two bars ahead
+        "self.roc[d][0]", "d.close.array[min(len(d) + 1, d.buflen() - 1)] / d.close[0]"
+    )
+    peek = peek.replace("every=5", "every=1")
+    biased = check_lookahead(peek, bars, fold=fold, n_cuts=4, symbol="AAPL+MSFT",
+                             policy=SandboxPolicy(validate=False))  # fmt: skip
+    assert biased.biased and biased.integrity is None, biased

@@ -15,6 +15,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
+from experiments.records import VARIANTS, Manifest, Verdict
+
 RUNNER = '''
 
 # ---------------------------------------------------------------------------
@@ -247,8 +251,16 @@ def export_from_run(run_dir: Path, to: Path, variant_id: str | None = None) -> P
             f"RUN_DIR: {run_dir} is not a finished run folder (no variants.json/verdict.json); "
             "pass the folder printed by `python -m swarm.develop`"
         )
-    variants = json.loads(state_file.read_text())
-    verdict = json.loads(verdict_file.read_text())
+    # Read through the models the run wrote them with (python -m experiments.check does too).
+    try:
+        variants = VARIANTS.dump_python(VARIANTS.validate_json(state_file.read_text()), mode="json")
+        verdict = Verdict.model_validate_json(verdict_file.read_text()).model_dump(mode="json")
+        manifest = Manifest.model_validate_json((run_dir / "manifest.json").read_text())
+    except ValidationError as exc:
+        raise ExportError(
+            f"RUN_DIR: {run_dir} does not match the run-folder models ({exc.errors()[0]['loc']}: "
+            f"{exc.errors()[0]['msg']}); `python -m experiments.check {run_dir}` names the record"
+        ) from exc
     variant_id = variant_id or verdict.get("best_variant")
     if not variant_id:
         raise ExportError(f"--variant: run {run_dir.name} has no winner; pass --variant ID")
@@ -257,13 +269,12 @@ def export_from_run(run_dir: Path, to: Path, variant_id: str | None = None) -> P
             f"--variant: {variant_id} is not in this run (e.g. {', '.join(list(variants)[:3])})"
         )
     variant = variants[variant_id]
-    manifest = json.loads((run_dir / "manifest.json").read_text())
     figures = variant_figures(variant_id, variant, verdict)
     return write_export(
         Path(to),
         variant=variant,
         class_name=variant["class_name"],
-        costs=manifest["config"]["costs"],
+        costs=manifest.config["costs"],
         figures=figures,
         lineage=lineage_of(variant_id, variants),
         run_dir=run_dir,

@@ -48,6 +48,28 @@ class Veto(StrEnum):
     SHARPE_UNDEFINED = "sharpe_undefined"
 
 
+class Hint(StrEnum):
+    """A failure signal for code (mutation moves, research revisions, routing); the
+    sentence saying why stays in ``FailureAnalysis.evidence``."""
+
+    ZERO_TRADES = "zero_trades"
+    LOOKAHEAD = "lookahead"
+    EXCEPTIONS = "exceptions"
+    TOO_FEW_TRADES = "too_few_trades"
+    DEEP_DRAWDOWN = "deep_drawdown"
+    FOLD_COLLAPSE = "fold_collapse"
+    COST_DRAG = "cost_drag"
+    REGIME_MISMATCH = "regime_mismatch"
+    NO_EDGE = "no_edge"
+    MARKET_EXPOSURE = "market_exposure"
+    NEAR_THRESHOLD = "near_threshold"
+    LOW_DSR = "low_dsr"
+    LOW_ALPHA = "low_alpha"
+    REALITY_CHECK = "reality_check"
+    LOW_RESEARCH_CONFIDENCE = "low_research_confidence"
+    FAR_FROM_THRESHOLDS = "far_from_thresholds"
+
+
 class Criterion(BaseModel):
     metric: str  # a Metrics field name, e.g. "sharpe", "max_drawdown_pct"
     op: str  # ">=" or "<="
@@ -97,12 +119,8 @@ class FailureAnalysis(BaseModel):
     root_cause: str
     confidence: float = Field(ge=0, le=1)
     evidence: list[str] = Field(default_factory=list)
-    actions: list[str] = Field(default_factory=list)  # for people, then "hint:<name>" for code
-
-    @property
-    def hints(self) -> list[str]:
-        """The machine-readable hints among the actions, without their ``hint:`` prefix."""
-        return [a.removeprefix("hint:") for a in self.actions if a.startswith("hint:")]
+    actions: list[str] = Field(default_factory=list)  # for people
+    hints: list[Hint] = Field(default_factory=list)  # for code, in the order found
 
 
 class TrajectoryAnalysis(BaseModel):

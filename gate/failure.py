@@ -3,8 +3,8 @@
 Rules a quant would apply, in order of what must be fixed first: broken code
 (ALGORITHM_BUG) before a hopeless search (FUNDAMENTAL_IMPOSSIBILITY), a near miss
 (PARAMETER_ISSUE) before a wrong premise (RESEARCH_GAP), structural defects
-(DESIGN_FLAW) last. Every signal found is reported in the actions as a
-machine-readable ``hint:...`` even when it is not the primary classification.
+(DESIGN_FLAW) last. Every signal found is reported as a ``Hint`` even when it is not the
+primary classification; the evidence sentences are for people and are never parsed.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from gate.contracts import (
     Criteria,
     FailureAnalysis,
     FailureType,
+    Hint,
     IterationSummary,
     VariantEvaluation,
     Veto,
@@ -33,6 +34,7 @@ LOW_RESEARCH_CONFIDENCE = 0.4
 FUNDAMENTAL_MIN_ITERATIONS = 3
 FUNDAMENTAL_SCORE = 0.35  # best fuzzy score stuck in "low" territory
 NEAR_ZERO_DSR = 0.1
+BROKEN_SHARE = 0.5  # at least this share of broken variants: fix the code before anything else
 MARKET_BETA = 0.3  # at or above: a large part of the returns is the benchmark's own
 ALPHA_T_SIGNIFICANT = 2.0  # HAC t of the intercept below this: no alpha to speak of
 
@@ -49,27 +51,40 @@ def _norm(text: str) -> str:
     return re.sub(r"[\s\-]+", "_", text.strip().lower())
 
 
-def _bug_signals(e: VariantEvaluation, min_trades: int) -> list[str]:
-    s: list[str] = []
+# The order bug hints are reported in (REFINE and FIX read them in this order).
+_BUG_HINTS = (Hint.ZERO_TRADES, Hint.LOOKAHEAD, Hint.EXCEPTIONS, Hint.TOO_FEW_TRADES)
+
+
+def _bug_signals(e: VariantEvaluation, min_trades: int) -> list[tuple[Hint | None, str]]:
+    """What is broken in one variant: (hint for code or None, sentence for people)."""
+    s: list[tuple[Hint | None, str]] = []
     if e.n_jobs and e.n_errors == e.n_jobs:
-        s.append(f"{e.variant_id}: all {e.n_jobs} jobs failed ({'; '.join(e.errors[:2])})")
+        s.append(
+            (Hint.EXCEPTIONS, f"{e.variant_id}: all {e.n_jobs} jobs failed "
+                              f"({'; '.join(e.errors[:2])})")
+        )  # fmt: skip
     elif e.n_jobs and e.n_errors / e.n_jobs > MAX_ERROR_RATE:
-        s.append(f"{e.variant_id}: {e.n_errors}/{e.n_jobs} jobs failed")
+        s.append((Hint.EXCEPTIONS, f"{e.variant_id}: {e.n_errors}/{e.n_jobs} jobs failed"))
     for kind, why in zip(e.veto_kinds, e.vetoes, strict=False):
         if kind == Veto.LOOKAHEAD:  # measured bias; an unchecked variant is not "biased"
-            s.append(f"{e.variant_id}: {why}")
+            s.append((Hint.LOOKAHEAD, f"{e.variant_id}: {why}"))
+        elif kind == Veto.INTEGRITY:  # code whose claims fail the books is broken code: FIX
+            s.append((Hint.EXCEPTIONS, f"{e.variant_id}: {why}"))
     m = e.metrics
     if m is None:
         if not (e.n_jobs and e.n_errors == e.n_jobs):
-            s.append(f"{e.variant_id}: no metrics (no returns produced)")
+            s.append((None, f"{e.variant_id}: no metrics (no returns produced)"))
     else:
         if m.n_trades == 0:
-            s.append(f"{e.variant_id}: zero trades over {m.n_obs} bars")
+            s.append((Hint.ZERO_TRADES, f"{e.variant_id}: zero trades over {m.n_obs} bars"))
         elif m.n_trades < min_trades / 2:
             # Far too few trades is an entry logic that almost never fires: fix, not tune.
-            s.append(f"{e.variant_id}: far too few trades ({m.n_trades} < {min_trades}/2)")
+            s.append(
+                (Hint.TOO_FEW_TRADES,
+                 f"{e.variant_id}: far too few trades ({m.n_trades} < {min_trades}/2)")
+            )  # fmt: skip
         if m.sharpe is None:
-            s.append(f"{e.variant_id}: Sharpe undefined (flat returns)")
+            s.append((None, f"{e.variant_id}: Sharpe undefined (flat returns)"))
     return s
 
 
@@ -77,9 +92,9 @@ def _bug_signals(e: VariantEvaluation, min_trades: int) -> list[str]:
 class _Findings:
     evidence: list[str] = field(default_factory=list)
     actions: list[str] = field(default_factory=list)
-    hints: list[str] = field(default_factory=list)
+    hints: list[Hint] = field(default_factory=list)
 
-    def hint(self, h: str) -> None:
+    def hint(self, h: Hint) -> None:
         if h not in self.hints:
             self.hints.append(h)
 
@@ -93,7 +108,7 @@ def _design_signals(e: VariantEvaluation, criteria: Criteria, f: _Findings) -> i
     dd_rules = [c for c in criteria.rules if c.metric == "max_drawdown_pct" and c.op in ("<=", "<")]
     if dd_rules and m.max_drawdown_pct > DEEP_DD_FACTOR * dd_rules[0].threshold:
         found += 1
-        f.hint("hint:deep_drawdown")
+        f.hint(Hint.DEEP_DRAWDOWN)
         f.evidence.append(
             f"{e.variant_id}: max drawdown {m.max_drawdown_pct:.1f}% > {DEEP_DD_FACTOR}x the "
             f"{dd_rules[0].threshold:g}% limit"
@@ -106,7 +121,7 @@ def _design_signals(e: VariantEvaluation, criteria: Criteria, f: _Findings) -> i
         late = sum(folds[half:]) / (len(folds) - half)
         if (early > 0 and late < 0) or early - late > COLLAPSE_DROP:
             found += 1
-            f.hint("hint:fold_collapse")
+            f.hint(Hint.FOLD_COLLAPSE)
             f.evidence.append(
                 f"{e.variant_id}: fold Sharpe collapses from {early:.2f} (early folds) "
                 f"to {late:.2f} (late folds)"
@@ -122,7 +137,7 @@ def _design_signals(e: VariantEvaluation, criteria: Criteria, f: _Findings) -> i
         and (COST_PF_BAND[0] <= pf <= COST_PF_BAND[1])
     ):
         found += 1
-        f.hint("hint:cost_drag")
+        f.hint(Hint.COST_DRAG)
         f.evidence.append(
             f"{e.variant_id}: {m.n_trades} trades with profit factor {pf:.2f}: costs eat the edge"
         )
@@ -169,19 +184,14 @@ def analyse_failure(
     buggy = [v for v, s in bugs.items() if s]
     clean = [e for e in evaluations if not bugs[e.variant_id] and e.metrics is not None]
     for v in buggy:
-        f.evidence.extend(bugs[v])
-    texts = " ".join(" ".join(s) for s in bugs.values())
-    if "zero trades" in texts:
-        f.hint("hint:zero_trades")
-    if "lookahead" in texts:
-        f.hint("hint:lookahead")
-    if "jobs failed" in texts:
-        f.hint("hint:exceptions")
-    if "too few trades" in texts:
-        f.hint("hint:too_few_trades")
+        f.evidence.extend(why for _, why in bugs[v])
+    found = {h for signals in bugs.values() for h, _ in signals}
+    for h in _BUG_HINTS:
+        if h in found:
+            f.hint(h)
 
     # 1. Broken code first: nothing else is measurable until it runs and trades.
-    if evaluations and (not clean or len(buggy) / len(evaluations) >= 0.5):
+    if evaluations and (not clean or len(buggy) / len(evaluations) >= BROKEN_SHARE):
         share = len(buggy) / max(len(evaluations), 1)
         f.actions.insert(
             0,
@@ -207,7 +217,7 @@ def analyse_failure(
     }
     if best.metrics.n_trades < criteria.min_trades:  # the trade floor is a criterion too
         failing[f"min_trades>={criteria.min_trades}"] = best.metrics.n_trades / criteria.min_trades
-        f.hint("hint:too_few_trades")
+        f.hint(Hint.TOO_FEW_TRADES)
     f.evidence.append(
         f"best variant {best.variant_id} ({best.family}): score {best.score:.2f}, DSR "
         f"{_fmt(best.dsr)}, Sharpe {_fmt(best.metrics.sharpe)}, max DD "
@@ -222,7 +232,7 @@ def analyse_failure(
     best_dsr = max((e.dsr for e in evaluations if e.dsr is not None), default=0.0)
     mismatch = _regime_mismatch(regime, families)
     if mismatch:
-        f.hint("hint:regime_mismatch")
+        f.hint(Hint.REGIME_MISMATCH)
     all_far = all(
         any(
             attainment(c, metric_value(e.metrics, c.metric)) < FAR_ATTAINMENT
@@ -251,7 +261,7 @@ def analyse_failure(
             "stop: no family shows an edge that survives deflation on this data; "
             "try another universe, timeframe or data source"
         )
-        f.hint("hint:no_edge")
+        f.hint(Hint.NO_EDGE)
         return _out(
             FailureType.FUNDAMENTAL_IMPOSSIBILITY,
             "every family stays far from the criteria and the deflated Sharpe is ~0",
@@ -261,7 +271,7 @@ def analyse_failure(
 
     # 3. Returns that are the benchmark's: tuning a market exposure only finds more of it.
     if exposure := _market_exposure(best, criteria):
-        f.hint("hint:market_exposure")
+        f.hint(Hint.MARKET_EXPOSURE)
         f.evidence.append(exposure)
         f.actions.insert(
             0,
@@ -278,7 +288,7 @@ def analyse_failure(
 
     # 4. Near miss: tuning is the cheapest fix.
     if failing and all(a >= NEAR_ATTAINMENT for a in failing.values()) and design_hits == 0:
-        f.hint("hint:near_threshold")
+        f.hint(Hint.NEAR_THRESHOLD)
         f.actions.insert(
             0,
             f"tune {best.variant_id}'s parameters in small steps around the "
@@ -294,7 +304,7 @@ def analyse_failure(
         )
     if not failing and best.dsr is not None and best.dsr < criteria.dsr_threshold:
         # All criteria met but not significant: more tuning would only add trials.
-        f.hint("hint:low_dsr")
+        f.hint(Hint.LOW_DSR)
         f.evidence.append(
             f"criteria met but DSR {best.dsr:.3f} < {criteria.dsr_threshold} "
             "after all trials counted"
@@ -318,7 +328,7 @@ def analyse_failure(
             and best.alpha.benchmark != CASH
             and (da is None or da < criteria.deflated_alpha_threshold)
         ):
-            f.hint("hint:low_alpha")
+            f.hint(Hint.LOW_ALPHA)
             f.evidence.append(
                 f"criteria and DSR met but the deflated alpha over {best.alpha.benchmark} is "
                 f"{_fmt(da)} < {criteria.deflated_alpha_threshold}"
@@ -331,7 +341,7 @@ def analyse_failure(
                 f,
             )
         if best.spa_pvalue is not None and best.spa_pvalue > criteria.spa_threshold:
-            f.hint("hint:reality_check")
+            f.hint(Hint.REALITY_CHECK)
             f.evidence.append(
                 f"Hansen's SPA p-value {best.spa_pvalue:.3f} > {criteria.spa_threshold}: the best "
                 "of the trials so far is not distinguishable from luck against the benchmark"
@@ -352,7 +362,7 @@ def analyse_failure(
     )
     if weak_premise or mismatch:
         if weak_premise:
-            f.hint("hint:low_research_confidence")
+            f.hint(Hint.LOW_RESEARCH_CONFIDENCE)
             f.evidence.append(
                 f"research confidence {research_confidence:.2f} < {LOW_RESEARCH_CONFIDENCE}"
             )
@@ -373,14 +383,14 @@ def analyse_failure(
             FailureType.DESIGN_FLAW,
             f"{design_hits} structural defect(s) in the best variant: "
             + ", ".join(
-                h.removeprefix("hint:")
+                h.value
                 for h in f.hints
-                if h in ("hint:deep_drawdown", "hint:fold_collapse", "hint:cost_drag")
+                if h in (Hint.DEEP_DRAWDOWN, Hint.FOLD_COLLAPSE, Hint.COST_DRAG)
             ),
             min(0.9, 0.6 + 0.1 * design_hits),
             f,
         )
-    f.hint("hint:far_from_thresholds")
+    f.hint(Hint.FAR_FROM_THRESHOLDS)
     f.actions.insert(
         0, "change the design: add a trend/regime filter, ATR stops or different entry signals"
     )
@@ -397,11 +407,11 @@ def _fmt(x: float | None) -> str:
 
 
 def _out(kind: FailureType, cause: str, confidence: float, f: _Findings) -> FailureAnalysis:
-    actions = list(dict.fromkeys(f.actions)) + f.hints
     return FailureAnalysis(
         failure_type=kind,
         root_cause=cause,
         confidence=round(min(max(confidence, 0.0), 1.0), 3),
         evidence=f.evidence,
-        actions=actions,
+        actions=list(dict.fromkeys(f.actions)),
+        hints=f.hints,
     )

@@ -5,6 +5,7 @@ from __future__ import annotations
 from gate.contracts import (
     FailureAnalysis,
     FailureType,
+    Hint,
     Limits,
     LoopCounters,
     Route,
@@ -73,7 +74,7 @@ def decide_route(
                 f"{kind} but the score is stagnant: more tuning will not help, "
                 f"refine the design ({budget})"
             )
-        if "market_exposure" in failure.hints:  # tuning finds more of the same exposure
+        if Hint.MARKET_EXPOSURE in failure.hints:  # tuning finds more of the same exposure
             return Route.REFINE, (
                 f"{kind} (confidence {failure.confidence:.2f}): {failure.root_cause}; refine "
                 f"toward timed, hedged or cross-sectional designs ({budget})"

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from strategies.blocks import required_params, unknown_blocks
-from strategies.spec import Family, ParamValue, StrategySpec
+from strategies.spec import Family, ParamValue, PipelineFamily, StrategySpec
 
 
 @dataclass(frozen=True)
@@ -71,6 +71,19 @@ PARAM_SPACE: dict[str, ParamRange] = {
     "risk_pct": _f(0.0025, 0.03, 0.0025),
     "target_vol": _f(0.05, 0.40, 0.01),
     "vol_lookback": _i(10, 120, 5),
+    # the decision pipeline (strategies.decision_family): risk_pct above is its risk per trade
+    "debate_rounds": _i(1, 3),
+    "conviction_floor": _f(0.0, 0.8, 0.05),
+    "horizon_bars": _i(3, 60),
+}
+
+# The decision pipeline's parameters and defaults (AnalysisConfig's: 1 round, 1% risk, floor
+# 0.2, a 10-bar horizon); it has no blocks, so these are all its spec carries.
+DECISION_PARAMS: dict[str, ParamValue] = {
+    "debate_rounds": 1,
+    "risk_pct": 0.01,
+    "conviction_floor": 0.2,
+    "horizon_bars": 10,
 }
 
 # (a, b): a must stay strictly below b.
@@ -271,6 +284,12 @@ def snap_params(params: dict[str, Any]) -> dict[str, ParamValue]:
 
 def reconcile(spec: StrategySpec) -> StrategySpec:
     """Exactly the parameters the blocks read: keep values, add defaults, drop the unused."""
+    if spec.family == PipelineFamily.DECISION_PIPELINE:  # no blocks: its own parameter set
+        params = {name: spec.parameters.get(name, d) for name, d in DECISION_PARAMS.items()}
+        return spec.model_copy(  # no block edit can make a new trial of the same decisions
+            update={"entry": "decision_pipeline", "filters": [], "exits": [],
+                    "sizing": "risk_engine", "parameters": snap_params(params)}
+        )  # fmt: skip
     problems = unknown_blocks(spec.entry, spec.filters, spec.exits, spec.sizing)
     if problems:
         raise ValueError("; ".join(problems))
@@ -418,3 +437,8 @@ def initial_specs(
         keys.add(spec.trial_key())
         specs.append(spec)
     return specs
+
+
+def known_families() -> list[str]:
+    """Every family name ``--families`` accepts: the block families, then the pipelines."""
+    return [f.value for f in Family] + [f.value for f in PipelineFamily]

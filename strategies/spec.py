@@ -22,11 +22,29 @@ class Family(StrEnum):
     VOLATILITY = "volatility"
 
 
+class PipelineFamily(StrEnum):
+    """Families not assembled from blocks: their code embeds data the trusted side computed
+    (``strategies.decision_family``). Kept apart from ``Family`` so that iterating the block
+    families never meets one without templates."""
+
+    DECISION_PIPELINE = "decision_pipeline"
+
+
+class Origin(StrEnum):
+    """The loop step that built a variant (a research round's number is kept apart)."""
+
+    INITIAL = "INITIAL"
+    TUNE = "TUNE"
+    FIX = "FIX"
+    REFINE = "REFINE"
+    RESEARCH = "RESEARCH"
+
+
 ParamValue = float | int | bool
 
 
 class StrategySpec(BaseModel):
-    family: Family
+    family: Family | PipelineFamily
     name: str
     approach: str  # one sentence a researcher can read
     entry: str  # entry block id, e.g. "roc_momentum"
@@ -68,7 +86,7 @@ class StrategyVariant(BaseModel):
     variant_id: str
     parent_id: str | None = None
     iteration: int
-    route: str  # the route that produced it: INITIAL, TUNE, FIX, REFINE, RESEARCH
+    route: Origin  # the loop step that produced it
     spec: StrategySpec
     code: str
     code_sha256: str

@@ -43,3 +43,8 @@ class RunConfig(BaseModel):
     offline: bool = False
     # What a pass must beat: "buy-and-hold" (the universe, equal weight), a symbol, or "cash".
     benchmark: str = "buy-and-hold"
+    # Families the run tries (--families, or a directive naming the decision pipeline); empty:
+    # every block family, the directive's first. decision_pipeline runs only when named here.
+    families: list[str] = Field(default_factory=list)
+    # The decision pipeline's on-disk cache; None: the user cache dir (swarm.analyze.replay).
+    decision_cache_dir: Path | None = None

@@ -41,6 +41,17 @@ def build_parser() -> argparse.ArgumentParser:
         "--variants", type=int, default=5, help="strategy variants per iteration (default 5)"
     )
     p.add_argument("--max-iterations", type=int, default=10, help="iteration limit (default 10)")
+    p.add_argument(
+        "--families",
+        help="comma-separated families to try, e.g. decision_pipeline (the analyst -> debate "
+        "-> trader -> risk pipeline replayed weekly) or momentum,trend (default: all block "
+        "families; a directive saying 'analyst', 'debate' or 'agents decide' names the pipeline)",
+    )
+    p.add_argument(
+        "--decision-cache",
+        type=Path,
+        help="the decision pipeline's cache (default: the user cache dir, shared by runs)",
+    )
     p.add_argument("--folds", type=int, default=3, help="walk-forward folds in-sample (default 3)")
     p.add_argument(
         "--criteria", help='gate criteria, e.g. "sharpe>=1.0,max_drawdown_pct<=20,min_trades>=30"'
@@ -176,6 +187,7 @@ def config_from_args(args: argparse.Namespace):
     except CriteriaError as exc:
         raise UserInputError(f"--criteria: {exc}") from None
     benchmark = _benchmark(args.benchmark, plan.benchmark)
+    families = _families(args.families, plan.preferred_families)
     config = RunConfig(
         directive=directive,
         tickers=tickers,
@@ -202,8 +214,30 @@ def config_from_args(args: argparse.Namespace):
         llm_settings=llm_settings,
         offline=args.offline,
         benchmark=benchmark,
+        families=families,
+        decision_cache_dir=args.decision_cache.resolve() if args.decision_cache else None,
     )
     return config, criteria
+
+
+def _families(option: str | None, from_directive: list[str]) -> list[str]:
+    """--families (checked), else the directive's families when it names the pipeline (a
+    run with it is opt-in: its decisions cost a pipeline call per ticker and week)."""
+    from strategies.decision_family import FAMILY
+    from strategies.families import known_families
+
+    if option is None:
+        return list(from_directive) if FAMILY.value in from_directive else []
+    names = [n.strip().lower().replace("-", "_") for n in option.split(",") if n.strip()]
+    if not names:
+        raise UserInputError("--families: empty; give names like decision_pipeline or momentum")
+    known = known_families()
+    for name in names:
+        if name not in known:
+            raise UserInputError(
+                f"--families: {name!r} is not a family; use one or more of {', '.join(known)}"
+            )
+    return list(dict.fromkeys(names))
 
 
 def _benchmark(option: str | None, from_directive: str | None) -> str:
@@ -281,10 +315,10 @@ def main(argv: list[str] | None = None) -> int:
         print(root)
         return 1
     if outcome.already_finished:
-        verdict = outcome.state.get("verdict") or {}
+        verdict = outcome.state.get("verdict")
         print(
-            f"run already finished: {verdict.get('verdict', '?')} after "
-            f"{verdict.get('iterations', '?')} iteration(s); nothing to resume",
+            f"run already finished: {verdict.verdict if verdict else '?'} after "
+            f"{verdict.iterations if verdict else '?'} iteration(s); nothing to resume",
             file=sys.stderr,
         )
     print(root)

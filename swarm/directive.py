@@ -12,6 +12,10 @@ from pydantic import BaseModel
 
 # Longest phrases first so "mean reversion" wins over a bare "reversion".
 STYLE_KEYWORDS: list[tuple[str, list[str]]] = [
+    # The analyst -> debate -> trader -> risk pipeline, replayed as a strategy family.
+    ("agents decide", ["decision_pipeline"]),
+    ("analyst", ["decision_pipeline"]),
+    ("debate", ["decision_pipeline"]),
     ("mean reversion", ["mean_reversion"]),
     ("mean-reversion", ["mean_reversion"]),
     ("reversion", ["mean_reversion"]),

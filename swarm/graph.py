@@ -39,7 +39,7 @@ ROUTE_NODE = {
 
 def after_gate(state: DevelopState) -> str:
     """A pass goes straight to the router; otherwise failure analysis first."""
-    return ROUTER if any(e["passed"] for e in state.get("evaluations", [])) else FAILURE
+    return ROUTER if any(e.passed for e in state.get("evaluations", [])) else FAILURE
 
 
 def after_failure(state: DevelopState) -> str:

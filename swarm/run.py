@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
+from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from langgraph.checkpoint.sqlite import SqliteSaver
 
 from backtest.benchmark import BUY_AND_HOLD, CASH, Benchmark
@@ -42,11 +43,13 @@ from backtest.errors import BacktestError
 from backtest.executor import make_executor
 from backtest.splits import holdout_fold, split_holdout, walk_forward_folds
 from experiments.runfolder import RunFolder, build_manifest, git_state, new_run_id
-from gate.contracts import Criteria
+from gate.contracts import Criteria, LoopCounters
+from strategies.spec import Origin
 from swarm.config import RunConfig
 from swarm.context import RunContext
 from swarm.errors import UserInputError
 from swarm.progress import Progress
+from swarm.state import checkpoint_allowlist
 
 RECURSION_LIMIT = 1_000  # ~8 super-steps per iteration; far above any configured limit
 CHECKPOINT_FILE = "checkpoints.sqlite"
@@ -349,7 +352,10 @@ class TimedSqliteSaver(SqliteSaver):
     checkpointing, measured per run."""
 
     def __init__(self, conn: sqlite3.Connection) -> None:
-        super().__init__(conn)
+        # Restores the state's own models (swarm.state) and nothing else from msgpack.
+        super().__init__(
+            conn, serde=JsonPlusSerializer(allowed_msgpack_modules=checkpoint_allowlist())
+        )
         self.stats = {"checkpoints": 0, "writes": 0, "db_s": 0.0}
         self.lock = _TimedLock(self.stats)  # SqliteSaver takes self.lock around every access
 
@@ -381,8 +387,8 @@ def initial_state(ctx: RunContext) -> dict[str, Any]:
         "n_folds": len(ctx.folds),
         "iteration": 1,
         "research_round": 0,
-        "route": "INITIAL",
-        "counters": {"iteration": 1, "strategy_iterations": 1, "research_loops": 0},
+        "route": Origin.INITIAL,
+        "counters": LoopCounters(),
         "all_variants": {},
         "history": [],
         "n_backtests": 0,

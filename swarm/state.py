@@ -1,18 +1,41 @@
-"""The develop graph's state: small, JSON-serialisable values with explicit reducers.
+"""The develop graph's state: typed values with explicit reducers.
 
-Heavy, non-serialisable things (bars, the executor, the run folder) live in the
+The gate's contracts live in the state as pydantic models (LangGraph's checkpoint
+serializer stores and restores them), so nodes read attributes instead of re-validating
+dicts. Heavy, non-serialisable things (bars, the executor, the run folder) live in the
 run context, never here, so the state can be checkpointed cheaply: the SQLite
-checkpointer (``swarm.run``) writes the whole state after every super-step. Bulky
-values live in the run folder and the state holds a reference: a variant's source is
+checkpointer (``swarm.run``) writes the whole state after every super-step. Bulky values
+live in the run folder and the state holds a reference: a variant's source is
 ``strategies/<variant_id>.py`` (``all_variants`` keeps spec, lineage and sha256), and a
 backtest's per-period return series are ``backtests/<variant_id>/<symbol>-f<fold>.json``
 (``results`` keeps status and metrics).
+
+Still dicts: what ``swarm.nodes.strategy`` and the research half write (variants,
+all_variants, data_brief, synthesis, findings, fact_sheets).
 """
 
 from __future__ import annotations
 
 import operator
 from typing import Annotated, Any, TypedDict
+
+from pydantic import BaseModel
+
+from backtest.contracts import BacktestResult
+from experiments.records import HoldoutResult, Series, Verdict
+from gate.contracts import (
+    FailureAnalysis,
+    GateDecision,
+    Hint,
+    IterationSummary,
+    LoopCounters,
+    Route,
+    TrajectoryAnalysis,
+    VariantEvaluation,
+    Veto,
+)
+from gate.ledger import TrialLedger
+from strategies.spec import Origin
 
 RESET: dict[str, bool] = {"__reset__": True}
 
@@ -24,13 +47,64 @@ def extend_or_reset(current: list | None, update: list | dict | None) -> list:
     return list(current or []) + list(update or [])
 
 
+class _ByKey:
+    """``model["field"]`` for readers not yet moved to attributes (``swarm.nodes.strategy``
+    reads ``best["variant_id"]`` and ``evaluation["variant_id"]``). Remove once they are."""
+
+    def __getitem__(self, key: str) -> Any:
+        return getattr(self, key)
+
+
+class Evaluation(_ByKey, VariantEvaluation):
+    """A VariantEvaluation as the state holds it."""
+
+
+class BestSoFar(_ByKey, VariantEvaluation):
+    """The best evaluation so far (any iteration) and its equal-weight portfolio returns,
+    for the equity chart and the report."""
+
+    portfolio: Series | None = None
+
+
+class StoredResult(BacktestResult):
+    """A BacktestResult without its return series (they are in ``result_file``)."""
+
+    result_file: str | None = None
+
+
+class BacktestTask(BaseModel):
+    """The Send payload of one backtest: the code is read back from the run folder."""
+
+    iteration: int
+    variant_id: str
+    code_sha256: str
+    symbol: str
+    fold: int
+
+
+class SubagentTask(BaseModel):
+    """The Send payload of one research specialist."""
+
+    subagent_id: str
+    research_round: int
+    iteration: int = 0
+
+
+class SpaResult(BaseModel):
+    """Hansen's SPA over every trial so far, against the run's benchmark."""
+
+    pvalue: float | None = None
+    trials: int = 0
+    benchmark: str = ""
+
+
 class DevelopState(TypedDict, total=False):
     symbols: list[str]
     n_folds: int
     iteration: int  # the strategy iteration being built or evaluated (1-based)
     research_round: int  # 1 for the first research pass, +1 per RESEARCH route
-    counters: dict[str, int]  # gate.contracts.LoopCounters
-    route: str  # the route that produced the current variants: INITIAL, TUNE, FIX, REFINE, RESEARCH
+    counters: LoopCounters
+    route: Origin | Route  # what built the current variants; after the router, its route
     feedback: list[str]  # what the gate told research / strategy development
 
     data_brief: dict[str, Any]
@@ -44,21 +118,33 @@ class DevelopState(TypedDict, total=False):
     # Every variant ever built, by id (lineage, export): StrategyVariant without its code,
     # plus "code_file" and "class_name".
     all_variants: dict[str, dict[str, Any]]
-    # This iteration's BacktestResults without return series, plus "result_file" (see above).
-    results: Annotated[list[dict[str, Any]], extend_or_reset]
+    results: Annotated[list[StoredResult], extend_or_reset]  # this iteration's backtests
 
-    ledger: dict[str, Any]  # gate.ledger.TrialLedger
-    evaluations: list[dict[str, Any]]  # this iteration's VariantEvaluations
-    failure: dict[str, Any] | None
-    trajectory: dict[str, Any] | None
-    history: list[dict[str, Any]]  # IterationSummary per finished iteration
-    decisions: Annotated[list[dict[str, Any]], operator.add]  # GateDecision per iteration
-    best: dict[str, Any] | None  # best VariantEvaluation so far (any iteration)
+    ledger: TrialLedger
+    evaluations: list[Evaluation]  # this iteration's
+    failure: FailureAnalysis | None
+    trajectory: TrajectoryAnalysis | None
+    history: list[IterationSummary]  # one per finished iteration
+    decisions: Annotated[list[GateDecision], operator.add]  # one per iteration
+    best: BestSoFar | None  # best evaluation so far (any iteration)
     n_backtests: int
-    lookahead: dict[str, Any]  # LookaheadReport per variant checked before it could pass
+    lookahead: dict[str, Any]  # LookaheadReport (JSON) per variant checked before it could pass
     pbo: float | None  # probability of backtest overfitting (CSCV) over every variant so far
     pbo_variants: int  # how many variants that PBO ranks (0 while it is not computed)
-    spa: dict[str, Any] | None  # Hansen's SPA over every trial so far: pvalue, trials, benchmark
+    spa: SpaResult | None
 
-    holdout: dict[str, Any] | None
-    verdict: dict[str, Any]
+    holdout: HoldoutResult | None
+    verdict: Verdict
+
+
+# What the checkpoint may restore besides plain JSON: the state's own types, nothing else.
+CHECKPOINT_TYPES: tuple[type, ...] = (
+    Evaluation, BestSoFar, StoredResult, BacktestTask, SubagentTask, SpaResult, LoopCounters,
+    TrialLedger, FailureAnalysis, TrajectoryAnalysis, IterationSummary, GateDecision,
+    HoldoutResult, Verdict, Series, Origin, Route, Hint, Veto,
+)  # fmt: skip
+
+
+def checkpoint_allowlist() -> list[tuple[str, str]]:
+    """``(module, name)`` pairs for LangGraph's msgpack allowlist."""
+    return [(t.__module__, t.__qualname__) for t in CHECKPOINT_TYPES if isinstance(t, type)]

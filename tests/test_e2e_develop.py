@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from experiments.check import check_run
+
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
 REQUIRED = [
@@ -151,3 +153,8 @@ def test_every_figure_stands_beside_the_default_benchmark(run_dir):
     assert again.t_stat == pytest.approx(best["t_stat"], abs=1e-6)
     assert np.isfinite(best["deflated_alpha"])
     assert (run_dir / "charts" / "equity.png").exists()
+
+
+def test_run_folder_validates_against_its_models(run_dir):
+    problem, _ = check_run(run_dir)  # what `python -m experiments.check RUN_DIR` runs
+    assert problem is None, str(problem)

@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from experiments.check import check_run
+
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
 
@@ -83,3 +85,8 @@ def test_export_refuses_a_folder_that_is_not_a_run(tmp_path):
     )  # fmt: skip
     assert done.returncode == 2
     assert "RUN_DIR" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_run_folder_validates_against_its_models(run_dir):
+    problem, _ = check_run(run_dir)  # what `python -m experiments.check RUN_DIR` runs
+    assert problem is None, str(problem)

@@ -13,11 +13,11 @@ import contextlib
 import random
 from dataclasses import dataclass
 
-from gate.contracts import FailureAnalysis, VariantEvaluation, Veto
+from gate.contracts import FailureAnalysis, Hint, VariantEvaluation, Veto
 from gate.evaluate import MAX_ERROR_RATE
 from strategies.families import initial_specs
 from strategies.mutate import fix, refine, toward_more_trades, tune
-from strategies.spec import StrategySpec
+from strategies.spec import Origin, StrategySpec
 
 ALL_FAMILIES = ["momentum", "mean_reversion", "breakout", "trend", "volatility"]
 
@@ -51,7 +51,7 @@ def problem_of(evaluation: VariantEvaluation, min_trades: int) -> str | None:
 
 def propose(
     *,
-    route: str,
+    route: Origin | str,
     n: int,
     rng: random.Random,
     seen: set[str],
@@ -65,9 +65,10 @@ def propose(
 ) -> list[Proposal]:
     """``directive_families``: the families the directive named; they fill at least half of
     the first iteration (later rounds follow the research's order)."""
+    route = Origin(route)
     seen = set(seen)
     out: list[Proposal] = []
-    named = list(directive_families or []) if route == "INITIAL" else []
+    named = list(directive_families or []) if route == Origin.INITIAL else []
 
     def add(spec: StrategySpec, parent: str | None, why: str) -> None:
         key = spec.trial_key()
@@ -76,14 +77,14 @@ def propose(
             out.append(Proposal(spec, parent, why))
 
     hints = failure.hints if failure else []
-    if route == "FIX":
+    if route == Origin.FIX:
         for ev, spec in last:
             problem = problem_of(ev, min_trades)
             if problem:
                 with contextlib.suppress(LookupError):  # no untried repair left for this one
                     add(fix(spec, problem, rng=rng, seen=seen), ev.variant_id, f"fix {problem}")
-    elif route == "REFINE":
-        refine_hints = hints or ["deep_drawdown"]
+    elif route == Origin.REFINE:
+        refine_hints = hints or [Hint.DEEP_DRAWDOWN]
         ranked = sorted(last, key=lambda p: p[0].score, reverse=True)
         # Refine the best of each family, so the design change is tried on several ideas.
         by_family: dict[str, tuple[VariantEvaluation, StrategySpec]] = {}
@@ -101,13 +102,13 @@ def propose(
                     f"refine: {hint}",
                 )
 
-    if route == "TUNE" and best is not None and "too_few_trades" in hints:
+    if route == Origin.TUNE and best is not None and Hint.TOO_FEW_TRADES in hints:
         # A near miss on the trade floor: half the slots move toward more signals.
         best_id, best_spec = best
         for spec in toward_more_trades(best_spec, max(1, n // 2), rng=rng, seen=seen):
             add(spec, best_id, "tune toward more trades (near miss on the trade floor)")
 
-    if route in {"TUNE", "FIX", "REFINE"} and best is not None:
+    if route in (Origin.TUNE, Origin.FIX, Origin.REFINE) and best is not None:
         best_id, best_spec = best
         for spec in tune(best_spec, max(0, n - len(out)), rng=rng, seen=seen):
             add(spec, best_id, "tune around the best so far")

@@ -242,17 +242,24 @@ def finalize(state: AnalyzeState, runtime: Runtime[AnalysisInputs]) -> dict[str,
         check_details=engine.checks, size=engine.size, notional=engine.notional,
         risk_amount=engine.risk_amount, approved=engine.approved, rejected_by=engine.failed,
     ))  # fmt: skip
-    if judgement.action == Action.HOLD:
-        action, status, reason = Action.HOLD, Status.OK, judgement.rationale
-    elif engine.approved:
-        action, status = judgement.action, Status.OK
-        reason = (f"{judgement.action.value} {engine.size} at {thesis.entry:.2f}, stop "
-                  f"{thesis.stop:.2f}, target {thesis.target:.2f}: every risk check passed")  # fmt: skip
-    else:
-        action, status = Action.HOLD, Status.REJECTED
-        failed = [c for c in engine.checks if not c.passed]
-        reason = (f"the judge said {judgement.action.value}; the risk engine rejected it: "
-                  + "; ".join(f"{c.name.value} ({c.detail})" for c in failed))  # fmt: skip
+    action, status, reason = settle(judgement, engine, thesis)
     debate = Debate(**verdict.model_dump(), rounds=state["rounds"])
     return {"decision": Decision(action=action, status=status, reason=reason, debate=debate,
                                  trader=thesis, risk=risk, **common)}  # fmt: skip
+
+
+def settle(
+    judgement: RiskJudgement, engine: RiskEngineResult, thesis: TraderThesis
+) -> tuple[Action, Status, str]:
+    """The order (or none) from the judge's action and the engine's checks: pure, so a replay
+    that re-sizes a cached decision (``swarm.analyze.replay``) settles it the same way."""
+    if judgement.action == Action.HOLD:
+        return Action.HOLD, Status.OK, judgement.rationale
+    if engine.approved:
+        return judgement.action, Status.OK, (
+            f"{judgement.action.value} {engine.size} at {thesis.entry:.2f}, stop "
+            f"{thesis.stop:.2f}, target {thesis.target:.2f}: every risk check passed")  # fmt: skip
+    failed = [c for c in engine.checks if not c.passed]
+    return Action.HOLD, Status.REJECTED, (
+        f"the judge said {judgement.action.value}; the risk engine rejected it: "
+        + "; ".join(f"{c.name.value} ({c.detail})" for c in failed))  # fmt: skip

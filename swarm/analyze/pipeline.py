@@ -9,6 +9,7 @@ dates (the backtestable family) calls it once per rebalance date through
 
 from __future__ import annotations
 
+import contextvars
 import hashlib
 import json
 from collections.abc import Mapping, Sequence
@@ -60,14 +61,20 @@ def decision_key(
     *,
     news: Sequence[NewsItem] = (),
     recalled: Sequence[Recalled] = (),
+    bars_sha: str | None = None,
 ) -> str:
-    """sha256 of everything a decision depends on; bars and headlines only up to the date."""
-    cut = cut_at(bars, date)
+    """sha256 of everything a decision depends on; bars and headlines only up to the date.
+
+    ``bars_sha``: ``bars_sha256`` of the bars cut at the date, when the caller has it (a
+    replay over many dates hashes the prefixes incrementally instead of once per date)."""
     day = pd.Timestamp(date).date()
+    if bars_sha is None:
+        cut = cut_at(bars, date)
+        bars_sha = bars_sha256(cut) if len(cut) else ""
     payload = {
         "ticker": ticker.upper(),
         "date": str(day),
-        "bars": bars_sha256(cut) if len(cut) else "",
+        "bars": bars_sha,
         "config": config.model_dump(mode="json"),
         "brain": brain_name,
         "news": sorted(
@@ -108,13 +115,18 @@ def decide(
         news_items=list(news), news_window_days=config.news_window_days,
         analyst_window_days=config.sentiment_window_days, offline=True,
     )  # fmt: skip
+    info = dict(data_info or {})
+    sha = info.pop("sha256", None) or bars_sha256(cut)  # a replay passes the one it has
     data = {"first_bar": str(cut.index[0].date()), "last_bar": bundle.as_of,
-            "n_bars": len(cut), "sha256": bars_sha256(cut), **(data_info or {})}  # fmt: skip
+            "n_bars": len(cut), "sha256": sha, **info}  # fmt: skip
     inputs = AnalysisInputs(
         ticker=ticker, bundle=bundle, rctx=rctx, config=config, brain=brain or Brain(),
         recalled=list(recalled), analysts=analysts or RULES_ANALYSTS, data=data,
     )  # fmt: skip
-    out = build_analyze_graph().invoke({}, context=inputs)
+    # A root run in an empty context: called inside a develop-graph node (the replay), the
+    # graph would otherwise run as its subgraph and checkpoint every step into the run's
+    # database (a 168-decision replay wrote 1,860 checkpoints, 42 MB).
+    out = contextvars.Context().run(build_analyze_graph().invoke, {}, context=inputs)
     return out["decision"]
 
 

@@ -196,13 +196,13 @@ def llm_failure(
         invented = ungrounded_numbers(ans.root_cause, allowed_numbers)
         if invented:
             return None, f"numbers not in the facts: {invented[:3]}"
-        hints = [f"hint:{h}" for h in rules.hints]  # machine hints stay the rules'
         return FailureAnalysis(
             failure_type=FailureType(ans.failure_type),
             root_cause=ans.root_cause,
             confidence=ans.confidence,
             evidence=rules.evidence,
-            actions=[*ans.actions, *hints],
+            actions=ans.actions,
+            hints=rules.hints,  # machine hints stay the rules'
         ), None
 
     value, reasons = ask_with_retry(client, "failure_analysis", messages, LLMFailure, check)

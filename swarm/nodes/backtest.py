@@ -6,7 +6,8 @@ and waits; the generated code never runs inside the orchestrator's process.
 The state stays light enough to checkpoint every super-step: a task's payload names the
 variant (its code is read from ``strategies/<variant_id>.py`` and checked against its
 sha256), and a result's per-period return series go to ``backtests/<variant_id>/`` in the
-run folder, not into the state. ``load_results`` puts them back together for the gate.
+run folder, not into the state. ``load_results`` puts them back together for the gate,
+once per iteration: the router's records reuse what the gate loaded.
 """
 
 from __future__ import annotations
@@ -14,14 +15,13 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from typing import Any
 
 from langgraph.runtime import Runtime
 from langgraph.types import Send
 
 from backtest.contracts import BacktestJob, BacktestResult
 from swarm.context import RunContext
-from swarm.state import DevelopState
+from swarm.state import BacktestTask, DevelopState, StoredResult
 
 BACKTEST_NODE = "backtest"
 HEAVY_FIELDS = ("return_dates", "returns", "trade_pnls")  # kept in the run folder, not the state
@@ -53,33 +53,31 @@ def read_code(ctx: RunContext, variant_id: str, code_sha256: str) -> str:
 
 
 def fan_out_backtests(state: DevelopState) -> list[Send]:
-    sends = []
-    for variant in state.get("variants", []):
-        for symbol in state["symbols"]:
-            for fold in range(state["n_folds"]):
-                sends.append(
-                    Send(
-                        BACKTEST_NODE,
-                        {
-                            "iteration": state["iteration"],
-                            "variant_id": variant["variant_id"],
-                            "code_sha256": variant["code_sha256"],
-                            "symbol": symbol,
-                            "fold": fold,
-                        },
-                    )
-                )
-    return sends
+    return [
+        Send(
+            BACKTEST_NODE,
+            BacktestTask(
+                iteration=state["iteration"],
+                variant_id=variant["variant_id"],
+                code_sha256=variant["code_sha256"],
+                symbol=symbol,
+                fold=fold,
+            ),
+        )
+        for variant in state.get("variants", [])
+        for symbol in state["symbols"]
+        for fold in range(state["n_folds"])
+    ]
 
 
-def backtest(payload: dict[str, Any], runtime: Runtime[RunContext]) -> dict[str, Any]:
+def backtest(task: BacktestTask, runtime: Runtime[RunContext]) -> dict[str, list[StoredResult]]:
     ctx = runtime.context
-    fold = ctx.folds[payload["fold"]]
-    variant_id, symbol = payload["variant_id"], payload["symbol"]
+    fold = ctx.folds[task.fold]
+    variant_id, symbol = task.variant_id, task.symbol
     job = BacktestJob(
-        job_id=job_id(payload["iteration"], variant_id, symbol, fold.index),
+        job_id=job_id(task.iteration, variant_id, symbol, fold.index),
         variant_id=variant_id,
-        code=read_code(ctx, variant_id, payload["code_sha256"]),
+        code=read_code(ctx, variant_id, task.code_sha256),
         symbol=symbol,
         bars=ctx.insample_bars(symbol),  # the holdout stays sealed
         fold=fold,
@@ -87,22 +85,29 @@ def backtest(payload: dict[str, Any], runtime: Runtime[RunContext]) -> dict[str,
         periods_per_year=ctx.periods_per_year,
     )
     result = ctx.executor.submit(job).result()
-    full = result.model_dump(mode="json")
-    rel = result_file(variant_id, symbol, payload["fold"])
-    # Atomic and deterministic (duration_s aside): a replayed task rewrites the same file.
-    ctx.run.write_text(rel, json.dumps(full, separators=(",", ":"), allow_nan=True) + "\n")
+    rel = result_file(variant_id, symbol, task.fold)
+    # The one JSON form of a result (NaN kept as NaN, as the metrics produce it). Atomic and
+    # deterministic (duration_s aside): a replayed task rewrites the same file.
+    text = json.dumps(result.model_dump(mode="json"), separators=(",", ":"), allow_nan=True)
+    ctx.run.write_text(rel, text + "\n")
     ctx.progress.tick()
-    slim = {k: v for k, v in full.items() if k not in HEAVY_FIELDS} | {"result_file": rel}
-    return {"results": [slim]}
+    light = {k: v for k, v in result if k not in HEAVY_FIELDS}
+    return {"results": [StoredResult(**light, result_file=rel)]}
 
 
-def load_results(ctx: RunContext, results: list[dict[str, Any]]) -> list[BacktestResult]:
-    """Full BacktestResults (return series included) for the state's light result entries."""
+def load_results(ctx: RunContext, results: list[StoredResult]) -> list[BacktestResult]:
+    """Full BacktestResults (return series included) for the state's light entries, read
+    from the run folder once per iteration (memoised by the entries' files)."""
+    key = tuple(r.result_file for r in results)
+    cached = ctx.cache.get("loaded_results")
+    if cached is not None and cached[0] == key:
+        return cached[1]
     out = []
     for r in results:
-        if r.get("result_file"):
-            text = ctx.run.path(r["result_file"]).read_text(encoding="utf-8")
-            out.append(BacktestResult.model_validate(json.loads(text)))
+        if r.result_file:
+            text = ctx.run.path(r.result_file).read_text(encoding="utf-8")
+            out.append(BacktestResult.model_validate_json(text))
         else:
-            out.append(BacktestResult.model_validate(r))
+            out.append(BacktestResult.model_validate(r.model_dump(exclude={"result_file"})))
+    ctx.cache["loaded_results"] = (key, out)
     return out

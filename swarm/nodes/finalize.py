@@ -14,9 +14,21 @@ from backtest.contracts import BacktestJob, JobStatus, Metrics
 from backtest.period_keys import index_keys
 from experiments.charts import plot_equity, plot_trajectory, plot_trial_sharpes
 from experiments.export import lineage_of, write_export
+from experiments.records import (
+    VARIANTS,
+    AlphaSummary,
+    BenchmarkInfo,
+    Figures,
+    HoldoutRecord,
+    HoldoutResult,
+    Series,
+    TrialSharpes,
+    Verdict,
+    append_record,
+)
 from experiments.report import render_report
 from gate.aggregate import aggregate_variant
-from gate.alpha import AlphaStats, aligned_stats, deflated_alpha
+from gate.alpha import aligned_stats, deflated_alpha
 from gate.contracts import Route
 from gate.evaluate import deflated_sharpe_of
 from gate.ledger import TrialLedger
@@ -24,14 +36,14 @@ from gate.stats import expected_max_sharpe
 from swarm.context import RunContext
 from swarm.nodes.gate import portfolio_series
 from swarm.nodes.strategy import with_code
-from swarm.state import DevelopState
+from swarm.state import BestSoFar, DevelopState
 
 
 def holdout(state: DevelopState, runtime: Runtime[RunContext]) -> dict[str, Any]:
     """Run the winner once on the sealed holdout. Nothing here feeds back into the search."""
     ctx = runtime.context
     cfg = ctx.config
-    winner_id = state["best"]["variant_id"]
+    winner_id = state["best"].variant_id
     variant = with_code(ctx, state["all_variants"][winner_id])
     fold = ctx.holdout_fold
     ctx.progress.stage(
@@ -63,16 +75,15 @@ def holdout(state: DevelopState, runtime: Runtime[RunContext]) -> dict[str, Any]
         periods_per_year=ctx.periods_per_year,
     )
     for r in results:
-        ctx.run.tracker.append(
-            {
-                "kind": "holdout", "run_id": ctx.run.root.name, "iteration": state["iteration"],
-                "route": Route.SUCCESS.value, "variant_id": winner_id, "symbol": r.symbol,
-                "symbols": [r.symbol], "status": r.status.value, "error": r.error,
-                "metrics": r.metrics.model_dump() if r.metrics else None,
-                "gate_score": state["best"]["score"], "data_sha256": ctx.data[r.symbol].sha256,
-                "code_sha256": variant["code_sha256"], "parent_id": variant.get("parent_id"),
-                "recorded_at": datetime.now(UTC).isoformat(),
-            }
+        append_record(
+            ctx.run.tracker,
+            HoldoutRecord(
+                run_id=ctx.run.root.name, iteration=state["iteration"], variant_id=winner_id,
+                symbol=r.symbol, symbols=[r.symbol], status=r.status, error=r.error,
+                metrics=r.metrics, gate_score=state["best"].score,
+                data_sha256=ctx.data[r.symbol].sha256, code_sha256=variant["code_sha256"],
+                parent_id=variant.get("parent_id"), recorded_at=datetime.now(UTC).isoformat(),
+            ),
         )  # fmt: skip
     ctx.progress.stage(
         "holdout",
@@ -81,25 +92,19 @@ def holdout(state: DevelopState, runtime: Runtime[RunContext]) -> dict[str, Any]
         f"{_f(alpha.beta)}, HAC t {_f(alpha.t_stat)}",
     )
     return {
-        "holdout": {
-            "variant_id": winner_id,
-            "start": fold.start.isoformat(),
-            "end": fold.end.isoformat(),
-            "metrics": metrics.model_dump() if metrics else None,
-            "buy_and_hold": bh.model_dump() if bh else None,  # the run's benchmark
-            "alpha": alpha.model_dump(mode="json"),
-            "per_symbol": {
-                r.symbol: (r.metrics.model_dump() if r.metrics else r.error) for r in results
-            },
-            "returns": {
-                "dates": index_keys(rets.index),
-                "values": rets.tolist(),
-            },
-            "buy_and_hold_returns": {
-                "dates": [str(d) for d in bh_rets.index],
-                "values": bh_rets.tolist(),
-            },
-        },
+        "holdout": HoldoutResult(
+            variant_id=winner_id,
+            start=fold.start,
+            end=fold.end,
+            metrics=metrics,
+            buy_and_hold=bh,  # the run's benchmark
+            alpha=alpha,
+            per_symbol={r.symbol: r.metrics or r.error for r in results},
+            returns=Series(dates=index_keys(rets.index), values=rets.tolist()),
+            buy_and_hold_returns=Series(
+                dates=[str(d) for d in bh_rets.index], values=bh_rets.tolist()
+            ),
+        ),
         "n_backtests": state.get("n_backtests", 0) + len(results),
     }
 
@@ -109,120 +114,115 @@ def finalize(state: DevelopState, runtime: Runtime[RunContext]) -> dict[str, Any
     cfg = ctx.config
     decisions = state.get("decisions", [])
     last = decisions[-1] if decisions else None
-    success = state.get("route") == Route.SUCCESS.value
+    success = state.get("route") == Route.SUCCESS
     best_eval = state.get("best")
-    best_id = best_eval["variant_id"] if best_eval else None
+    best_id = best_eval.variant_id if best_eval else None
     all_variants = {vid: with_code(ctx, v) for vid, v in state.get("all_variants", {}).items()}
     best_variant = all_variants.get(best_id) if best_id else None
-    ledger = TrialLedger.model_validate(state.get("ledger") or {})
+    ledger = state.get("ledger") or TrialLedger()
+    h = state.get("holdout")
+    spa = state.get("spa")
 
-    figures: dict[str, Any] = {}
+    figures: dict[str, Figures] = {}
     bench_in = ctx.benchmark_insample()
     bh_in_rets = pd.Series(list(bench_in.values()), index=pd.to_datetime(list(bench_in)))
     bh_in = returns_metrics(bh_in_rets, periods_per_year=ctx.periods_per_year)
-    bh_in_dump = bh_in.model_dump() if bh_in else None
     windows: dict[str, tuple[pd.Series, pd.Series]] = {}
-    if best_eval and best_eval.get("portfolio"):
-        figures["in-sample"] = {
-            "metrics": best_eval.get("metrics"),
-            "buy_and_hold": bh_in_dump,
-            "alpha": best_eval.get("alpha"),
-        }
-        port = best_eval["portfolio"]
-        windows["in-sample"] = (
-            pd.Series(port["values"], index=pd.to_datetime(port["dates"])),
-            bh_in_rets,
+    if best_eval and best_eval.portfolio:
+        figures["in-sample"] = Figures(
+            metrics=best_eval.metrics, buy_and_hold=bh_in, alpha=best_eval.alpha
         )
-    if state.get("holdout"):
-        h = state["holdout"]
+        windows["in-sample"] = (_series(best_eval.portfolio), bh_in_rets)
+    if h is not None:
         fold = ctx.holdout_fold
-        figures["holdout"] = {
-            "metrics": h["metrics"],
-            "buy_and_hold": h["buy_and_hold"],
-            "alpha": h.get("alpha"),
+        figures["holdout"] = Figures(
+            metrics=h.metrics,
+            buy_and_hold=h.buy_and_hold,
+            alpha=h.alpha,
             # Enough to re-run each symbol outside the lab and compare final values.
-            "reproduce": {
+            reproduce={
                 "from": fold.warmup_start.isoformat(),
                 "trade_start": fold.start.isoformat(),
                 "to": fold.end.isoformat(),
                 "runs": {
-                    s: {"data": ctx.data[s].path, "final_value": m["final_value"]}
-                    for s, m in h["per_symbol"].items()
-                    if isinstance(m, dict)
+                    s: {"data": ctx.data[s].path, "final_value": m.final_value}
+                    for s, m in h.per_symbol.items()
+                    if isinstance(m, Metrics)
                 },
             },
-        }
-        windows["holdout"] = (
-            pd.Series(h["returns"]["values"], index=pd.to_datetime(h["returns"]["dates"])),
-            pd.Series(
-                h["buy_and_hold_returns"]["values"],
-                index=pd.to_datetime(h["buy_and_hold_returns"]["dates"]),
-            ),
         )
+        windows["holdout"] = (_series(h.returns), _series(h.buy_and_hold_returns))
     # Every variant's own in-sample figures, so any of them can be exported with its numbers.
     for d in decisions:
-        for e in d["evaluations"]:
-            if e["variant_id"] in all_variants:
-                all_variants[e["variant_id"]] = all_variants[e["variant_id"]] | {
-                    "in_sample": {
-                        "iteration": d["iteration"],
-                        "metrics": e.get("metrics"),
-                        "fold_sharpes": e.get("fold_sharpes", []),
-                        "score": e.get("score"),
-                        "dsr": e.get("dsr"),
-                        "alpha": e.get("alpha"),
-                        "passed": e.get("passed"),
-                        "vetoes": e.get("vetoes", []),
-                    }
+        for e in d.evaluations:
+            if e.variant_id in all_variants:
+                all_variants[e.variant_id] = all_variants[e.variant_id] | {
+                    "in_sample": {"iteration": d.iteration}
+                    | e.model_dump(
+                        mode="json",
+                        include={
+                            "metrics",
+                            "fold_sharpes",
+                            "score",
+                            "dsr",
+                            "alpha",
+                            "passed",
+                            "vetoes",
+                        },
+                    )  # fmt: skip
                 }
     trials = _trial_sharpes(best_eval, ledger, ctx.periods_per_year)
 
-    verdict = {
-        "verdict": "SUCCESS" if success else "ABANDON",
-        "reason": last["reasoning"] if last else "no iteration completed",
-        "iterations": len(decisions),
-        "best_variant": best_id,
+    verdict = Verdict(
+        verdict="SUCCESS" if success else "ABANDON",
+        reason=last.reasoning if last else "no iteration completed",
+        iterations=len(decisions),
+        best_variant=best_id,
         # A winner from a family the directive did not name is allowed, and said.
-        "outside_directive": bool(
+        outside_directive=bool(
             best_variant
             and cfg.preferred_families
             and best_variant["spec"]["family"] not in cfg.preferred_families
         ),
-        "n_backtests": state.get("n_backtests", 0),
-        "n_trials": ledger.n_trials,
-        "best_dsr": best_eval.get("dsr") if best_eval else None,
-        "best_score": best_eval.get("score") if best_eval else None,
-        "best_dsr_all_trials": _dsr_all_trials(best_eval, ledger),
-        "best_deflated_alpha_all_trials": _deflated_alpha_all_trials(best_eval, ledger),
-        "pbo": state.get("pbo"),
-        "pbo_variants": state.get("pbo_variants", 0),
-        "score_threshold": ctx.criteria.score_threshold,
-        "dsr_threshold": ctx.criteria.dsr_threshold,
-        "route_history": [d["decision"] for d in decisions],
-        "figures": figures,
-        "buy_and_hold_in_sample": bh_in_dump,  # the run's benchmark (kept for old readers)
-        "benchmark": {
-            "name": ctx.benchmark.name,
-            "description": ctx.benchmark.describe(),
-            "in_sample": bh_in_dump,
-            "holdout": (state.get("holdout") or {}).get("buy_and_hold"),
-        },
-        "best_alpha": _best_alpha(best_eval),
-        "holdout_alpha": (state.get("holdout") or {}).get("alpha"),
-        "spa_pvalue": (state.get("spa") or {}).get("pvalue"),
-        "spa_trials": (state.get("spa") or {}).get("trials", 0),
-        "deflated_alpha_threshold": ctx.criteria.deflated_alpha_threshold,
-        "spa_threshold": ctx.criteria.spa_threshold,
-        "trial_sharpes": {k: v for k, v in trials.items() if k != "values"},
-    }
+        n_backtests=state.get("n_backtests", 0),
+        n_trials=ledger.n_trials,
+        best_dsr=best_eval.dsr if best_eval else None,
+        best_score=best_eval.score if best_eval else None,
+        best_dsr_all_trials=_dsr_all_trials(best_eval, ledger),
+        best_deflated_alpha_all_trials=_deflated_alpha_all_trials(best_eval, ledger),
+        pbo=state.get("pbo"),
+        pbo_variants=state.get("pbo_variants", 0),
+        score_threshold=ctx.criteria.score_threshold,
+        dsr_threshold=ctx.criteria.dsr_threshold,
+        route_history=[d.decision for d in decisions],
+        figures=figures,
+        buy_and_hold_in_sample=bh_in,  # the run's benchmark (kept for old readers)
+        benchmark=BenchmarkInfo(
+            name=ctx.benchmark.name,
+            description=ctx.benchmark.describe(),
+            in_sample=bh_in,
+            holdout=h.buy_and_hold if h else None,
+        ),
+        best_alpha=_best_alpha(best_eval),
+        holdout_alpha=h.alpha if h else None,
+        spa_pvalue=spa.pvalue if spa else None,
+        spa_trials=spa.trials if spa else 0,
+        deflated_alpha_threshold=ctx.criteria.deflated_alpha_threshold,
+        spa_threshold=ctx.criteria.spa_threshold,
+        trial_sharpes=TrialSharpes(**{k: v for k, v in trials.items() if k != "values"}),
+    )
+    verdict_json = verdict.model_dump(mode="json")
+    figures_json = verdict_json["figures"]
     run = ctx.run
-    run.write_json("variants.json", all_variants)
-    run.write_json("verdict.json", verdict)
+    # Through the model: the file is what `python -m experiments.check` and the export read.
+    run.write_json("variants.json", VARIANTS.dump_python(VARIANTS.validate_python(all_variants),
+                                                         mode="json"))  # fmt: skip
+    run.write_json("verdict.json", verdict_json)
     thresholds = {c.metric: c.threshold for c in ctx.criteria.rules}
     charts = []
     if state.get("history"):
         plot_trajectory(
-            state["history"], thresholds, ctx.criteria.score_threshold,
+            [h.model_dump(mode="json") for h in state["history"]], thresholds, ctx.criteria.score_threshold,
             run.path("charts/trajectory.png"), dsr_threshold=ctx.criteria.dsr_threshold,
             min_trades=ctx.criteria.min_trades,
         )  # fmt: skip
@@ -245,7 +245,7 @@ def finalize(state: DevelopState, runtime: Runtime[RunContext]) -> dict[str, Any
             variant=best_variant,
             class_name=best_variant["class_name"],
             costs=cfg.costs.model_dump(),
-            figures=figures,
+            figures=figures_json,
             lineage=lineage_of(best_id, all_variants),
             run_dir=run.root,
         )
@@ -254,13 +254,13 @@ def finalize(state: DevelopState, runtime: Runtime[RunContext]) -> dict[str, Any
         render_report(
             run_id=run.root.name,
             config=cfg.model_dump(mode="json"),
-            verdict=verdict,
-            decisions=decisions,
+            verdict=verdict_json,
+            decisions=[d.model_dump(mode="json") for d in decisions],
             synthesis=state.get("synthesis"),
             data=ctx.cache["data_summary"],
             best_variant=best_variant,
-            best_eval=best_eval,
-            figures=figures,
+            best_eval=best_eval.model_dump(mode="json") if best_eval else None,
+            figures=figures_json,
             criteria_text=ctx.cache["criteria_text"],
             charts=charts,
             n_records=sum(1 for _ in run.tracker.records()),
@@ -268,54 +268,41 @@ def finalize(state: DevelopState, runtime: Runtime[RunContext]) -> dict[str, Any
     )
     ctx.progress.stage(
         "done",
-        f"{verdict['verdict']} after {verdict['iterations']} iteration(s), {verdict['n_backtests']} "
-        f"backtests, {verdict['n_trials']} trials; best {best_id or '–'}",
+        f"{verdict.verdict} after {verdict.iterations} iteration(s), {verdict.n_backtests} "
+        f"backtests, {verdict.n_trials} trials; best {best_id or '–'}",
     )
     return {"verdict": verdict}
 
 
-ALPHA_KEYS = (
-    "alpha_annual_pct",
-    "beta",
-    "t_stat",
-    "appraisal_ratio",
-    "information_ratio",
-    "excess_sharpe",
-    "deflated_alpha",
-    "n_obs",
-    "hac_lags",
-)
+def _series(s: Series) -> pd.Series:
+    return pd.Series(s.values, index=pd.to_datetime(s.dates), dtype=float)
 
 
-def _best_alpha(best_eval: dict[str, Any] | None) -> dict[str, Any] | None:
-    alpha = (best_eval or {}).get("alpha")
-    return (
-        {k: alpha.get(k) for k in ALPHA_KEYS} | {"benchmark": alpha["benchmark"]} if alpha else None
-    )
+def _best_alpha(best_eval: BestSoFar | None) -> AlphaSummary | None:
+    alpha = best_eval.alpha if best_eval else None
+    if alpha is None:
+        return None
+    return AlphaSummary(**alpha.model_dump(include=set(AlphaSummary.model_fields)))
 
 
-def _deflated_alpha_all_trials(
-    best_eval: dict[str, Any] | None, ledger: TrialLedger
-) -> float | None:
+def _deflated_alpha_all_trials(best_eval: BestSoFar | None, ledger: TrialLedger) -> float | None:
     """The best variant's deflated alpha for every trial the run made."""
-    alpha = (best_eval or {}).get("alpha")
-    if not alpha:
+    alpha = best_eval.alpha if best_eval else None
+    if alpha is None:
         return None
     return deflated_alpha(
-        AlphaStats.model_validate(alpha),
-        trial_variance=ledger.trial_alpha_variance(),
-        n_trials=ledger.n_trials,
+        alpha, trial_variance=ledger.trial_alpha_variance(), n_trials=ledger.n_trials
     )
 
 
-def _dsr_all_trials(best_eval: dict[str, Any] | None, ledger: TrialLedger) -> float | None:
+def _dsr_all_trials(best_eval: BestSoFar | None, ledger: TrialLedger) -> float | None:
     """The best variant's DSR deflated by every trial the run made, not only those before it."""
-    m = (best_eval or {}).get("metrics")
-    return deflated_sharpe_of(Metrics.model_validate(m), ledger) if m else None
+    m = best_eval.metrics if best_eval else None
+    return deflated_sharpe_of(m, ledger) if m else None
 
 
 def _trial_sharpes(
-    best_eval: dict[str, Any] | None, ledger: TrialLedger, periods_per_year: int
+    best_eval: BestSoFar | None, ledger: TrialLedger, periods_per_year: int
 ) -> dict[str, Any]:
     """Every trial's Sharpe and the deflation threshold, annualised for reading.
 
@@ -330,8 +317,8 @@ def _trial_sharpes(
         threshold = float(
             expected_max_sharpe(ledger.n_trials) * math.sqrt(ledger.trial_sharpe_variance()) * scale
         )
-    m = (best_eval or {}).get("metrics") or {}
-    best = float(m["sharpe_per_period"]) * scale if m.get("sharpe_per_period") is not None else None
+    m = best_eval.metrics if best_eval else None
+    best = float(m.sharpe_per_period) * scale if m and m.sharpe_per_period is not None else None
     return {
         "values": values,
         "threshold": threshold,

@@ -11,17 +11,21 @@ from langgraph.runtime import Runtime
 from backtest.contracts import BacktestResult, JobStatus
 from backtest.lookahead import check_lookahead
 from backtest.period_keys import index_keys
+from experiments.records import (
+    BacktestRecord,
+    FoldRecord,
+    GateRecord,
+    Series,
+    append_record,
+)
 from gate.aggregate import aggregate_variant
 from gate.aggregate import portfolio_series as variant_series
 from gate.alpha import run_spa
 from gate.contracts import (
-    FailureAnalysis,
     GateDecision,
     IterationSummary,
-    Limits,
     LoopCounters,
     Route,
-    TrajectoryAnalysis,
     VariantEvaluation,
     Veto,
 )
@@ -32,13 +36,13 @@ from gate.ledger import TrialLedger
 from gate.routing import budget_stop, decide_route, next_counters
 from gate.summary import summarise_iteration
 from gate.trajectory import analyse_trajectory
-from strategies.spec import StrategyVariant
+from strategies.spec import Origin, StrategyVariant
 from swarm.context import RunContext
 from swarm.llm.brains import llm_failure
 from swarm.memory import remember_gate_outcome
 from swarm.nodes.backtest import load_results, read_code
 from swarm.nodes.llm_log import llm_logger, log_usage
-from swarm.state import DevelopState
+from swarm.state import BestSoFar, DevelopState, Evaluation, SpaResult
 
 
 def portfolio_series(results: list[BacktestResult]) -> pd.Series:
@@ -57,12 +61,13 @@ def gate(state: DevelopState, runtime: Runtime[RunContext]) -> dict[str, Any]:
     ctx = runtime.context
     results = load_results(ctx, state.get("results", []))
     variants = [StrategyVariant.model_validate(v) for v in state.get("variants", [])]
-    ledger = TrialLedger.model_validate(state.get("ledger") or {})
+    # A copy: evaluate_variants records this iteration's trials in it.
+    ledger = (state.get("ledger") or TrialLedger()).model_copy(deep=True)
     bench = ctx.benchmark_insample()
     # PBO and the reality check cover every variant the run has tried, this iteration's too.
     series = _run_series(ctx, state, results, [v.variant_id for v in variants])
     spa_p, spa_trials = run_spa(series, bench, seed=ctx.config.seed)
-    evaluations = evaluate_variants(
+    evaluated = evaluate_variants(
         [(v.variant_id, v.spec.family.value, v.spec.trial_key()) for v in variants],
         results,
         ctx.criteria,
@@ -74,19 +79,15 @@ def gate(state: DevelopState, runtime: Runtime[RunContext]) -> dict[str, Any]:
         # Not computable (too few shared dates) is not evidence: no pass on it.
         spa_pvalue=1.0 if spa_p is None else spa_p,
     )
+    evaluations = [Evaluation(**dict(e)) for e in evaluated]
     lookahead = _lookahead_veto(ctx, evaluations, state.get("variants", []))
     best = state.get("best")
     top = best_evaluation(evaluations)
-    if top is not None:
-        previous = VariantEvaluation.model_validate(best) if best else None
-        if previous is None or best_evaluation([previous, top]) is top:
-            rets = portfolio_series([r for r in results if r.variant_id == top.variant_id])
-            best = top.model_dump(mode="json") | {
-                "portfolio": {
-                    "dates": index_keys(rets.index),
-                    "values": rets.tolist(),
-                }
-            }
+    if top is not None and (best is None or best_evaluation([best, top]) is top):
+        rets = portfolio_series([r for r in results if r.variant_id == top.variant_id])
+        best = BestSoFar(
+            **dict(top), portfolio=Series(dates=index_keys(rets.index), values=rets.tolist())
+        )
     # PBO over every variant the run has tried (>= 8 on shared dates; None before that).
     pbo = run_pbo(series)
     n_passed = sum(e.passed for e in evaluations)
@@ -97,15 +98,15 @@ def gate(state: DevelopState, runtime: Runtime[RunContext]) -> dict[str, Any]:
         f"SPA p vs {ctx.benchmark.name} {_p(spa_p)} over {spa_trials} trials",
     )
     return {
-        "evaluations": [e.model_dump(mode="json") for e in evaluations],
-        "ledger": ledger.model_dump(mode="json"),
+        "evaluations": evaluations,
+        "ledger": ledger,
         "best": best,
         "failure": None,
         "trajectory": None,
         "n_backtests": state.get("n_backtests", 0) + len(results),
         "pbo": pbo,
         "pbo_variants": sum(1 for s in series.values() if s) if pbo is not None else 0,
-        "spa": {"pvalue": spa_p, "trials": spa_trials, "benchmark": ctx.benchmark.name},
+        "spa": SpaResult(pvalue=spa_p, trials=spa_trials, benchmark=ctx.benchmark.name),
         "lookahead": {**(state.get("lookahead") or {}), **lookahead},
     }
 
@@ -162,7 +163,10 @@ def _lookahead_veto(
             costs=ctx.config.costs, executor=ctx.executor, symbol=symbol,
         )  # fmt: skip
         reports[ev.variant_id] = report.model_dump(mode="json")
-        if report.biased:
+        if report.integrity:  # its claimed fills are not its books: nothing it says counts
+            ev.veto(Veto.INTEGRITY, f"integrity error in the lookahead check on {symbol}: "
+                    f"{report.integrity}")  # fmt: skip
+        elif report.biased:
             ev.veto(
                 Veto.LOOKAHEAD,
                 f"lookahead detected on {symbol}: {'; '.join(report.mismatches[:2])}",
@@ -171,20 +175,26 @@ def _lookahead_veto(
             ev.veto(Veto.LOOKAHEAD_UNCHECKED, f"lookahead check could not run: {report.error}")
         ctx.progress.stage(
             "lookahead",
-            f"{ev.variant_id}: {'BIASED' if report.biased else 'clean' if report.checked else 'unchecked'} "
+            f"{ev.variant_id}: {_verdict_word(report)} "
             f"({report.n_cuts} cuts, {report.duration_s:.1f}s)",
         )
     return reports
 
 
+def _verdict_word(report: Any) -> str:
+    if report.integrity:
+        return "INTEGRITY ERROR"
+    return "BIASED" if report.biased else "clean" if report.checked else "unchecked"
+
+
 def failure_analysis(state: DevelopState, runtime: Runtime[RunContext]) -> dict[str, Any]:
     ctx = runtime.context
     synthesis = state.get("synthesis") or {}
-    evaluations = [VariantEvaluation.model_validate(e) for e in state.get("evaluations", [])]
+    evaluations = state.get("evaluations", [])
     analysis = analyse_failure(
         evaluations,
         criteria=ctx.criteria,
-        history=[IterationSummary.model_validate(h) for h in state.get("history", [])],
+        history=state.get("history", []),
         research_confidence=float(synthesis.get("confidence", 0.0)),
         regime=str(synthesis.get("regime", "")),
         families=sorted({e.family for e in evaluations}),
@@ -202,98 +212,93 @@ def failure_analysis(state: DevelopState, runtime: Runtime[RunContext]) -> dict[
             f"{a.t_stat if a else None}, deflated alpha {a.deflated_alpha if a else None}; "
             f"criteria " + ", ".join(f"{c.metric}{c.op}{c.threshold}" for c in ctx.criteria.rules)
         )
-        log = llm_logger(ctx, iteration=state["iteration"], route=state.get("route", "INITIAL"))
+        log = llm_logger(ctx, iteration=state["iteration"], route=_origin(state))
         analysis = llm_failure(ctx.llm, analysis, facts=facts, log=log)
     ctx.progress.stage(
         "failure",
         f"{analysis.failure_type.value} ({analysis.confidence:.2f}): {analysis.root_cause}",
     )
-    return {"failure": analysis.model_dump(mode="json")}
+    return {"failure": analysis}
 
 
-def current_line(history: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _origin(state: DevelopState) -> Origin:
+    """What built the variants under evaluation (the router has not decided yet)."""
+    return Origin(state.get("route", Origin.INITIAL))
+
+
+def current_line(history: list[IterationSummary]) -> list[IterationSummary]:
     """Iterations since the last RESEARCH route: a research round starts a new line of ideas,
     so scores from before it say nothing about whether the current line converges."""
     start = 0
     for i, h in enumerate(history):
-        if h["route"] == Route.RESEARCH:
+        if h.route == Route.RESEARCH:
             start = i + 1
     return history[start:]
 
 
 def _summary(state: DevelopState, route: Route) -> IterationSummary:
-    evaluations = [VariantEvaluation.model_validate(e) for e in state.get("evaluations", [])]
     params = {vid: v["spec"]["parameters"] for vid, v in state.get("all_variants", {}).items()}
-    return summarise_iteration(state["iteration"], evaluations, route=route, parameters=params)
+    return summarise_iteration(
+        state["iteration"], state.get("evaluations", []), route=route, parameters=params
+    )
 
 
 def trajectory(state: DevelopState, runtime: Runtime[RunContext]) -> dict[str, Any]:
     ctx = runtime.context
     # The current iteration's route is not decided yet; the analysis reads scores and metrics.
-    history = [IterationSummary.model_validate(h) for h in current_line(state.get("history", []))]
-    history.append(_summary(state, Route.TUNE))
+    history = [*current_line(state.get("history", [])), _summary(state, Route.TUNE)]
     analysis = analyse_trajectory(history, score_threshold=ctx.criteria.score_threshold)
-    if analysis is None:
-        return {"trajectory": None}
-    ctx.progress.stage("trajectory", f"{analysis.status.value}: {analysis.reasoning}")
-    return {"trajectory": analysis.model_dump(mode="json")}
+    if analysis is not None:
+        ctx.progress.stage("trajectory", f"{analysis.status.value}: {analysis.reasoning}")
+    return {"trajectory": analysis}
 
 
 def router(state: DevelopState, runtime: Runtime[RunContext]) -> dict[str, Any]:
     ctx = runtime.context
     cfg = ctx.config
     iteration = state["iteration"]
-    counters = LoopCounters.model_validate(state.get("counters") or {"iteration": iteration})
-    counters = counters.model_copy(update={"iteration": iteration})
-    evaluations = [VariantEvaluation.model_validate(e) for e in state.get("evaluations", [])]
-    failure = FailureAnalysis.model_validate(state["failure"]) if state.get("failure") else None
-    traj = (
-        TrajectoryAnalysis.model_validate(state["trajectory"]) if state.get("trajectory") else None
-    )
-    limits: Limits = cfg.limits
+    counters = (state.get("counters") or LoopCounters()).model_copy(update={"iteration": iteration})
+    evaluations = state.get("evaluations", [])
+    failure, traj = state.get("failure"), state.get("trajectory")
     route, reason = decide_route(
         any_passed=any(e.passed for e in evaluations),
         failure=failure,
         trajectory=traj,
         counters=counters,
-        limits=limits,
+        limits=cfg.limits,
     )
     if ctx.llm is not None:
         route, reason = budget_stop(
             route, reason, exhausted=ctx.llm.exhausted, used=ctx.llm.tokens_used,
             limit=ctx.llm.settings.max_tokens,
         )  # fmt: skip
-    ledger = TrialLedger.model_validate(state.get("ledger") or {})
+    ledger = state.get("ledger") or TrialLedger()
+    spa = state.get("spa") or SpaResult()
     top = best_evaluation(evaluations)
     decision = GateDecision(
         iteration=iteration,
         decision=route,
         best_variant_id=top.variant_id if top else None,
-        evaluations=evaluations,
+        evaluations=[VariantEvaluation(**dict(e)) for e in evaluations],
         failure=failure,
         trajectory=traj,
         reasoning=reason,
         actions=failure.actions if failure else [],
         n_trials=ledger.n_trials,
-        spa_pvalue=(state.get("spa") or {}).get("pvalue"),
-        spa_trials=(state.get("spa") or {}).get("trials", 0),
+        spa_pvalue=spa.pvalue,
+        spa_trials=spa.trials,
     )
     _record_iteration(ctx, state, decision)
     remember_gate_outcome(ctx, state, decision)  # lessons for later runs; never raises
-    log_usage(ctx, iteration=iteration, route=state.get("route", "INITIAL"))
-    summary = _summary(state, route)
-    history = [*state.get("history", []), summary.model_dump(mode="json")]
+    log_usage(ctx, iteration=iteration, route=_origin(state))
+    history = [*state.get("history", []), _summary(state, route)]
     ctx.progress.stage("route", f"iteration {iteration} -> {route.value}: {reason}")
 
-    update: dict[str, Any] = {
-        "decisions": [decision.model_dump(mode="json")],
-        "history": history,
-        "route": route.value,
-    }
+    update: dict[str, Any] = {"decisions": [decision], "history": history, "route": route}
     nxt = next_counters(route, counters)
     if nxt is not None:
         update["iteration"] = nxt.iteration
-        update["counters"] = nxt.model_dump()
+        update["counters"] = nxt
     if route == Route.RESEARCH:
         update["feedback"] = [*state.get("feedback", []), reason]
     return update
@@ -302,9 +307,10 @@ def router(state: DevelopState, runtime: Runtime[RunContext]) -> dict[str, Any]:
 def _record_iteration(ctx: RunContext, state: DevelopState, decision: GateDecision) -> None:
     """One JSONL record per variant × symbol, then one for the gate decision."""
     now = datetime.now(UTC).isoformat()
-    run_id = ctx.run.root.name
+    common = {"run_id": ctx.run.root.name, "iteration": decision.iteration,
+              "route": _origin(state), "recorded_at": now}  # fmt: skip
     evals = {e.variant_id: e for e in decision.evaluations}
-    results = load_results(ctx, state.get("results", []))
+    results = load_results(ctx, state.get("results", []))  # what the gate loaded: no re-read
     for variant_dump in state.get("variants", []):
         variant = StrategyVariant.model_validate(variant_dump)
         ev = evals.get(variant.variant_id)
@@ -315,73 +321,50 @@ def _record_iteration(ctx: RunContext, state: DevelopState, decision: GateDecisi
             )
             ok = [r for r in rs if r.status == JobStatus.OK]
             metrics, fold_sharpes, _ = aggregate_variant(ok, periods_per_year=ctx.periods_per_year)
-            ctx.run.tracker.append(
-                {
-                    "kind": "backtest",
-                    "run_id": run_id,
-                    "iteration": decision.iteration,
-                    "route": state.get("route", "INITIAL"),
-                    "variant_id": variant.variant_id,
-                    "parent_id": variant.parent_id,
-                    "name": variant.spec.name,
-                    "family": variant.spec.family.value,
-                    "trial_key": variant.spec.trial_key(),
-                    "parameters": variant.spec.parameters,
-                    "code_sha256": variant.code_sha256,
-                    "symbol": symbol,
-                    "symbols": [symbol],
-                    "data_sha256": ctx.data[symbol].sha256,
-                    "folds": [
-                        {
-                            "fold": r.fold,
-                            "status": r.status.value,
-                            "error": r.error,
-                            "metrics": r.metrics.model_dump() if r.metrics else None,
-                        }
+            append_record(
+                ctx.run.tracker,
+                BacktestRecord(
+                    **common,
+                    variant_id=variant.variant_id,
+                    parent_id=variant.parent_id,
+                    name=variant.spec.name,
+                    family=variant.spec.family.value,
+                    trial_key=variant.spec.trial_key(),
+                    parameters=variant.spec.parameters,
+                    code_sha256=variant.code_sha256,
+                    symbol=symbol,
+                    symbols=[symbol],
+                    data_sha256=ctx.data[symbol].sha256,
+                    folds=[
+                        FoldRecord(fold=r.fold, status=r.status, error=r.error, metrics=r.metrics)
                         for r in rs
                     ],
-                    "fold_sharpes": fold_sharpes,
-                    "status": "ok"
+                    fold_sharpes=fold_sharpes,
+                    status="ok"
                     if len(ok) == len(rs) and rs
                     else ("error" if not ok else "partial"),
-                    "metrics": metrics.model_dump() if metrics else None,
-                    "gate_score": ev.score if ev else None,
-                    "gate_alpha": ev.alpha.model_dump(mode="json") if ev and ev.alpha else None,
-                    "gate_passed": ev.passed if ev else False,
-                    "gate_vetoes": ev.vetoes if ev else [],
-                    "gate_decision": decision.decision.value,
-                    "recorded_at": now,
-                }
+                    metrics=metrics,
+                    gate_score=ev.score if ev else None,
+                    gate_alpha=ev.alpha if ev else None,
+                    gate_passed=ev.passed if ev else False,
+                    gate_vetoes=ev.vetoes if ev else [],
+                    gate_veto_kinds=ev.veto_kinds if ev else [],
+                    gate_decision=decision.decision,
+                ),
             )
-    ctx.run.tracker.append(
-        {
-            "kind": "gate",
-            "run_id": run_id,
-            "iteration": decision.iteration,
-            "route": state.get("route", "INITIAL"),
-            "gate_decision": decision.decision.value,
-            "variant_id": decision.best_variant_id,
-            "symbols": ctx.symbols,
-            "metrics": next(
-                (
-                    e.metrics.model_dump()
-                    for e in decision.evaluations
-                    if e.variant_id == decision.best_variant_id and e.metrics
-                ),
-                None,
-            ),  # fmt: skip
-            "gate_score": max((e.score for e in decision.evaluations), default=None),
-            "benchmark": ctx.benchmark.name,
-            "alpha": next(
-                (
-                    e.alpha.model_dump(mode="json")
-                    for e in decision.evaluations
-                    if e.variant_id == decision.best_variant_id and e.alpha
-                ),
-                None,
-            ),  # fmt: skip
-            "spa_pvalue": decision.spa_pvalue,
-            "decision": decision.model_dump(mode="json"),
-            "recorded_at": now,
-        }
+    best = evals.get(decision.best_variant_id or "")
+    append_record(
+        ctx.run.tracker,
+        GateRecord(
+            **common,
+            gate_decision=decision.decision,
+            variant_id=decision.best_variant_id,
+            symbols=ctx.symbols,
+            metrics=best.metrics if best else None,
+            gate_score=max((e.score for e in decision.evaluations), default=None),
+            benchmark=ctx.benchmark.name,
+            alpha=best.alpha if best else None,
+            spa_pvalue=decision.spa_pvalue,
+            decision=decision,
+        ),
     )

@@ -13,20 +13,30 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
+from experiments.records import append_record
+from strategies.spec import Origin
 from swarm.context import RunContext
 
 
-def llm_logger(ctx: RunContext, *, iteration: int, route: str) -> Callable[[dict[str, Any]], None]:
+def llm_logger(
+    ctx: RunContext, *, iteration: int, route: Origin | str, research_round: int | None = None
+) -> Callable[[dict[str, Any]], None]:
+    """``research_round``: set by the research half (its events' id keeps the round apart)."""
+    route = Origin(route)
+    # The id the records had when the round was written into the route ("RESEARCH-2").
+    id_route = f"{route.value}-{research_round}" if research_round is not None else route.value
+
     def log(event: dict[str, Any]) -> None:
         ident = json.dumps(
             [event.get("kind"), iteration, event.get("role"), event.get("subagent"),
-             event.get("symbol"), event.get("route", route), event.get("reasons")],
+             event.get("symbol"), event.get("route", id_route), event.get("reasons")],
             sort_keys=True, default=str,
         )  # fmt: skip
         record = {
             "run_id": ctx.run.root.name,
             "iteration": iteration,
             "route": route,
+            "research_round": research_round,
             "variant_id": None,
             "symbols": [event["symbol"]] if event.get("symbol") else ctx.symbols,
             "metrics": None,
@@ -35,7 +45,7 @@ def llm_logger(ctx: RunContext, *, iteration: int, route: str) -> Callable[[dict
             "record_id": hashlib.sha256(ident.encode()).hexdigest(),
             "recorded_at": datetime.now(UTC).isoformat(),
         }
-        ctx.run.tracker.append(record)
+        append_record(ctx.run.tracker, record)
         ctx.progress.stage(
             "llm",
             f"{event['kind']} ({event.get('role')}): {'; '.join(map(str, event.get('reasons', [])))[:160]}",
@@ -44,12 +54,13 @@ def llm_logger(ctx: RunContext, *, iteration: int, route: str) -> Callable[[dict
     return log
 
 
-def log_usage(ctx: RunContext, *, iteration: int, route: str) -> None:
+def log_usage(ctx: RunContext, *, iteration: int, route: Origin | str) -> None:
     """One record per iteration with the client's running call and token counts."""
     if ctx.llm is None:
         return
     stats = ctx.llm.stats()
-    ctx.run.tracker.append(
+    append_record(
+        ctx.run.tracker,
         {
             "kind": "llm_usage",
             "run_id": ctx.run.root.name,
@@ -62,5 +73,5 @@ def log_usage(ctx: RunContext, *, iteration: int, route: str) -> None:
             "llm": stats,
             "llm_replay": ctx.llm.replay_stats(),
             "recorded_at": datetime.now(UTC).isoformat(),
-        }
+        },
     )

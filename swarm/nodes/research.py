@@ -15,7 +15,7 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
 from langgraph.types import Send
 
-from gate.contracts import FailureAnalysis
+from strategies.spec import Origin
 from swarm.context import RunContext
 from swarm.llm.brains import llm_finding, llm_summary
 from swarm.nodes.llm_log import llm_logger
@@ -26,7 +26,7 @@ from swarm.research.models import DataBrief, Domain, FactSheet, Finding, Suggest
 from swarm.research.news import archive_headlines, headlines_for
 from swarm.research.subagents import SUBAGENTS, ResearchContext, run_subagent
 from swarm.research.synthesis import lead, render_research_md, synthesize_domain
-from swarm.state import RESET, DevelopState
+from swarm.state import RESET, DevelopState, SubagentTask
 
 SUBAGENT_NODE = "research_subagent"
 DATA_EXTRACTOR_NODE = "data_extractor"
@@ -99,7 +99,7 @@ def data_extractor(state: DevelopState, runtime: Runtime[RunContext]) -> dict[st
         )
     brief = build_data_brief(briefs)
     failure = state.get("failure")
-    hints = FailureAnalysis.model_validate(failure).hints if failure else []
+    hints = failure.hints if failure else []
     revised, note = revise_suggestion(brief.suggested.model_dump(), hints, round_)
     if note is not None:  # a RESEARCH round: start from what the gate's failure suggests
         brief = brief.model_copy(update={"suggested": SuggestedParameters(**revised)})
@@ -120,17 +120,17 @@ def fan_out_subagents(state: DevelopState) -> list[Send]:
     return [
         Send(
             SUBAGENT_NODE,
-            {
-                "subagent_id": spec.id,
-                "research_round": state["research_round"],
-                "iteration": state.get("iteration", 0),
-            },
+            SubagentTask(
+                subagent_id=spec.id,
+                research_round=state["research_round"],
+                iteration=state.get("iteration", 0),
+            ),
         )
         for spec in SUBAGENTS
     ]
 
 
-def research_subagent(payload: dict[str, Any], runtime: Runtime[RunContext]) -> dict[str, Any]:
+def research_subagent(payload: SubagentTask, runtime: Runtime[RunContext]) -> dict[str, Any]:
     """One specialist over every symbol. A crash is recorded as a failed subagent, not raised."""
     ctx = runtime.context
     bundles = feature_bundles(ctx)
@@ -140,15 +140,15 @@ def research_subagent(payload: dict[str, Any], runtime: Runtime[RunContext]) -> 
     try:
         for symbol in ctx.symbols:
             finding = run_subagent(
-                payload["subagent_id"], symbol=symbol, bundle=bundles[symbol], context=rctx
+                payload.subagent_id, symbol=symbol, bundle=bundles[symbol], context=rctx
             )
             if getattr(ctx, "llm", None) is not None:
                 finding = _llm_reading(ctx, payload, finding, rctx, events)
             findings.append(finding.model_dump(mode="json"))
     except Exception as exc:  # a broken specialist degrades the research; it must not kill the run
-        ctx.progress.stage("research", f"subagent {payload['subagent_id']} failed: {exc!r}")
-        return {"failed_subagents": [payload["subagent_id"]]}
-    if payload["subagent_id"] == NEWS_SUBAGENT:
+        ctx.progress.stage("research", f"subagent {payload.subagent_id} failed: {exc!r}")
+        return {"failed_subagents": [payload.subagent_id]}
+    if payload.subagent_id == NEWS_SUBAGENT:
         try:
             n = write_news_archive(ctx, rctx)
             if n:
@@ -159,13 +159,13 @@ def research_subagent(payload: dict[str, Any], runtime: Runtime[RunContext]) -> 
 
 
 def _llm_reading(
-    ctx: RunContext, payload: dict[str, Any], finding: Finding, rctx: ResearchContext, events: list
+    ctx: RunContext, payload: SubagentTask, finding: Finding, rctx: ResearchContext, events: list
 ) -> Finding:
     """The LLM brain reads the same evidence; headlines reach it only fenced, as data.
     Fallback events are returned, not logged here: the leader logs them in a fixed order."""
-    spec = next(s for s in SUBAGENTS if s.id == payload["subagent_id"])
+    spec = next(s for s in SUBAGENTS if s.id == payload.subagent_id)
     untrusted: list[str] = []
-    if payload["subagent_id"] == NEWS_SUBAGENT and finding.as_of:
+    if payload.subagent_id == NEWS_SUBAGENT and finding.as_of:
         as_of = dt.date.fromisoformat(finding.as_of)
         untrusted = [
             i.headline for i in headlines_for(rctx.news_items, finding.symbol, as_of=as_of)
@@ -205,7 +205,8 @@ def leader(state: DevelopState, runtime: Runtime[RunContext]) -> dict[str, Any]:
         log = llm_logger(
             ctx,
             iteration=state.get("iteration", 0),
-            route=f"RESEARCH-{state.get('research_round', 1)}",
+            route=Origin.RESEARCH,
+            research_round=state.get("research_round", 1),
         )
         # Subagents ran in parallel: log their events in a fixed order, so reruns match.
         events = sorted(

@@ -11,9 +11,11 @@ from langgraph.runtime import Runtime
 from gate.contracts import FailureAnalysis, VariantEvaluation
 from strategies.blocks import ENTRIES, EXITS, FILTERS, SIZINGS
 from strategies.codegen import code_sha256, make_variant
+from strategies.decision_family import is_decision_spec
 from strategies.spec import StrategySpec, StrategyVariant
 from strategies.validate import validate_code
 from swarm.agents.strategy_dev import Proposal, preferred_order, propose
+from swarm.analyze.family import decision_proposals, pipeline_code
 from swarm.context import RunContext
 from swarm.llm.brains import llm_strategy_specs
 from swarm.nodes.backtest import code_file
@@ -104,18 +106,25 @@ def strategy_dev(state: DevelopState, runtime: Runtime[RunContext]) -> dict[str,
         for e in state.get("evaluations", [])
     ]
     # The rules brain mutates catalogue specs only; an LLM's own code is revised by the LLM.
-    rules_best = best if best and not best[1].is_custom else None
-    rules_last = [(ev, spec) for ev, spec in last if not spec.is_custom]
+    # Neither do they mutate the decision pipeline's specs: that family proposes its own.
+    rules_best = best if best and not (best[1].is_custom or is_decision_spec(best[1])) else None
+    rules_last = [(ev, s) for ev, s in last if not (s.is_custom or is_decision_spec(s))]
     failure = FailureAnalysis.model_validate(state["failure"]) if state.get("failure") else None
     # A distinct, reproducible stream per (seed, iteration, research round).
     rng = random.Random(cfg.seed * 1_000_003 + iteration * 101 + state.get("research_round", 1))
 
+    # The decision pipeline's share of the slots when the run names it (swarm.analyze.family).
+    pipeline = [Proposal(p.spec, p.parent_id, p.why) for p in decision_proposals(
+        cfg.families, cfg.variants, route=route, rng=rng, seen=seen, best=best, last=last)]  # fmt: skip
+    seen = seen | {p.spec.trial_key() for p in pipeline}
+    n_blocks = cfg.variants - len(pipeline)
+
     custom_code: dict[str, str] = {}
     proposals: list[Proposal] = []
-    if ctx.llm is not None and not ctx.llm.exhausted:
+    if ctx.llm is not None and not ctx.llm.exhausted and n_blocks > 0:
         parent = best[0] if best and route in ("TUNE", "FIX", "REFINE") else None
         for spec, code, why in llm_strategy_specs(
-            ctx.llm, n=cfg.variants, route=route,
+            ctx.llm, n=n_blocks, route=route,
             brief=_brief(state, route, best, last, failure, families),
             catalogue=catalogue_text(), seen=seen,
             untrusted=[i.headline for i in ctx.news_items], log=llm_logger(ctx, iteration=iteration, route=route),
@@ -125,16 +134,21 @@ def strategy_dev(state: DevelopState, runtime: Runtime[RunContext]) -> dict[str,
             proposals.append(Proposal(spec, parent, why))
             seen = seen | {spec.trial_key()}
     proposals += propose(
-        route=route, n=cfg.variants - len(proposals), rng=rng, seen=seen, families=families,
+        route=route, n=n_blocks - len(proposals), rng=rng, seen=seen, families=families,
         suggested=suggested, best=rules_best, last=rules_last, failure=failure,
         min_trades=ctx.criteria.min_trades, directive_families=cfg.preferred_families,
-    ) if len(proposals) < cfg.variants else []  # fmt: skip
+    ) if len(proposals) < n_blocks else []  # fmt: skip
+    proposals = pipeline + proposals
 
     variants, rejected = [], 0
     for k, prop in enumerate(proposals, start=1):
         spec: StrategySpec = prop.spec
         variant_id = f"i{iteration:02d}-v{k:02d}-{spec.family.value}-{spec.trial_key()[:6]}"
         code = custom_code.get(spec.trial_key())
+        if code is None and is_decision_spec(spec):
+            code = pipeline_code(ctx, spec)  # the pipeline's decisions, embedded
+            if code is None:  # the LLM budget ran out: the gate's budget stop ends the run
+                continue
         if code is not None:  # the LLM's own class: already validated, recorded as written
             variant = StrategyVariant(
                 variant_id=variant_id, parent_id=prop.parent_id, iteration=iteration, route=route,

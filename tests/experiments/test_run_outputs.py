@@ -9,6 +9,7 @@ import pytest
 from experiments.charts import plot_trajectory, plot_trial_sharpes, trajectory_panels
 from experiments.export import export_from_run, variant_figures
 from experiments.report import render_report
+from experiments.runfolder import build_manifest
 
 pytestmark = pytest.mark.unit
 
@@ -16,6 +17,7 @@ PNG = b"\x89PNG\r\n\x1a\n"
 METRICS = {
     "sharpe": 1.1, "sortino": 1.5, "cagr_pct": 9.0, "max_drawdown_pct": 12.0, "win_rate_pct": 51.0,
     "profit_factor": 1.4, "n_trades": 40, "exposure_pct": 60.0, "final_value": 120_000.0,
+    "sharpe_per_period": 0.07, "total_return_pct": 20.0, "n_obs": 500, "skew": 0.0, "kurtosis": 3.0,
 }  # fmt: skip
 
 
@@ -66,8 +68,8 @@ def _variant(vid="i01-v01-momentum-abc123", parent=None):
         "code": "import backtrader as bt\n\n\nclass S(bt.Strategy):\n    pass\n",
         "code_sha256": "x", "class_name": "S",
         "spec": {"name": "momentum-roc", "family": "momentum", "approach": "buy strength",
-                 "parameters": {"roc_period": 12}},
-        "in_sample": {"metrics": METRICS, "score": 0.3, "dsr": 0.4, "passed": False},
+                 "entry": "roc_momentum", "parameters": {"roc_period": 12}},
+        "in_sample": {"iteration": 1, "metrics": METRICS, "score": 0.3, "dsr": 0.4, "passed": False},
     }  # fmt: skip
 
 
@@ -116,7 +118,9 @@ def test_a_non_winner_exports_with_its_own_in_sample_figures(tmp_path):
     variants = {winner["variant_id"]: winner, other["variant_id"]: other}
     (run / "variants.json").write_text(json.dumps(variants))
     (run / "verdict.json").write_text(json.dumps(verdict))
-    (run / "manifest.json").write_text(json.dumps({"config": {"costs": {"commission_pct": 0.1}}}))
+    manifest = build_manifest(run_id="run", config={"costs": {"commission_pct": 0.1}}, data={},
+                              seed=0, argv=[])  # fmt: skip
+    (run / "manifest.json").write_text(json.dumps(manifest))
 
     assert variant_figures("i02-v01-w", winner, verdict) == winner_figs
     figs = variant_figures(other["variant_id"], other, verdict)

@@ -209,3 +209,22 @@ def test_alpha_sharpes_go_into_the_ledger() -> None:
     )  # fmt: skip
     assert abs(ledger.alpha_trials["k"]) < 0.1  # per period: noise around zero
     assert ledger.trials["k"] > 0.1
+
+
+def test_one_integrity_error_vetoes_a_strong_variant() -> None:
+    """A job whose fill log failed the trusted books discredits the variant's code: even one of
+    five is a veto (not an error rate), and the failure analysis calls it broken code."""
+    from gate.contracts import Hint, Veto
+    from gate.failure import analyse_failure
+
+    results = _jobs("tamperer", {s: _strong(i) for i, s in enumerate("ABCD")})
+    results.append(make_result("tamperer", [], symbol="E", status=JobStatus.INTEGRITY_ERROR,
+                               error="IntegrityError: a cash change no fill explains"))  # fmt: skip
+    criteria = parse_criteria("sharpe>=1")
+    (ev,) = evaluate_variants([("tamperer", "momentum", "sha")], results, criteria, TrialLedger())
+    assert Veto.INTEGRITY in ev.veto_kinds and not ev.passed
+    assert "E/fold0: IntegrityError: a cash change" in ev.vetoes[0]
+    assert ev.score == 0.0
+    analysis = analyse_failure([ev], criteria=criteria, history=[], research_confidence=0.8,
+                               regime="trending-up", families=["momentum"])  # fmt: skip
+    assert Hint.EXCEPTIONS in analysis.hints

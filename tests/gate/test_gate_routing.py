@@ -7,6 +7,7 @@ import pytest
 from gate.contracts import (
     FailureAnalysis,
     FailureType,
+    Hint,
     Limits,
     LoopCounters,
     Route,
@@ -124,7 +125,8 @@ def test_market_exposure_refines_even_when_the_score_oscillates() -> None:
         failure_type=DESIGN,
         root_cause="the returns are market exposure: beta 0.62",
         confidence=0.75,
-        actions=["time the exposure", "hint:market_exposure"],
+        actions=["time the exposure"],
+        hints=[Hint.MARKET_EXPOSURE],
     )
     route, reason = decide_route(
         any_passed=False,

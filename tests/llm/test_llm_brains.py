@@ -4,7 +4,7 @@ fallback, logged, and never in executed bad code."""
 import pytest
 from llm_fakes import factory_for, scripted, tool_call
 
-from gate.contracts import FailureAnalysis, FailureType
+from gate.contracts import FailureAnalysis, FailureType, Hint
 from swarm.llm.brains import llm_failure, llm_finding, llm_strategy_specs
 from swarm.llm.client import LLMClient
 from swarm.llm.fence import CLOSE, OPEN, UntrustedTextError, assert_no_untrusted, fence
@@ -163,7 +163,7 @@ def test_the_budget_stops_calls(tmp_path):
 
 def test_failure_analysis_rejects_invented_numbers(tmp_path):
     rules = FailureAnalysis(failure_type=FailureType.PARAMETER_ISSUE, root_cause="near thresholds",
-                            confidence=0.8, evidence=["best sharpe 0.93 vs 1.0"], actions=["tune", "hint:near_threshold"])  # fmt: skip
+                            confidence=0.8, evidence=["best sharpe 0.93 vs 1.0"], actions=["tune"], hints=[Hint.NEAR_THRESHOLD])  # fmt: skip
     good = {
         "failure_type": "DESIGN_FLAW",
         "root_cause": "sharpe 0.93 under 1.0 after costs",
@@ -171,7 +171,7 @@ def test_failure_analysis_rejects_invented_numbers(tmp_path):
     }
     client, _ = _client(tmp_path, tool_call("LLMFailure", good))
     out = llm_failure(client, rules, facts="sharpe 0.93, threshold 1.0", log=print)
-    assert out.failure_type == FailureType.DESIGN_FLAW and "hint:near_threshold" in out.actions
+    assert out.failure_type == FailureType.DESIGN_FLAW and Hint.NEAR_THRESHOLD in out.hints
     bad = good | {"root_cause": "sharpe 2.7 is great"}
     client, _ = _client(tmp_path / "b", tool_call("LLMFailure", bad), tool_call("LLMFailure", bad))
     assert llm_failure(client, rules, facts="sharpe 0.93", log=print) == rules

@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from experiments.check import check_run
 from experiments.tracker import read_records, strip_volatile
 
 # One symbol, two folds, three variants, up to four iterations: REFINE, REFINE, RESEARCH,
@@ -128,5 +129,12 @@ def shared_run(tmp_path_factory, name: str, args: list[str]) -> tuple[Path, floa
         done = run_develop([*args, "--out", str(root / "out")], cache_home=root / "cache")
         wall = time.monotonic() - t0
         run_dir = printed_run_dir(done)
+        assert_valid_run(run_dir)
         marker.write_text(json.dumps({"run_dir": str(run_dir), "wall_s": wall}))
         return run_dir, wall
+
+
+def assert_valid_run(run_dir: Path) -> None:
+    """Every run folder a test makes must pass ``python -m experiments.check``."""
+    problem, _ = check_run(run_dir)
+    assert problem is None, f"python -m experiments.check {run_dir}: {problem}"

@@ -3,7 +3,7 @@ import random
 import pytest
 
 from backtest.contracts import Metrics
-from gate.contracts import FailureAnalysis, FailureType, VariantEvaluation
+from gate.contracts import FailureAnalysis, FailureType, Hint, VariantEvaluation
 from strategies.codegen import render
 from strategies.families import default_spec
 from strategies.spec import Family
@@ -69,7 +69,7 @@ def test_fix_repairs_the_broken_variants_first():
 def test_refine_follows_the_failure_hint():
     spec = default_spec(Family.MOMENTUM)
     failure = FailureAnalysis(failure_type=FailureType.DESIGN_FLAW, root_cause="deep drawdowns",
-                              confidence=0.7, actions=["add stops", "hint:deep_drawdown"])  # fmt: skip
+                              confidence=0.7, actions=["add stops"], hints=[Hint.DEEP_DRAWDOWN])  # fmt: skip
     props = propose(route="REFINE", **_common(best=("m", spec), last=[(_ev("m", "momentum"), spec)],
                                               failure=failure))  # fmt: skip
     assert props[0].why == "refine: deep_drawdown"
@@ -107,7 +107,7 @@ def test_research_route_with_every_template_tried_still_spreads_over_families():
 def test_tune_after_a_trade_floor_near_miss_moves_half_the_slots_toward_more_trades():
     best = default_spec(Family.MOMENTUM)
     failure = FailureAnalysis(failure_type=FailureType.PARAMETER_ISSUE, root_cause="29 < 30 trades",
-                              confidence=0.8, actions=["hint:too_few_trades", "hint:near_threshold"])  # fmt: skip
+                              confidence=0.8, hints=[Hint.TOO_FEW_TRADES, Hint.NEAR_THRESHOLD])  # fmt: skip
     props = propose(route="TUNE", **_common(best=("v-best", best), seen={best.trial_key()},
                                             failure=failure))  # fmt: skip
     directed = [p for p in props if p.why.startswith("tune toward more trades")]
@@ -150,7 +150,7 @@ def test_refine_keeps_a_third_of_the_slots_for_tuning_the_best():
     # Regression: planted-edge calibration runs refined every family's best each round, the
     # refinements lost the edge, and the near-passing best was never tuned.
     failure = FailureAnalysis(failure_type=FailureType.DESIGN_FLAW, root_cause="low DSR",
-                              confidence=0.6, actions=["strengthen", "hint:low_dsr"])  # fmt: skip
+                              confidence=0.6, actions=["strengthen"], hints=[Hint.LOW_DSR])  # fmt: skip
     fams = [
         Family.MOMENTUM,
         Family.MEAN_REVERSION,

@@ -21,6 +21,9 @@ into a ``status: "integrity_error"`` result, which the gate treats as a veto.
 
 Conventions of the replay (documented, not hidden): a trade runs flat to flat per symbol
 (backtrader's ``tradeid`` is not believed from the child, so trades are never split by it);
+in a portfolio job (several feeds), which rebalances positions it rarely closes, every fill
+that reduces a position realises a trade: the part sold or covered against the average price,
+net of that fill's commission;
 the broker is backtrader's default stock-like one of ``backtest.engine`` (percentage
 commission, percentage slippage on open, limit and match, never outside the bar's range,
 short sales credit cash).
@@ -270,6 +273,8 @@ class _Replay:
     positions: list[_Position]
     trades: list[_Trade]
     pnls: list[float] = field(default_factory=list)
+    # A portfolio rebalances positions it rarely closes: each reduction realises a trade.
+    realise_reductions: bool = False
 
 
 def _slipped(price: float, slip: float, up: bool, cap: float) -> float:
@@ -389,6 +394,10 @@ def _execute(
         book.cash = cash
     execsize = closed + opened
     pos.update(execsize, price)
+    if book.realise_reductions:
+        if closed:  # the part sold (or covered) against the average price, net of its fee
+            book.pnls.append(pnl - closedcomm)
+        return execsize, closedcomm + openedcomm
     trade = book.trades[f.data]
     if closed and trade.update(closed, price, closedcomm):
         book.pnls.append(trade.pnlcomm)
@@ -449,6 +458,7 @@ def keep_books(job: BacktestJob, log: FillLog, *, duration_s: float = 0.0) -> Bo
         cash=costs.cash,
         positions=[_Position() for _ in feeds],
         trades=[_Trade() for _ in feeds],
+        realise_reductions=len(feeds) > 1,
     )
     fills: list[Fill] = []
     # State after each bar that had fills: (bar, cash, sizes, average prices).

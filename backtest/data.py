@@ -26,6 +26,8 @@ from backtest.errors import DataError, MissingSymbolError
 from backtest.quality import OHLCV, QualityReport, assess_quality, bars_sha256
 
 Source = Literal["auto", "csv", "cache", "yfinance", "synthetic"]
+Prices = Literal["raw", "adjusted"]
+PRICES = ("raw", "adjusted")
 SOURCES = ("auto", "csv", "cache", "yfinance", "synthetic")
 TIMEFRAMES = ("1d", "1h")
 DATE_COLUMNS = ("date", "datetime", "timestamp", "time")
@@ -81,8 +83,38 @@ def _day_range(start: date, end: date) -> tuple[pd.Timestamp, pd.Timestamp]:
     return pd.Timestamp(start), pd.Timestamp(end) + pd.Timedelta(days=1) - pd.Timedelta(1)
 
 
-def normalize_bars(raw: pd.DataFrame, *, what: str = "bars") -> pd.DataFrame:
-    """Canonical OHLCV frame from any reasonable input (yfinance, CSV, parquet)."""
+def adjust_for_dividends(df: pd.DataFrame, *, what: str) -> pd.DataFrame:
+    """Total-return prices: open, high, low and close scaled by ``adj_close / close``.
+
+    The factor is the one the data vendor applied to the close for splits and dividends,
+    so every bar keeps its shape (high >= close >= low) and returns include dividends.
+    Volume is left as traded. ``df`` has normalised lower-case column names.
+    """
+    if "adj_close" not in df.columns:
+        raise DataError(
+            f"--prices adjusted: {what} has no adj_close column; use --prices raw, or data "
+            "with an adj_close column (the daily corpus has one)"
+        )
+    close = pd.to_numeric(df["close"], errors="coerce")
+    factor = pd.to_numeric(df["adj_close"], errors="coerce") / close
+    bad = close.notna() & ~np.isfinite(factor)
+    if bad.any():
+        raise DataError(
+            f"--prices adjusted: {what} has a missing or unusable adj_close on "
+            f"{pd.Timestamp(df.index[int(np.flatnonzero(bad.to_numpy())[0])]).date()}; "
+            "fix the file or use --prices raw"
+        )
+    out = df.copy()
+    for col in ("open", "high", "low", "close"):
+        out[col] = pd.to_numeric(out[col], errors="coerce") * factor
+    return out
+
+
+def normalize_bars(
+    raw: pd.DataFrame, *, what: str = "bars", prices: Prices = "raw"
+) -> pd.DataFrame:
+    """Canonical OHLCV frame from any reasonable input (yfinance, CSV, parquet);
+    ``prices="adjusted"`` first scales OHLC to total return (:func:`adjust_for_dividends`)."""
     df = raw.copy()
     if isinstance(df.columns, pd.MultiIndex):
         # yfinance >= 0.2.48 returns (Price, Ticker) columns even for one ticker.
@@ -98,6 +130,8 @@ def normalize_bars(raw: pd.DataFrame, *, what: str = "bars") -> pd.DataFrame:
         raise DataError(
             f"{what}: missing column(s) {', '.join(missing)}; need open, high, low, close"
         )
+    if prices == "adjusted":
+        df = adjust_for_dividends(df, what=what)
     if "volume" not in df.columns:
         df["volume"] = 0.0  # flagged by the quality report as zero-volume bars
     index = pd.DatetimeIndex(df.index)
@@ -186,7 +220,7 @@ def find_csv(symbol: str, data_dir: Path, timeframe: str = "1d") -> Path:
     )
 
 
-def read_bars_csv(path: Path, timeframe: str = "1d") -> pd.DataFrame:
+def read_bars_csv(path: Path, timeframe: str = "1d", *, prices: Prices = "raw") -> pd.DataFrame:
     """Read one corpus-format CSV into canonical bars; DataError naming the file and problem."""
     try:
         raw = pd.read_csv(path)
@@ -224,7 +258,7 @@ def read_bars_csv(path: Path, timeframe: str = "1d") -> pd.DataFrame:
                 f"on line {row + 2}; prices and volume must be numbers"
             )
     frame = raw.set_index(pd.DatetimeIndex(stamps))
-    bars = normalize_bars(frame, what=f"--data-dir: {path}")
+    bars = normalize_bars(frame, what=f"--data-dir: {path}", prices=prices)
     if timeframe == "1h" and len(bars) and (bars.index == bars.index.normalize()).all():
         raise DataError(
             f"--timeframe: {path} holds daily bars (no times of day), not 1h bars; "
@@ -234,10 +268,10 @@ def read_bars_csv(path: Path, timeframe: str = "1d") -> pd.DataFrame:
 
 
 def _from_csv(
-    symbol: str, start: date, end: date, timeframe: str, data_dir: Path
+    symbol: str, start: date, end: date, timeframe: str, data_dir: Path, prices: Prices = "raw"
 ) -> tuple[pd.DataFrame, str]:
     path = find_csv(symbol, data_dir, timeframe)
-    bars = read_bars_csv(path, timeframe)
+    bars = read_bars_csv(path, timeframe, prices=prices)
     sliced = _slice(bars, start, end)
     if sliced.empty:
         have = "no bars"
@@ -341,6 +375,7 @@ def _from_yfinance(
     cache_dir: Path,
     timeout: float,
     fetcher: Fetcher,
+    prices: Prices = "raw",
 ) -> tuple[pd.DataFrame, str | None]:
     try:
         raw = fetcher(
@@ -351,14 +386,15 @@ def _from_yfinance(
     if raw is None or raw.empty:
         raise _NotFound("yfinance: empty download (offline or unknown symbol)")
     try:
-        bars = normalize_bars(raw, what=f"yfinance {symbol}")
+        bars = normalize_bars(raw, what=f"yfinance {symbol}", prices=prices)
     except DataError as exc:
         raise _NotFound(f"yfinance: unusable frame ({exc})") from exc
     if bars.empty:
         raise _NotFound("yfinance: download had no complete bars")
     path: str | None = None
-    with contextlib.suppress(OSError):  # a read-only cache must not lose the download
-        path = str(write_cache(symbol, bars, timeframe, cache_dir))
+    if prices == "raw":  # the cache holds raw prices only
+        with contextlib.suppress(OSError):  # a read-only cache must not lose the download
+            path = str(write_cache(symbol, bars, timeframe, cache_dir))
     sliced = _slice(bars, start, end)
     if sliced.empty:
         raise _NotFound(f"yfinance: no bars in {start}..{end}")
@@ -425,6 +461,7 @@ def load_bars(
     seed: int = 0,
     yf_timeout: float = 10.0,
     fetcher: Fetcher | None = None,
+    prices: Prices = "raw",
 ) -> LoadedBars:
     """Load ``symbol`` over [start, end] (inclusive) through the source chain.
 
@@ -432,6 +469,9 @@ def load_bars(
     it on purpose), then the parquet cache, then yfinance; without it, cache then
     yfinance. ``synthetic`` is never a fallback: only used when asked for.
     ``fetcher`` replaces the yfinance download (tests pass a fake).
+    ``prices="adjusted"``: total return from ``adj_close`` (a CSV without it is a
+    DataError); the parquet cache, which holds raw prices, is skipped; synthetic bars have
+    no dividends and are the same either way.
     """
     if source not in SOURCES:
         raise DataError(f"--source: unknown source {source!r}; choose one of {', '.join(SOURCES)}")
@@ -441,6 +481,8 @@ def load_bars(
         )
     if start > end:
         raise DataError(f"--start/--end: start {start} is after end {end}; swap them")
+    if prices not in PRICES:
+        raise DataError(f"--prices: {prices!r}; use raw or adjusted")
     symbol = symbol.strip()
     if not symbol:
         raise DataError("--tickers: empty symbol; pass symbols like AAPL,MSFT")
@@ -456,14 +498,16 @@ def load_bars(
 
     steps: list[tuple[str, Callable[[], tuple[pd.DataFrame, str | None]]]] = []
     if data_dir is not None and source in ("auto", "csv"):
-        steps.append(("csv", lambda: _from_csv(symbol, start, end, timeframe, data_dir)))
-    if source in ("auto", "cache"):
+        steps.append(("csv", lambda: _from_csv(symbol, start, end, timeframe, data_dir, prices)))
+    if source in ("auto", "cache") and prices == "raw":
         steps.append(("cache", lambda: read_cache(symbol, start, end, timeframe, cache_dir)))
     if source in ("auto", "yfinance"):
         steps.append(
             (
                 "yfinance",
-                lambda: _from_yfinance(symbol, start, end, timeframe, cache_dir, yf_timeout, fetch),
+                lambda: _from_yfinance(
+                    symbol, start, end, timeframe, cache_dir, yf_timeout, fetch, prices
+                ),
             )
         )
 

@@ -61,6 +61,7 @@ from backtest.kernel_guards import (
 )
 from backtest.python_guards import read_roots
 from backtest.sandbox_child import run_child
+from backtest.sandbox_policy import DEFAULT_POLICY, SandboxPolicy
 from backtest.trace import decode_line, fill_rows
 
 __all__ = [
@@ -79,31 +80,6 @@ __all__ = [
 ]
 
 OUTPUT_TAIL_BYTES = 4096  # of the child's stdout/stderr, kept for crash messages
-
-
-@dataclass(frozen=True)
-class SandboxPolicy:
-    """Limits of one sandboxed job. Picklable (it travels to pool and Ray workers).
-
-    ``validate=False`` skips the static lint: for tests that prove the runtime
-    layer alone, never for generated code. ``kernel=False`` skips Landlock and
-    seccomp (the uid drop, Python-level guards and rlimits stay).
-    """
-
-    validate: bool = True
-    memory_mb: int = 2048  # address-space growth allowed over the warm worker's mappings
-    file_mb: int = 64  # largest file the job may write
-    temp_mb: int = 64  # all of the job's temporary files together
-    temp_files: int = 1024  # files and folders in the temp dir (tmpfs inodes)
-    nofile: int = 64  # open descriptors
-    nproc: int = 32  # processes + threads of the child's uid (as root: the child alone)
-    result_mb: int = 8  # one job's result line; above it the job is an error
-    cpu_s: int | None = None  # CPU seconds; None: ceil(job.timeout_s) + 1
-    grace_s: float = 2.0  # wall slack after job.timeout_s before SIGKILL of the group
-    kernel: bool = True  # Landlock + seccomp when available
-
-
-DEFAULT_POLICY = SandboxPolicy()
 
 
 @dataclass

@@ -44,7 +44,7 @@ from backtest.python_guards import python_guards, read_roots
 
 if TYPE_CHECKING:
     from backtest.contracts import BacktestJob
-    from backtest.sandbox import SandboxPolicy
+    from backtest.sandbox_policy import SandboxPolicy
 
 RESULT_FD = 3
 NONCE_FD = 4  # the parent sends each job's nonce here when that job is due

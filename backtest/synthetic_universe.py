@@ -47,6 +47,23 @@ Three kinds, same machinery:
     months, and the lab has a family for it (mean_reversion: RSI, Bollinger). A weaker
     share (0.7) brings the template down to ~1.45.
 
+``cross_sectional`` (known edge: cross-sectional momentum) — the null's returns, plus a drift
+    that every ``xs_rebalance`` days is set by each symbol's rank among the universe on its
+    return over the last ``xs_lookback`` days (skipping the last ``xs_skip``): the leader gets
+    ``+xs_sharpe``, the laggard ``-xs_sharpe`` (annualised Sharpe units of the universe's mean
+    volatility), the others in between, so the tilts sum to zero at every date. The average
+    symbol earns only ``drift_annual``: buy and hold of the universe has no edge, and with a
+    strong common factor (``market_corr``) one symbol's own past return says little; its
+    rank against the others says what comes next. Only a strategy that compares the symbols
+    (``strategies.portfolio``) can use it.
+
+    Default strength (``xs_sharpe`` 1), measured on 4 seeds of 10 symbols x 8 years at 5%
+    drift through the engine (0.1% commission + 0.05% slippage): the lab's default
+    cross-sectional template (top 2 of 10 on 126-day returns skipping 21, monthly) earns a
+    Sharpe of 1.0-1.6 long only (alpha t over the universe's buy and hold 2.4-6.5, beta ~1)
+    and 1.9-3.1 long/short (alpha t 4.7-8.4, beta ~0). At ``xs_sharpe`` 0.75: 0.7-1.1 long
+    only (alpha t 1.9-4.5).
+
 Bars are realistic enough for the engine and the quality report: the close-to-close
 return is split into an overnight gap (the open is near the previous close) and an
 intraday move; highs and lows extend beyond the body by a half-normal amount scaled by
@@ -67,9 +84,9 @@ from typing import Literal
 import numpy as np
 import pandas as pd
 
-Kind = Literal["null", "planted", "reversion"]
+Kind = Literal["null", "planted", "reversion", "cross_sectional"]
 # Each kind draws from its own random stream: the same seed never gives two kinds the same shocks.
-_KIND_STREAM: dict[str, int] = {"null": 0, "planted": 1, "reversion": 2}
+_KIND_STREAM: dict[str, int] = {"null": 0, "planted": 1, "reversion": 2, "cross_sectional": 3}
 TRADING_DAYS = 252
 _MAX_VOL_MULT = 4.0  # GARCH variance is capped at (4 x long-run vol)^2: no runaway paths
 _MAX_ABS_Z = 12.0  # t(4) tails are fat, not infinite: clip absurd single-day shocks
@@ -96,6 +113,11 @@ class UniverseSpec:
     # planted mean-reversion edge (kind="reversion" only)
     reversion_share: float = 0.8  # share of the daily return variance that reverts
     reversion_half_life: float = 3.0  # half-life of a deviation, in trading days
+    # planted cross-sectional edge (kind="cross_sectional" only)
+    xs_sharpe: float = 1.0  # annualised Sharpe of the leader's (and minus the laggard's) tilt
+    xs_lookback: int = 126  # trading days of the ranking return
+    xs_skip: int = 21  # most recent days left out of it
+    xs_rebalance: int = 21  # days between re-rankings
     symbols: tuple[str, ...] = field(default=())
 
     def symbol_names(self) -> list[str]:
@@ -209,6 +231,8 @@ def generate_universe(spec: UniverseSpec) -> Universe:
     vols: dict[str, float] = {}
     deviation: dict[str, np.ndarray] = {}
     drift = spec.drift_annual / TRADING_DAYS
+    if spec.kind == "cross_sectional":
+        return _cross_sectional(rng, spec, shocks, dates, names, drift)
     for j, sym in enumerate(names):
         vol_a = float(rng.uniform(*spec.vol_range))
         s_lr = vol_a / math.sqrt(TRADING_DAYS)
@@ -227,6 +251,45 @@ def generate_universe(spec: UniverseSpec) -> Universe:
         regimes[sym] = state
         vols[sym] = vol_a
     return Universe(spec=spec, bars=bars, regimes=regimes, vol_annual=vols, deviation=deviation)
+
+
+def _cross_sectional(
+    rng: np.random.Generator,
+    spec: UniverseSpec,
+    shocks: np.ndarray,
+    dates: pd.DatetimeIndex,
+    names: list[str],
+    drift: float,
+) -> Universe:
+    """Returns whose drift follows each symbol's rank on its own past (see the module doc).
+
+    The volatility paths depend only on the shocks, so they are drawn first; the drifts are
+    then set block by block, each block's from the returns generated before it."""
+    n, k = shocks.shape
+    if k < 2:
+        raise ValueError("a cross-sectional universe needs at least 2 symbols")
+    vols = {sym: float(rng.uniform(*spec.vol_range)) for sym in names}
+    s_lr = np.array([vols[sym] / math.sqrt(TRADING_DAYS) for sym in names])
+    sigma = np.column_stack([_garch_sigma(shocks[:, j], s_lr[j], spec) for j in range(k)])
+    unit = spec.xs_sharpe * float(s_lr.mean()) / math.sqrt(TRADING_DAYS)
+    ret = np.empty((n, k))
+    tilt = np.zeros((n, k))
+    log_level = np.zeros((n + 1, k))  # cumulative log return before each bar
+    current = np.zeros(k)
+    span = spec.xs_lookback + spec.xs_skip
+    for t in range(n):
+        if t % spec.xs_rebalance == 0 and t >= span:
+            past = log_level[t - spec.xs_skip] - log_level[t - span]
+            ranks = np.argsort(np.argsort(past))  # 0 = the laggard, k - 1 = the leader
+            current = (ranks - (k - 1) / 2.0) / ((k - 1) / 2.0)
+        tilt[t] = current
+        ret[t] = np.maximum(drift + current * unit + sigma[t] * shocks[t], -0.5)
+        log_level[t + 1] = log_level[t] + np.log1p(ret[t])
+    bars = {
+        sym: _ohlcv(rng, ret[:, j], sigma[:, j], dates, vols[sym]) for j, sym in enumerate(names)
+    }
+    regimes = {sym: tilt[:, j] for j, sym in enumerate(names)}
+    return Universe(spec=spec, bars=bars, regimes=regimes, vol_annual=vols)
 
 
 def _ohlcv(

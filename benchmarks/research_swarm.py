@@ -52,7 +52,6 @@ def _context(data, split, out: Path, mem: Path) -> ResearchRunContext:
     run = RunFolder.create(out, f"bench-{time.time_ns()}")
     return ResearchRunContext(
         config=cfg, run=run, data=data, split=split, progress=Progress(quiet=True),
-        cache={"memory_dir": mem},
     )  # fmt: skip
 
 

@@ -45,6 +45,31 @@ def _csv_feed(path, fromdate=None, todate=None):
     )
 
 
+def _aligned_feeds(paths, fromdate=None, todate=None):
+    """A portfolio's feeds on the dates every CSV has, as the lab feeds them (pandas)."""
+    import os
+
+    import pandas as pd
+
+    frames = {}
+    for path in paths:
+        df = pd.read_csv(path)
+        df.columns = [c.strip().lower() for c in df.columns]
+        df = df.set_index(pd.to_datetime(df["date"]))[["open", "high", "low", "close", "volume"]]
+        if fromdate:
+            df = df.loc[pd.Timestamp(fromdate):]
+        if todate:
+            df = df.loc[: pd.Timestamp(todate)]
+        frames[os.path.splitext(os.path.basename(path))[0]] = df.astype("float64")
+    common = None
+    for df in frames.values():
+        common = df.index if common is None else common.intersection(df.index)
+    return [
+        (name, bt.feeds.PandasData(dataname=df.loc[common], openinterest=None))
+        for name, df in frames.items()
+    ]
+
+
 def _gated(strategy_cls, trade_start):
     """Orders before ``trade_start`` are dropped: earlier bars only warm up indicators."""
     import datetime as _dt
@@ -65,7 +90,10 @@ def main(argv=None):
     import argparse
 
     parser = argparse.ArgumentParser(description="Run this strategy with plain backtrader.")
-    parser.add_argument("--data", required=True, help="CSV: date,open,high,low,close,volume")
+    parser.add_argument(
+        "--data", required=True, action="append",
+        help="CSV: date,open,high,low,close,volume; a portfolio strategy takes one per symbol",
+    )
     parser.add_argument("--from", dest="fromdate", help="first bar to load (ISO date)")
     parser.add_argument("--to", dest="todate", help="last bar to load (ISO date)")
     parser.add_argument("--trade-start", help="no orders before this date (warm-up before it)")
@@ -80,7 +108,11 @@ def main(argv=None):
     # backtrader 1.9.78.123 still looks up collections.Iterable (removed in Python 3.10).
     collections.Iterable = getattr(collections, "Iterable", collections.abc.Iterable)
     cerebro = bt.Cerebro(stdstats=False)
-    cerebro.adddata(_csv_feed(args.data, args.fromdate, args.todate))
+    if len(args.data) == 1:
+        cerebro.adddata(_csv_feed(args.data[0], args.fromdate, args.todate))
+    else:
+        for name, feed in _aligned_feeds(args.data, args.fromdate, args.todate):
+            cerebro.adddata(feed, name=name)
     strategy_cls = STRATEGY
     if args.trade_start:
         strategy_cls = _gated(strategy_cls, args.trade_start)
@@ -153,7 +185,16 @@ def _readme(variant, figures, lineage, run_dir, costs) -> str:
         "## Run it",
         "",
         "    pip install backtrader==1.9.78.123",
-        "    python strategy.py --data AAPL.csv",
+        *(
+            [
+                "    python strategy.py --data AAPL.csv --data MSFT.csv --data NVDA.csv",
+                "",
+                "A portfolio strategy: one `--data` per symbol, in the universe's order (the",
+                "feeds are aligned on the dates every file has, as the lab feeds them).",
+            ]
+            if variant["spec"].get("scope") == "portfolio"
+            else ["    python strategy.py --data AAPL.csv"]
+        ),
         "",
         "Add `--from`/`--to` to select bars and `--trade-start DATE` to keep earlier bars for",
         "indicator warm-up only, as the lab does. Costs default to what the lab used: "
@@ -191,8 +232,10 @@ def _readme(variant, figures, lineage, run_dir, costs) -> str:
             "",
         ]
         for symbol, run in sorted(repro["runs"].items()):
+            data = run["data"] or symbol + ".csv"
+            data = " --data ".join(data) if isinstance(data, list) else data  # a portfolio
             lines.append(
-                f"    python strategy.py --data {run['data'] or symbol + '.csv'} --from {repro['from']} "
+                f"    python strategy.py --data {data} --from {repro['from']} "
                 f"--to {repro['to']} --trade-start {repro['trade_start']}   # {run['final_value']:.6f}"
             )
     lines += [

@@ -91,6 +91,8 @@ def render_report(
             if cash
             else "; same windows, one entry at the same costs"
         ),
+        f"- Prices: {_prices(config)}",
+        f"- Research memory: {_memory(config)}",
         f"- Gate criteria: `{criteria_text}`; a pass also needs fuzzy score >= "
         f"{verdict['score_threshold']}, deflated Sharpe >= {verdict['dsr_threshold']}"
         + (
@@ -167,6 +169,7 @@ def render_report(
             + ", ".join(_f(s) for s in best_eval.get("fold_sharpes", []))
             + (f"; vetoes: {'; '.join(best_eval['vetoes'])}" if best_eval.get("vetoes") else ""),
             "",
+            *_rejected_warning(best_eval, figures),
             *METRICS_HEADER,
         ]
         for window, row in figures.items():
@@ -237,8 +240,7 @@ def render_report(
         "- Survivorship: the default universes are today's famous names; past winners are "
         "over-represented.",
         "- Costs are assumptions (commission and slippage above); no borrow costs, no market impact.",
-        f"- Data: {_sources(data)}. OHLC are split-adjusted but not dividend-adjusted in the "
-        "Yahoo-style corpus; signals and fills use those prices.",
+        f"- Data: {_sources(data)}. " + _price_caveat(config),
         "- In-sample folds were looked at many times by the search; only the holdout is out-of-sample.",
         (
             "- The benchmark is cash: a strategy that only holds the market passes this test; "
@@ -265,6 +267,62 @@ def render_report(
         "",
     ]
     return "\n".join(out)
+
+
+def _prices(config: dict[str, Any]) -> str:
+    if config.get("prices", "raw") == "adjusted":
+        return (
+            "adjusted (`--prices adjusted`): total return from `adj_close`, open/high/low/close "
+            "scaled by the same factor, so dividends count"
+        )
+    return (
+        "raw (the default; `--prices adjusted` for total return): split-adjusted closes "
+        "without dividends"
+    )
+
+
+def _price_caveat(config: dict[str, Any]) -> str:
+    if config.get("prices", "raw") == "adjusted":
+        return (
+            "Signals and fills use dividend-adjusted prices: past price levels are lower than "
+            "the ones traded then, so fixed price levels and share counts are not historical."
+        )
+    return (
+        "OHLC are split-adjusted but not dividend-adjusted in the Yahoo-style corpus; signals "
+        "and fills use those prices, so returns leave out dividends (`--prices adjusted` "
+        "counts them)."
+    )
+
+
+def _memory(config: dict[str, Any]) -> str:
+    where = config.get("memory_dir")
+    if where == "off":
+        return "off (`--memory-dir off`): nothing recalled, nothing stored"
+    place = f"`{where}`" if where else "the user cache dir (default, shared by runs)"
+    return (
+        f"{place}; what was recalled and why is in `research/recalled.json`. Memory is an "
+        "input: reproduce a run exactly with `--memory-dir off` or a copy of that folder"
+    )
+
+
+def _rejected_warning(best_eval: dict[str, Any], figures: dict[str, Any]) -> list[str]:
+    """Orders the broker refused (margin, size): the trades that did not happen are missing
+    from every figure above, so a win rate can look better than the rule is."""
+    counts = {"in-sample": ((best_eval.get("metrics") or {}).get("orders_rejected") or 0)}
+    for window, row in figures.items():
+        counts[window] = (row.get("metrics") or {}).get("orders_rejected") or 0
+    refused = {w: n for w, n in counts.items() if n}
+    if not refused:
+        return []
+    where = ", ".join(f"{n} {w}" for w, n in refused.items())
+    return [
+        f"**Warning: the broker refused orders** ({where}, summed over the variant's jobs): "
+        "orders sized beyond the cash or margin available were never filled. The figures "
+        "below count only the trades that happened, so the trade count, win rate and "
+        "returns describe a different strategy from the one written; size positions below "
+        "100% of equity (costs included) to trade every signal.",
+        "",
+    ]
 
 
 def _directive_reading(config: dict[str, Any]) -> str:

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from gate.contracts import (
     FailureAnalysis,
     FailureType,
     Hint,
+    IterationSummary,
     Limits,
     LoopCounters,
     Route,
@@ -22,6 +25,15 @@ _STRATEGY_ROUTE = {
 }
 
 
+@dataclass(frozen=True)
+class Budget:
+    """The LLM token budget's state; a run with the rules brains has none."""
+
+    exhausted: bool
+    used: int
+    limit: int | None
+
+
 def decide_route(
     *,
     any_passed: bool,
@@ -29,8 +41,30 @@ def decide_route(
     trajectory: TrajectoryAnalysis | None,
     counters: LoopCounters,
     limits: Limits,
+    budget: Budget | None = None,
 ) -> tuple[Route, str]:
-    """Return the next route and a reason with the numbers behind it.
+    """The next route and a reason with the numbers behind it; a spent ``budget`` turns a
+    route that would start another iteration into ABANDON (:func:`budget_stop`)."""
+    route, reason = _route(
+        any_passed=any_passed, failure=failure, trajectory=trajectory, counters=counters,
+        limits=limits,
+    )  # fmt: skip
+    if budget is None:
+        return route, reason
+    return budget_stop(
+        route, reason, exhausted=budget.exhausted, used=budget.used, limit=budget.limit
+    )
+
+
+def _route(
+    *,
+    any_passed: bool,
+    failure: FailureAnalysis | None,
+    trajectory: TrajectoryAnalysis | None,
+    counters: LoopCounters,
+    limits: Limits,
+) -> tuple[Route, str]:
+    """The three tiers, before any budget.
 
     Tier 1: SUCCESS. Hard stops: iteration limit, fundamental impossibility. A line of
     ideas whose score slides for 3 iterations is given up: back to research while research
@@ -98,6 +132,11 @@ def decide_route(
 
 
 def next_counters(route: Route, counters: LoopCounters) -> LoopCounters | None:
+    """Kept for callers of the old name: :func:`advance` with its arguments swapped."""
+    return advance(counters, route)
+
+
+def advance(counters: LoopCounters, route: Route) -> LoopCounters | None:
     """Where the loop stands after ``route``: the next iteration's counters, or None when the
     loop ends (SUCCESS, ABANDON). A research round starts a new line of strategy iterations."""
     nxt = counters.iteration + 1
@@ -127,3 +166,13 @@ def budget_stop(
         f"budget: LLM token budget exhausted ({used} of {limit} tokens); stopping cleanly "
         f"instead of {route.value}"
     )
+
+
+def current_line(history: list[IterationSummary]) -> list[IterationSummary]:
+    """Iterations since the last RESEARCH route: a research round starts a new line of ideas,
+    so scores from before it say nothing about whether the current line converges."""
+    start = 0
+    for i, h in enumerate(history):
+        if h.route == Route.RESEARCH:
+            start = i + 1
+    return history[start:]

@@ -38,6 +38,11 @@ INITIAL_MOVES: tuple[tuple[dict[str, ParamValue], bool, str], ...] = (
     ({"risk_pct": 0.02}, True, "risk 2%"),
     ({"horizon_bars": 5}, True, "horizon 5"),
 )
+# Parameters that change no decision of the rules brain: its bull, bear and manager argue from
+# the same notes whatever the number of rounds. With that brain, proposals never move them
+# (a trial that cannot differ is a wasted trial and a needless count against the deflated
+# Sharpe).
+RULES_INERT_PARAMS: tuple[str, ...] = ("debate_rounds",)
 
 
 class DecisionRow(NamedTuple):
@@ -93,12 +98,15 @@ def propose_decision_specs(
     rng: random.Random,
     seen: set[str],
     best: tuple[str, StrategySpec] | None,
+    frozen: tuple[str, ...] = (),
 ) -> list[DecisionProposal]:
     """Up to ``n`` fresh decision-pipeline specs for the gate's route.
 
     INITIAL (or nothing to build on): the defaults and single moves away from them.
     TUNE / FIX / RESEARCH: parameter moves around the best. REFINE: the other side
-    (long only <-> long/short) first, a design change, then parameter moves.
+    (long only <-> long/short) first, a design change, then parameter moves. No proposal
+    moves a ``frozen`` parameter away from its value in the spec it starts from
+    (``RULES_INERT_PARAMS`` when the brain is rules).
     """
     taken = set(seen)
     out: list[DecisionProposal] = []
@@ -114,13 +122,33 @@ def propose_decision_specs(
             flipped = base.model_copy(update={"long_short": not base.long_short})
             side = "long/short" if flipped.long_short else "long only"
             add(_renamed(reconcile(flipped), f"refine: {side}"), best_id, f"refine: {side}")
-        for spec in tune(base, max(0, n - len(out)), rng=rng, seen=taken):
+        for spec in _tune(base, max(0, n - len(out)), rng=rng, seen=taken, frozen=frozen):
             add(_named(spec), best_id, "tune around the best so far")
     for params, long_short, note in INITIAL_MOVES:
-        add(decision_spec(params, long_short=long_short, note=note), None, f"new idea: {note}")
+        if not set(params) & set(frozen):
+            add(decision_spec(params, long_short=long_short, note=note), None,
+                f"new idea: {note}")  # fmt: skip
     if len(out) < n:  # every listed idea already tried: perturb the defaults
-        for spec in tune(decision_spec(), n - len(out), rng=rng, seen=taken):
+        for spec in _tune(decision_spec(), n - len(out), rng=rng, seen=taken, frozen=frozen):
             add(_named(spec), None, "perturbed defaults")
+    return out
+
+
+def _tune(
+    base: StrategySpec, n: int, *, rng: random.Random, seen: set[str], frozen: tuple[str, ...]
+) -> list[StrategySpec]:
+    """``tune`` without the moves of a ``frozen`` parameter (drawn again, a few rounds)."""
+    if not frozen or n <= 0:
+        return tune(base, n, rng=rng, seen=seen)
+    keep = {k: base.parameters.get(k) for k in frozen}
+    taken, out = set(seen), []
+    for _ in range(4):
+        for spec in tune(base, 2 * (n - len(out)), rng=rng, seen=taken):
+            taken.add(spec.trial_key())
+            if len(out) < n and all(spec.parameters.get(k) == v for k, v in keep.items()):
+                out.append(spec)
+        if len(out) >= n:
+            break
     return out
 
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from strategies.blocks import required_params, unknown_blocks
-from strategies.spec import Family, ParamValue, PipelineFamily, StrategySpec
+from strategies.spec import Family, ParamValue, PipelineFamily, PortfolioFamily, StrategySpec
 
 
 @dataclass(frozen=True)
@@ -71,6 +71,19 @@ PARAM_SPACE: dict[str, ParamRange] = {
     "risk_pct": _f(0.0025, 0.03, 0.0025),
     "target_vol": _f(0.05, 0.40, 0.01),
     "vol_lookback": _i(10, 120, 5),
+    # portfolio families (strategies.portfolio); target_vol and vol_lookback above serve too
+    "xs_lookback": _i(20, 252, 1),
+    "xs_skip": _i(0, 42, 1),
+    "xs_top_n": _i(1, 5),
+    "rebalance_bars": _i(5, 63),
+    "gross": _f(0.5, 1.0, 0.05, tunable=False),
+    # the pair and its hedge ratio come from the data (strategies.pairs), never tuned
+    "pair_a": _i(0, 999, tunable=False),
+    "pair_b": _i(0, 999, tunable=False),
+    "hedge_ratio": _f(-50.0, 50.0, 0.000001, tunable=False),
+    "pair_lookback": _i(20, 250, 5),
+    "entry_z": _f(1.0, 3.5, 0.1),
+    "exit_z": _f(0.0, 1.5, 0.1),
     # the decision pipeline (strategies.decision_family): risk_pct above is its risk per trade
     "debate_rounds": _i(1, 3),
     "conviction_floor": _f(0.0, 0.8, 0.05),
@@ -86,12 +99,48 @@ DECISION_PARAMS: dict[str, ParamValue] = {
     "horizon_bars": 10,
 }
 
+# The portfolio families' parameters and defaults (strategies.portfolio; a spec carries
+# exactly these).
+PORTFOLIO_PARAMS: dict[PortfolioFamily, dict[str, ParamValue]] = {
+    PortfolioFamily.CROSS_SECTIONAL_MOMENTUM: {
+        "xs_lookback": 126,
+        "xs_skip": 21,
+        "xs_top_n": 2,
+        "rebalance_bars": 21,
+        "inverse_vol": False,
+        "vol_target": False,
+        "target_vol": 0.15,
+        "vol_lookback": 60,
+        "gross": 0.95,
+    },
+    PortfolioFamily.ROTATION: {
+        "xs_lookback": 126,
+        "xs_skip": 0,
+        "rebalance_bars": 21,
+        "cash_filter": True,
+        "vol_target": False,
+        "target_vol": 0.15,
+        "vol_lookback": 60,
+        "gross": 0.95,
+    },
+    PortfolioFamily.PAIRS: {
+        "pair_a": 0,
+        "pair_b": 1,
+        "hedge_ratio": 1.0,
+        "pair_lookback": 60,
+        "entry_z": 2.0,
+        "exit_z": 0.5,
+        "gross": 0.95,
+    },
+}
+
 # (a, b): a must stay strictly below b.
 ORDERED_PAIRS: tuple[tuple[str, str], ...] = (
     ("fast_period", "slow_period"),
     ("macd_fast", "macd_slow"),
     ("rsi_oversold", "rsi_exit"),
     ("donchian_exit_period", "donchian_period"),
+    ("exit_z", "entry_z"),
 )
 
 
@@ -284,6 +333,8 @@ def snap_params(params: dict[str, Any]) -> dict[str, ParamValue]:
 
 def reconcile(spec: StrategySpec) -> StrategySpec:
     """Exactly the parameters the blocks read: keep values, add defaults, drop the unused."""
+    if isinstance(spec.family, PortfolioFamily):  # no blocks: its family's parameter set
+        return reconcile_portfolio(spec)
     if spec.family == PipelineFamily.DECISION_PIPELINE:  # no blocks: its own parameter set
         params = {name: spec.parameters.get(name, d) for name, d in DECISION_PARAMS.items()}
         return spec.model_copy(  # no block edit can make a new trial of the same decisions
@@ -300,6 +351,17 @@ def reconcile(spec: StrategySpec) -> StrategySpec:
         for name, default in needed.items()
     }
     return spec.model_copy(update={"parameters": snap_params(params)})
+
+
+def reconcile_portfolio(spec: StrategySpec) -> StrategySpec:
+    """Exactly the family's parameters (defaults filled in, values snapped to the grid)."""
+    family = PortfolioFamily(spec.family)
+    params = {k: spec.parameters.get(k, d) for k, d in PORTFOLIO_PARAMS[family].items()}
+    long_short = spec.long_short and family == PortfolioFamily.CROSS_SECTIONAL_MOMENTUM
+    return spec.model_copy(
+        update={"entry": family.value, "filters": [], "exits": [], "sizing": "target_weights",
+                "long_short": long_short, "scope": "portfolio", "parameters": snap_params(params)}
+    )  # fmt: skip
 
 
 def base_name(family: Family, entry: str, filters: list[str], long_short: bool = False) -> str:
@@ -441,4 +503,8 @@ def initial_specs(
 
 def known_families() -> list[str]:
     """Every family name ``--families`` accepts: the block families, then the pipelines."""
-    return [f.value for f in Family] + [f.value for f in PipelineFamily]
+    return (
+        [f.value for f in Family]
+        + [f.value for f in PortfolioFamily]
+        + [f.value for f in PipelineFamily]
+    )

@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 from enum import StrEnum
+from typing import Literal
 
 from pydantic import BaseModel, Field
 
@@ -30,6 +31,15 @@ class PipelineFamily(StrEnum):
     DECISION_PIPELINE = "decision_pipeline"
 
 
+class PortfolioFamily(StrEnum):
+    """Portfolio-scope families: one strategy over the whole universe (``self.datas``),
+    rendered by ``strategies.portfolio``; kept apart from ``Family`` for the same reason."""
+
+    CROSS_SECTIONAL_MOMENTUM = "cross_sectional_momentum"
+    ROTATION = "rotation"
+    PAIRS = "pairs"
+
+
 class Origin(StrEnum):
     """The loop step that built a variant (a research round's number is kept apart)."""
 
@@ -44,7 +54,7 @@ ParamValue = float | int | bool
 
 
 class StrategySpec(BaseModel):
-    family: Family | PipelineFamily
+    family: Family | PipelineFamily | PortfolioFamily
     name: str
     approach: str  # one sentence a researcher can read
     entry: str  # entry block id, e.g. "roc_momentum"
@@ -56,6 +66,9 @@ class StrategySpec(BaseModel):
     # Set only for code written outside the block catalogue (an LLM's own Backtrader class):
     # the sha256 of that code, so each distinct custom code counts as its own trial.
     source_sha: str | None = None
+    # "symbol": one strategy timing one symbol, run on each symbol alone (the block families);
+    # "portfolio": one strategy over the whole universe, run once per fold.
+    scope: Literal["symbol", "portfolio"] = "symbol"
 
     @property
     def is_custom(self) -> bool:

@@ -18,8 +18,6 @@ internally, 2 on bad input. Also reachable as ``python -m swarm.develop --calibr
 from __future__ import annotations
 
 import argparse
-import contextlib
-import io
 import json
 import math
 import multiprocessing as mp
@@ -91,12 +89,21 @@ ALIASES = {"null": "null-zero", "planted": "planted-momentum-zero"}
 
 
 @dataclass(frozen=True)
+class LoopOptions:
+    """The develop options calibration may change (None: the develop loop's default)."""
+
+    variants: int | None = None
+    max_iterations: int | None = None
+    criteria: str | None = None
+
+
+@dataclass(frozen=True)
 class RunSpec:
     kind: str  # the scenario's name
     index: int  # 1-based within its scenario
     seed: int  # universe seed and the develop loop's --seed
     universe: UniverseSpec
-    develop_args: tuple[str, ...]  # extra develop options (criteria, variants, iterations...)
+    options: LoopOptions
     out: Path
     workers: int  # backtest processes of this run
     keep_checkpoints: bool = False
@@ -115,50 +122,97 @@ def universe_seed(base_seed: int, scenario: str, index: int) -> int:
     return base_seed * SEED_STRIDE + 2 * (index + (MAX_RUNS + 1) * (slot // 2)) + slot % 2
 
 
+def run_config(spec: RunSpec, meta: dict[str, Any], data_dir: Path) -> tuple[Any, Any]:
+    """The (RunConfig, Criteria) ``python -m swarm.develop`` builds for this run's options:
+    directive ``alpha`` on the universe's symbols from its CSV folder, offline, quiet."""
+    from backtest.benchmark import BUY_AND_HOLD, normalise_name
+    from gate.criteria import parse_criteria
+    from swarm.config import RunConfig
+    from swarm.directive import parse_directive
+    from swarm.llm.settings import parse_llm_arg
+
+    plan = parse_directive(DEFAULT_DIRECTIVE)
+    opts = spec.options
+    config = RunConfig(
+        directive=DEFAULT_DIRECTIVE,
+        tickers=list(meta["symbols"]),
+        universe_source="--tickers",
+        preferred_families=plan.preferred_families,
+        start=date.fromisoformat(meta["start"]),
+        end=date.fromisoformat(meta["end"]),
+        data_dir=data_dir.resolve(),
+        source="csv",
+        variants=opts.variants if opts.variants is not None else 5,
+        limits={"max_iterations": opts.max_iterations if opts.max_iterations is not None else 10},
+        seed=spec.seed,
+        out=spec.out / "runs" / f"{spec.kind}-{spec.index:03d}",
+        criteria_text=opts.criteria,
+        workers=spec.workers,
+        llm_settings=parse_llm_arg("none"),
+        offline=True,
+        benchmark=normalise_name(plan.benchmark) if plan.benchmark else BUY_AND_HOLD,
+        # Families stay open unless the directive names the decision pipeline (it does not).
+        families=[],
+    )
+    return config, parse_criteria(opts.criteria)
+
+
+@dataclass(frozen=True)
+class LoopResult:
+    """What one develop loop ended with: 0 and a verdict, 2 on bad input, 1 on a crash."""
+
+    code: int
+    run_dir: Path | None
+    verdict: Any = None  # experiments.records.Verdict when code == 0
+    error: str | None = None
+
+
+def run_loop(config: Any, criteria: Any) -> LoopResult:
+    """``swarm.run.prepare`` + ``execute``: the develop loop's own path, without its CLI."""
+    import traceback
+
+    from swarm.errors import UserInputError
+    from swarm.run import execute, prepare
+
+    try:
+        prepared = prepare(config, criteria, argv=["swarm.calibrate"], quiet=True)
+    except UserInputError as exc:
+        return LoopResult(2, None, error=f"error: {exc}")
+    try:
+        outcome = execute(prepared)
+    except Exception as exc:  # an internal failure: keep the folder, like the CLI does
+        prepared.run.write_json(
+            "error.json", {"error": repr(exc), "traceback": traceback.format_exc()}
+        )
+        return LoopResult(1, prepared.run.root, error=f"internal error: {exc!r}")
+    verdict = outcome.state.get("verdict")
+    return LoopResult(0, prepared.run.root, verdict=verdict)
+
+
 def run_one(spec: RunSpec) -> dict[str, Any]:
     """Generate one universe, run the develop loop on it, return the verdict's essentials."""
-    from swarm.develop import main as develop_main
-
     t0 = time.monotonic()
     name = f"{spec.kind}-{spec.index:03d}"
     data_dir = spec.out / "data" / name
     meta = write_universe(spec.universe, data_dir)
-    argv = [
-        "--directive", DEFAULT_DIRECTIVE,
-        "--tickers", ",".join(meta["symbols"]),
-        "--data-dir", str(data_dir),
-        "--source", "csv",
-        "--offline",
-        "--start", meta["start"],
-        "--end", meta["end"],
-        "--seed", str(spec.seed),
-        "--out", str(spec.out / "runs" / name),
-        "--workers", str(spec.workers),
-        "--quiet",
-        *spec.develop_args,
-    ]  # fmt: skip
-    stdout, stderr = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
-        code = develop_main(argv)
-    lines = [ln for ln in stdout.getvalue().splitlines() if ln.strip()]
-    run_dir = Path(lines[-1]) if lines else None
+    result = run_loop(*run_config(spec, meta, data_dir))
+    run_dir = result.run_dir
     record: dict[str, Any] = {
         "kind": spec.kind,
         "index": spec.index,
         "seed": spec.seed,
         "universe_kind": spec.universe.kind,
         "drift_annual": spec.universe.drift_annual,
-        "exit_code": code,
+        "exit_code": result.code,
         "run_dir": str(run_dir) if run_dir else None,
         "strength": meta["strength"],
         "seconds": round(time.monotonic() - t0, 1),
     }
-    verdict_path = run_dir / "verdict.json" if run_dir else None
-    if code != 0 or verdict_path is None or not verdict_path.exists():
+    if result.code != 0 or result.verdict is None:
         record["verdict"] = "ERROR"
-        record["error"] = (stderr.getvalue().strip().splitlines() or ["no verdict written"])[-1]
+        record["error"] = result.error or "no verdict written"
         return record
-    v = json.loads(verdict_path.read_text(encoding="utf-8"))
+    v = result.verdict.model_dump(mode="json")
     figures = v.get("figures") or {}
     insample = (figures.get("in-sample") or {}).get("metrics") or {}
     holdout = (figures.get("holdout") or {}).get("metrics") or {}
@@ -384,13 +438,9 @@ def _plan(args: argparse.Namespace, out: Path) -> list[RunSpec]:
     workers = args.workers or 1
     if workers < 1:
         raise ValueError(f"--workers: {workers} must be at least 1")
-    extra: list[str] = []
-    if args.variants is not None:
-        extra += ["--variants", str(args.variants)]
-    if args.max_iterations is not None:
-        extra += ["--max-iterations", str(args.max_iterations)]
-    if args.criteria:
-        extra += ["--criteria", args.criteria]
+    options = LoopOptions(
+        variants=args.variants, max_iterations=args.max_iterations, criteria=args.criteria or None
+    )
     per_run = max(1, (os.cpu_count() or 1) // workers)
     base = base_universe(args)
     specs = []
@@ -407,7 +457,7 @@ def _plan(args: argparse.Namespace, out: Path) -> list[RunSpec]:
                     index=i,
                     seed=seed,
                     universe=universe,
-                    develop_args=tuple(extra),
+                    options=options,
                     out=out,
                     workers=per_run,
                     keep_checkpoints=args.keep_checkpoints,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import date
 from pathlib import Path
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -48,3 +49,7 @@ class RunConfig(BaseModel):
     families: list[str] = Field(default_factory=list)
     # The decision pipeline's on-disk cache; None: the user cache dir (swarm.analyze.replay).
     decision_cache_dir: Path | None = None
+    # The research memory's folder, "off", or None for the user cache dir (swarm.memory).
+    memory_dir: str | None = None
+    # "raw": split-adjusted closes without dividends; "adjusted": total return from adj_close.
+    prices: Literal["raw", "adjusted"] = "raw"

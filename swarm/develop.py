@@ -54,6 +54,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--folds", type=int, default=3, help="walk-forward folds in-sample (default 3)")
     p.add_argument(
+        "--prices",
+        default="raw",
+        help="raw (default: split-adjusted, no dividends) or adjusted (total return from "
+        "adj_close, OHLC scaled by the same factor)",
+    )
+    p.add_argument(
         "--criteria", help='gate criteria, e.g. "sharpe>=1.0,max_drawdown_pct<=20,min_trades>=30"'
     )
     p.add_argument(
@@ -150,6 +156,8 @@ def config_from_args(args: argparse.Namespace):
         )
     if not 1 <= args.folds <= 10:
         raise UserInputError(f"--folds: {args.folds} must be between 1 and 10 (default 3)")
+    if args.prices not in ("raw", "adjusted"):
+        raise UserInputError(f"--prices: {args.prices!r}; use raw (default) or adjusted")
     if args.commission < 0 or args.slippage < 0:
         raise UserInputError(
             "--commission/--slippage: costs are percentages and cannot be negative"
@@ -188,6 +196,7 @@ def config_from_args(args: argparse.Namespace):
         raise UserInputError(f"--criteria: {exc}") from None
     benchmark = _benchmark(args.benchmark, plan.benchmark)
     families = _families(args.families, plan.preferred_families)
+    _check_portfolio_universe(families, tickers)
     config = RunConfig(
         directive=directive,
         tickers=tickers,
@@ -216,18 +225,23 @@ def config_from_args(args: argparse.Namespace):
         benchmark=benchmark,
         families=families,
         decision_cache_dir=args.decision_cache.resolve() if args.decision_cache else None,
+        memory_dir=_memory_dir(args),
+        prices=args.prices,
     )
     return config, criteria
 
 
 def _families(option: str | None, from_directive: list[str]) -> list[str]:
     """--families (checked), else the directive's families when it names the pipeline (a
-    run with it is opt-in: its decisions cost a pipeline call per ticker and week)."""
+    run with it is opt-in: its decisions cost a pipeline call per ticker and week) or a
+    portfolio family ("cross-sectional", "relative strength", "rotation")."""
     from strategies.decision_family import FAMILY
     from strategies.families import known_families
+    from strategies.portfolio import portfolio_families
 
     if option is None:
-        return list(from_directive) if FAMILY.value in from_directive else []
+        opted = {FAMILY.value, *portfolio_families()}
+        return list(from_directive) if opted & set(from_directive) else []
     names = [n.strip().lower().replace("-", "_") for n in option.split(",") if n.strip()]
     if not names:
         raise UserInputError("--families: empty; give names like decision_pipeline or momentum")
@@ -238,6 +252,19 @@ def _families(option: str | None, from_directive: list[str]) -> list[str]:
                 f"--families: {name!r} is not a family; use one or more of {', '.join(known)}"
             )
     return list(dict.fromkeys(names))
+
+
+def _check_portfolio_universe(families: list[str], tickers: list[str] | None) -> None:
+    """A portfolio family ranks symbols against each other: one symbol cannot be ranked."""
+    from strategies.portfolio import MIN_SYMBOLS, portfolio_families
+
+    asked = [f for f in families if f in portfolio_families()]
+    if asked and tickers is not None and len(tickers) < MIN_SYMBOLS:
+        raise UserInputError(
+            f"--families: {asked[0]} is a portfolio family (it ranks the universe's symbols "
+            f"against each other) and the universe has {len(tickers)} symbol: give at least "
+            f"{MIN_SYMBOLS} tickers, e.g. --tickers AAPL,MSFT,NVDA"
+        )
 
 
 def _benchmark(option: str | None, from_directive: str | None) -> str:
@@ -281,9 +308,7 @@ def main(argv: list[str] | None = None) -> int:
             config, criteria = config_from_args(args)
             from swarm.run import prepare
 
-            prepared = prepare(
-                config, criteria, argv=argv, quiet=args.quiet, memory_dir=_memory_dir(args)
-            )
+            prepared = prepare(config, criteria, argv=argv, quiet=args.quiet)
     except UserInputError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -94,6 +94,7 @@ def _load(config: RunConfig) -> tuple[dict[str, LoadedBars], dict[str, Any], dic
             cache_dir=config.cache_dir,
             seed=config.seed,
             fetcher=_offline_fetch if config.offline else None,
+            prices=config.prices,
         )
         calendar = pd.DatetimeIndex(sorted(set().union(*(d.bars.index for d in data.values()))))
         split = split_holdout(calendar, holdout_frac=config.holdout_frac)
@@ -147,6 +148,7 @@ def _load_benchmark(
                 name, start=config.start, end=config.end, timeframe=config.timeframe,
                 source=config.source, data_dir=config.data_dir, cache_dir=config.cache_dir,
                 seed=config.seed, fetcher=_offline_fetch if config.offline else None,
+                prices=config.prices,
             )  # fmt: skip
         except BacktestError as exc:
             raise UserInputError(
@@ -185,14 +187,10 @@ def _news(config: RunConfig) -> list[Any]:
     return load_news_csv(config.news_file)
 
 
-def _context_kwargs(
-    config, criteria, data, pieces, data_summary, memory_dir: str | None
-) -> dict[str, Any]:
+def _context_kwargs(config, criteria, data, pieces, data_summary) -> dict[str, Any]:
     cache = {"data_summary": data_summary, "criteria_text": _criteria_text(config, criteria)}
     # Old manifests (before benchmarks) show what the run now compares with.
     data_summary.setdefault("benchmark", {"name": config.benchmark})
-    if memory_dir is not None:
-        cache["memory_dir"] = memory_dir  # swarm.memory.memory_for reads it ("off" disables)
     return {"data": data, **pieces, "news_items": _news(config), "cache": cache}
 
 
@@ -209,24 +207,19 @@ def prepare(
     *,
     argv: list[str],
     quiet: bool = False,
-    memory_dir: str | None = None,
 ) -> Prepared:
-    """Everything that can fail because of the user's input fails here, before the run folder exists.
-
-    ``memory_dir``: the research memory's folder, ``"off"``, or None for its default.
-    """
+    """Everything that can fail because of the user's input fails here, before the run folder exists."""
     progress = Progress(quiet=quiet)
     data, pieces, data_summary = _load(config)
     _report_data(progress, data)
-    context_kwargs = _context_kwargs(config, criteria, data, pieces, data_summary, memory_dir)
+    context_kwargs = _context_kwargs(config, criteria, data, pieces, data_summary)
 
     run = RunFolder.create(config.out, new_run_id(config.directive))
     run.write_json(
         MANIFEST_FILE,
         build_manifest(
             run_id=run.root.name,
-            config=config.model_dump(mode="json")
-            | {"criteria": criteria.model_dump(mode="json"), "memory_dir": memory_dir},
+            config=config.model_dump(mode="json") | {"criteria": criteria.model_dump(mode="json")},
             data=data_summary,
             seed=config.seed,
             argv=argv,
@@ -258,7 +251,6 @@ def prepare_resume(run_dir: Path, *, quiet: bool = False, workers: int | None = 
         manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
         recorded = dict(manifest["config"])
         criteria = Criteria.model_validate(recorded.pop("criteria"))
-        memory_dir = recorded.pop("memory_dir", None)
         config = RunConfig.model_validate(recorded)
     except (ValueError, KeyError) as exc:
         raise UserInputError(f"--resume: {manifest_path} is unreadable ({exc})") from None
@@ -286,7 +278,7 @@ def prepare_resume(run_dir: Path, *, quiet: bool = False, workers: int | None = 
             f"experiments.jsonl: cut a torn last line ({run.tracker.repaired_bytes} bytes)",
         )
     # The manifest's summary is the one the run's report must show.
-    context_kwargs = _context_kwargs(config, criteria, data, pieces, manifest["data"], memory_dir)
+    context_kwargs = _context_kwargs(config, criteria, data, pieces, manifest["data"])
     return Prepared(
         config=config,
         criteria=criteria,

@@ -40,4 +40,4 @@ def shared_data() -> Path:
 @pytest.fixture(autouse=True)
 def _isolated_memory(monkeypatch, tmp_path):
     """Tests never read or write the user's research memory under ~/.cache."""
-    monkeypatch.setattr("swarm.memory.default_memory_dir", lambda: tmp_path / "memory")
+    monkeypatch.setattr("swarm.memory.store.default_memory_dir", lambda: tmp_path / "memory")

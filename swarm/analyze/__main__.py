@@ -249,7 +249,12 @@ def analyze(args: argparse.Namespace, argv: list[str]) -> Path:
 def review(args: argparse.Namespace) -> Path:
     from swarm.analyze.contracts import Decision
     from swarm.analyze.report import render_review
-    from swarm.analyze.review import HorizonNotPassedError, review_decision, store_review
+    from swarm.analyze.review import (
+        HorizonNotPassedError,
+        critique_with_llm,
+        review_decision,
+        store_review,
+    )
 
     root = args.review
     try:
@@ -275,17 +280,7 @@ def review(args: argparse.Namespace) -> Path:
         raise UserInputError(f"--review: {exc}") from None
     brain = _llm(args)
     if brain.llm is not None:
-        from swarm.analyze.llm_roles import llm_critique
-
-        facts = {"entry": decision.trader.entry if decision.trader else 0.0, "exit": rv.exit_price,
-                 "r_multiple": rv.r_multiple or 0.0, "move_atr": rv.move_atr}  # fmt: skip
-        events: list[dict] = []
-        critique, lessons, model = llm_critique(brain.llm, critique=rv.critique, lessons=rv.lessons,
-                                                facts=facts, summary=rv.critique, log=events.append)  # fmt: skip
-        if model:
-            rv = rv.model_copy(
-                update={"critique": critique, "lessons": lessons, "model_used": model}
-            )
+        rv = critique_with_llm(brain.llm, decision, rv, log=[].append)
     memory = _memory(args.memory_dir)
     stored = memory is not None and memory.available and store_review(memory, rv)
     rv = rv.model_copy(update={"stored_in_memory": stored})

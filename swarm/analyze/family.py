@@ -1,11 +1,14 @@
 """The ``decision_pipeline`` family inside a develop run: its slots, its proposals, its code.
 
-The strategy node calls three functions: :func:`decision_slots` (how many of the iteration's
-variants are this family's), :func:`decision_proposals` (which parameter sets, by the gate's
-route) and :func:`pipeline_code` (the replay's source, with the decisions the pipeline made
-on every rebalance date of every window the run backtests: the folds and the holdout).
-The run's counts (pipeline calls, cache hits) go to a progress line and to
-``decision_pipeline.json`` in the run folder.
+The strategy node calls :func:`decision_slots` (how many of the iteration's variants are this
+family's), :func:`decision_proposals` (which parameter sets, by the gate's route) and
+:func:`pipeline_code` (the replay's source). During the search the pipeline decides on every
+rebalance date of the walk-forward folds from bars cut at the in-sample end: the sealed
+holdout is not read. The holdout node then calls :func:`holdout_variant`, which adds the
+holdout's decisions for the winner only and regenerates its code (the same source a build
+over every window would give). Each in-sample decision whose horizon has passed is reviewed
+once (``review_batch``) and the tagged record goes to memory. The run's counts (pipeline
+calls, cache hits, reviews) go to progress lines and to ``decision_pipeline.json``.
 """
 
 from __future__ import annotations
@@ -13,9 +16,13 @@ from __future__ import annotations
 import random
 from typing import Any
 
+import pandas as pd
+
 from gate.contracts import VariantEvaluation
+from strategies.codegen import code_sha256
 from strategies.decision_family import (
     FAMILY,
+    RULES_INERT_PARAMS,
     DecisionProposal,
     is_decision_spec,
     propose_decision_specs,
@@ -29,9 +36,12 @@ from swarm.analyze.replay import (
     BudgetExhaustedError,
     DecisionReplayer,
     default_decision_cache_dir,
+    to_table,
 )
+from swarm.analyze.review_batch import DecisionReviewer
 
 _REPLAYER = "decision_replayer"  # the run's replayer, memoised in RunContext.cache
+_REVIEWER = "decision_reviewer"  # the run's reviewer, likewise
 
 
 def wanted(families: list[str]) -> bool:
@@ -54,9 +64,11 @@ def decision_proposals(
     seen: set[str],
     best: tuple[str, StrategySpec] | None,
     last: list[tuple[VariantEvaluation, StrategySpec]],
+    llm: Any = None,
 ) -> list[DecisionProposal]:
     """This family's proposals: around its own best (the run's best if it is one, else the
-    best-scored of the last iteration), or fresh ones."""
+    best-scored of the last iteration), or fresh ones. Without ``llm`` (the rules brain) no
+    proposal moves ``debate_rounds``: it would change no decision."""
     slots = decision_slots(families, n)
     if not slots:
         return []
@@ -66,7 +78,9 @@ def decision_proposals(
         if mine:
             ev, spec = max(mine, key=lambda p: p[0].score)
             own = (ev.variant_id, spec)
-    return propose_decision_specs(route=route, n=slots, rng=rng, seen=seen, best=own)
+    frozen = RULES_INERT_PARAMS if llm is None else ()
+    return propose_decision_specs(route=route, n=slots, rng=rng, seen=seen, best=own,
+                                  frozen=frozen)  # fmt: skip
 
 
 def replayer_for(ctx: Any) -> DecisionReplayer:
@@ -79,32 +93,122 @@ def replayer_for(ctx: Any) -> DecisionReplayer:
     return ctx.cache[_REPLAYER]
 
 
+def reviewer_for(ctx: Any) -> DecisionReviewer:
+    """The run's reviewer, writing to the run's memory (none with ``--memory-dir off``)."""
+    if _REVIEWER not in ctx.cache:
+        ctx.cache[_REVIEWER] = DecisionReviewer(memory=_memory(ctx), llm=ctx.llm)
+    return ctx.cache[_REVIEWER]
+
+
+def _memory(ctx: Any) -> Any:
+    from swarm.memory import memory_for
+
+    try:
+        return memory_for(ctx)
+    except Exception as exc:  # memory is an aid: the reviews are still counted
+        ctx.progress.stage("decisions", f"reviews not stored: {type(exc).__name__}: {exc}")
+        return None
+
+
+def insample_bars(ctx: Any) -> dict[str, pd.DataFrame]:
+    """Each symbol's bars up to the in-sample end (its whole last day, for intraday bars):
+    all the search's decisions may read."""
+    end = pd.Timestamp(ctx.split.insample_end) + pd.Timedelta(days=1) - pd.Timedelta(1)
+    return {s: ctx.data[s].bars.loc[:end] for s in ctx.symbols}
+
+
 def pipeline_code(ctx: Any, spec: StrategySpec) -> str | None:
-    """The replay's source for ``spec``; None when the LLM budget ran out (said once)."""
+    """The replay's source for ``spec`` over the in-sample folds; None when the LLM budget
+    ran out (said once). Its in-sample decisions are reviewed on the way."""
     replayer = replayer_for(ctx)
     if replayer.stats.budget_exhausted:
         return None
     windows = [(f.start, f.end) for f in ctx.folds]
-    windows.append((ctx.holdout_fold.start, ctx.holdout_fold.end))
-    bars = {s: ctx.data[s].bars for s in ctx.symbols}
+    bars = insample_bars(ctx)
     capital = ctx.config.costs.cash
     try:
-        table = replayer.table(spec, bars, windows, capital=capital)
+        decisions = replayer.sized_decisions(spec, bars, windows, capital=capital)
     except BudgetExhaustedError as exc:
         ctx.progress.stage("decisions", str(exc))
         _write_stats(ctx, replayer)
         return None
-    s, v = replayer.stats, replayer.stats.variants[-1]
+    reviewer = reviewer_for(ctx)
+    new = reviewer.review(decisions, bars)
+    s, v, r = replayer.stats, replayer.stats.variants[-1], reviewer.stats
+    v["reviews"] = new.model_dump(exclude={"memory"})
     ctx.progress.stage(
         "decisions",
         f"{spec.name}: {v['decisions']} decisions ({v['trades']} trades) on "
         f"{len(bars)} tickers: {v['pipeline_calls']} pipeline calls, {v['cache_hits']} cache "
         f"hits, {v['memo_hits']} reused; run so far {s.pipeline_calls} calls, {s.cache_hits} "
-        f"cache hits ({s.per_second:.0f} decisions/s)",
+        f"cache hits ({s.per_second:.0f} decisions/s); reviews so far {r.reviewed} "
+        f"({r.counts()}), {r.stored} stored, {r.already_in_memory} already in memory",
     )
     _write_stats(ctx, replayer)
-    return render_decision_strategy(spec, table, capital=capital)
+    return render_decision_strategy(spec, to_table(decisions), capital=capital)
+
+
+def holdout_code(ctx: Any, spec: StrategySpec) -> str | None:
+    """The winner's source with the holdout's decisions added: a build over the folds and
+    the holdout on the full bars (the in-sample rows are the search's, from the memo or the
+    cache). None when the LLM budget ran out. Nothing here is reviewed or fed back."""
+    replayer = replayer_for(ctx)
+    windows = [(f.start, f.end) for f in ctx.folds]
+    windows.append((ctx.holdout_fold.start, ctx.holdout_fold.end))
+    bars = {s: ctx.data[s].bars for s in ctx.symbols}
+    capital = ctx.config.costs.cash
+    try:
+        decisions = replayer.sized_decisions(spec, bars, windows, capital=capital)
+    except BudgetExhaustedError as exc:
+        ctx.progress.stage("decisions", f"holdout: {exc}")
+        _write_stats(ctx, replayer)
+        return None
+    v = replayer.stats.variants[-1]
+    v["window"] = "folds + holdout (the winner, at the holdout)"
+    ctx.progress.stage(
+        "decisions",
+        f"holdout for {spec.name}: {v['decisions']} decisions ({v['trades']} trades): "
+        f"{v['pipeline_calls']} pipeline calls, {v['cache_hits']} cache hits, "
+        f"{v['memo_hits']} reused",
+    )
+    _write_stats(ctx, replayer)
+    return render_decision_strategy(spec, to_table(decisions), capital=capital)
+
+
+def holdout_code_file(variant_id: str) -> str:
+    return f"strategies/{variant_id}.holdout.py"
+
+
+def holdout_variant(ctx: Any, variant: dict[str, Any]) -> dict[str, Any]:
+    """``variant`` as the sealed holdout runs it: a decision-pipeline winner gets its code
+    regenerated with the holdout's decisions (written beside its trial's source, which stays
+    as the ledger recorded it); any other variant is returned as it is."""
+    spec = StrategySpec.model_validate(variant["spec"])
+    if not is_decision_spec(spec):
+        return variant
+    code = holdout_code(ctx, spec)
+    if code is None:
+        ctx.progress.stage("holdout", "no holdout decisions (LLM budget): the in-sample code "
+                                      "runs and places no trade in the holdout")  # fmt: skip
+        return variant
+    ctx.run.write_text(holdout_code_file(variant["variant_id"]), code)
+    return variant | {"code": code, "code_sha256": code_sha256(code)}
+
+
+def with_holdout_code(ctx: Any, variant: dict[str, Any] | None) -> dict[str, Any] | None:
+    """``variant`` with the holdout's source when the holdout node wrote one (the export must
+    reproduce the holdout's figures), else unchanged."""
+    if variant is None:
+        return None
+    path = ctx.run.path(holdout_code_file(variant["variant_id"]))
+    if not path.exists():
+        return variant
+    code = path.read_text(encoding="utf-8")
+    return variant | {"code": code, "code_sha256": code_sha256(code)}
 
 
 def _write_stats(ctx: Any, replayer: DecisionReplayer) -> None:
-    ctx.run.write_json(STATS_FILE, replayer.stats.model_dump(mode="json"))
+    stats = replayer.stats.model_dump(mode="json")
+    if _REVIEWER in ctx.cache:
+        stats["reviews"] = ctx.cache[_REVIEWER].stats.model_dump(mode="json")
+    ctx.run.write_json(STATS_FILE, stats)

@@ -243,6 +243,45 @@ class DecisionReplayer:
             self.cache.put(key, decision)
         return decision
 
+    def sized_decisions(
+        self,
+        spec: StrategySpec,
+        bars: Mapping[str, pd.DataFrame],
+        windows: Sequence[tuple[date, date]],
+        *,
+        capital: float,
+    ) -> dict[str, dict[pd.Timestamp, Decision]]:
+        """ticker -> rebalance date -> the decision sized for ``spec``, for every rebalance
+        date of ``windows`` with enough history. Only ``bars`` are read: a caller that must
+        not look past a date hands in bars cut there."""
+        params = pipeline_parameters(spec)
+        core = core_config(params)
+        sized = sized_config(core, params, capital)
+        before = self.stats.model_copy()
+        out: dict[str, dict[pd.Timestamp, Decision]] = {}
+        trades = 0
+        for ticker, frame in bars.items():
+            days = rebalance_dates(frame.index, windows)
+            shas = prefix_sha256(frame, days)
+            out[ticker] = {}
+            for day in days:
+                decision = self.core_decision(ticker, frame, day, core, shas[day])
+                if decision is None:
+                    continue
+                self.stats.decisions += 1
+                out[ticker][day] = resized = apply_sizing(decision, sized)
+                trades += decision_row(resized) is not None
+        self.stats.trades += trades
+        self.stats.variants.append({
+            "spec": spec.name, "trial_key": spec.trial_key(),
+            "pipeline_calls": self.stats.pipeline_calls - before.pipeline_calls,
+            "cache_hits": self.stats.cache_hits - before.cache_hits,
+            "memo_hits": self.stats.memo_hits - before.memo_hits,
+            "decisions": self.stats.decisions - before.decisions,
+            "trades": trades,
+        })  # fmt: skip
+        return out
+
     def table(
         self,
         spec: StrategySpec,
@@ -252,34 +291,16 @@ class DecisionReplayer:
         capital: float,
     ) -> DecisionTable:
         """ticker -> yyyymmdd -> row, for every rebalance date of ``windows``."""
-        params = pipeline_parameters(spec)
-        core = core_config(params)
-        sized = sized_config(core, params, capital)
-        before = self.stats.model_copy()
-        table: DecisionTable = {}
-        for ticker, frame in bars.items():
-            days = rebalance_dates(frame.index, windows)
-            shas = prefix_sha256(frame, days)
-            rows: dict[int, DecisionRow] = {}
-            for day in days:
-                decision = self.core_decision(ticker, frame, day, core, shas[day])
-                if decision is None:
-                    continue
-                self.stats.decisions += 1
-                row = decision_row(apply_sizing(decision, sized))
-                if row is not None:
-                    rows[date_key(day)] = row
-            table[ticker] = rows
-            self.stats.trades += len(rows)
-        self.stats.variants.append({
-            "spec": spec.name, "trial_key": spec.trial_key(),
-            "pipeline_calls": self.stats.pipeline_calls - before.pipeline_calls,
-            "cache_hits": self.stats.cache_hits - before.cache_hits,
-            "memo_hits": self.stats.memo_hits - before.memo_hits,
-            "decisions": self.stats.decisions - before.decisions,
-            "trades": sum(len(r) for r in table.values()),
-        })  # fmt: skip
-        return table
+        return to_table(self.sized_decisions(spec, bars, windows, capital=capital))
+
+
+def to_table(decisions: Mapping[str, Mapping[pd.Timestamp, Decision]]) -> DecisionTable:
+    """The replay's table of sized decisions: only those that trade."""
+    table: DecisionTable = {}
+    for ticker, by_day in decisions.items():
+        rows = ((date_key(day), decision_row(d)) for day, d in by_day.items())
+        table[ticker] = {key: row for key, row in rows if row is not None}
+    return table
 
 
 def _budget_message(llm: Any, stats: ReplayStats) -> str:

@@ -30,6 +30,10 @@ from swarm.analyze.contracts import (
 STAND_ASIDE_ATR = 2.0
 REVIEW_RUN_PREFIX = "decision-review"
 RECALL_MAX = 3
+# memory.recall's k and relevance floor when every review of a symbol is wanted (the date,
+# not the text, decides which ones matter).
+RECALL_ALL = 5_000
+RECALL_ANY_RELEVANCE = -2.0
 
 
 @dataclass(frozen=True)
@@ -137,6 +141,21 @@ def review_decision(decision: Decision, bars: pd.DataFrame) -> Review:
     )  # fmt: skip
 
 
+def critique_with_llm(llm, decision: Decision, review: Review, *, log) -> Review:
+    """``review`` with the model's critique and lessons when they pass the grounding checks
+    (numbers only from the facts); the rules' otherwise. The outcome is never the model's."""
+    from swarm.analyze.llm_roles import llm_critique
+
+    facts = {"entry": decision.trader.entry if decision.trader else 0.0,
+             "exit": review.exit_price, "r_multiple": review.r_multiple or 0.0,
+             "move_atr": review.move_atr}  # fmt: skip
+    critique, lessons, model = llm_critique(llm, critique=review.critique, lessons=review.lessons,
+                                            facts=facts, summary=review.critique, log=log)  # fmt: skip
+    if not model:
+        return review
+    return review.model_copy(update={"critique": critique, "lessons": lessons, "model_used": model})
+
+
 # --------------------------------------------------------------------------- memory
 
 
@@ -157,16 +176,39 @@ def store_review(memory, review: Review) -> bool:
     return n > 0
 
 
+def parse_review_run_id(run_id: str | None) -> tuple[str, str, str] | None:
+    """(ticker, decision date, horizon end) of a review's memory run id; None for any other."""
+    parts = (run_id or "").split(":")
+    if len(parts) != 4 or parts[0] != REVIEW_RUN_PREFIX:
+        return None
+    return parts[1], parts[2], parts[3]
+
+
+def reviewed_dates(memory, ticker: str) -> set[str]:
+    """The decision dates of ``ticker`` that memory already holds a review of."""
+    found = memory.recall(
+        [ticker], kinds=("lesson",), k=RECALL_ALL, min_relevance=RECALL_ANY_RELEVANCE
+    )
+    return {
+        p[1] for rec in found if (p := parse_review_run_id(rec.run_id)) and p[0] == ticker.upper()
+    }
+
+
 def recall_reviews(memory, ticker: str, date: str) -> list[Recalled]:
     """Past reviews of ``ticker`` whose horizon ended on or before ``date`` (so a later
-    decision's review never leaks into an earlier analysis), newest first."""
-    found = memory.recall([ticker], kinds=("lesson",), k=50)
+    decision's review never leaks into an earlier analysis), newest first.
+
+    Every review of the symbol is read (a backtest may have stored hundreds), so the newest
+    before the date are the ones recalled, not the nearest by text."""
+    found = memory.recall(
+        [ticker], kinds=("lesson",), k=RECALL_ALL, min_relevance=RECALL_ANY_RELEVANCE
+    )
     out = []
     for rec in found:
-        parts = (rec.run_id or "").split(":")
-        if len(parts) != 4 or parts[0] != REVIEW_RUN_PREFIX or parts[1] != ticker.upper():
+        parts = parse_review_run_id(rec.run_id)
+        if parts is None or parts[0] != ticker.upper():
             continue
-        decided, horizon_end = parts[2], parts[3]
+        _, decided, horizon_end = parts
         if horizon_end > date:
             continue
         tag = next((t for t in OutcomeTag if t.value.lower() == rec.outcome), None)

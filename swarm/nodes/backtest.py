@@ -16,10 +16,13 @@ import hashlib
 import json
 import re
 
+import pandas as pd
 from langgraph.runtime import Runtime
 from langgraph.types import Send
 
 from backtest.contracts import BacktestJob, BacktestResult
+from strategies.portfolio import LABEL as PORTFOLIO
+from strategies.portfolio import SCOPE
 from swarm.context import RunContext
 from swarm.state import BacktestTask, DevelopState, StoredResult
 
@@ -52,6 +55,12 @@ def read_code(ctx: RunContext, variant_id: str, code_sha256: str) -> str:
     return code
 
 
+def job_symbols(variant: dict, symbols: list[str]) -> list[str]:
+    """What one variant is run on: each symbol alone, or (portfolio scope) the whole universe
+    at once, under the portfolio label."""
+    return [PORTFOLIO] if (variant.get("spec") or {}).get("scope") == SCOPE else list(symbols)
+
+
 def fan_out_backtests(state: DevelopState) -> list[Send]:
     return [
         Send(
@@ -65,9 +74,32 @@ def fan_out_backtests(state: DevelopState) -> list[Send]:
             ),
         )
         for variant in state.get("variants", [])
-        for symbol in state["symbols"]
+        for symbol in job_symbols(variant, state["symbols"])
         for fold in range(state["n_folds"])
     ]
+
+
+def job_bars(
+    ctx: RunContext, symbol: str, *, holdout: bool = False
+) -> pd.DataFrame | dict[str, pd.DataFrame]:
+    """A job's bars: one symbol's, or every symbol's for the portfolio label, in the
+    universe's order (``self.datas``); in-sample only (the holdout stays sealed) unless
+    ``holdout`` (the winner's one holdout run)."""
+
+    def one(s: str) -> pd.DataFrame:
+        return ctx.data[s].bars if holdout else ctx.insample_bars(s)
+
+    if symbol == PORTFOLIO:
+        return {s: one(s) for s in ctx.symbols}
+    return one(symbol)
+
+
+def data_sha256(ctx: RunContext, symbol: str) -> str:
+    """The sha256 of a job's data: the symbol's file, or (portfolio) of the files' hashes."""
+    if symbol != PORTFOLIO:
+        return ctx.data[symbol].sha256
+    joined = ",".join(f"{s}:{ctx.data[s].sha256}" for s in ctx.symbols)
+    return hashlib.sha256(joined.encode()).hexdigest()
 
 
 def backtest(task: BacktestTask, runtime: Runtime[RunContext]) -> dict[str, list[StoredResult]]:
@@ -79,7 +111,7 @@ def backtest(task: BacktestTask, runtime: Runtime[RunContext]) -> dict[str, list
         variant_id=variant_id,
         code=read_code(ctx, variant_id, task.code_sha256),
         symbol=symbol,
-        bars=ctx.insample_bars(symbol),  # the holdout stays sealed
+        bars=job_bars(ctx, symbol),  # the holdout stays sealed
         fold=fold,
         costs=ctx.config.costs,
         periods_per_year=ctx.periods_per_year,

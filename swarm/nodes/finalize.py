@@ -33,7 +33,9 @@ from gate.contracts import Route
 from gate.evaluate import deflated_sharpe_of
 from gate.ledger import TrialLedger
 from gate.stats import expected_max_sharpe
+from swarm.analyze.family import holdout_variant, with_holdout_code
 from swarm.context import RunContext
+from swarm.nodes.backtest import PORTFOLIO, data_sha256, job_bars, job_symbols
 from swarm.nodes.gate import portfolio_series
 from swarm.nodes.strategy import with_code
 from swarm.state import BestSoFar, DevelopState
@@ -44,7 +46,8 @@ def holdout(state: DevelopState, runtime: Runtime[RunContext]) -> dict[str, Any]
     ctx = runtime.context
     cfg = ctx.config
     winner_id = state["best"].variant_id
-    variant = with_code(ctx, state["all_variants"][winner_id])
+    # A decision-pipeline winner gets the holdout's decisions only now (swarm.analyze.family).
+    variant = holdout_variant(ctx, with_code(ctx, state["all_variants"][winner_id]))
     fold = ctx.holdout_fold
     ctx.progress.stage(
         "holdout", f"opening the sealed holdout {fold.start} .. {fold.end} for {winner_id}"
@@ -55,12 +58,12 @@ def holdout(state: DevelopState, runtime: Runtime[RunContext]) -> dict[str, Any]
             variant_id=winner_id,
             code=variant["code"],
             symbol=symbol,
-            bars=ctx.data[symbol].bars,
+            bars=job_bars(ctx, symbol, holdout=True),  # a portfolio winner: every symbol at once
             fold=fold,
             costs=cfg.costs,
             periods_per_year=ctx.periods_per_year,
         )
-        for symbol in ctx.symbols
+        for symbol in job_symbols(variant, ctx.symbols)
     ]
     results = ctx.executor.map(jobs)
     ok = [r for r in results if r.status == JobStatus.OK]
@@ -79,9 +82,9 @@ def holdout(state: DevelopState, runtime: Runtime[RunContext]) -> dict[str, Any]
             ctx.run.tracker,
             HoldoutRecord(
                 run_id=ctx.run.root.name, iteration=state["iteration"], variant_id=winner_id,
-                symbol=r.symbol, symbols=[r.symbol], status=r.status, error=r.error,
-                metrics=r.metrics, gate_score=state["best"].score,
-                data_sha256=ctx.data[r.symbol].sha256, code_sha256=variant["code_sha256"],
+                symbol=r.symbol, symbols=ctx.symbols if r.symbol == PORTFOLIO else [r.symbol],
+                status=r.status, error=r.error, metrics=r.metrics, gate_score=state["best"].score,
+                data_sha256=data_sha256(ctx, r.symbol), code_sha256=variant["code_sha256"],
                 parent_id=variant.get("parent_id"), recorded_at=datetime.now(UTC).isoformat(),
             ),
         )  # fmt: skip
@@ -145,7 +148,12 @@ def finalize(state: DevelopState, runtime: Runtime[RunContext]) -> dict[str, Any
                 "trade_start": fold.start.isoformat(),
                 "to": fold.end.isoformat(),
                 "runs": {
-                    s: {"data": ctx.data[s].path, "final_value": m.final_value}
+                    s: {
+                        "data": [ctx.data[x].path for x in ctx.symbols]
+                        if s == PORTFOLIO
+                        else ctx.data[s].path,
+                        "final_value": m.final_value,
+                    }  # fmt: skip
                     for s, m in h.per_symbol.items()
                     if isinstance(m, Metrics)
                 },
@@ -188,7 +196,8 @@ def finalize(state: DevelopState, runtime: Runtime[RunContext]) -> dict[str, Any
         n_trials=ledger.n_trials,
         best_dsr=best_eval.dsr if best_eval else None,
         best_score=best_eval.score if best_eval else None,
-        best_dsr_all_trials=_dsr_all_trials(best_eval, ledger),
+        # The same deflated_sharpe_of the gate selected with, now over every trial of the run.
+        best_dsr_all_trials=deflated_sharpe_of(best_eval.metrics if best_eval else None, ledger),
         best_deflated_alpha_all_trials=_deflated_alpha_all_trials(best_eval, ledger),
         pbo=state.get("pbo"),
         pbo_variants=state.get("pbo_variants", 0),
@@ -242,7 +251,7 @@ def finalize(state: DevelopState, runtime: Runtime[RunContext]) -> dict[str, Any
     if success and best_variant:
         write_export(
             run.path("winner"),
-            variant=best_variant,
+            variant=with_holdout_code(ctx, best_variant),
             class_name=best_variant["class_name"],
             costs=cfg.costs.model_dump(),
             figures=figures_json,
@@ -293,12 +302,6 @@ def _deflated_alpha_all_trials(best_eval: BestSoFar | None, ledger: TrialLedger)
     return deflated_alpha(
         alpha, trial_variance=ledger.trial_alpha_variance(), n_trials=ledger.n_trials
     )
-
-
-def _dsr_all_trials(best_eval: BestSoFar | None, ledger: TrialLedger) -> float | None:
-    """The best variant's DSR deflated by every trial the run made, not only those before it."""
-    m = best_eval.metrics if best_eval else None
-    return deflated_sharpe_of(m, ledger) if m else None
 
 
 def _trial_sharpes(

@@ -33,14 +33,22 @@ from gate.evaluate import best_evaluation, evaluate_variants, run_pbo
 from gate.failure import analyse_failure
 from gate.fuzzy import FuzzyScorer
 from gate.ledger import TrialLedger
-from gate.routing import budget_stop, decide_route, next_counters
+from gate.routing import Budget, advance, current_line, decide_route
 from gate.summary import summarise_iteration
 from gate.trajectory import analyse_trajectory
+from strategies.portfolio import portfolio_families
 from strategies.spec import Origin, StrategyVariant
 from swarm.context import RunContext
 from swarm.llm.brains import llm_failure
 from swarm.memory import remember_gate_outcome
-from swarm.nodes.backtest import load_results, read_code
+from swarm.nodes.backtest import (
+    PORTFOLIO,
+    data_sha256,
+    job_bars,
+    job_symbols,
+    load_results,
+    read_code,
+)
 from swarm.nodes.llm_log import llm_logger, log_usage
 from swarm.state import BestSoFar, DevelopState, Evaluation, SpaResult
 
@@ -158,9 +166,11 @@ def _lookahead_veto(
     for ev in evaluations:
         if not ev.passed or ev.variant_id not in code_by_id:
             continue
+        # A portfolio variant is checked on its whole universe, its feeds cut together.
+        on = PORTFOLIO if ev.family in portfolio_families() else symbol
         report = check_lookahead(
-            code_by_id[ev.variant_id], ctx.insample_bars(symbol), fold=fold,
-            costs=ctx.config.costs, executor=ctx.executor, symbol=symbol,
+            code_by_id[ev.variant_id], job_bars(ctx, on), fold=fold,
+            costs=ctx.config.costs, executor=ctx.executor, symbol=on,
         )  # fmt: skip
         reports[ev.variant_id] = report.model_dump(mode="json")
         if report.integrity:  # its claimed fills are not its books: nothing it says counts
@@ -226,16 +236,6 @@ def _origin(state: DevelopState) -> Origin:
     return Origin(state.get("route", Origin.INITIAL))
 
 
-def current_line(history: list[IterationSummary]) -> list[IterationSummary]:
-    """Iterations since the last RESEARCH route: a research round starts a new line of ideas,
-    so scores from before it say nothing about whether the current line converges."""
-    start = 0
-    for i, h in enumerate(history):
-        if h.route == Route.RESEARCH:
-            start = i + 1
-    return history[start:]
-
-
 def _summary(state: DevelopState, route: Route) -> IterationSummary:
     params = {vid: v["spec"]["parameters"] for vid, v in state.get("all_variants", {}).items()}
     return summarise_iteration(
@@ -260,18 +260,18 @@ def router(state: DevelopState, runtime: Runtime[RunContext]) -> dict[str, Any]:
     counters = (state.get("counters") or LoopCounters()).model_copy(update={"iteration": iteration})
     evaluations = state.get("evaluations", [])
     failure, traj = state.get("failure"), state.get("trajectory")
+    budget = None
+    if ctx.llm is not None:
+        budget = Budget(exhausted=ctx.llm.exhausted, used=ctx.llm.tokens_used,
+                        limit=ctx.llm.settings.max_tokens)  # fmt: skip
     route, reason = decide_route(
         any_passed=any(e.passed for e in evaluations),
         failure=failure,
         trajectory=traj,
         counters=counters,
         limits=cfg.limits,
+        budget=budget,
     )
-    if ctx.llm is not None:
-        route, reason = budget_stop(
-            route, reason, exhausted=ctx.llm.exhausted, used=ctx.llm.tokens_used,
-            limit=ctx.llm.settings.max_tokens,
-        )  # fmt: skip
     ledger = state.get("ledger") or TrialLedger()
     spa = state.get("spa") or SpaResult()
     top = best_evaluation(evaluations)
@@ -295,7 +295,7 @@ def router(state: DevelopState, runtime: Runtime[RunContext]) -> dict[str, Any]:
     ctx.progress.stage("route", f"iteration {iteration} -> {route.value}: {reason}")
 
     update: dict[str, Any] = {"decisions": [decision], "history": history, "route": route}
-    nxt = next_counters(route, counters)
+    nxt = advance(counters, route)
     if nxt is not None:
         update["iteration"] = nxt.iteration
         update["counters"] = nxt
@@ -314,7 +314,7 @@ def _record_iteration(ctx: RunContext, state: DevelopState, decision: GateDecisi
     for variant_dump in state.get("variants", []):
         variant = StrategyVariant.model_validate(variant_dump)
         ev = evals.get(variant.variant_id)
-        for symbol in ctx.symbols:
+        for symbol in job_symbols(variant_dump, ctx.symbols):
             rs = sorted(
                 (r for r in results if r.variant_id == variant.variant_id and r.symbol == symbol),
                 key=lambda r: r.fold,
@@ -333,8 +333,8 @@ def _record_iteration(ctx: RunContext, state: DevelopState, decision: GateDecisi
                     parameters=variant.spec.parameters,
                     code_sha256=variant.code_sha256,
                     symbol=symbol,
-                    symbols=[symbol],
-                    data_sha256=ctx.data[symbol].sha256,
+                    symbols=ctx.symbols if symbol == PORTFOLIO else [symbol],
+                    data_sha256=data_sha256(ctx, symbol),
                     folds=[
                         FoldRecord(fold=r.fold, status=r.status, error=r.error, metrics=r.metrics)
                         for r in rs

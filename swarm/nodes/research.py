@@ -16,7 +16,7 @@ from langgraph.runtime import Runtime
 from langgraph.types import Send
 
 from strategies.spec import Origin
-from swarm.context import RunContext
+from swarm.edges import DATA_EXTRACTOR, LEADER, SUBAGENT, SYNTH
 from swarm.llm.brains import llm_finding, llm_summary
 from swarm.nodes.llm_log import llm_logger
 from swarm.research.data_extractor import brief_symbol, build_data_brief, render_data_brief_md
@@ -24,26 +24,27 @@ from swarm.research.features import FeatureBundle, compute_features
 from swarm.research.feedback import rerank, revise_suggestion, run_outcomes
 from swarm.research.models import DataBrief, Domain, FactSheet, Finding, SuggestedParameters
 from swarm.research.news import archive_headlines, headlines_for
+from swarm.research.runtime import ResearchRuntime
 from swarm.research.subagents import SUBAGENTS, ResearchContext, run_subagent
 from swarm.research.synthesis import lead, render_research_md, synthesize_domain
 from swarm.state import RESET, DevelopState, SubagentTask
 
-SUBAGENT_NODE = "research_subagent"
-DATA_EXTRACTOR_NODE = "data_extractor"
-SYNTH_NODES = {d: f"synthesizer_{d.value}" for d in Domain}
-LEADER_NODE = "leader"
+SUBAGENT_NODE = SUBAGENT
+DATA_EXTRACTOR_NODE = DATA_EXTRACTOR
+SYNTH_NODES = SYNTH
+LEADER_NODE = LEADER
 RECALL_K = 8
 NEWS_SUBAGENT = "sentiment.news"
 
 
-def feature_bundles(ctx: RunContext) -> dict[str, FeatureBundle]:
+def feature_bundles(ctx: ResearchRuntime) -> dict[str, FeatureBundle]:
     """Computed once per run: in-sample bars never change between research rounds."""
     if "features" not in ctx.cache:
         ctx.cache["features"] = {s: compute_features(s, ctx.insample_bars(s)) for s in ctx.symbols}
     return ctx.cache["features"]
 
 
-def research_context(ctx: RunContext) -> ResearchContext:
+def research_context(ctx: ResearchRuntime) -> ResearchContext:
     """One ResearchContext per run, shared by the 15 subagents (so the fundamentals of a
     symbol are fetched once for all five fundamental subagents)."""
     if "research_context" not in ctx.cache:
@@ -56,7 +57,7 @@ def research_context(ctx: RunContext) -> ResearchContext:
     return ctx.cache["research_context"]
 
 
-def _fundamentals_provider(ctx: RunContext, offline: bool):
+def _fundamentals_provider(ctx: ResearchRuntime, offline: bool):
     """yfinance fundamentals cached on disk; offline, only a cache that exists is read."""
     from backtest.data import default_cache_dir
     from swarm.research.fundamental import yfinance_fundamentals
@@ -67,7 +68,7 @@ def _fundamentals_provider(ctx: RunContext, offline: bool):
     return yfinance_fundamentals(cache_dir, offline=offline)
 
 
-def write_news_archive(ctx: RunContext, rctx: ResearchContext) -> int:
+def write_news_archive(ctx: ResearchRuntime, rctx: ResearchContext) -> int:
     """The news researcher's files (research/news/headlines, research/news/body): only
     headlines dated on or before each symbol's as_of, inside the windows the sentiment
     subagents read. Returns the number of headlines archived."""
@@ -82,7 +83,7 @@ def write_news_archive(ctx: RunContext, rctx: ResearchContext) -> int:
     return sum(rel.startswith("news/body/") for rel in files)
 
 
-def data_extractor(state: DevelopState, runtime: Runtime[RunContext]) -> dict[str, Any]:
+def data_extractor(state: DevelopState, runtime: Runtime[ResearchRuntime]) -> dict[str, Any]:
     ctx = runtime.context
     round_ = state.get("research_round", 0) + 1
     ctx.progress.stage("research", f"round {round_}: data extractor on {len(ctx.symbols)} symbols")
@@ -130,7 +131,7 @@ def fan_out_subagents(state: DevelopState) -> list[Send]:
     ]
 
 
-def research_subagent(payload: SubagentTask, runtime: Runtime[RunContext]) -> dict[str, Any]:
+def research_subagent(payload: SubagentTask, runtime: Runtime[ResearchRuntime]) -> dict[str, Any]:
     """One specialist over every symbol. A crash is recorded as a failed subagent, not raised."""
     ctx = runtime.context
     bundles = feature_bundles(ctx)
@@ -159,7 +160,11 @@ def research_subagent(payload: SubagentTask, runtime: Runtime[RunContext]) -> di
 
 
 def _llm_reading(
-    ctx: RunContext, payload: SubagentTask, finding: Finding, rctx: ResearchContext, events: list
+    ctx: ResearchRuntime,
+    payload: SubagentTask,
+    finding: Finding,
+    rctx: ResearchContext,
+    events: list,
 ) -> Finding:
     """The LLM brain reads the same evidence; headlines reach it only fenced, as data.
     Fallback events are returned, not logged here: the leader logs them in a fixed order."""
@@ -176,7 +181,7 @@ def _llm_reading(
 
 
 def make_synthesizer(domain: Domain):
-    def synthesize(state: DevelopState, runtime: Runtime[RunContext]) -> dict[str, Any]:
+    def synthesize(state: DevelopState, runtime: Runtime[ResearchRuntime]) -> dict[str, Any]:
         findings = [Finding.model_validate(f) for f in state.get("findings", [])]
         mine = [f for f in findings if f.type == domain]
         prefix = f"{domain.value}."
@@ -192,7 +197,7 @@ def make_synthesizer(domain: Domain):
     return synthesize
 
 
-def leader(state: DevelopState, runtime: Runtime[RunContext]) -> dict[str, Any]:
+def leader(state: DevelopState, runtime: Runtime[ResearchRuntime]) -> dict[str, Any]:
     ctx = runtime.context
     order = {d: i for i, d in enumerate(Domain)}
     sheets = sorted(
@@ -249,12 +254,12 @@ def leader(state: DevelopState, runtime: Runtime[RunContext]) -> dict[str, Any]:
     return {"synthesis": json.loads(synthesis.model_dump_json())}
 
 
-def _style(ctx: RunContext) -> list[str]:
+def _style(ctx: ResearchRuntime) -> list[str]:
     return list(getattr(ctx.config, "preferred_families", None) or [])
 
 
 def consult_memory(
-    ctx: RunContext,
+    ctx: ResearchRuntime,
     synthesis: Any,
     findings: list[Finding],
     sheets: list[FactSheet],
@@ -264,15 +269,28 @@ def consult_memory(
     """Recall, let past gate outcomes reorder the families (in place on ``synthesis``),
     then store this round. Returns the content of research/recalled.json. Never raises:
     memory problems leave the research as it was, with the reason recorded."""
-    from swarm.memory import adjust_families, memory_for, recollections_json
+    from swarm.memory import (
+        adjust_families,
+        memory_for,
+        memory_line,
+        recollections_json,
+        run_scope,
+    )
 
     try:
         memory = memory_for(ctx)
         status = memory.status()
         style, regime = _style(ctx), synthesis.regime.value
-        query = {"symbols": list(ctx.symbols), "style": style, "regime": regime, "k": RECALL_K}
-        recalled = memory.recall(ctx.symbols, style, regime, k=RECALL_K)
-        outcomes = memory.family_outcomes(ctx.symbols, exclude_run=ctx.run.root.name)
+        scope = run_scope(ctx.config)
+        query = {"symbols": list(ctx.symbols), "style": style, "regime": regime, "k": RECALL_K,
+                 **scope}  # fmt: skip
+        recalled = memory.recall(
+            ctx.symbols, style, regime, k=RECALL_K,
+            timeframe=scope.get("timeframe"), sector=scope.get("sector"),
+        )  # fmt: skip
+        outcomes = memory.family_outcomes(
+            ctx.symbols, exclude_run=ctx.run.root.name, timeframe=scope.get("timeframe")
+        )
         families, notes, demoted = adjust_families(synthesis.recommended_families, outcomes)
         if notes:
             synthesis.summary += " Memory: " + "; ".join(notes) + "."
@@ -283,20 +301,23 @@ def consult_memory(
         run_id = ctx.run.root.name
         split = getattr(ctx, "split", None)
         window = f"{split.insample_start}..{split.insample_end}" if split else None
-        stored = memory.remember_findings(run_id, findings, iteration=round_, regime=regime)
+        stored = memory.remember_findings(
+            run_id, findings, iteration=round_, regime=regime, scope=scope
+        )
         stored += memory.remember_fact_sheets(
-            run_id, sheets, symbols=ctx.symbols, iteration=round_, regime=regime
+            run_id, sheets, symbols=ctx.symbols, iteration=round_, regime=regime, scope=scope
         )
         stored += memory.remember_research(
-            run_id, synthesis, symbols=ctx.symbols, iteration=round_, window=window
+            run_id, synthesis, symbols=ctx.symbols, iteration=round_, window=window, scope=scope
         )
         status = {**status, "stored": stored, "reason": memory.reason,
                   "available": status["available"]}  # fmt: skip
+        promoted = [f for f in families if outcomes.get(f) and outcomes[f].n_passed > 0]
         ctx.progress.stage(
             "memory",
-            f"recalled {len(recalled)} record(s) for {', '.join(ctx.symbols)}"
-            + (f"; {'; '.join(notes)}" if notes else "")
-            + (f"; stored {stored}" if stored else f"; nothing stored ({memory.reason})"),
+            memory_line(
+                recalled, promoted=promoted, demoted=demoted, stored=stored, reason=memory.reason
+            ),
         )
         return recollections_json(
             recalled, query=query, outcomes=outcomes, notes=notes, status=status
@@ -308,20 +329,25 @@ def consult_memory(
                 "family_outcomes": {}, "adjustments": []}  # fmt: skip
 
 
-def build_research_graph(checkpointer=None):
-    """The research half of the develop graph on its own (data extractor -> 15 subagents
-    via Send -> 3 synthesizers -> leader -> END), with the same node functions. Used by
-    ``python -m swarm.research`` and the benchmark."""
-    g = StateGraph(DevelopState, context_schema=RunContext)
-    g.add_node(DATA_EXTRACTOR_NODE, data_extractor)
-    g.add_node(SUBAGENT_NODE, research_subagent)
-    for domain, node in SYNTH_NODES.items():
+def add_research(g: StateGraph) -> None:
+    """The research half's nodes and inner edges: data extractor -> 15 subagents (Send,
+    in parallel) -> 3 domain synthesizers -> leader. The caller wires in and out."""
+    g.add_node(DATA_EXTRACTOR, data_extractor)
+    g.add_node(SUBAGENT, research_subagent)
+    for domain, node in SYNTH.items():
         g.add_node(node, make_synthesizer(domain))
-    g.add_node(LEADER_NODE, leader)
-    g.add_edge(START, DATA_EXTRACTOR_NODE)
-    g.add_conditional_edges(DATA_EXTRACTOR_NODE, fan_out_subagents, [SUBAGENT_NODE])
-    for node in SYNTH_NODES.values():
-        g.add_edge(SUBAGENT_NODE, node)
-        g.add_edge(node, LEADER_NODE)
-    g.add_edge(LEADER_NODE, END)
+    g.add_node(LEADER, leader)
+    g.add_conditional_edges(DATA_EXTRACTOR, fan_out_subagents, [SUBAGENT])
+    for node in SYNTH.values():
+        g.add_edge(SUBAGENT, node)
+        g.add_edge(node, LEADER)
+
+
+def build_research_graph(checkpointer=None):
+    """The research half on its own (START -> research -> END), the same wiring as the
+    develop graph's. Used by ``python -m swarm.research`` and the benchmark."""
+    g = StateGraph(DevelopState)
+    add_research(g)
+    g.add_edge(START, DATA_EXTRACTOR)
+    g.add_edge(LEADER, END)
     return g.compile(checkpointer=checkpointer)

@@ -12,6 +12,8 @@ from gate.contracts import FailureAnalysis, VariantEvaluation
 from strategies.blocks import ENTRIES, EXITS, FILTERS, SIZINGS
 from strategies.codegen import code_sha256, make_variant
 from strategies.decision_family import is_decision_spec
+from strategies.pairs import PairChoice, best_pair
+from strategies.portfolio import SCOPE, is_portfolio_spec, portfolio_slots, propose_portfolio_specs
 from strategies.spec import StrategySpec, StrategyVariant
 from strategies.validate import validate_code
 from swarm.agents.strategy_dev import Proposal, preferred_order, propose
@@ -83,6 +85,33 @@ def _brief(state, route, best, last, failure, families) -> str:
     return "\n".join(lines)
 
 
+def _pair(ctx: RunContext) -> PairChoice | None:
+    """The universe's most cointegrated pair on in-sample closes (the holdout stays sealed),
+    found once per run."""
+    if "pair" not in ctx.cache:
+        ctx.cache["pair"] = best_pair({s: ctx.insample_bars(s)["close"] for s in ctx.symbols})
+    return ctx.cache["pair"]
+
+
+def _own_proposer(spec: StrategySpec) -> bool:
+    """Specs the block mutators never touch: an LLM's own code, the pipeline's, a portfolio's."""
+    return spec.is_custom or is_decision_spec(spec) or is_portfolio_spec(spec)
+
+
+def _own_best(
+    best: tuple[str, StrategySpec] | None, last: list[tuple[VariantEvaluation, StrategySpec]]
+) -> tuple[str, StrategySpec] | None:
+    """The portfolio families' best: the run's best if it is one, else the best-scored
+    portfolio variant of the last iteration."""
+    if best is not None and is_portfolio_spec(best[1]):
+        return best
+    mine = [(ev, spec) for ev, spec in last if is_portfolio_spec(spec)]
+    if not mine:
+        return None
+    ev, spec = max(mine, key=lambda p: p[0].score)
+    return ev.variant_id, spec
+
+
 def strategy_dev(state: DevelopState, runtime: Runtime[RunContext]) -> dict[str, Any]:
     ctx = runtime.context
     cfg = ctx.config
@@ -107,16 +136,26 @@ def strategy_dev(state: DevelopState, runtime: Runtime[RunContext]) -> dict[str,
     ]
     # The rules brain mutates catalogue specs only; an LLM's own code is revised by the LLM.
     # Neither do they mutate the decision pipeline's specs: that family proposes its own.
-    rules_best = best if best and not (best[1].is_custom or is_decision_spec(best[1])) else None
-    rules_last = [(ev, s) for ev, s in last if not (s.is_custom or is_decision_spec(s))]
+    # Nor the portfolio families' (strategies.portfolio proposes around its own best).
+    rules_best = best if best and not _own_proposer(best[1]) else None
+    rules_last = [(ev, s) for ev, s in last if not _own_proposer(s)]
     failure = FailureAnalysis.model_validate(state["failure"]) if state.get("failure") else None
     # A distinct, reproducible stream per (seed, iteration, research round).
     rng = random.Random(cfg.seed * 1_000_003 + iteration * 101 + state.get("research_round", 1))
 
     # The decision pipeline's share of the slots when the run names it (swarm.analyze.family).
     pipeline = [Proposal(p.spec, p.parent_id, p.why) for p in decision_proposals(
-        cfg.families, cfg.variants, route=route, rng=rng, seen=seen, best=best, last=last)]  # fmt: skip
+        cfg.families, cfg.variants, route=route, rng=rng, seen=seen, best=best, last=last,
+        llm=ctx.llm)]  # fmt: skip
     seen = seen | {p.spec.trial_key() for p in pipeline}
+    # The portfolio families' share when the run names them and the universe has 2+ symbols.
+    n_portfolio = portfolio_slots(cfg.families, cfg.variants - len(pipeline), len(ctx.symbols))
+    portfolio = [Proposal(p.spec, p.parent_id, p.why) for p in propose_portfolio_specs(
+        families=cfg.families, route=route, rng=rng, seen=seen, best=_own_best(best, last),
+        n=n_portfolio, pair=_pair(ctx) if n_portfolio else None,
+    )]  # fmt: skip
+    seen = seen | {p.spec.trial_key() for p in portfolio}
+    pipeline += portfolio
     n_blocks = cfg.variants - len(pipeline)
 
     custom_code: dict[str, str] = {}
@@ -186,7 +225,8 @@ def strategy_dev(state: DevelopState, runtime: Runtime[RunContext]) -> dict[str,
             )  # fmt: skip
             continue
         variants.append(record)
-    ctx.progress.start_batch(len(variants) * len(ctx.symbols) * len(ctx.folds))
+    jobs = sum(1 if v["spec"].get("scope") == SCOPE else len(ctx.symbols) for v in variants)
+    ctx.progress.start_batch(jobs * len(ctx.folds))
     ctx.progress.stage(
         "strategy",
         f"iteration {iteration}/{cfg.limits.max_iterations} route {route}: "

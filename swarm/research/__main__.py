@@ -171,13 +171,10 @@ def prepare(cfg: ResearchConfig, *, argv: list[str], quiet: bool = False) -> Res
             argv=argv,
         ),
     )
-    cache: dict[str, Any] = {}
-    if cfg.memory_dir is not None:
-        cache["memory_dir"] = cfg.memory_dir
     progress.stage("run", f"run folder {run.root}")
     return ResearchRunContext(
         config=cfg, run=run, data=data, split=split, progress=progress,
-        news_items=news_items, cache=cache,
+        news_items=news_items,
     )  # fmt: skip
 
 

@@ -114,8 +114,8 @@ def test_unknown_param_is_an_error(bars: pd.DataFrame) -> None:
 def test_endless_loop_times_out(bars: pd.DataFrame) -> None:
     res = run_job(_job(src.ENDLESS, bars, timeout_s=2))
     assert res.status == JobStatus.TIMEOUT
-    # Not before the limit; the upper bound only guards against a hang (a loaded machine is slow).
-    assert "2 s" in res.error and 1.9 < res.duration_s < 30
+    # Not before the limit (a hang is pytest's to catch; speed is not asserted in tests).
+    assert "2 s" in res.error and res.duration_s > 1.9
 
 
 def test_fold_without_bars_is_an_error(bars: pd.DataFrame) -> None:

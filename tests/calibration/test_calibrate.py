@@ -46,6 +46,7 @@ def test_rates_ignore_errored_runs_and_seeds_never_collide() -> None:
     assert len(seeds) == 3 * 2 * 50
 
 
+@pytest.mark.e2e
 @pytest.mark.slow
 def test_smoke_run_prints_rates_and_writes_summary(tmp_path, capsys) -> None:
     """2 no-edge + 2 planted runs of the full loop, kept small (2 symbols, 3 iterations);

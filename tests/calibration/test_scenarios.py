@@ -27,6 +27,7 @@ from swarm.calibrate import (
     DEFAULT_SCENARIOS,
     MAX_RUNS,
     SCENARIOS,
+    LoopOptions,
     RunSpec,
     _plan,
     build_parser,
@@ -339,24 +340,28 @@ def test_run_one_records_the_scenario_and_the_verdicts_benchmark_keys(
         ]
     )
 
-    def fake_develop(argv: list[str]) -> int:
-        out = Path(argv[argv.index("--out") + 1]) / "run"
+    class FakeVerdict:
+        def __init__(self, data: dict) -> None:
+            self.data = data
+
+        def model_dump(self, mode: str = "python") -> dict:
+            return json.loads(json.dumps(self.data))
+
+    def fake_loop(config, criteria) -> calibrate.LoopResult:
+        assert config.offline and config.source == "csv" and config.directive == "alpha"
+        out = config.out / "run"
         out.mkdir(parents=True)
-        (out / "verdict.json").write_text(json.dumps(next(verdicts)))
         (out / "checkpoints.sqlite").write_text("x")
-        print(out)
-        return 0
+        return calibrate.LoopResult(0, out, verdict=FakeVerdict(next(verdicts)))
 
-    import swarm.develop
-
-    monkeypatch.setattr(swarm.develop, "main", fake_develop)
+    monkeypatch.setattr(calibrate, "run_loop", fake_loop)
     recs = []
     for name in ("null-bull", "planted-reversion"):
         sc = SCENARIOS[name]
         universe = UniverseSpec(
             kind=sc.universe_kind, seed=1, drift_annual=sc.drift_annual, years=2, n_symbols=2
         )
-        spec = RunSpec(name, 1, 1, universe, (), tmp_path, workers=1)
+        spec = RunSpec(name, 1, 1, universe, LoopOptions(), tmp_path, workers=1)
         recs.append(run_one(spec))
     first, second = recs
     assert first["kind"] == "null-bull" and first["universe_kind"] == "null"

@@ -22,7 +22,7 @@ from backtest.synthetic_universe import (
     write_universe,
 )
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.unit, pytest.mark.slow]
 
 SEEDS = range(12)
 

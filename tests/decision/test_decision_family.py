@@ -302,6 +302,7 @@ def test_an_llm_budget_stops_the_replay_cleanly(aapl, tmp_path):
     written: dict = {}
     ctx = SimpleNamespace(
         cache={"decision_replayer": DecisionReplayer(cache=replayer.cache, brain=Brain(llm=client))},
+        split=SimpleNamespace(insample_end=date(2017, 6, 30)),
         folds=[SimpleNamespace(start=date(2017, 1, 1),
         end=date(2017, 6, 30))], holdout_fold=SimpleNamespace(start=date(2017, 7, 1),
         end=date(2017, 12, 31)), data={"AAPL": SimpleNamespace(bars=aapl)}, symbols=["AAPL"],
@@ -349,6 +350,7 @@ def _develop(out, cache, daily_dir, tmp_path):
 @pytest.mark.e2e
 @pytest.mark.slow
 def test_a_develop_run_reaches_a_verdict_and_a_rerun_makes_no_pipeline_call(daily_dir, tmp_path):
+    import hashlib
     import json
 
     cache = tmp_path / "decisions"
@@ -361,6 +363,19 @@ def test_a_develop_run_reaches_a_verdict_and_a_rerun_makes_no_pipeline_call(dail
     assert stats["pipeline_calls"] > 100 and stats["cache_hits"] == 0
     assert "[decisions]" in err and "pipeline calls" in err
     assert "DECISIONS = {" in next((run / "strategies").glob("*.py")).read_text()
+    # The in-sample decisions were reviewed (memory off: counted, not stored).
+    reviews = stats["reviews"]
+    assert reviews["reviewed"] > 0 and reviews["stored"] == 0 and reviews["memory"] != "on"
+    assert reviews["realized"] + reviews["falsified"] + reviews["weakened"] == reviews["reviewed"]
+    assert "reviews so far" in err
+    # The holdout's decisions were made for the winner only, at the holdout.
+    holdouts = [r for r in records if r.get("kind") == "holdout"]
+    if holdouts:
+        (held,) = list((run / "strategies").glob("*.holdout.py"))
+        assert held.name == f"{verdict['best_variant']}.holdout.py"
+        sha = hashlib.sha256(held.read_bytes()).hexdigest()
+        assert all(r["code_sha256"] == sha for r in holdouts)
+        assert stats["variants"][-1]["window"].startswith("folds + holdout")
 
     again, records2, stats2, _ = _develop(tmp_path / "runs2", cache, daily_dir, tmp_path)
     assert stats2["pipeline_calls"] == 0 and stats2["cache_hits"] == stats["pipeline_calls"]

@@ -109,6 +109,42 @@ def test_report_states_verdict_routes_research_best_variant_statistics_and_cavea
         assert needle in text, needle
 
 
+def _report(config_extra=None, metrics=None, figures=None) -> str:
+    data = {"split": {"insample_start": "2013-01-01", "insample_end": "2017-01-01",
+                      "holdout_start": "2017-01-02", "holdout_end": "2018-12-31"},
+            "folds": [{}], "symbols": {"AAPL": {"source": "csv", "sha256": "f" * 64}}}  # fmt: skip
+    config = {"directive": "momentum", "tickers": ["AAPL"], "universe_source": "--tickers",
+              "timeframe": "1d", "start": "2013-01-01", "end": "2018-12-31", "seed": 4,
+              "costs": {"commission_pct": 0.1, "slippage_pct": 0.05}, **(config_extra or {})}  # fmt: skip
+    best_eval = {"variant_id": "i01-v01-momentum-abc123", "score": 0.3, "dsr": 0.4,
+                 "fold_sharpes": [0.5], "metrics": metrics or METRICS}  # fmt: skip
+    return render_report(
+        run_id="r1", config=config, verdict=_verdict(), decisions=[], synthesis=None, data=data,
+        best_variant=_variant(), best_eval=best_eval, figures=figures or {},
+        criteria_text="sharpe>=1",
+    )  # fmt: skip
+
+
+def test_report_warns_about_orders_the_broker_refused():
+    assert "broker refused" not in _report()
+    refused = {**METRICS, "orders_rejected": 29}
+    text = _report(metrics=refused, figures={"holdout": {"metrics": {**METRICS,
+                                                                     "orders_rejected": 3}}})  # fmt: skip
+    assert "**Warning: the broker refused orders** (29 in-sample, 3 holdout" in text
+    assert "win rate" in text and "100% of equity" in text
+
+
+def test_report_states_prices_and_memory():
+    text = _report()
+    assert "- Prices: raw (the default; `--prices adjusted` for total return)" in text
+    assert "leave out dividends" in text
+    assert "- Research memory: the user cache dir (default, shared by runs)" in text
+    text = _report({"prices": "adjusted", "memory_dir": "/tmp/mem"})
+    assert "- Prices: adjusted (`--prices adjusted`)" in text
+    assert "- Research memory: `/tmp/mem`" in text and "research/recalled.json" in text
+    assert "nothing recalled" in _report({"memory_dir": "off"})
+
+
 def test_a_non_winner_exports_with_its_own_in_sample_figures(tmp_path):
     run = tmp_path / "run"
     run.mkdir()

@@ -167,12 +167,14 @@ def test_one_bad_step_after_a_research_round_is_not_a_diverging_verdict() -> Non
         (Route.ABANDON, None),
     ],
 )
-def test_next_counters(route, expect) -> None:
-    from gate.routing import next_counters
+def test_advance(route, expect) -> None:
+    from gate.routing import advance, next_counters
 
-    nxt = next_counters(route, LoopCounters(iteration=3, strategy_iterations=2, research_loops=1))
+    counters = LoopCounters(iteration=3, strategy_iterations=2, research_loops=1)
+    nxt = advance(counters, route)
     got = None if nxt is None else (nxt.iteration, nxt.strategy_iterations, nxt.research_loops)
     assert got == expect
+    assert next_counters(route, counters) == nxt  # the old name, same answer
 
 
 @pytest.mark.parametrize(
@@ -194,3 +196,19 @@ def test_budget_stop(route, exhausted, expect) -> None:
         assert reason.startswith("budget:") and "1200 of 1000" in reason and route.value in reason
     else:
         assert reason == "why"
+
+
+def test_decide_route_takes_the_budget_state() -> None:
+    from gate.routing import Budget
+
+    counters = LoopCounters(iteration=1, strategy_iterations=1, research_loops=0)
+    kw = {"any_passed": False, "failure": None, "trajectory": None, "counters": counters,
+          "limits": LIMITS}  # fmt: skip
+    assert decide_route(**kw)[0] == Route.TUNE
+    assert decide_route(**kw, budget=Budget(exhausted=False, used=10, limit=100)) == (
+        decide_route(**kw)
+    )
+    route, reason = decide_route(**kw, budget=Budget(exhausted=True, used=120, limit=100))
+    assert route == Route.ABANDON and reason.startswith("budget:") and "TUNE" in reason
+    spent = Budget(exhausted=True, used=120, limit=100)
+    assert decide_route(**{**kw, "any_passed": True}, budget=spent)[0] == Route.SUCCESS

@@ -13,7 +13,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-import swarm.memory as memory_mod
+import swarm.memory.store as memory_mod
 from backtest.data import load_universe
 from backtest.splits import split_holdout
 from swarm.memory import ResearchMemory
@@ -173,7 +173,11 @@ def test_two_consecutive_runs_second_recalls_the_first(daily_dir, tmp_path, caps
             "vetoes": [], "criteria_met": {"sharpe>=1.0": False},
         }],
     }  # fmt: skip
-    mem.remember_gate_decision(second.name, decision, [], symbols=["AAPL", "MSFT"])
+    # One bad run is not evidence: a demotion needs at least two earlier runs.
+    for run in (first, second):
+        mem.remember_gate_decision(
+            run.name, decision, [], symbols=["AAPL", "MSFT"], scope={"timeframe": "1d"}
+        )
 
     code, third, err = _run(capsys, *args)
     assert code == 0, err
@@ -184,7 +188,8 @@ def test_two_consecutive_runs_second_recalls_the_first(daily_dir, tmp_path, caps
         f for f in syn2["recommended_families"] if f != top
     ]
     note = syn3["memory_notes"][0]
-    assert note.startswith(f"demoted {top}: 1 past variant(s) failed") and "sharpe>=1.0" in note
+    assert note.startswith(f"demoted {top}: 2 past variant(s) failed") and "sharpe>=1.0" in note
+    assert "over 2 runs" in note
     md3 = (third / "research" / "research.md").read_text()
     assert f"demoted by memory: {top}" in md3 and note.split(";")[0] in md3
     rec3 = json.loads((third / "research" / "recalled.json").read_text())

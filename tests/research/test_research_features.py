@@ -10,6 +10,8 @@ from conftest import read_real_bars
 
 from swarm.research.features import CANDLE_PATTERNS, INDICATOR_KEYS, compute_features
 
+pytestmark = pytest.mark.unit
+
 
 def _bars(n: int = 300, seed: int = 0) -> pd.DataFrame:
     rng = np.random.default_rng(seed)
@@ -24,7 +26,6 @@ def _bars(n: int = 300, seed: int = 0) -> pd.DataFrame:
     )
 
 
-@pytest.mark.unit
 def test_bundle_has_every_key_and_api() -> None:
     bars = _bars()
     b = compute_features("XYZ", bars)
@@ -47,7 +48,6 @@ def test_bundle_has_every_key_and_api() -> None:
         b.value("CLOSE", "1999-01-01")
 
 
-@pytest.mark.unit
 def test_bundle_is_a_copy_and_rejects_bad_input() -> None:
     bars = _bars()
     b = compute_features("XYZ", bars)
@@ -63,7 +63,6 @@ def test_bundle_is_a_copy_and_rejects_bad_input() -> None:
     assert compute_features("XYZ", ints).value("OBV") == compute_features("XYZ", fresh).value("OBV")
 
 
-@pytest.mark.unit
 def test_six_tickers_ten_years(daily_dir) -> None:
     # Its speed is measured by benchmarks/research_swarm.py, not asserted here: a timed assert
     # flakes on a loaded machine (pytest -n 2 next to other work).

@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import swarm.memory as memory_mod
+import swarm.memory.store as memory_mod
 from swarm.memory import (
     EMBEDDING_NAME,
     FamilyRecord,
@@ -108,8 +108,9 @@ def test_store_persists_and_recall_ranks_by_symbols_style_and_regime(tmp_path):
     assert top.symbols == ["AAPL"] and top.family == "momentum" and top.outcome == "failed"
     assert "symbols AAPL" in top.matched and "style momentum" in top.matched
     assert [r.relevance for r in got] == sorted((r.relevance for r in got), reverse=True)
-    # Style alone reaches other symbols' lessons.
-    assert [r.symbols for r in again.recall(["TSLA"], "mean_reversion")] == [["XOM"]]
+    # Style alone never reaches other symbols' lessons (a first run on new symbols recalls
+    # nothing from unrelated runs).
+    assert again.recall(["TSLA"], "mean_reversion") == []
     assert again.recall(["TSLA"], None, None) == []
 
 
@@ -145,21 +146,64 @@ def test_gate_decision_becomes_strategies_and_a_lesson(tmp_path):
 
 def test_adjust_families_demotes_failures_and_promotes_passes():
     outcomes = {
-        "momentum": FamilyRecord(family="momentum", n_failed=3, symbols=["AAPL"], runs=["r1"],
-                                 reasons=["run r1 iteration 1: Sharpe 0.2"]),
-        "trend": FamilyRecord(family="trend", n_failed=1, symbols=["AAPL"], runs=["r1"]),
+        "momentum": FamilyRecord(family="momentum", n_failed=3, symbols=["AAPL"],
+                                 runs=["r1", "r2"], reasons=["run r1 iteration 1: Sharpe 0.2"]),
+        "trend": FamilyRecord(family="trend", n_failed=2, symbols=["AAPL"], runs=["r1", "r2"]),
+        "volatility": FamilyRecord(family="volatility", n_failed=4, symbols=["AAPL"],
+                                   runs=["r1"]),
         "breakout": FamilyRecord(family="breakout", n_passed=1, n_failed=2, best_score=0.7,
                                  symbols=["AAPL"]),
     }  # fmt: skip
     families, notes, demoted = adjust_families(
-        ["momentum", "trend", "mean_reversion", "breakout"], outcomes
+        ["momentum", "trend", "mean_reversion", "breakout", "volatility"], outcomes
     )
-    assert families == ["breakout", "mean_reversion", "trend", "momentum"]
+    # volatility failed in one run only: not evidence enough to demote it.
+    assert families == ["breakout", "mean_reversion", "volatility", "trend", "momentum"]
     assert demoted == ["trend", "momentum"]
     assert any(n.startswith("demoted momentum: 3 past variant(s) failed") and "Sharpe 0.2" in n
                for n in notes)  # fmt: skip
     assert any(n.startswith("promoted breakout") for n in notes)
     assert adjust_families(["momentum"], {}) == (["momentum"], [], [])
+
+
+def test_demotion_never_covers_every_family():
+    two_runs = {"runs": ["r1", "r2"], "symbols": ["AAPL"]}
+    outcomes = {
+        "momentum": FamilyRecord(family="momentum", n_failed=3, **two_runs),
+        "trend": FamilyRecord(family="trend", n_failed=2, **two_runs),
+    }
+    families, notes, demoted = adjust_families(["momentum", "trend"], outcomes)
+    assert families == ["momentum", "trend"] and demoted == []
+    assert notes and notes[0].startswith("no demotion: every family")
+
+
+def test_recall_is_scoped_to_timeframe_symbols_or_sector(tmp_path):
+    mem = ResearchMemory(tmp_path / "mem")
+    daily = {"timeframe": "1d", "sector": "tech"}
+    mem.remember_lesson("r1", 1, "momentum whipsawed on AAPL", symbols=["AAPL"],
+                        family="momentum", outcome="failed", scope=daily)  # fmt: skip
+    mem.remember_lesson("r2", 1, "hourly breakout on AAPL", symbols=["AAPL"],
+                        family="breakout", outcome="failed", scope={"timeframe": "1h"})  # fmt: skip
+    mem.remember_lesson("r3", 1, "tech momentum on NVDA", symbols=["NVDA"],
+                        family="momentum", scope=daily)  # fmt: skip
+    got = mem.recall(["AAPL"], "momentum", k=10, timeframe="1d")
+    assert [r.run_id for r in got] == ["r1"]  # the hourly lesson is another timeframe
+    by_sector = mem.recall(["MSFT"], "momentum", k=10, timeframe="1d", sector="tech")
+    assert {r.run_id for r in by_sector} == {"r1", "r3"}
+    assert all("sector tech" in r.matched for r in by_sector)
+    assert mem.recall(["MSFT"], "momentum", k=10, timeframe="1d") == []  # no sector: nothing
+    # The floor: everything that passes the scope must also be relevant enough.
+    assert mem.recall(["AAPL"], k=10, timeframe="1d", min_relevance=5.0) == []
+    outcomes = mem.family_outcomes(["AAPL"], timeframe="1h")
+    assert set(outcomes) == {"breakout"}
+
+
+def test_memory_line_is_short_and_points_to_the_file():
+    from swarm.memory import memory_line
+
+    line = memory_line([], demoted=["trend"], stored=34, reason=None)
+    assert line == "recalled 0; demoted trend; stored 34 (research/recalled.json)"
+    assert len(memory_line([], stored=0, reason="x" * 500)) < 160
 
 
 def test_corrupt_store_degrades_to_no_memory(tmp_path, caplog):
@@ -209,13 +253,17 @@ def test_store_busy_with_another_swarm_process_degrades(tmp_path):
 
 
 class _Cfg:
-    memory_dir = None
+    timeframe = "1d"
+    universe_source = "--tickers"
+
+    def __init__(self, memory_dir=None) -> None:
+        self.memory_dir = memory_dir
 
 
 class _Ctx:
-    def __init__(self, **cache) -> None:
-        self.cache = dict(cache)
-        self.config = _Cfg()
+    def __init__(self, memory_dir=None) -> None:
+        self.cache = {}
+        self.config = _Cfg(memory_dir)
         self.progress = None
 
 
@@ -259,9 +307,9 @@ def test_router_helper_stores_real_gate_models(tmp_path):
     state = {"synthesis": {"regime": "high-vol-chop"}, "variants": [
         _variant("i01-v01-breakout", "breakout", donchian_period=55)]}  # fmt: skip
     assert remember_gate_outcome(ctx, state, decision) == 2
-    got = memory_for(ctx).recall(["NVDA"], "breakout", "high-vol-chop", k=5)
+    got = memory_for(ctx).recall(["NVDA"], "breakout", "high-vol-chop", k=5, timeframe="1d")
     assert {r.kind for r in got} == {"lesson", "strategy"}
     assert all(r.run_id == "20260101-000000-x" and r.regime == "high-vol-chop" for r in got)
-    assert memory_for(ctx).family_outcomes(["NVDA"])["breakout"].n_failed == 1
+    assert memory_for(ctx).family_outcomes(["NVDA"], timeframe="1d")["breakout"].n_failed == 1
     broken = _Ctx(memory_dir=tmp_path / "mem2")  # no .run: the helper logs, never raises
     assert remember_gate_outcome(broken, state, decision) == 0

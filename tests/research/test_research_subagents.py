@@ -207,6 +207,7 @@ def test_short_window_technical_abstains_or_degrades() -> None:
     assert not _run("technical.volatility", b, ResearchContext()).abstained
 
 
+@pytest.mark.unit
 def test_yfinance_fundamentals_provider_reads_its_disk_cache_offline(aapl, tmp_path) -> None:
     import json as _json
 
@@ -226,6 +227,7 @@ def test_yfinance_fundamentals_provider_reads_its_disk_cache_offline(aapl, tmp_p
     assert f.abstained and "lookahead" in f.reason
 
 
+@pytest.mark.unit
 def test_yfinance_fundamentals_fetch_failure_is_quiet_and_cached_under_ours(
     aapl, tmp_path, monkeypatch, capsys, caplog
 ) -> None:

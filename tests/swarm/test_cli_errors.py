@@ -51,6 +51,7 @@ def _run(capsys, tmp_path, *args):
         (["--directive", "momentum", "--tickers", "AAPL", "--start", "2019-13-01"], "--start"),
         (["--directive", "momentum", "--tickers", "AAPL", "--criteria", "shrape>=1"], "--criteria"),
         (["--directive", "momentum", "--tickers", "AAPL", "--source", "bloomberg"], "--source"),
+        (["--directive", "momentum", "--tickers", "AAPL", "--prices", "total"], "--prices"),
     ],
 )
 def test_bad_input_exits_2_with_one_line(capsys, tmp_path, daily_dir, args, needle):

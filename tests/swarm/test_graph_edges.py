@@ -37,3 +37,30 @@ def test_trajectory_only_with_history_on_the_current_line() -> None:
     # A research round starts a new line: the iterations before it do not count.
     after_research = {"history": [_it(Route.TUNE), _it(Route.RESEARCH)]}
     assert graph.after_failure(after_research) == graph.ROUTER
+
+
+def test_node_ids_live_in_one_module_and_match_the_nodes() -> None:
+    from swarm import edges
+    from swarm.nodes import backtest as bt_nodes
+    from swarm.nodes import research as research_nodes
+
+    assert edges.BACKTEST == bt_nodes.BACKTEST_NODE  # the Send target of the fan-out
+    assert research_nodes.SUBAGENT_NODE == edges.SUBAGENT
+    ids = {v for k, v in vars(edges).items() if k.isupper() and isinstance(v, str)}
+    ids |= set(edges.SYNTH.values())
+    assert ids == set(graph.build_graph().get_graph().nodes) - {"__start__", "__end__"}
+
+
+def test_research_graph_is_the_develop_graphs_research_half() -> None:
+    from swarm import edges
+    from swarm.nodes.research import build_research_graph
+
+    research = build_research_graph().get_graph()
+    develop = graph.build_graph().get_graph()
+    inner = {edges.DATA_EXTRACTOR, edges.SUBAGENT, edges.LEADER, *edges.SYNTH.values()}
+    assert set(research.nodes) - {"__start__", "__end__"} == inner
+
+    def pairs(g) -> set:
+        return {(e.source, e.target) for e in g.edges if {e.source, e.target} <= inner}
+
+    assert pairs(research) == pairs(develop)

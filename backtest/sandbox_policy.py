@@ -1,0 +1,31 @@
+"""The limits of a sandboxed job: shared by the parent (``backtest.sandbox``) and the child
+(``backtest.sandbox_child``), so neither imports the other for it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class SandboxPolicy:
+    """Limits of one sandboxed job. Picklable (it travels to pool and Ray workers).
+
+    ``validate=False`` skips the static lint: for tests that prove the runtime
+    layer alone, never for generated code. ``kernel=False`` skips Landlock and
+    seccomp (the uid drop, Python-level guards and rlimits stay).
+    """
+
+    validate: bool = True
+    memory_mb: int = 2048  # address-space growth allowed over the warm worker's mappings
+    file_mb: int = 64  # largest file the job may write
+    temp_mb: int = 64  # all of the job's temporary files together
+    temp_files: int = 1024  # files and folders in the temp dir (tmpfs inodes)
+    nofile: int = 64  # open descriptors
+    nproc: int = 32  # processes + threads of the child's uid (as root: the child alone)
+    result_mb: int = 8  # one job's result line; above it the job is an error
+    cpu_s: int | None = None  # CPU seconds; None: ceil(job.timeout_s) + 1
+    grace_s: float = 2.0  # wall slack after job.timeout_s before SIGKILL of the group
+    kernel: bool = True  # Landlock + seccomp when available
+
+
+DEFAULT_POLICY = SandboxPolicy()

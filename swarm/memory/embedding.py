@@ -1,0 +1,88 @@
+"""The offline embedding: signed feature hashing, so nothing is ever downloaded.
+
+Chroma's default embedding function downloads an ONNX model on first use and fails
+offline; every collection is opened with :class:`HashingEmbedding` instead (words, word
+bigrams and character 4-grams, hashed with blake2b so vectors are stable across processes).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+
+EMBEDDING_NAME = "swarm-hashing-v1"
+EMBEDDING_DIM = 512
+
+_TOKEN = re.compile(r"[a-z0-9][a-z0-9_.%+-]*")
+
+
+def _features(text: str) -> Iterator[tuple[str, float]]:
+    words = [w.strip(".") for w in _TOKEN.findall(text.lower())]
+    words = [w for w in words if w]
+    for w in words:
+        yield "w:" + w, 1.0
+    for a, b in zip(words, words[1:], strict=False):
+        yield f"b:{a} {b}", 0.5
+    for w in words:
+        padded = f"^{w}$"
+        for i in range(max(1, len(padded) - 3)):
+            yield "c:" + padded[i : i + 4], 0.25
+
+
+def hashed_vector(text: str, dim: int = EMBEDDING_DIM) -> np.ndarray:
+    """Signed feature hashing (blake2b, so stable across processes), L2-normalised."""
+    v = np.zeros(dim, dtype=np.float32)
+    for feat, weight in _features(text):
+        h = int.from_bytes(hashlib.blake2b(feat.encode(), digest_size=8).digest(), "little")
+        v[h % dim] += weight if (h >> 63) & 1 else -weight
+    n = float(np.linalg.norm(v))
+    if n == 0.0:
+        v[0] = 1.0  # the empty text: a fixed unit vector (Chroma rejects zero vectors)
+        return v
+    return v / n
+
+
+try:  # pragma: no branch - chromadb is a declared dependency; guarded for broken installs
+    from chromadb.api.types import Documents, EmbeddingFunction, Embeddings
+    from chromadb.utils.embedding_functions import register_embedding_function
+
+    CHROMA_IMPORT_ERROR: str | None = None
+except Exception as exc:  # an unusable chromadb degrades memory, not the run
+    EmbeddingFunction = object  # type: ignore[assignment,misc]
+    Documents = Embeddings = Any  # type: ignore[misc]
+    CHROMA_IMPORT_ERROR = f"chromadb unavailable ({type(exc).__name__}: {exc})"
+
+    def register_embedding_function(cls):  # type: ignore[no-redef]
+        return cls
+
+
+@register_embedding_function
+class HashingEmbedding(EmbeddingFunction):  # type: ignore[misc,valid-type]
+    """Chroma EmbeddingFunction: deterministic, offline, no model, no download."""
+
+    def __init__(self, dim: int = EMBEDDING_DIM) -> None:
+        self.dim = int(dim)
+
+    def __call__(self, input: Documents) -> Embeddings:  # noqa: A002 - Chroma's protocol name
+        return [hashed_vector(text, self.dim) for text in input]
+
+    @staticmethod
+    def name() -> str:
+        return EMBEDDING_NAME
+
+    def get_config(self) -> dict[str, Any]:
+        return {"dim": self.dim}
+
+    @staticmethod
+    def build_from_config(config: dict[str, Any]) -> HashingEmbedding:
+        return HashingEmbedding(dim=int(config.get("dim", EMBEDDING_DIM)))
+
+    def default_space(self) -> str:
+        return "cosine"
+
+    def supported_spaces(self) -> list[str]:
+        return ["cosine", "l2", "ip"]

@@ -54,6 +54,7 @@ class Scenario:
     drift_annual: float  # common expected simple return a year
     slot: int  # fixes the scenario's seeds (universe_seed); never renumber one
     edge: str  # what a rule could find in it, for the summary lines
+    n_symbols: int | None = None  # None: --symbols; a cross-sectional edge needs a broad universe
 
     @property
     def is_null(self) -> bool:
@@ -75,6 +76,11 @@ SCENARIOS: dict[str, Scenario] = {
         Scenario("planted-momentum", "planted", 0.05, 3, "regime momentum"),
         Scenario("planted-reversion", "reversion", 0.05, 5, "short-horizon reversion"),
         Scenario("planted-momentum-zero", "planted", 0.0, 1, "regime momentum"),
+        # 10 symbols: broad enough that the portfolio families get a slot unasked (and the
+        # null beside it says what that slot costs in false discoveries).
+        Scenario("planted-cross-sectional", "cross_sectional", 0.05, 6,
+                 "cross-sectional momentum", n_symbols=10),  # fmt: skip
+        Scenario("null-drift-10", "null", 0.05, 7, "no edge", n_symbols=10),
     )
 }
 DEFAULT_SCENARIOS = (
@@ -449,8 +455,9 @@ def _plan(args: argparse.Namespace, out: Path) -> list[RunSpec]:
             scenario = scenario_for(name, args.drift)
             seed = universe_seed(args.seed, name, i)
             universe = replace(
-                base, kind=scenario.universe_kind, seed=seed, drift_annual=scenario.drift_annual
-            )
+                base, kind=scenario.universe_kind, seed=seed, drift_annual=scenario.drift_annual,
+                n_symbols=scenario.n_symbols or base.n_symbols,
+            )  # fmt: skip
             specs.append(
                 RunSpec(
                     kind=name,

@@ -7,6 +7,7 @@ summary and run lines are fed fake run records.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -77,6 +78,8 @@ def test_the_five_scenarios_and_their_drifts() -> None:
         "planted-momentum": ("planted", 0.05, False),
         "planted-reversion": ("reversion", 0.05, False),
         "planted-momentum-zero": ("planted", 0.0, False),
+        "planted-cross-sectional": ("cross_sectional", 0.05, False),
+        "null-drift-10": ("null", 0.05, True),
     }
     assert ALIASES == {"null": "null-zero", "planted": "planted-momentum-zero"}
 
@@ -299,7 +302,7 @@ def test_summary_of_one_scenario_has_no_pooled_line(tmp_path: Path) -> None:
 
 def test_run_line_shows_benchmark_figures_when_present() -> None:
     plain = run_line(_record("planted-reversion", 1, "SUCCESS"))
-    assert plain.startswith("planted-reversion     #001 seed ")
+    assert re.match(r"planted-reversion +#001 seed ", plain), plain
     assert "reversion rule sharpe 1.90, buy&hold 0.30" in plain and "beta" not in plain
     rich = run_line(
         _record(

@@ -9,6 +9,7 @@ Prints ONE JSON object on stdout and nothing else:
      "lookahead": {"biased": bool, "mismatches": [...], "n_cuts": int,
                    "checked": bool, "error": str | null},          # with --check-lookahead
      "per_ticker": {TICKER: {"status", "metrics", "error", "lookahead"?}},  # 2+ tickers
+     "trades": [{symbol, entry_date, exit_date, size, entry_price, exit_price}],  # --trades
      "warnings": [str, ...]}           # e.g. orders the broker refused; also on stderr
 
 With several tickers the top-level ``status`` is the worst one (integrity_error >
@@ -79,6 +80,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--check-lookahead", action="store_true", help="truncated re-run check")
     p.add_argument("--cuts", type=int, default=20, help="cut points of the lookahead check")
     p.add_argument("--workers", type=int, default=None, help="processes (default: all cores)")
+    p.add_argument(
+        "--trades",
+        action="store_true",
+        help="add the round trips the books accepted: trades [{symbol, entry_date, ...}]",
+    )
     p.add_argument(
         "--skip-validation",
         action="store_true",
@@ -184,7 +190,17 @@ def main(argv: list[str] | None = None) -> int:
         else SerialBackend(policy=policy)
     )
     with executor:
-        results = executor.map(jobs)
+        trades: list[Any] = []
+        if args.trades:  # the books' accepted fills come with the traced outcome
+            from backtest.trade_list import trades_from_trace_fills
+
+            outcomes = [f.result() for f in [executor.submit_trace(job) for job in jobs]]
+            results = [o.result for o in outcomes]
+            for job, o in zip(jobs, outcomes, strict=True):
+                rows = (o.trace or {}).get("fills") or []
+                trades += [t.model_dump() for t in trades_from_trace_fills(job.symbol, rows)]
+        else:
+            results = executor.map(jobs)
         looks = {}
         if args.check_lookahead:
             for sym, res in zip(bars, results, strict=True):
@@ -239,6 +255,8 @@ def main(argv: list[str] | None = None) -> int:
                 else None
             )
         report["per_ticker"] = {r.symbol: one(r) for r in results}
+    if args.trades:
+        report["trades"] = trades
     report["warnings"] = warnings = rejected_warnings(results)
     for line in warnings:
         sys.stderr.write(f"backtest.run: warning: {line}\n")

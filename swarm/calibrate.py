@@ -159,6 +159,9 @@ def run_config(spec: RunSpec, meta: dict[str, Any], data_dir: Path) -> tuple[Any
         benchmark=normalise_name(plan.benchmark) if plan.benchmark else BUY_AND_HOLD,
         # Families stay open unless the directive names the decision pipeline (it does not).
         families=[],
+        # Every run on its own: the universes share symbol names (SYNA, ...), so a shared
+        # memory would let earlier runs (and runs in parallel) steer later ones.
+        memory_dir="off",
     )
     return config, parse_criteria(opts.criteria)
 

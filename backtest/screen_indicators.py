@@ -1,0 +1,339 @@
+"""backtrader's built-in indicators, bit for bit, as numba kernels.
+
+The generated strategies use ``bt.indicators`` (never ``bt.talib``), and the engine runs them in
+``runonce`` mode. The screen must see the very same doubles, or a threshold comparison flips and
+a trade moves by a day. So each kernel here replays the float operations of the indicator's
+``once`` method, in backtrader's order:
+
+- ``Average`` (SMA, and the seed of every exponential average) is ``math.fsum(window) / period``:
+  a correctly rounded sum, reproduced by a rolling Shewchuk sum with CPython's final rounding.
+  TA-Lib's SMA is a running sum and differs in the last bits, so it is not used for it.
+- ``ExponentialSmoothing`` (EMA: alpha = 2 / (1 + period); SMMA: alpha = 1 / period) is
+  ``prev * (1 - alpha) + x * alpha`` from that seed (TA-Lib computes ``(x - prev) * k + prev``).
+- ``pow(line, 2)`` and ``pow(line, 0.5)`` call the C library's ``pow`` as CPython does; glibc's
+  ``pow(x, 2)`` is not always ``x * x`` (about 1 in 1,200 prices differ in the last bit).
+- ``Highest``/``Lowest`` take exact maxima: TA-Lib's ``MAX``/``MIN`` give the same numbers.
+- A division by zero raises ``ZeroDivisionError`` in backtrader (the run is an error): the kernels
+  report it through a flag and ``IndicatorZeroDivision`` carries it to the caller.
+
+Every array is NaN before its first value; ``first`` is that index (backtrader's minperiod - 1).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import talib
+from numba import njit, types
+
+import backtest.numba_cache  # noqa: F401  (numba's cache in the user cache dir)
+
+# CPython's float ** float calls the C library's pow: bind the same symbol, with the exponent
+# passed at run time so that LLVM cannot rewrite pow(x, 2.0) into x * x.
+_c_pow = types.ExternalFunction("pow", types.float64(types.float64, types.float64))
+
+_MAX_PARTIALS = 64  # a double sum never needs more than ~40 non-overlapping partials
+
+
+class IndicatorZeroDivision(ArithmeticError):
+    """backtrader would raise ZeroDivisionError computing this indicator."""
+
+
+# ---------------------------------------------------------------------------- exact sums
+
+
+@njit(cache=True, inline="always")
+def _msum_add(p: np.ndarray, n: int, x: float) -> int:
+    """CPython's ``math.fsum`` inner step: add ``x`` to the partials ``p[:n]``."""
+    i = 0
+    for j in range(n):
+        y = p[j]
+        if abs(x) < abs(y):
+            x, y = y, x
+        hi = x + y
+        yr = hi - x
+        lo = y - yr
+        if lo != 0.0:
+            p[i] = lo
+            i += 1
+        x = hi
+    if x != 0.0:
+        p[i] = x
+        i += 1
+    return i
+
+
+@njit(cache=True, inline="always")
+def _msum_value(p: np.ndarray, n: int) -> float:
+    """CPython's ``math.fsum`` final rounding of the partials (half-even across partials)."""
+    hi = 0.0
+    if n > 0:
+        n -= 1
+        hi = p[n]
+        lo = 0.0
+        while n > 0:
+            x = hi
+            n -= 1
+            y = p[n]
+            hi = x + y
+            yr = hi - x
+            lo = y - yr
+            if lo != 0.0:
+                break
+        if n > 0 and ((lo < 0.0 and p[n - 1] < 0.0) or (lo > 0.0 and p[n - 1] > 0.0)):
+            y = lo * 2.0
+            x = hi + y
+            yr = x - hi
+            if y == yr:
+                hi = x
+    return hi
+
+
+@njit(cache=True)
+def window_fsum_mean(src: np.ndarray, period: int, start: int) -> np.ndarray:
+    """``Average``: ``fsum(src[i-period+1:i+1]) / period`` from index ``start + period - 1``.
+
+    The partials are rolled (add the new value, add minus the old one): they stay an exact
+    representation of the window's sum, and the final rounding is ``fsum``'s.
+    """
+    n = src.size
+    out = np.full(n, np.nan)
+    p = np.empty(_MAX_PARTIALS)
+    k = 0
+    for i in range(start, n):
+        k = _msum_add(p, k, src[i])
+        if i - period >= start:
+            k = _msum_add(p, k, -src[i - period])
+        if i >= start + period - 1:
+            out[i] = _msum_value(p, k) / period
+    return out
+
+
+@njit(cache=True)
+def exp_smoothing(
+    src: np.ndarray, period: int, start: int, alpha: float, alpha1: float
+) -> np.ndarray:
+    """``ExponentialSmoothing``: an ``Average`` seed, then ``prev * alpha1 + x * alpha``."""
+    out = np.full(src.size, np.nan)
+    seed = start + period - 1
+    if seed >= src.size:
+        return out
+    p = np.empty(_MAX_PARTIALS)
+    k = 0
+    for i in range(start, seed + 1):
+        k = _msum_add(p, k, src[i])
+    prev = _msum_value(p, k) / period
+    out[seed] = prev
+    for i in range(seed + 1, src.size):
+        prev = prev * alpha1 + src[i] * alpha
+        out[i] = prev
+    return out
+
+
+# ---------------------------------------------------------------------------- elementwise
+
+
+@njit(cache=True)
+def _pow_from(src: np.ndarray, start: int, exponent: float) -> np.ndarray:
+    out = np.full(src.size, np.nan)
+    for i in range(start, src.size):
+        out[i] = _c_pow(src[i], exponent)
+    return out
+
+
+@njit(cache=True)
+def _std_from(mean: np.ndarray, meansq: np.ndarray, start: int, two: float, half: float):
+    """``pow(abs(meansq - pow(mean, 2)), 0.5)`` (StandardDeviation with safepow)."""
+    out = np.full(mean.size, np.nan)
+    for i in range(start, mean.size):
+        out[i] = _c_pow(abs(meansq[i] - _c_pow(mean[i], two)), half)
+    return out
+
+
+@njit(cache=True)
+def _change(src: np.ndarray, period: int, relative: bool) -> tuple[np.ndarray, bool]:
+    """ROC ``(x - x[-p]) / x[-p]`` or PercentChange ``x / x[-p] - 1.0``; flag: x[-p] == 0."""
+    out = np.full(src.size, np.nan)
+    for i in range(period, src.size):
+        base = src[i - period]
+        if base == 0.0:
+            return out, True
+        out[i] = (src[i] - base) / base if relative else src[i] / base - 1.0
+    return out, False
+
+
+@njit(cache=True)
+def _rsi_safe(close: np.ndarray, period: int, alpha: float, alpha1: float) -> np.ndarray:
+    """RSI(safediv=True): SMMA of up and down days; rs = up/down, inf for x/0, 1.0 for 0/0."""
+    n = close.size
+    up = np.full(n, np.nan)
+    down = np.full(n, np.nan)
+    for i in range(1, n):
+        d = close[i] - close[i - 1]
+        up[i] = 0.0 if d < 0.0 else d  # builtin max(d, 0.0): the first when equal
+        d = close[i - 1] - close[i]
+        down[i] = 0.0 if d < 0.0 else d
+    maup = exp_smoothing(up, period, 1, alpha, alpha1)
+    madown = exp_smoothing(down, period, 1, alpha, alpha1)
+    out = np.full(n, np.nan)
+    for i in range(period, n):
+        a, b = maup[i], madown[i]
+        # DivZeroByZero(maup, madown, single=inf, dual=1.0): rs of RSI 100 and of RSI 50
+        rs = (1.0 if a == 0.0 else np.inf) if b == 0.0 else a / b
+        out[i] = 100.0 - 100.0 / (1.0 + rs)
+    return out
+
+
+@njit(cache=True)
+def _true_range(high: np.ndarray, low: np.ndarray, close: np.ndarray) -> np.ndarray:
+    out = np.full(close.size, np.nan)
+    for i in range(1, close.size):
+        prev = close[i - 1]
+        th = prev if prev > high[i] else high[i]  # max(high, close(-1))
+        tl = prev if prev < low[i] else low[i]  # min(low, close(-1))
+        out[i] = th - tl
+    return out
+
+
+@njit(cache=True)
+def _adx(
+    high: np.ndarray, low: np.ndarray, atr: np.ndarray, period: int, alpha: float, alpha1: float
+) -> tuple[np.ndarray, bool]:
+    """ADX: +DM/-DM smoothed, DI = 100 * DMav / ATR, DX = |DI+ - DI-| / (DI+ + DI-),
+    ADX = 100 * SMMA(DX). Flag: a division by zero backtrader would raise on."""
+    n = high.size
+    plus = np.full(n, np.nan)
+    minus = np.full(n, np.nan)
+    for i in range(1, n):
+        upmove = high[i] - high[i - 1]
+        downmove = low[i - 1] - low[i]
+        plus[i] = upmove if (upmove > downmove and upmove > 0.0) else 0.0
+        minus[i] = downmove if (downmove > upmove and downmove > 0.0) else 0.0
+    plus_av = exp_smoothing(plus, period, 1, alpha, alpha1)
+    minus_av = exp_smoothing(minus, period, 1, alpha, alpha1)
+    dx = np.full(n, np.nan)
+    for i in range(period, n):
+        if atr[i] == 0.0:
+            return dx, True
+        di_plus = 100.0 * plus_av[i] / atr[i]
+        di_minus = 100.0 * minus_av[i] / atr[i]
+        total = di_plus + di_minus
+        if total == 0.0:
+            return dx, True
+        dx[i] = abs(di_plus - di_minus) / total
+    out = exp_smoothing(dx, period, period, alpha, alpha1)
+    for i in range(2 * period - 1, n):
+        out[i] = 100.0 * out[i]
+    return out, False
+
+
+@njit(cache=True)
+def _crossover(a: np.ndarray, b: np.ndarray, first: int) -> np.ndarray:
+    """CrossOver: +1 / -1 / 0 from index ``first + 1``, with NonZeroDifference's memory."""
+    n = a.size
+    out = np.full(n, np.nan)
+    if first >= n:
+        return out
+    nzd = a[first] - b[first]
+    for i in range(first + 1, n):
+        up = 1.0 if (nzd < 0.0 and a[i] > b[i]) else 0.0
+        down = 1.0 if (nzd > 0.0 and a[i] < b[i]) else 0.0
+        out[i] = up - down
+        d = a[i] - b[i]
+        if d:
+            nzd = d
+    return out
+
+
+# ---------------------------------------------------------------------------- public API
+
+
+def _alpha_ema(period: int) -> tuple[float, float]:
+    alpha = 2.0 / (1.0 + period)
+    return alpha, 1.0 - alpha
+
+
+def _alpha_smma(period: int) -> tuple[float, float]:
+    alpha = 1.0 / period
+    return alpha, 1.0 - alpha
+
+
+def sma(src: np.ndarray, period: int, start: int = 0) -> np.ndarray:
+    return window_fsum_mean(src, period, start)
+
+
+def ema(src: np.ndarray, period: int, start: int = 0) -> np.ndarray:
+    return exp_smoothing(src, period, start, *_alpha_ema(period))
+
+
+def smma(src: np.ndarray, period: int, start: int = 0) -> np.ndarray:
+    return exp_smoothing(src, period, start, *_alpha_smma(period))
+
+
+def roc(close: np.ndarray, period: int) -> np.ndarray:
+    out, zero = _change(close, period, True)
+    if zero:
+        raise IndicatorZeroDivision(f"RateOfChange({period}): a close of 0.0")
+    return out
+
+
+def pct_change(close: np.ndarray, period: int = 1) -> np.ndarray:
+    out, zero = _change(close, period, False)
+    if zero:
+        raise IndicatorZeroDivision(f"PercentChange({period}): a close of 0.0")
+    return out
+
+
+def power(src: np.ndarray, exponent: float, start: int = 0) -> np.ndarray:
+    """``pow(line, exponent)`` with the C library's pow, as CPython computes ``x ** y``."""
+    return _pow_from(src, start, float(exponent))
+
+
+def stddev(src: np.ndarray, period: int, start: int = 0, mean: np.ndarray | None = None):
+    """StandardDeviation(safepow=True); ``mean`` given: BollingerBands' two-data form."""
+    if mean is None:
+        mean = sma(src, period, start)
+    meansq = sma(power(src, 2.0, start), period, start)
+    return _std_from(mean, meansq, start + period - 1, 2.0, 0.5)
+
+
+def bollinger(close: np.ndarray, period: int, devfactor: float):
+    """(mid, top, bot) of BollingerBands(period, devfactor)."""
+    mid = sma(close, period)
+    dev = float(devfactor) * stddev(close, period, mean=mid)
+    return mid, mid + dev, mid - dev
+
+
+def rsi_safe(close: np.ndarray, period: int) -> np.ndarray:
+    return _rsi_safe(close, period, *_alpha_smma(period))
+
+
+def atr(high: np.ndarray, low: np.ndarray, close: np.ndarray, period: int = 14) -> np.ndarray:
+    return smma(_true_range(high, low, close), period, 1)
+
+
+def adx(high: np.ndarray, low: np.ndarray, close: np.ndarray, period: int = 14) -> np.ndarray:
+    out, zero = _adx(high, low, atr(high, low, close, period), period, *_alpha_smma(period))
+    if zero:
+        raise IndicatorZeroDivision(f"ADX({period}): a zero ATR or DI+ + DI-")
+    return out
+
+
+def highest_before(src: np.ndarray, period: int) -> np.ndarray:
+    """``Highest(line(-1), period)``: the maximum of the ``period`` bars before each bar."""
+    out = np.full(src.size, np.nan)
+    if src.size > period:
+        out[1:] = talib.MAX(src[:-1], timeperiod=period)
+    return out
+
+
+def lowest_before(src: np.ndarray, period: int) -> np.ndarray:
+    """``Lowest(line(-1), period)``."""
+    out = np.full(src.size, np.nan)
+    if src.size > period:
+        out[1:] = talib.MIN(src[:-1], timeperiod=period)
+    return out
+
+
+def crossover(a: np.ndarray, b: np.ndarray, first: int) -> np.ndarray:
+    """CrossOver(a, b); ``first`` is the first index where both are defined."""
+    return _crossover(a, b, first)

@@ -35,12 +35,13 @@ import argparse
 import json
 import math
 import sys
-from datetime import date, timedelta
+from datetime import timedelta
 from pathlib import Path
 from typing import Any, NoReturn
 
 import numpy as np
 
+from backtest.cli_args import OneLineParser, add_window_arguments, refuse
 from backtest.contracts import BacktestJob, CostModel, Fold, JobStatus
 from backtest.errors import BacktestError
 
@@ -53,29 +54,10 @@ _WORST = {
 }
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> NoReturn:  # one line, exit 2, no usage dump
-        self.exit(2, f"backtest.run: {message}\n")
-
-
-def _date(text: str) -> date:
-    try:
-        return date.fromisoformat(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an ISO date (YYYY-MM-DD)") from exc
-
-
 def build_parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="python -m backtest.run", description=__doc__.splitlines()[0])
+    p = OneLineParser(prog="python -m backtest.run", description=__doc__.splitlines()[0])
     p.add_argument("strategy", type=Path, help="a .py file with one bt.Strategy subclass")
-    p.add_argument("--data-dir", type=Path, required=True, help="folder of SYMBOL.csv files")
-    p.add_argument("--tickers", required=True, help="AAPL or AAPL,MSFT")
-    p.add_argument("--start", type=_date, required=True)
-    p.add_argument("--end", type=_date, required=True)
-    p.add_argument("--warmup-days", type=int, default=365, help="indicator warm-up before --start")
-    p.add_argument("--commission", type=float, default=0.1, help="percent per side (0.1)")
-    p.add_argument("--slippage", type=float, default=0.05, help="percent per side (0.05)")
-    p.add_argument("--cash", type=float, default=100_000.0)
+    add_window_arguments(p)
     p.add_argument("--timeout", type=float, default=120.0, help="wall seconds per run")
     p.add_argument("--check-lookahead", action="store_true", help="truncated re-run check")
     p.add_argument("--cuts", type=int, default=20, help="cut points of the lookahead check")
@@ -94,8 +76,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _bad(argument: str, message: str) -> NoReturn:
-    sys.stderr.write(f"backtest.run: {argument}: {message}\n")
-    raise SystemExit(2)
+    refuse("backtest.run", argument, message)
 
 
 def _portfolio(results: list[Any], periods_per_year: int) -> dict[str, Any] | None:

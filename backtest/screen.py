@@ -25,9 +25,8 @@ import argparse
 import functools
 import json
 import math
-import sys
 from dataclasses import dataclass
-from datetime import date, timedelta
+from datetime import timedelta
 from enum import StrEnum
 from pathlib import Path
 from typing import Any, NoReturn
@@ -39,6 +38,7 @@ from pydantic import BaseModel, Field
 from backtest import screen_blocks as blocks
 from backtest import screen_fills as sf
 from backtest.books import feed_frame
+from backtest.cli_args import OneLineParser, add_window_arguments, refuse
 from backtest.contracts import BacktestResult, CostModel, Fold, JobStatus, Metrics
 from backtest.metrics import compute_metrics
 from backtest.period_keys import index_keys
@@ -308,34 +308,14 @@ def books_result(
 # ---------------------------------------------------------------------------- CLI
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> NoReturn:  # one line, exit 2, no usage dump
-        self.exit(2, f"backtest.screen: {message}\n")
-
-
 def _bad(argument: str, message: str) -> NoReturn:
-    sys.stderr.write(f"backtest.screen: {argument}: {message}\n")
-    raise SystemExit(2)
-
-
-def _date(text: str) -> date:
-    try:
-        return date.fromisoformat(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an ISO date (YYYY-MM-DD)") from exc
+    refuse("backtest.screen", argument, message)
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="python -m backtest.screen", description=__doc__.splitlines()[0])
+    p = OneLineParser(prog="python -m backtest.screen", description=__doc__.splitlines()[0])
     p.add_argument("spec", type=Path, help="a spec JSON (the `spec` object of variants.json)")
-    p.add_argument("--data-dir", type=Path, required=True, help="folder of SYMBOL.csv files")
-    p.add_argument("--tickers", required=True, help="AAPL or AAPL,MSFT")
-    p.add_argument("--start", type=_date, required=True)
-    p.add_argument("--end", type=_date, required=True)
-    p.add_argument("--warmup-days", type=int, default=365, help="indicator warm-up before --start")
-    p.add_argument("--commission", type=float, default=0.1, help="percent per side (0.1)")
-    p.add_argument("--slippage", type=float, default=0.05, help="percent per side (0.05)")
-    p.add_argument("--cash", type=float, default=100_000.0)
+    add_window_arguments(p)
     p.add_argument("--bars-per-year", type=int, default=252, help="as the code was rendered")
     return p
 

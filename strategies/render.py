@@ -8,26 +8,19 @@ input exits 2 with one line naming the argument.
 
 from __future__ import annotations
 
-import argparse
 import json
-import sys
 from pathlib import Path
 from typing import NoReturn
 
 from pydantic import ValidationError
 
+from backtest.cli_args import OneLineParser, refuse
 from strategies.codegen import render
 from strategies.spec import PipelineFamily, StrategySpec
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> NoReturn:  # one line, exit 2, no usage dump
-        self.exit(2, f"strategies.render: {message}\n")
-
-
 def _bad(argument: str, message: str) -> NoReturn:
-    sys.stderr.write(f"strategies.render: {argument}: {message}\n")
-    raise SystemExit(2)
+    refuse("strategies.render", argument, message)
 
 
 def read_spec(path: Path) -> StrategySpec:
@@ -60,7 +53,7 @@ def render_spec(spec: StrategySpec, *, bars_per_year: int = 252) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = _Parser(prog="python -m strategies.render", description=__doc__.splitlines()[0])
+    p = OneLineParser(prog="python -m strategies.render", description=__doc__.splitlines()[0])
     p.add_argument("spec", type=Path, help="a spec JSON (the `spec` object of variants.json)")
     p.add_argument("--out", type=Path, required=True, help="the .py file to write")
     p.add_argument("--bars-per-year", type=int, default=252, help="annualises vol-target sizing")

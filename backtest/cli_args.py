@@ -6,9 +6,14 @@ from __future__ import annotations
 
 import argparse
 import sys
-from datetime import date
+from datetime import date, timedelta
 from pathlib import Path
-from typing import NoReturn
+from typing import TYPE_CHECKING, NoReturn
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from backtest.contracts import CostModel, Fold
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -41,3 +46,41 @@ def add_window_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--commission", type=float, default=0.1, help="percent per side (0.1)")
     p.add_argument("--slippage", type=float, default=0.05, help="percent per side (0.05)")
     p.add_argument("--cash", type=float, default=100_000.0)
+
+
+def checked_tickers(prog: str, args: argparse.Namespace) -> list[str]:
+    """The window arguments' checks (each a one-line exit 2); the tickers asked for."""
+    tickers = [t.strip() for t in args.tickers.split(",") if t.strip()]
+    if not tickers:
+        refuse(prog, "--tickers", "no symbol given; pass e.g. AAPL or AAPL,MSFT")
+    if args.start > args.end:
+        refuse(prog, "--start/--end", f"start {args.start} is after end {args.end}")
+    for name in ("commission", "slippage"):
+        if not 0 <= getattr(args, name) <= 5:
+            refuse(prog, f"--{name}", "must be a percentage between 0 and 5")
+    return tickers
+
+
+def load_window(
+    prog: str, args: argparse.Namespace, tickers: list[str]
+) -> tuple[dict[str, pd.DataFrame], Fold, CostModel, int]:
+    """Each ticker's bars from the CSV folder (warm-up included), the fold, the costs and the
+    bars a year; a file that cannot be read exits 2 naming the argument."""
+    from backtest.contracts import CostModel, Fold
+    from backtest.data import load_bars, periods_per_year
+    from backtest.errors import BacktestError
+
+    warmup_start = args.start - timedelta(days=args.warmup_days)
+    bars = {}
+    for sym in tickers:
+        try:
+            bars[sym] = load_bars(
+                sym, start=warmup_start, end=args.end, source="csv", data_dir=args.data_dir
+            ).bars
+        except BacktestError as exc:
+            msg = str(exc)
+            arg, _, rest = msg.partition(": ")
+            refuse(prog, arg if arg.startswith("--") else "--tickers", rest if rest else msg)
+    costs = CostModel(commission_pct=args.commission, slippage_pct=args.slippage, cash=args.cash)
+    fold = Fold(index=0, warmup_start=warmup_start, start=args.start, end=args.end)
+    return bars, fold, costs, periods_per_year(next(iter(bars.values())))

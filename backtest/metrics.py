@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -91,6 +92,18 @@ def compute_metrics(
         ),
         avg_holding_bars=float(bars_in_market) / n_trades if n_trades else None,
     )
+
+
+def strict_json(value: Any) -> Any:
+    """``value`` with every NaN and infinity replaced by None: JSON has neither, and an
+    undefined number is recorded as null, as in the contracts."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: strict_json(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [strict_json(v) for v in value]
+    return value
 
 
 def equity_from_returns(returns: Sequence[float], base: float = 100_000.0) -> np.ndarray:

@@ -33,18 +33,23 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import sys
-from datetime import timedelta
 from pathlib import Path
 from typing import Any, NoReturn
 
 import numpy as np
 
-from backtest.cli_args import OneLineParser, add_window_arguments, refuse
-from backtest.contracts import BacktestJob, CostModel, Fold, JobStatus
-from backtest.errors import BacktestError
+from backtest.cli_args import (
+    OneLineParser,
+    add_window_arguments,
+    checked_tickers,
+    load_window,
+    refuse,
+)
+from backtest.contracts import BacktestJob, JobStatus
+from backtest.metrics import strict_json
 
+PROG = "backtest.run"
 _WORST = {
     JobStatus.INTEGRITY_ERROR: 4,
     JobStatus.REJECTED: 3,
@@ -76,10 +81,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _bad(argument: str, message: str) -> NoReturn:
-    refuse("backtest.run", argument, message)
+    refuse(PROG, argument, message)
 
 
-def _portfolio(results: list[Any], periods_per_year: int) -> dict[str, Any] | None:
+def portfolio_metrics(results: list[Any], periods_per_year: int) -> dict[str, Any] | None:
     import pandas as pd
 
     from backtest.metrics import compute_metrics, equity_from_returns
@@ -100,17 +105,6 @@ def _portfolio(results: list[Any], periods_per_year: int) -> dict[str, Any] | No
     return metrics.model_dump(mode="json")
 
 
-def strict_json(value: Any) -> Any:
-    """``value`` with every NaN and infinity replaced by None (JSON has neither)."""
-    if isinstance(value, float):
-        return value if math.isfinite(value) else None
-    if isinstance(value, dict):
-        return {k: strict_json(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [strict_json(v) for v in value]
-    return value
-
-
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if not args.strategy.is_file():
@@ -119,36 +113,16 @@ def main(argv: list[str] | None = None) -> int:
         code = args.strategy.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         _bad("STRATEGY", f"cannot read {args.strategy}: {exc}")
-    tickers = [t.strip() for t in args.tickers.split(",") if t.strip()]
-    if not tickers:
-        _bad("--tickers", "no symbol given; pass e.g. AAPL or AAPL,MSFT")
-    if args.start > args.end:
-        _bad("--start/--end", f"start {args.start} is after end {args.end}")
-    for name in ("commission", "slippage"):
-        if not 0 <= getattr(args, name) <= 5:
-            _bad(f"--{name}", "must be a percentage between 0 and 5")
+    tickers = checked_tickers(PROG, args)
     if args.cash <= 0 or args.timeout <= 0 or args.cuts < 1 or args.warmup_days < 0:
         _bad("--cash/--timeout/--cuts/--warmup-days", "must be positive")
 
-    from backtest.data import load_bars, periods_per_year
     from backtest.executor import ProcessPoolBackend, SerialBackend
     from backtest.lookahead import check_lookahead
     from backtest.sandbox import DEFAULT_POLICY, SandboxPolicy
 
-    warmup_start = args.start - timedelta(days=args.warmup_days)
-    bars = {}
-    for sym in tickers:
-        try:
-            bars[sym] = load_bars(
-                sym, start=warmup_start, end=args.end, source="csv", data_dir=args.data_dir
-            ).bars
-        except BacktestError as exc:
-            msg = str(exc)
-            arg, _, rest = msg.partition(": ")
-            _bad(arg if arg.startswith("--") else "--tickers", rest if rest else msg)
-    costs = CostModel(commission_pct=args.commission, slippage_pct=args.slippage, cash=args.cash)
-    fold = Fold(index=0, warmup_start=warmup_start, start=args.start, end=args.end)
-    ppy = periods_per_year(next(iter(bars.values())))
+    bars, fold, costs, ppy = load_window(PROG, args, tickers)
+    warmup_start = fold.warmup_start
     jobs = [
         BacktestJob(
             job_id=f"{args.strategy.name}|{sym}",
@@ -216,7 +190,7 @@ def main(argv: list[str] | None = None) -> int:
         errors = [f"{r.symbol}: {r.error}" for r in results if r.error]
         report.update(
             status=worst.status.value,
-            metrics=_portfolio(results, ppy),
+            metrics=portfolio_metrics(results, ppy),
             error="; ".join(errors)[:2000] or None,
         )
         if args.check_lookahead:

@@ -26,7 +26,6 @@ import functools
 import json
 import math
 from dataclasses import dataclass
-from datetime import timedelta
 from enum import StrEnum
 from pathlib import Path
 from typing import Any, NoReturn
@@ -38,7 +37,13 @@ from pydantic import BaseModel, Field
 from backtest import screen_blocks as blocks
 from backtest import screen_fills as sf
 from backtest.books import feed_frame
-from backtest.cli_args import OneLineParser, add_window_arguments, refuse
+from backtest.cli_args import (
+    OneLineParser,
+    add_window_arguments,
+    checked_tickers,
+    load_window,
+    refuse,
+)
 from backtest.contracts import BacktestResult, CostModel, Fold, JobStatus, Metrics
 from backtest.metrics import compute_metrics
 from backtest.period_keys import index_keys
@@ -328,34 +333,14 @@ def main(argv: list[str] | None = None) -> int:
         spec = read_spec(args.spec)
     except ValueError as exc:
         _bad("SPEC", str(exc))
-    tickers = [t.strip() for t in args.tickers.split(",") if t.strip()]
-    if not tickers:
-        _bad("--tickers", "no symbol given; pass e.g. AAPL or AAPL,MSFT")
-    if args.start > args.end:
-        _bad("--start/--end", f"start {args.start} is after end {args.end}")
-    for name in ("commission", "slippage"):
-        if not 0 <= getattr(args, name) <= 5:
-            _bad(f"--{name}", "must be a percentage between 0 and 5")
+    tickers = checked_tickers("backtest.screen", args)
     if args.cash <= 0 or args.warmup_days < 0 or args.bars_per_year < 1:
         _bad("--cash/--warmup-days/--bars-per-year", "must be positive")
 
-    from backtest.data import load_bars, periods_per_year
-    from backtest.errors import BacktestError
-    from backtest.run import _portfolio, strict_json
+    from backtest.metrics import strict_json
+    from backtest.run import portfolio_metrics
 
-    warmup_start = args.start - timedelta(days=args.warmup_days)
-    fold = Fold(index=0, warmup_start=warmup_start, start=args.start, end=args.end)
-    costs = CostModel(commission_pct=args.commission, slippage_pct=args.slippage, cash=args.cash)
-    frames: dict[str, pd.DataFrame] = {}
-    for sym in tickers:
-        try:
-            frames[sym] = load_bars(
-                sym, start=warmup_start, end=args.end, source="csv", data_dir=args.data_dir
-            ).bars
-        except BacktestError as exc:
-            arg, _, rest = str(exc).partition(": ")
-            _bad(arg if arg.startswith("--") else "--tickers", rest or str(exc))
-    ppy = periods_per_year(next(iter(frames.values())))
+    frames, fold, costs, ppy = load_window("backtest.screen", args, tickers)
     results: list[ScreenResult] = []
     for sym, frame in frames.items():
         try:
@@ -367,7 +352,7 @@ def main(argv: list[str] | None = None) -> int:
                 spec, window, costs=costs, periods_per_year=ppy, bars_per_year=args.bars_per_year
             )
         )
-    print(json.dumps(strict_json(_report(results, ppy, _portfolio)), allow_nan=False))
+    print(json.dumps(strict_json(_report(results, ppy, portfolio_metrics)), allow_nan=False))
     return 0
 
 

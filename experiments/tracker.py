@@ -17,12 +17,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 import os
 import threading
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
+
+from backtest.metrics import strict_json
 
 ID_FIELDS = ("kind", "iteration", "variant_id", "symbol")
 TIMESTAMP_FIELDS = ("recorded_at",)
@@ -41,7 +42,7 @@ def record_id(record: dict[str, Any]) -> str:
         payload: Any = [record.get(f) for f in ID_FIELDS]
     else:
         payload = strip_volatile([{k: v for k, v in record.items() if k != "record_id"}])[0]
-    key = json.dumps(_finite(payload), separators=(",", ":"), sort_keys=True, default=str)
+    key = json.dumps(strict_json(payload), separators=(",", ":"), sort_keys=True, default=str)
     return hashlib.sha256(key.encode("utf-8")).hexdigest()
 
 
@@ -64,7 +65,7 @@ class ExperimentTracker:
         """
         rid = record.get("record_id") or record_id(record)
         record = {**record, "record_id": rid}
-        line = json.dumps(_finite(record), sort_keys=True, allow_nan=False, default=str) + "\n"
+        line = json.dumps(strict_json(record), sort_keys=True, allow_nan=False, default=str) + "\n"
         with self._lock:
             if rid in self._ids:
                 self.skipped += 1
@@ -80,17 +81,6 @@ class ExperimentTracker:
 
     def records(self) -> Iterator[dict[str, Any]]:
         yield from read_records(self.path)
-
-
-def _finite(obj: Any) -> Any:
-    """NaN/inf are not JSON: an undefined number is recorded as null, as in the contracts."""
-    if isinstance(obj, float):
-        return obj if math.isfinite(obj) else None
-    if isinstance(obj, dict):
-        return {k: _finite(v) for k, v in obj.items()}
-    if isinstance(obj, list | tuple):
-        return [_finite(v) for v in obj]
-    return obj
 
 
 def read_records(path: Path) -> Iterator[dict[str, Any]]:

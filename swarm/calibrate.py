@@ -78,8 +78,14 @@ SCENARIOS: dict[str, Scenario] = {
         Scenario("planted-momentum-zero", "planted", 0.0, 1, "regime momentum"),
         # 10 symbols: broad enough that the portfolio families get a slot unasked (and the
         # null beside it says what that slot costs in false discoveries).
-        Scenario("planted-cross-sectional", "cross_sectional", 0.05, 6,
-                 "cross-sectional momentum", n_symbols=10),  # fmt: skip
+        Scenario(
+            "planted-cross-sectional",
+            "cross_sectional",
+            0.05,
+            6,
+            "cross-sectional momentum",
+            n_symbols=10,
+        ),
         Scenario("null-drift-10", "null", 0.05, 7, "no edge", n_symbols=10),
     )
 }

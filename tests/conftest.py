@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pandas as pd
@@ -41,3 +42,63 @@ def shared_data() -> Path:
 def _isolated_memory(monkeypatch, tmp_path):
     """Tests never read or write the user's research memory under ~/.cache."""
     monkeypatch.setattr("swarm.memory.store.default_memory_dir", lambda: tmp_path / "memory")
+
+
+# Every run folder the suite makes must validate against the models that wrote it
+# (`python -m experiments.check`). A test that corrupts one on purpose opts out with
+# ``@pytest.mark.corrupts_run_folder``.
+_CHECKED: set[Path] = set()
+
+
+def _run_folders(root: Path) -> list[Path]:
+    return sorted({p.parent for p in root.rglob("manifest.json")} - _CHECKED)
+
+
+def _check_folders(root: Path) -> list[str]:
+    from experiments.check import check_run
+
+    problems = []
+    for folder in _run_folders(root):
+        _CHECKED.add(folder)
+        try:
+            problem, _ = check_run(folder)
+        except FileNotFoundError:  # removed meanwhile (a test cleaning up its own folders)
+            continue
+        if problem is not None:
+            problems.append(f"{folder}: {problem}")
+    return problems
+
+
+@pytest.fixture(autouse=True)
+def _run_folders_validate(request, tmp_path):
+    yield
+    if request.node.get_closest_marker("corrupts_run_folder"):
+        for folder in _run_folders(tmp_path):  # broken on purpose: the session check skips it
+            shutil.rmtree(folder, ignore_errors=True)
+        return
+    problems = _check_folders(tmp_path)
+    assert not problems, "a run folder fails experiments.check:\n" + "\n".join(problems)
+
+
+def pytest_sessionfinish(session, exitstatus):
+    """Folders made by module- and session-scoped fixtures (tmp_path_factory) are checked
+    once, when the session ends, by the process that owns the base temp dir (the xdist
+    controller, which sees every worker's folders); a bad one fails the run."""
+    if hasattr(session.config, "workerinput"):
+        return
+    factory = getattr(session.config, "_tmp_path_factory", None)
+    if factory is None:
+        return
+    try:
+        base = factory.getbasetemp()
+    except (OSError, ValueError):
+        return
+    problems = _check_folders(base)
+    if problems:
+        reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+        message = "a run folder fails experiments.check:\n" + "\n".join(problems)
+        if reporter is not None:
+            reporter.write_line(message, red=True)
+        else:
+            print(message)
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED

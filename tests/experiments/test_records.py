@@ -99,6 +99,7 @@ def test_check_passes_a_valid_folder_with_a_one_line_summary(tmp_path, capsys) -
     assert len(capsys.readouterr().out.strip().splitlines()) == 1
 
 
+@pytest.mark.corrupts_run_folder
 def test_check_names_file_line_and_field_of_the_first_bad_record(tmp_path, capsys) -> None:
     root = _run(tmp_path)
     path = root / "experiments.jsonl"
@@ -118,6 +119,7 @@ def test_check_names_file_line_and_field_of_the_first_bad_record(tmp_path, capsy
     assert "experiments.jsonl:2" in err and "gate_decision" in err and "MAYBE" in err
 
 
+@pytest.mark.corrupts_run_folder
 def test_check_reads_verdict_variants_and_manifest(tmp_path) -> None:
     root = _run(tmp_path)
     verdict = json.loads((root / "verdict.json").read_text())

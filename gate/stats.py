@@ -12,10 +12,17 @@ import itertools
 import math
 
 import numpy as np
-from scipy.stats import norm
 
 EULER_GAMMA = 0.5772156649015329
 _VAR_FLOOR = 1e-12  # the SR-estimator variance term can round to <= 0 on odd sample moments
+
+
+def _norm():
+    """scipy's standard normal, imported on first use: scipy.stats takes ~0.5 s to import,
+    and modules that only need this package's contracts (``swarm.analyze``) should not pay."""
+    from scipy.stats import norm
+
+    return norm
 
 
 def expected_max_sharpe(n_trials: int) -> float:
@@ -29,7 +36,7 @@ def expected_max_sharpe(n_trials: int) -> float:
     if n_trials == 1:
         return 0.0  # a single trial involves no selection: no inflation
     n = float(n_trials)
-    return (1.0 - EULER_GAMMA) * norm.ppf(1.0 - 1.0 / n) + EULER_GAMMA * norm.ppf(
+    return (1.0 - EULER_GAMMA) * _norm().ppf(1.0 - 1.0 / n) + EULER_GAMMA * _norm().ppf(
         1.0 - 1.0 / (n * math.e)
     )
 
@@ -51,7 +58,7 @@ def probabilistic_sharpe_ratio(
     if n_obs < 2:
         raise ValueError(f"n_obs must be >= 2, got {n_obs}")
     z = (sharpe - target_sharpe) / _sr_std(sharpe, n_obs, skew, kurtosis)
-    return float(norm.cdf(z))
+    return float(_norm().cdf(z))
 
 
 def deflated_sharpe_ratio(
@@ -84,7 +91,7 @@ def min_track_record_length(
     if sharpe <= target_sharpe:
         return math.inf  # the observed Sharpe never beats the target, however long
     var = max(1.0 - skew * sharpe + (kurtosis - 1.0) / 4.0 * sharpe**2, _VAR_FLOOR)
-    z = norm.ppf(confidence)
+    z = _norm().ppf(confidence)
     return 1.0 + var * (z / (sharpe - target_sharpe)) ** 2
 
 

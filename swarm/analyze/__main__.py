@@ -116,14 +116,15 @@ def _read_bars(ticker: str, data_dir: Path | None):
 
 
 def _memory(spec: str | None):
-    """The research memory, or None when switched off (then chromadb is not even imported)."""
+    """The research memory, or None when switched off. Lazy: the store (and chromadb) is
+    opened only when its index says it may hold records about the ticker, or to write."""
     if spec is not None and spec.lower() in ("off", "none"):
         return None
     from swarm.memory import ResearchMemory
 
     if spec is not None and Path(spec).exists() and not Path(spec).is_dir():
         raise UserInputError(f"--memory-dir: {spec} is a file; pass a folder or 'off'")
-    return ResearchMemory(Path(spec) if spec else None)
+    return ResearchMemory(Path(spec) if spec else None, lazy=True)
 
 
 def _llm(args: argparse.Namespace):
@@ -234,8 +235,7 @@ def analyze(args: argparse.Namespace, argv: list[str]) -> Path:
         "news_file": str(args.news_file.resolve()) if args.news_file else None,
         "memory": (
             {"available": False, "reason": "--memory-dir off"} if memory is None
-            else memory.status() if memory.available
-            else {"available": False, "reason": memory.reason}
+            else memory.status()
         ),
         "brain": brain.name,
         "llm_usage": brain.llm.stats() | brain.llm.replay_stats() if brain.llm else None,

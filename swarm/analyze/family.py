@@ -6,13 +6,15 @@ family's), :func:`decision_proposals` (which parameter sets, by the gate's route
 rebalance date of the walk-forward folds from bars cut at the in-sample end: the sealed
 holdout is not read. The holdout node then calls :func:`holdout_variant`, which adds the
 holdout's decisions for the winner only and regenerates its code (the same source a build
-over every window would give). Each in-sample decision whose horizon has passed is reviewed
+over every window would give); when the LLM budget runs out first, the in-sample code runs
+there (no trade) and :func:`holdout_note` gives the verdict's reason the sentence that says so. Each in-sample decision whose horizon has passed is reviewed
 once (``review_batch``) and the tagged record goes to memory. The run's counts (pipeline
 calls, cache hits, reviews) go to progress lines and to ``decision_pipeline.json``.
 """
 
 from __future__ import annotations
 
+import json
 import random
 from typing import Any
 
@@ -41,6 +43,12 @@ from swarm.analyze.replay import (
 from swarm.analyze.review_batch import DecisionReviewer
 
 _REPLAYER = "decision_replayer"  # the run's replayer, memoised in RunContext.cache
+HOLDOUT_NOT_DECIDED = (
+    "holdout not judged on the winner's own decisions: the LLM token budget ran out "
+    "({used} of {limit} tokens) before its holdout decisions were made, so its in-sample code "
+    "ran there and placed no trade; rerun with a larger --max-llm-tokens (the decisions made "
+    "so far are cached)"
+)
 _REVIEWER = "decision_reviewer"  # the run's reviewer, likewise
 
 
@@ -175,6 +183,23 @@ def holdout_code(ctx: Any, spec: StrategySpec) -> str | None:
     return render_decision_strategy(spec, to_table(decisions), capital=capital)
 
 
+def holdout_note(ctx: Any) -> str | None:
+    """Why the winner's holdout ran without decisions of its own (the LLM budget ran out
+    before they were made), for the verdict's reason; None otherwise. Read from the run's
+    stats file when this process has no replayer (a run resumed after the holdout)."""
+    if _REPLAYER in ctx.cache:
+        return ctx.cache[_REPLAYER].stats.holdout_note
+    try:
+        return json.loads(ctx.run.path(STATS_FILE).read_text(encoding="utf-8")).get("holdout_note")
+    except (OSError, ValueError, AttributeError):
+        return None
+
+
+def _budget_figures(llm: Any) -> dict[str, Any]:
+    settings = getattr(llm, "settings", None)
+    return {"used": getattr(llm, "tokens_used", "?"), "limit": getattr(settings, "max_tokens", "?")}
+
+
 def holdout_code_file(variant_id: str) -> str:
     return f"strategies/{variant_id}.holdout.py"
 
@@ -188,8 +213,10 @@ def holdout_variant(ctx: Any, variant: dict[str, Any]) -> dict[str, Any]:
         return variant
     code = holdout_code(ctx, spec)
     if code is None:
-        ctx.progress.stage("holdout", "no holdout decisions (LLM budget): the in-sample code "
-                                      "runs and places no trade in the holdout")  # fmt: skip
+        replayer = replayer_for(ctx)
+        replayer.stats.holdout_note = HOLDOUT_NOT_DECIDED.format(**_budget_figures(ctx.llm))
+        _write_stats(ctx, replayer)
+        ctx.progress.stage("holdout", replayer.stats.holdout_note)
         return variant
     ctx.run.write_text(holdout_code_file(variant["variant_id"]), code)
     return variant | {"code": code, "code_sha256": code_sha256(code)}
@@ -209,6 +236,8 @@ def with_holdout_code(ctx: Any, variant: dict[str, Any] | None) -> dict[str, Any
 
 def _write_stats(ctx: Any, replayer: DecisionReplayer) -> None:
     stats = replayer.stats.model_dump(mode="json")
+    if getattr(ctx, "llm", None) is not None:  # the run's LLM use so far, the holdout's too
+        stats["llm"] = ctx.llm.stats()
     if _REVIEWER in ctx.cache:
         stats["reviews"] = ctx.cache[_REVIEWER].stats.model_dump(mode="json")
     ctx.run.write_json(STATS_FILE, stats)

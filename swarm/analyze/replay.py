@@ -173,6 +173,9 @@ class ReplayStats(BaseModel):
     seconds: float = 0.0
     llm_live_calls: int = 0
     budget_exhausted: bool = False
+    # Why the winner's holdout has no decisions of its own (the budget ran out there), for
+    # the verdict's reason; None when it has them or the run never reached the holdout.
+    holdout_note: str | None = None
     cache_dir: str | None = None
     variants: list[dict[str, Any]] = Field(default_factory=list)
 

@@ -2,7 +2,11 @@
 
 - ``embedding``: the offline hashing embedding (nothing is downloaded);
 - ``records``: what a record is, its metadata and text;
-- ``store``: the ChromaDB store that degrades instead of failing;
+- ``store``: the ChromaDB store that degrades instead of failing (``lazy``: opened at first use);
+- ``index``: the symbols and sectors the store holds, in a file beside it, so a recall that
+  would find nothing is answered without importing chromadb or opening the store;
+- ``safety``: a store a killed process left torn is probed in a subprocess and rebuilt
+  from its SQLite records instead of crashing the run (the old folder is kept aside);
 - ``recall``: which records may speak to a run (scope, relevance floor) and demotion rules;
 - ``session``: a run's use of it (opened from the run config, one progress line).
 """

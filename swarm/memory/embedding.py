@@ -3,10 +3,13 @@
 Chroma's default embedding function downloads an ONNX model on first use and fails
 offline; every collection is opened with :class:`HashingEmbedding` instead (words, word
 bigrams and character 4-grams, hashed with blake2b so vectors are stable across processes).
+chromadb itself is imported only when a store opens (:func:`chroma_embedding_class`): a
+one-shot analysis with nothing to recall never pays for it.
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
 from collections.abc import Iterator
@@ -46,28 +49,25 @@ def hashed_vector(text: str, dim: int = EMBEDDING_DIM) -> np.ndarray:
     return v / n
 
 
-try:  # pragma: no branch - chromadb is a declared dependency; guarded for broken installs
-    from chromadb.api.types import Documents, EmbeddingFunction, Embeddings
-    from chromadb.utils.embedding_functions import register_embedding_function
-
-    CHROMA_IMPORT_ERROR: str | None = None
-except Exception as exc:  # an unusable chromadb degrades memory, not the run
-    EmbeddingFunction = object  # type: ignore[assignment,misc]
-    Documents = Embeddings = Any  # type: ignore[misc]
-    CHROMA_IMPORT_ERROR = f"chromadb unavailable ({type(exc).__name__}: {exc})"
-
-    def register_embedding_function(cls):  # type: ignore[no-redef]
-        return cls
+def chroma_import_error() -> str | None:
+    """Why chromadb cannot be used here, or None. Imports it (~0.5 s): only the store calls
+    this, when it opens."""
+    try:
+        chroma_embedding_class()
+    except Exception as exc:  # an unusable chromadb degrades memory, not the run
+        return f"chromadb unavailable ({type(exc).__name__}: {exc})"
+    return None
 
 
-@register_embedding_function
-class HashingEmbedding(EmbeddingFunction):  # type: ignore[misc,valid-type]
-    """Chroma EmbeddingFunction: deterministic, offline, no model, no download."""
+class HashingEmbedding:
+    """Deterministic, offline, no model, no download. Chroma's ``EmbeddingFunction``
+    protocol, without importing chromadb: :func:`chroma_embedding_class` gives the
+    registered Chroma subclass the store opens its collection with."""
 
     def __init__(self, dim: int = EMBEDDING_DIM) -> None:
         self.dim = int(dim)
 
-    def __call__(self, input: Documents) -> Embeddings:  # noqa: A002 - Chroma's protocol name
+    def __call__(self, input: Any) -> list[np.ndarray]:  # noqa: A002 - Chroma's protocol name
         return [hashed_vector(text, self.dim) for text in input]
 
     @staticmethod
@@ -77,12 +77,26 @@ class HashingEmbedding(EmbeddingFunction):  # type: ignore[misc,valid-type]
     def get_config(self) -> dict[str, Any]:
         return {"dim": self.dim}
 
-    @staticmethod
-    def build_from_config(config: dict[str, Any]) -> HashingEmbedding:
-        return HashingEmbedding(dim=int(config.get("dim", EMBEDDING_DIM)))
+    @classmethod
+    def build_from_config(cls, config: dict[str, Any]) -> HashingEmbedding:
+        return cls(dim=int(config.get("dim", EMBEDDING_DIM)))
 
     def default_space(self) -> str:
         return "cosine"
 
     def supported_spaces(self) -> list[str]:
         return ["cosine", "l2", "ip"]
+
+
+@functools.cache
+def chroma_embedding_class() -> type[HashingEmbedding]:
+    """:class:`HashingEmbedding` as a Chroma ``EmbeddingFunction``, registered under its name
+    (Chroma rebuilds a persisted collection's function from it). Built on first use, so
+    importing this module never imports chromadb."""
+    from chromadb.api.types import EmbeddingFunction
+    from chromadb.utils.embedding_functions import register_embedding_function
+
+    class ChromaHashingEmbedding(HashingEmbedding, EmbeddingFunction):  # type: ignore[misc]
+        pass
+
+    return register_embedding_function(ChromaHashingEmbedding)

@@ -34,8 +34,11 @@ def memory_for(ctx: Any) -> ResearchMemory:
             mem = ResearchMemory.disabled("memory switched off for this run")
         else:
             mem = ResearchMemory(where)
-            if mem.reason and getattr(ctx, "progress", None) is not None:
-                ctx.progress.stage("memory", f"no memory this run: {mem.reason}")
+            if getattr(ctx, "progress", None) is not None:
+                if mem.reason:
+                    ctx.progress.stage("memory", f"no memory this run: {mem.reason}")
+                elif mem.notice:  # a torn store was rebuilt: say so, once
+                    ctx.progress.stage("memory", mem.notice)
     cache["memory"] = mem
     return mem
 

@@ -118,3 +118,48 @@ def test_review_before_the_horizon_is_exit_2(capsys, tmp_path, daily_dir):
     assert code == 0
     code, _, err = run(capsys, "--review", stdout.strip(), "--memory-dir", "off")
     assert code == 2 and "horizon" in err and len(err.strip().splitlines()) == 1
+
+
+IMPORTS_PROBE = """
+import json, sys
+from swarm.analyze.__main__ import main
+code = main({argv!r})
+heavy = sorted(m for m in ("chromadb", "scipy.stats") if m in sys.modules)
+print(json.dumps({{"code": code, "heavy": heavy}}))
+"""
+
+
+def _analyze_in_fresh_process(argv: list[str]) -> tuple[dict, Path]:
+    done = subprocess.run([sys.executable, "-c", IMPORTS_PROBE.format(argv=argv)], cwd=REPO,
+                          capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    lines = done.stdout.strip().splitlines()
+    return json.loads(lines[-1]), Path(lines[-2])
+
+
+def test_nothing_to_recall_opens_no_store_and_records_are_still_recalled(tmp_path, daily_dir):
+    """The offline path imports neither chromadb (no record about the ticker: the store is not
+    opened) nor scipy.stats; with a review of the ticker in memory it opens it and recalls."""
+    import shutil
+
+    mem, out = tmp_path / "memory", tmp_path / "analyses"
+    common = ["--data-dir", str(daily_dir), "--out", str(out), "--memory-dir", str(mem), "--quiet"]
+    got, first = _analyze_in_fresh_process(["--ticker", "NVDA", "--date", "2019-06-03", *common])
+    assert got == {"code": 0, "heavy": []}
+    assert not mem.exists()  # a read of an empty memory creates nothing
+    manifest = json.loads((first / "manifest.json").read_text())
+    assert manifest["memory"]["opened"] is False
+    assert main(["--review", str(first), "--memory-dir", str(mem), "--quiet"]) == 0
+
+    # Another ticker: the index beside the store rules it out, nothing is opened.
+    got, _ = _analyze_in_fresh_process(["--ticker", "AAPL", "--date", "2019-07-01", *common])
+    assert got == {"code": 0, "heavy": []}
+    # The same ticker after the review's horizon: the store is opened and the review recalled.
+    got, later = _analyze_in_fresh_process(["--ticker", "NVDA", "--date", "2019-07-01", *common])
+    assert got == {"code": 0, "heavy": ["chromadb"]}
+    recalled = json.loads((later / "decision.json").read_text())["recalled"]
+    assert [r["date"] for r in recalled] == ["2019-06-03"]
+    assert json.loads((later / "manifest.json").read_text())["memory"]["records"] == 1
+    # Analysis folders are not develop runs: experiments.check (the suite's autouse run-folder
+    # check) does not know them.
+    shutil.rmtree(out)

@@ -29,7 +29,9 @@ child (a clean "timeout" result) and, ``grace_s`` later, ``SIGKILL`` to the chil
 process group from the parent, per job (a batch child's clock restarts at each result
 line) and for the child as a whole (the sum of its jobs' limits). Whatever stops a
 batch child part-way, the jobs that finished keep their results, the running one gets
-the verdict and the rest run in a fresh child.
+the verdict and the rest run in a fresh child. Each job's outcome is final as soon as its
+line is booked (``run_sandboxed_batch``'s ``on_outcome``: the pool streams it from there),
+so the temporary-file quota is checked before each line is believed, not once at the end.
 """
 
 from __future__ import annotations
@@ -47,6 +49,7 @@ import signal
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -88,6 +91,9 @@ class SandboxOutcome:
 
     result: BacktestResult
     trace: dict[str, Any] | None = None
+
+
+OnOutcome = Callable[[int, SandboxOutcome], None]  # (index of the job in its batch, outcome)
 
 
 # ---------------------------------------------------------------------------- worker side
@@ -203,7 +209,10 @@ def sandbox_task(job: BacktestJob, policy: SandboxPolicy, trace: bool) -> Sandbo
 
 
 def run_sandboxed_batch(
-    jobs: list[BacktestJob], policy: SandboxPolicy = DEFAULT_POLICY
+    jobs: list[BacktestJob],
+    policy: SandboxPolicy = DEFAULT_POLICY,
+    *,
+    on_outcome: OnOutcome | None = None,
 ) -> list[SandboxOutcome]:
     """Run jobs that share one code in ONE confined child, one after another. Never raises.
 
@@ -212,23 +221,46 @@ def run_sandboxed_batch(
     the same (already validated) code, so nothing crosses between different codes. If the
     child dies, hangs or floods part-way, the jobs that finished keep their results, the
     one that was running gets the verdict, and the rest run in a fresh child.
+
+    ``on_outcome(index, outcome)`` is called as soon as each job's outcome is final (its
+    line checked and booked, or its verdict), in job order, so a pool can stream results
+    instead of waiting for the whole batch; an exception it raises is ignored (the returned
+    list still has every outcome).
     """
+    last = time.perf_counter()
+    emitted: dict[int, SandboxOutcome] = {}
+
+    def emit(index: int, out: SandboxOutcome) -> None:
+        nonlocal last
+        now = time.perf_counter()
+        if not out.result.duration_s:  # no run time of its own (an error): its wall share
+            out.result.duration_s = round(now - last, 4)
+        last = now
+        emitted[index] = out
+        if on_outcome is not None:
+            with contextlib.suppress(Exception):
+                on_outcome(index, out)
+
     if len(jobs) <= 1:
-        return [run_sandboxed(j, policy) for j in jobs]
+        outs = [run_sandboxed(j, policy) for j in jobs]
+        for k, out in enumerate(outs):
+            emit(k, out)
+        return outs
     if len({j.code for j in jobs}) != 1:
         raise ValueError("run_sandboxed_batch: every job in a batch must have the same code")
-    started = time.perf_counter()
     try:
         rejected = _rejection(jobs[0].code, policy)
         if rejected:
-            return [error_outcome(j, JobStatus.REJECTED, rejected) for j in jobs]
-        outs = _run_in_children(list(jobs), policy, False)
+            outs = [error_outcome(j, JobStatus.REJECTED, rejected) for j in jobs]
+        else:
+            outs = _run_in_children(list(jobs), policy, False, emit)
     except BaseException as exc:  # the parent side must never raise
         message = f"SandboxError: {type(exc).__name__}: {exc}"
-        outs = [error_outcome(j, JobStatus.ERROR, message) for j in jobs]
-    share = round((time.perf_counter() - started) / len(jobs), 4)
-    for out in outs:
-        out.result.duration_s = out.result.duration_s or share
+        outs = [emitted.get(k) or error_outcome(j, JobStatus.ERROR, message)
+                for k, j in enumerate(jobs)]  # fmt: skip
+    for k, out in enumerate(outs):
+        if k not in emitted:
+            emit(k, out)
     return outs
 
 
@@ -246,6 +278,7 @@ class _Child:
     """What one child left: an outcome per complete result line, and why it stopped."""
 
     cpu_s: int
+    tmpdir: str = ""
     outcomes: list[SandboxOutcome] = field(default_factory=list)
     status: int | None = None  # wait status
     # "timeout" | "too_large" | "temp_full" | "integrity" (a line not the job's: the job's
@@ -256,19 +289,30 @@ class _Child:
 
 
 def _run_in_children(
-    jobs: list[BacktestJob], policy: SandboxPolicy, trace: bool
+    jobs: list[BacktestJob],
+    policy: SandboxPolicy,
+    trace: bool,
+    emit: OnOutcome | None = None,
 ) -> list[SandboxOutcome]:
-    """Every job's outcome, in order: a fresh child for whatever a stopped child left."""
+    """Every job's outcome, in order: a fresh child for whatever a stopped child left.
+    ``emit(index, outcome)`` as soon as each is final."""
     outs: list[SandboxOutcome] = []
     rest = jobs
     while rest:
-        child = _spawn(rest, policy, trace)
+        offset = len(outs)
+
+        def booked(k: int, out: SandboxOutcome, offset: int = offset) -> None:
+            if emit is not None:
+                emit(offset + k, out)
+
+        child = _spawn(rest, policy, trace, booked)
         done = len(child.outcomes)
         outs += child.outcomes
         if done >= len(rest):
             break
         if child.stopped != "integrity":
             outs.append(_verdict(rest[done], child, policy))
+            booked(done, outs[-1])
             done += 1
         rest = rest[done:]
     return outs
@@ -286,12 +330,15 @@ def _timeout_of(job: BacktestJob) -> float:
     return float(job.timeout_s) if job.timeout_s and job.timeout_s > 0 else 3600.0
 
 
-def _spawn(jobs: list[BacktestJob], policy: SandboxPolicy, trace: bool) -> _Child:
-    """Fork one confined child for ``jobs`` and collect what it writes."""
+def _spawn(
+    jobs: list[BacktestJob], policy: SandboxPolicy, trace: bool, booked: OnOutcome
+) -> _Child:
+    """Fork one confined child for ``jobs`` and collect what it writes; ``booked(k, outcome)``
+    for each job whose line was checked and booked."""
     timeouts = [_timeout_of(j) for j in jobs]
-    child = _Child(cpu_s=policy.cpu_s or math.ceil(sum(timeouts)) + 1)
     as_limit = _vm_bytes() + policy.memory_mb * (1 << 20)
     tmpdir = tempfile.mkdtemp(prefix="bt-job-")
+    child = _Child(cpu_s=policy.cpu_s or math.ceil(sum(timeouts)) + 1, tmpdir=tmpdir)
     fds: list[int] = []
     try:
         result_r, result_w = os.pipe()
@@ -312,11 +359,11 @@ def _spawn(jobs: list[BacktestJob], policy: SandboxPolicy, trace: bool) -> _Chil
         for fd in (result_w, output_w, nonce_r):
             os.close(fd)
             fds.remove(fd)
-        _collect(child, pid, result_r, output_r, nonce_w, jobs, timeouts, policy, trace)
-        # Without a private tmpfs (not root) the files are in the shared directory: measure.
-        child.temp_bytes = _dir_bytes(tmpdir, limit=policy.temp_mb << 20)
-        if child.temp_bytes > policy.temp_mb << 20:
-            child.outcomes, child.stopped = [], "temp_full"
+        _collect(child, pid, result_r, output_r, nonce_w, jobs, timeouts, policy, trace, booked)
+        # Without a private tmpfs (not root) the files are in the shared directory: measured
+        # at each result line (``_collect``) and here, for a child that stopped part-way.
+        if not child.stopped and len(child.outcomes) < len(jobs) and _temp_full(child, policy):
+            child.stopped = "temp_full"
     finally:
         for fd in fds:
             with contextlib.suppress(OSError):
@@ -335,9 +382,10 @@ def _collect(
     timeouts: list[float],
     policy: SandboxPolicy,
     trace: bool,
+    booked: OnOutcome,
 ) -> None:
     """Send each job's nonce when it is due, read result lines (each checked and booked as
-    soon as it is complete) and output, bounded; reap.
+    soon as it is complete, then handed to ``booked``) and output, bounded; reap.
 
     The parent never holds more than one result line (``policy.result_mb``) and a tail
     of output. Deadlines: each job's limit + grace from the previous line, and the sum
@@ -374,14 +422,19 @@ def _collect(
                     line = bytes(buf[:nl])
                     del buf[: nl + 1]
                     k = len(child.outcomes)
+                    if _temp_full(child, policy):  # before its result is believed
+                        child.stopped = "temp_full"
+                        break
                     outcome, foreign = _parse(jobs[k], line, trace, nonces[k])
                     child.outcomes.append(outcome)
                     if foreign:
+                        booked(k, outcome)
                         child.stopped = "integrity"
                         break
                     if k + 1 < len(jobs):
                         _send(nonce_w, nonces[k + 1])
                         end_job = time.monotonic() + timeouts[k + 1] + policy.grace_s
+                    booked(k, outcome)  # after the next nonce: the child runs meanwhile
                 if child.stopped:
                     break
                 if len(buf) > cap:
@@ -435,6 +488,14 @@ def _kill_uid(uid: int) -> None:
         finally:
             os._exit(0)
     os.waitpid(pid, 0)
+
+
+def _temp_full(child: _Child, policy: SandboxPolicy) -> bool:
+    """Whether the child's temporary files exceed ``policy.temp_mb`` as the parent sees them
+    (with a private tmpfs, as root, the parent sees an empty directory: the cap is the
+    tmpfs's own)."""
+    child.temp_bytes = _dir_bytes(child.tmpdir, limit=policy.temp_mb << 20)
+    return child.temp_bytes > policy.temp_mb << 20
 
 
 def _dir_bytes(path: str, *, limit: int) -> int:

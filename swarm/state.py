@@ -36,6 +36,7 @@ from gate.contracts import (
 )
 from gate.ledger import TrialLedger
 from strategies.spec import Origin
+from swarm.research.rounds import StudyKind, StudyRecord
 
 RESET: dict[str, bool] = {"__reset__": True}
 
@@ -113,6 +114,7 @@ class DevelopState(TypedDict, total=False):
     fact_sheets: Annotated[list[dict[str, Any]], extend_or_reset]
     llm_events: Annotated[list[dict[str, Any]], extend_or_reset]  # subagents' LLM fallbacks
     synthesis: dict[str, Any]
+    research_studies: list[StudyRecord]  # one per research round: what it studied, or skipped
 
     variants: list[dict[str, Any]]  # this iteration's runnable StrategyVariants (with code)
     # Every variant ever built, by id (lineage, export): StrategyVariant without its code,
@@ -141,7 +143,7 @@ class DevelopState(TypedDict, total=False):
 CHECKPOINT_TYPES: tuple[type, ...] = (
     Evaluation, BestSoFar, StoredResult, BacktestTask, SubagentTask, SpaResult, LoopCounters,
     TrialLedger, FailureAnalysis, TrajectoryAnalysis, IterationSummary, GateDecision,
-    HoldoutResult, Verdict, Series, Origin, Route, Hint, Veto,
+    HoldoutResult, Verdict, Series, Origin, Route, Hint, Veto, StudyRecord, StudyKind,
 )  # fmt: skip
 
 

@@ -1,8 +1,17 @@
 """Research nodes: data extractor, the 15 subagents (fanned out), 3 synthesizers, the leader.
 
+Each round studies something (swarm.research.rounds): the first reads the indicators; a
+RESEARCH round after a failure runs a study the failure points to (other horizons, the
+cross-section, pairs, the regime by year, with --allow-universe-expansion related symbols),
+writes what it added and why in the data brief, and its numbers move the recommended
+families and starting parameters. A round that would repeat an earlier one exactly is
+skipped (the data extractor goes straight to the leader, which keeps the last advice).
+
 The leader also consults memory (swarm.memory): it recalls lessons and strategies tried on
 these symbols / this style, lets past gate outcomes reorder the recommended families, shows
-what it recalled (research.md, recalled.json) and stores this round's research.
+what it recalled (research.md, recalled.json) and stores this round's research. The
+fundamental and sentiment views steer the families and rank the universe (synthesis.json
+``steering``).
 """
 
 from __future__ import annotations
@@ -16,17 +25,44 @@ from langgraph.runtime import Runtime
 from langgraph.types import Send
 
 from strategies.spec import Origin
+from swarm.directive import SECTORS
 from swarm.edges import DATA_EXTRACTOR, LEADER, SUBAGENT, SYNTH
 from swarm.llm.brains import llm_finding, llm_summary
 from swarm.nodes.llm_log import llm_logger
 from swarm.research.data_extractor import brief_symbol, build_data_brief, render_data_brief_md
 from swarm.research.features import FeatureBundle, compute_features
 from swarm.research.feedback import rerank, revise_suggestion, run_outcomes
-from swarm.research.models import DataBrief, Domain, FactSheet, Finding, SuggestedParameters
+from swarm.research.models import (
+    DataBrief,
+    Domain,
+    FactSheet,
+    Finding,
+    ResearchSynthesis,
+    SuggestedParameters,
+)
 from swarm.research.news import archive_headlines, headlines_for
+from swarm.research.round_study import (
+    apply_study,
+    apply_views,
+    expand_universe,
+    run_study,
+    widen_benchmark,
+    window_of,
+)
+from swarm.research.rounds import (
+    StudyKind,
+    StudyRecord,
+    apply_suggested,
+    plan_round,
+    related_symbols,
+)
 from swarm.research.runtime import ResearchRuntime
 from swarm.research.subagents import SUBAGENTS, ResearchContext, run_subagent
-from swarm.research.synthesis import lead, render_research_md, synthesize_domain
+from swarm.research.synthesis import (
+    lead,
+    render_research_md,
+    synthesize_domain,
+)
 from swarm.state import RESET, DevelopState, SubagentTask
 
 SUBAGENT_NODE = SUBAGENT
@@ -38,10 +74,12 @@ NEWS_SUBAGENT = "sentiment.news"
 
 
 def feature_bundles(ctx: ResearchRuntime) -> dict[str, FeatureBundle]:
-    """Computed once per run: in-sample bars never change between research rounds."""
-    if "features" not in ctx.cache:
-        ctx.cache["features"] = {s: compute_features(s, ctx.insample_bars(s)) for s in ctx.symbols}
-    return ctx.cache["features"]
+    """Computed once per symbol and run: in-sample bars never change between research rounds."""
+    bundles = ctx.cache.setdefault("features", {})
+    for s in ctx.symbols:  # a universe expansion adds symbols between rounds
+        if s not in bundles:
+            bundles[s] = compute_features(s, ctx.insample_bars(s))
+    return bundles
 
 
 def research_context(ctx: ResearchRuntime) -> ResearchContext:
@@ -83,10 +121,56 @@ def write_news_archive(ctx: ResearchRuntime, rctx: ResearchContext) -> int:
     return sum(rel.startswith("news/body/") for rel in files)
 
 
+def _write_brief(ctx: ResearchRuntime, brief: DataBrief, studies: list[StudyRecord]) -> None:
+    ctx.run.write_text("research/data_brief.md", render_data_brief_md(brief))
+    ctx.run.write_json("research/data_brief.json", brief.model_dump(mode="json"))
+    ctx.run.write_json("research/rounds.json", [r.model_dump(mode="json") for r in studies])
+
+
 def data_extractor(state: DevelopState, runtime: Runtime[ResearchRuntime]) -> dict[str, Any]:
+    """Plan the round's study from the last failure (swarm.research.rounds), skip it when it
+    would repeat an earlier round exactly, else brief the data and run the study."""
     ctx = runtime.context
     round_ = state.get("research_round", 0) + 1
-    ctx.progress.stage("research", f"round {round_}: data extractor on {len(ctx.symbols)} symbols")
+    failure = state.get("failure") if round_ > 1 else None
+    done = list(state.get("research_studies") or [])
+    previous = DataBrief.model_validate(state["data_brief"]) if state.get("data_brief") else None
+    cfg = ctx.config
+    allow = bool(getattr(cfg, "allow_universe_expansion", False))
+    ranking = [r["symbol"] for r in (state.get("synthesis") or {}).get("universe_ranking", [])]
+    expansion = (
+        related_symbols(ctx.symbols, getattr(cfg, "data_dir", None), SECTORS, ranking=ranking)
+        if allow and round_ > 1 else []
+    )  # fmt: skip
+    plan = plan_round(
+        research_round=round_, failure=failure, done=done, symbols=ctx.symbols,
+        window=window_of(ctx), current_lookback=previous.suggested.lookback if previous else None,
+        expansion=expansion, allow_expansion=allow,
+    )  # fmt: skip
+    if plan.skipped and previous is not None:
+        ctx.progress.stage("research", f"round {round_} skipped: {plan.skip_reason}")
+        studies = [*done, plan]
+        brief = previous.model_copy(update={"study": plan, "studies": studies})
+        _write_brief(ctx, brief, studies)
+        # The findings and fact sheets of the last round stay: the leader reuses them.
+        return {"research_round": round_, "research_studies": studies,
+                "data_brief": brief.model_dump(mode="json")}  # fmt: skip
+    ctx.progress.stage(
+        "research",
+        f"round {round_}: {plan.kind.value} ({plan.why}); data extractor on "
+        f"{len(ctx.symbols)} symbols",
+    )
+    record = plan
+    if plan.kind == StudyKind.UNIVERSE:
+        added, notes = expand_universe(ctx, list(plan.params.get("add", [])))
+        lines = [
+            f"added {', '.join(added) or 'nothing'} from the data folder (same sector "
+            f"lists, then the index ETFs); the universe is now {', '.join(ctx.symbols)}"
+        ]
+        lines += [f"left out {n}" for n in notes]
+        lines += widen_benchmark(ctx, added)
+        record = record.updated(added_symbols=added, lines=lines)
+        ctx.progress.stage("research", f"universe expanded: +{', '.join(added) or 'nothing'}")
     briefs = []
     for symbol in ctx.symbols:
         loaded = ctx.data[symbol]
@@ -99,16 +183,33 @@ def data_extractor(state: DevelopState, runtime: Runtime[ResearchRuntime]) -> di
             )
         )
     brief = build_data_brief(briefs)
-    failure = state.get("failure")
     hints = failure.hints if failure else []
     revised, note = revise_suggestion(brief.suggested.model_dump(), hints, round_)
     if note is not None:  # a RESEARCH round: start from what the gate's failure suggests
-        brief = brief.model_copy(update={"suggested": SuggestedParameters(**revised)})
         ctx.progress.stage("research", f"starting parameters revised: {note}")
-    ctx.run.write_text("research/data_brief.md", render_data_brief_md(brief))
-    ctx.run.write_json("research/data_brief.json", brief.model_dump(mode="json"))
+    result = run_study(ctx, record, brief)
+    if result is not None:
+        revised, changes = apply_suggested(
+            revised, result.suggested, f"round {round_} {record.kind.value} study"
+        )
+        record = record.updated(
+            lines=result.lines, numbers=result.numbers, table=result.table,
+            favoured_families=result.families, portfolio_families=result.portfolio_families,
+            suggested_changes=changes,
+        )  # fmt: skip
+        for line in result.lines:
+            ctx.progress.stage("research", f"{record.kind.value}: {line}")
+    added_so_far = [s for r in [*done, record] for s in r.added_symbols]
+    studies = [*done, record]
+    brief = brief.model_copy(update={
+        "suggested": SuggestedParameters(**revised), "study": record, "studies": studies,
+        "universe_added": added_so_far,
+    })  # fmt: skip
+    _write_brief(ctx, brief, studies)
     return {
         "research_round": round_,
+        "research_studies": studies,
+        "symbols": ctx.symbols,
         "data_brief": brief.model_dump(mode="json"),
         "findings": RESET,
         "failed_subagents": RESET,
@@ -117,7 +218,15 @@ def data_extractor(state: DevelopState, runtime: Runtime[ResearchRuntime]) -> di
     }
 
 
-def fan_out_subagents(state: DevelopState) -> list[Send]:
+def _skipped(state: DevelopState) -> bool:
+    studies = state.get("research_studies") or []
+    return bool(studies) and studies[-1].skipped and bool(state.get("synthesis"))
+
+
+def fan_out_subagents(state: DevelopState) -> list[Send] | str:
+    """The 15 subagents; a skipped round goes straight to the leader."""
+    if _skipped(state):
+        return LEADER_NODE
     return [
         Send(
             SUBAGENT_NODE,
@@ -197,14 +306,34 @@ def make_synthesizer(domain: Domain):
     return synthesize
 
 
+def _skipped_leader(ctx: ResearchRuntime, state: DevelopState) -> dict[str, Any]:
+    """A skipped round: the last synthesis stands, with the skip said in its gaps."""
+    studies = list(state["research_studies"])
+    synthesis = ResearchSynthesis.model_validate(state["synthesis"])
+    record = studies[-1]
+    synthesis.gaps.append(f"research round {record.research_round} skipped: {record.skip_reason}")
+    synthesis.studies = [r.headline() for r in studies]
+    synthesis.study_effect = [f"round {record.research_round} skipped: no change to the advice"]
+    synthesis.summary += f" Round {record.research_round} skipped: {record.skip_reason}."
+    findings = [Finding.model_validate(f) for f in state.get("findings", [])]
+    ctx.run.write_json("research/synthesis.json", synthesis.model_dump(mode="json"))
+    ctx.run.write_text("research/research.md", render_research_md(synthesis, findings))
+    ctx.progress.stage("research", f"leader: round {record.research_round} skipped, advice kept")
+    return {"synthesis": json.loads(synthesis.model_dump_json())}
+
+
 def leader(state: DevelopState, runtime: Runtime[ResearchRuntime]) -> dict[str, Any]:
     ctx = runtime.context
+    if _skipped(state):
+        return _skipped_leader(ctx, state)
     order = {d: i for i, d in enumerate(Domain)}
     sheets = sorted(
         (FactSheet.model_validate(s) for s in state.get("fact_sheets", [])),
         key=lambda s: order[s.domain],
     )
     brief = DataBrief.model_validate(state["data_brief"])
+    findings = [Finding.model_validate(f) for f in state.get("findings", [])]
+    findings.sort(key=lambda f: (f.symbol, f.type.value, f.specialization))
     synthesis = lead(sheets, brief)
     if getattr(ctx, "llm", None) is not None:
         log = llm_logger(
@@ -223,6 +352,10 @@ def leader(state: DevelopState, runtime: Runtime[ResearchRuntime]) -> dict[str, 
     failed = state.get("failed_subagents", [])
     if failed:
         synthesis.gaps.append(f"failed subagents: {', '.join(sorted(failed))}")
+    apply_views(synthesis, sheets, findings, ctx.symbols)
+    # This round's study first, then this run's verdicts: a family the study favours that
+    # the gate has already scored low is not put back in front of better-scored ones.
+    studies = apply_study(synthesis, list(state.get("research_studies") or []))
     if state.get("feedback"):
         # A RESEARCH round: say what the gate reported, so the research record shows why it reran.
         synthesis.gaps.append(f"gate feedback: {state['feedback'][-1]}")
@@ -234,8 +367,6 @@ def leader(state: DevelopState, runtime: Runtime[ResearchRuntime]) -> dict[str, 
         synthesis.run_feedback = notes
         if notes:
             synthesis.summary += f" This run so far: families reordered to {', '.join(families)}."
-    findings = [Finding.model_validate(f) for f in state.get("findings", [])]
-    findings.sort(key=lambda f: (f.symbol, f.type.value, f.specialization))
     round_ = state.get("research_round", 1)
     recalled = consult_memory(ctx, synthesis, findings, sheets, round_=round_)
 
@@ -243,6 +374,8 @@ def leader(state: DevelopState, runtime: Runtime[ResearchRuntime]) -> dict[str, 
     ctx.run.write_json("research/fact_sheets.json", [s.model_dump(mode="json") for s in sheets])
     ctx.run.write_json("research/synthesis.json", synthesis.model_dump(mode="json"))
     ctx.run.write_json("research/recalled.json", recalled)
+    if studies:
+        ctx.run.write_json("research/rounds.json", [r.model_dump(mode="json") for r in studies])
     ctx.run.write_text("research/research.md", render_research_md(synthesis, findings, recalled))
     n_abstained = sum(f.abstained for f in findings)
     ctx.progress.stage(
@@ -251,7 +384,10 @@ def leader(state: DevelopState, runtime: Runtime[ResearchRuntime]) -> dict[str, 
         f"{synthesis.confidence:.2f} ({synthesis.quality}); {len(findings)} findings, "
         f"{n_abstained} abstained; families {synthesis.recommended_families}",
     )
-    return {"synthesis": json.loads(synthesis.model_dump_json())}
+    out: dict[str, Any] = {"synthesis": json.loads(synthesis.model_dump_json())}
+    if studies:
+        out["research_studies"] = studies
+    return out
 
 
 def _style(ctx: ResearchRuntime) -> list[str]:
@@ -337,7 +473,7 @@ def add_research(g: StateGraph) -> None:
     for domain, node in SYNTH.items():
         g.add_node(node, make_synthesizer(domain))
     g.add_node(LEADER, leader)
-    g.add_conditional_edges(DATA_EXTRACTOR, fan_out_subagents, [SUBAGENT])
+    g.add_conditional_edges(DATA_EXTRACTOR, fan_out_subagents, [SUBAGENT, LEADER])
     for node in SYNTH.values():
         g.add_edge(SUBAGENT, node)
         g.add_edge(node, LEADER)

@@ -35,6 +35,7 @@ import numpy as np
 import pandas as pd
 
 from swarm.research.models import DataBrief, Regime, SuggestedParameters, SymbolBrief
+from swarm.research.rounds import render_study_md
 
 TRADING_DAYS = 252
 RECENT_BARS = 252
@@ -321,4 +322,6 @@ def render_data_brief_md(brief: DataBrief) -> str:
         f"Why: {s.reasoning}.",
         "",
     ]
+    if brief.study is not None:
+        lines += render_study_md(brief.study, brief.studies)
     return "\n".join(lines)

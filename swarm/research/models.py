@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from enum import StrEnum
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
+
+from swarm.research.rounds import StudyRecord
 
 
 class Domain(StrEnum):
@@ -94,6 +96,13 @@ class SymbolBrief(BaseModel):
 
 
 class SuggestedParameters(BaseModel):
+    """Starting parameters for the strategy developer. A study may add entry parameters
+    by name (``bb_period``, ``roc_period``…) as extra fields: ``seed_parameters``
+    (strategies.families) applies every key a spec has, so they reach only the entries
+    that use them, unlike ``lookback``, which reaches every entry's lookback."""
+
+    model_config = ConfigDict(extra="allow")
+
     family: str
     lookback: int
     bollinger_width: float
@@ -108,6 +117,20 @@ class DataBrief(BaseModel):
     regime: Regime  # the universe's dominant regime
     regime_confidence: float
     suggested: SuggestedParameters
+    # This round's study (swarm.research.rounds) and every earlier round's, so the brief
+    # says what was added and why.
+    study: StudyRecord | None = None
+    studies: list[StudyRecord] = Field(default_factory=list)
+    universe_added: list[str] = Field(default_factory=list)  # symbols added by expansion
+
+
+class SymbolRank(BaseModel):
+    """A symbol's place by its fundamental and sentiment findings (confidence-weighted)."""
+
+    symbol: str
+    score: float = Field(ge=-1, le=1)
+    n_views: int = 0  # non-abstained fundamental + sentiment findings behind the score
+    basis: str = ""
 
 
 class ResearchSynthesis(BaseModel):
@@ -126,3 +149,12 @@ class ResearchSynthesis(BaseModel):
     demoted_families: list[str] = Field(default_factory=list)  # failed before, none passed
     # From this run's gate (swarm.research.feedback), on RESEARCH rounds: how it reordered.
     run_feedback: list[str] = Field(default_factory=list)
+    # What each research round studied (swarm.research.rounds), and how this round's
+    # study changed the advice.
+    studies: list[str] = Field(default_factory=list)
+    study_effect: list[str] = Field(default_factory=list)
+    portfolio_families: list[str] = Field(default_factory=list)  # favoured by the studies
+    universe_added: list[str] = Field(default_factory=list)
+    # How the fundamental and sentiment findings steered the families and the universe.
+    steering: list[str] = Field(default_factory=list)
+    universe_ranking: list[SymbolRank] = Field(default_factory=list)

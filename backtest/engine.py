@@ -35,6 +35,7 @@ from backtest.books import ClaimedFill, Fill, FillLog, account, feed_frame, feed
 from backtest.compat import import_backtrader
 from backtest.contracts import BacktestJob, BacktestResult, CostModel, Fold, JobStatus
 from backtest.feed import FramePandasData
+from strategies.parsing import compile_source
 
 bt = import_backtrader()
 
@@ -147,8 +148,9 @@ class _Recorder(bt.Analyzer):
 
 @functools.lru_cache(maxsize=32)
 def _compile(code: str, filename: str) -> types.CodeType:
-    """Compiled once per process: a batch child runs the same code for many jobs."""
-    return compile(code, filename, "exec")
+    """Compiled once per process: a batch child runs the same code for many jobs (under the
+    parser's lock: the in-process engine may compile on several threads)."""
+    return compile_source(code, filename)
 
 
 def _load_module(code: str, variant_id: str) -> tuple[types.ModuleType, str]:
@@ -210,7 +212,8 @@ def _check_params(cls: type, params: dict[str, Any]) -> dict[str, Any]:
 
 
 def _note_order(strategy: Any, order: Any, side: str) -> None:
-    """Keep (created date, side, size, price) of every order the strategy placed.
+    """Keep (created date, side, size, price[, symbol]) of every order the strategy placed;
+    the symbol (the feed's name) when the job has several feeds.
 
     The lookahead check compares these between a full and a truncated run.
     """
@@ -218,14 +221,15 @@ def _note_order(strategy: Any, order: Any, side: str) -> None:
         return
     created = order.created
     price = created.price
-    strategy.__dict__.setdefault("_lab_orders", []).append(
-        (
-            strategy.datas[0].datetime.date(0).isoformat(),
-            side,
-            float(created.size),
-            None if price is None else float(price),
-        )
+    row: tuple[Any, ...] = (
+        strategy.datas[0].datetime.date(0).isoformat(),
+        side,
+        float(created.size),
+        None if price is None else float(price),
     )
+    if len(strategy.datas) > 1:  # a portfolio (or index-fed) job: which feed it is for
+        row += (str(getattr(order.data, "_name", "") or ""),)
+    strategy.__dict__.setdefault("_lab_orders", []).append(row)
 
 
 def _gated(cls: type, fold_start: date) -> type:

@@ -24,6 +24,8 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from strategies.parsing import parse
+
 ALLOWED_IMPORTS = frozenset({"backtrader", "math"})
 FORBIDDEN_NAMES = frozenset(
     {
@@ -185,6 +187,28 @@ def _is_line_call(func: ast.AST) -> bool:
         and chain[1] not in STRATEGY_API
         and not chain[1].startswith("_")
     )
+
+
+def _may_be_line(value: ast.AST) -> bool:
+    """Whether a sliced value may be a data line or an indicator (``self.data.close``,
+    ``self.sma``, ``close``, ``self.data.close.array``), not a plain Python list (``xs``,
+    ``self.datas``, ``sorted(xs)``): a line sliced with a positive bound reads the future."""
+    if isinstance(value, ast.Name):
+        return value.id in LINE_NAMES
+    if isinstance(value, ast.Subscript):  # self.lines[0][1:], self.datas[0].close[...]
+        return _may_be_line(value.value)
+    if not isinstance(value, ast.Attribute):
+        return False  # a call's result, a literal, a comprehension
+    chain = _dotted(value).split(".")
+    if not chain[0]:
+        return True  # an attribute of a call or subscript (``self.datas[0].close``): be strict
+    tail = chain[1:]
+    if any(p in LINE_NAMES or p in ("array", "lines") for p in tail):
+        return True
+    if any(p.startswith("data") and p != "datas" for p in tail):
+        return True
+    # self.<name>: an indicator unless it is a strategy method or the feeds' list
+    return chain[0] == "self" and len(chain) == 2 and chain[1] not in STRATEGY_API | {"datas"}
 
 
 # ---------------------------------------------------------------------------- module objects
@@ -353,8 +377,10 @@ class _Linter(ast.NodeVisitor):
                 node,
                 f"{_src(node)} indexes the future (positive index); use [0] or [-k]",
             )
-        elif isinstance(index, ast.Slice) and any(
-            self.positive(b) for b in (index.lower, index.upper)
+        elif (
+            isinstance(index, ast.Slice)
+            and any(self.positive(b) for b in (index.lower, index.upper))
+            and _may_be_line(node.value)
         ):
             self.err(node, f"{_src(node)} slices with a positive bound (looks ahead)")
         self.generic_visit(node)
@@ -483,7 +509,7 @@ def _module_level(tree: ast.Module) -> list[str]:
 def validate_code(code: str) -> ValidationReport:
     """Lint strategy source; ``ok`` only when there is no error at all."""
     try:
-        tree = ast.parse(code)
+        tree = parse(code)
     except SyntaxError as exc:
         return ValidationReport(ok=False, errors=[f"line {exc.lineno}: syntax error: {exc.msg}"])
     except (ValueError, RecursionError, MemoryError) as exc:  # NUL bytes, absurd nesting

@@ -24,7 +24,9 @@ Conventions of the replay (documented, not hidden): a trade runs flat to flat pe
 in a portfolio job (several feeds), which rebalances positions it rarely closes, every fill
 that reduces a position realises a trade: the part sold or covered against the average price,
 net of that fill's commission;
-the broker is backtrader's default stock-like one of ``backtest.engine`` (percentage
+an index feed (``strategies.regime``: a regime filter's SPY, QQQ or VIX, named
+``index:SYMBOL``) is fed on the same calendar but never traded: a fill on it is an integrity
+error; the broker is backtrader's default stock-like one of ``backtest.engine`` (percentage
 commission, percentage slippage on open, limit and match, never outside the bar's range,
 short sales credit cash).
 """
@@ -44,6 +46,7 @@ from backtest.contracts import BacktestJob, BacktestResult, CostModel, Fold, Job
 from backtest.metrics import compute_metrics
 from backtest.period_keys import index_keys
 from backtest.quality import OHLCV
+from strategies.regime import is_index_feed
 
 EXEC_TYPES = ("Market", "Close", "Limit", "Stop", "StopLimit", "StopTrail", "StopTrailLimit")
 MAX_FILLS = 200_000  # a log longer than this is not a backtest of ours
@@ -454,17 +457,25 @@ def keep_books(job: BacktestJob, log: FillLog, *, duration_s: float = 0.0) -> Bo
 
     costs = job.costs
     rate = costs.commission_pct / 100.0
+    # An index feed (a regime filter's) is read, never traded: it holds no position, and a
+    # symbol job with one is still a one-symbol job (trades run flat to flat).
+    read_only = [is_index_feed(name) for name, _ in named]
     book = _Replay(
         cash=costs.cash,
         positions=[_Position() for _ in feeds],
         trades=[_Trade() for _ in feeds],
-        realise_reductions=len(feeds) > 1,
+        realise_reductions=read_only.count(False) > 1,
     )
     fills: list[Fill] = []
     # State after each bar that had fills: (bar, cash, sizes, average prices).
     marks: list[tuple[int, float, list[float], list[float]]] = []
     last = 0
     for k, claimed in enumerate(log.fills, 1):
+        if 0 <= claimed.data < len(named) and read_only[claimed.data]:
+            raise IntegrityError(
+                f"fill #{k} ({claimed.side} {claimed.size:g}): on the index feed "
+                f"{named[claimed.data][0]}, which a strategy reads and never trades"
+            )
         price = _check_fill(k, claimed, feeds, n, first, costs, last)
         day = bars.dates[claimed.executed]
         size, commission = _execute(k, claimed, price, book, rate, day)

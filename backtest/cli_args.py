@@ -84,3 +84,29 @@ def load_window(
     costs = CostModel(commission_pct=args.commission, slippage_pct=args.slippage, cash=args.cash)
     fold = Fold(index=0, warmup_start=warmup_start, start=args.start, end=args.end)
     return bars, fold, costs, periods_per_year(next(iter(bars.values())))
+
+
+def load_index_feeds(
+    prog: str, args: argparse.Namespace, code: str, warmup_start: date
+) -> dict[str, pd.DataFrame]:
+    """The index feeds ``code`` reads (``getdatabyname("index:SPY")``, a regime filter's:
+    ``strategies.regime``), by feed name, from the same CSV folder and window as the tickers;
+    a missing file exits 2 naming it."""
+    from backtest.data import load_bars
+    from backtest.errors import BacktestError
+    from strategies.regime import feed_name, index_symbols
+
+    feeds = {}
+    for sym in index_symbols(code):
+        try:
+            feeds[feed_name(sym)] = load_bars(
+                sym, start=warmup_start, end=args.end, source="csv", data_dir=args.data_dir
+            ).bars
+        except BacktestError as exc:
+            refuse(
+                prog,
+                "--data-dir",
+                f"the strategy reads the index {sym} (getdatabyname({feed_name(sym)!r})): "
+                f"add {sym}.csv to {args.data_dir} ({str(exc).partition(': ')[2] or exc})",
+            )
+    return feeds

@@ -7,6 +7,8 @@ each cut
 
 * the orders placed (created date, side, size, price),
 * the fills (created and executed dates, side, size, price, commission),
+  both with the symbol when the job has several feeds (a portfolio, or a symbol with a
+  regime filter's index feed, which is cut with it),
 * every line of every indicator the strategy holds (found through the
   strategy's ``_lineiterators``, i.e. ``getindicators()``, recursively)
 

@@ -22,6 +22,10 @@ The file must define exactly one ``bt.Strategy`` subclass and pass the same
 static validation as generated code; it runs sandboxed. Bars before ``--start``
 (``--warmup-days``, default 365 calendar days) feed indicators only.
 
+A strategy reading an index (``self.getdatabyname("index:SPY")``, a regime filter:
+``strategies.regime``) gets ``SPY.csv`` from ``--data-dir`` as an extra feed it never trades;
+a missing file exits 2 naming it.
+
 ``--skip-validation`` skips the static lint and hands the file straight to the
 sandbox: a way to test the sandbox alone (the lint is a convenience, not the
 boundary), never a way to run untrusted code with fewer guards.
@@ -43,6 +47,7 @@ from backtest.cli_args import (
     OneLineParser,
     add_window_arguments,
     checked_tickers,
+    load_index_feeds,
     load_window,
     refuse,
 )
@@ -123,6 +128,9 @@ def main(argv: list[str] | None = None) -> int:
 
     bars, fold, costs, ppy = load_window(PROG, args, tickers)
     warmup_start = fold.warmup_start
+    # A regime filter's index feeds, after the traded one (so self.data stays the ticker).
+    feeds = load_index_feeds(PROG, args, code, warmup_start)
+    job_bars = {sym: ({sym: frame} | feeds if feeds else frame) for sym, frame in bars.items()}
     jobs = [
         BacktestJob(
             job_id=f"{args.strategy.name}|{sym}",
@@ -135,7 +143,7 @@ def main(argv: list[str] | None = None) -> int:
             periods_per_year=ppy,
             timeout_s=args.timeout,
         )
-        for sym, frame in bars.items()
+        for sym, frame in job_bars.items()
     ]
     parallel = args.check_lookahead or len(jobs) > 1
     policy = SandboxPolicy(validate=False) if args.skip_validation else DEFAULT_POLICY
@@ -162,7 +170,7 @@ def main(argv: list[str] | None = None) -> int:
                 if res.status == JobStatus.REJECTED:
                     continue
                 looks[sym] = check_lookahead(
-                    code, bars[sym], fold=fold, costs=costs, n_cuts=args.cuts,
+                    code, job_bars[sym], fold=fold, costs=costs, n_cuts=args.cuts,
                     executor=executor, symbol=sym, timeout_s=args.timeout,
                 ).model_dump(mode="json", exclude={"duration_s"})  # fmt: skip
 

@@ -21,6 +21,7 @@ import numpy as np
 from backtest import screen_fills as sf
 from backtest import screen_indicators as ind
 from strategies.blocks import ENTRIES, EXITS, FILTERS, SIZINGS, required_params
+from strategies.regime import REGIME_FILTERS
 from strategies.spec import Family, StrategySpec
 
 # Parameters backtrader uses as periods: an int is required (a float period fails in backtrader).
@@ -290,6 +291,11 @@ def check_supported(spec: StrategySpec) -> None:
         raise Unsupported("custom code", "code written outside the block catalogue")
     if getattr(spec, "scope", "symbol") != "symbol" or not isinstance(spec.family, Family):
         raise Unsupported(f"family {spec.family}", "only single-symbol block families")
+    for f in spec.filters:
+        if f in REGIME_FILTERS:  # never approximated: the screen holds one symbol's bars
+            raise Unsupported(
+                f"filter {f}", "reads an index feed (SPY, QQQ or VIX) beside the symbol"
+            )
     kinds = (
         [("entry", spec.entry, ENTRY_READERS, ENTRIES)]
         + [("filter", f, FILTER_READERS, FILTERS) for f in spec.filters]

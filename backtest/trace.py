@@ -66,5 +66,6 @@ def collect_trace(run: Any) -> dict[str, Any]:
             if arr is not None:
                 raw = np.asarray(arr, dtype="<f8").tobytes()
                 lines[f"{n}:{type(ind).__name__}.{alias}"] = base64.b64encode(raw).decode()
+    # (created date, side, size, price), plus the feed's name when the job has several feeds
     orders = [list(o) for o in strat.__dict__.get("_lab_orders", [])]
     return {"orders": orders, "lines": lines, "n_bars": len(run.dates)}

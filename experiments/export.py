@@ -18,6 +18,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from experiments.records import VARIANTS, Manifest, Verdict
+from strategies.regime import index_symbols
 
 RUNNER = '''
 
@@ -45,14 +46,15 @@ def _csv_feed(path, fromdate=None, todate=None):
     )
 
 
-def _aligned_feeds(paths, fromdate=None, todate=None):
-    """A portfolio's feeds on the dates every CSV has, as the lab feeds them (pandas)."""
+def _aligned_feeds(paths, fromdate=None, todate=None, names=None):
+    """A portfolio's feeds on the dates every CSV has, as the lab feeds them (pandas); named
+    after the files unless ``names`` says otherwise."""
     import os
 
     import pandas as pd
 
     frames = {}
-    for path in paths:
+    for k, path in enumerate(paths):
         df = pd.read_csv(path)
         df.columns = [c.strip().lower() for c in df.columns]
         df = df.set_index(pd.to_datetime(df["date"]))[["open", "high", "low", "close", "volume"]]
@@ -60,7 +62,8 @@ def _aligned_feeds(paths, fromdate=None, todate=None):
             df = df.loc[pd.Timestamp(fromdate):]
         if todate:
             df = df.loc[: pd.Timestamp(todate)]
-        frames[os.path.splitext(os.path.basename(path))[0]] = df.astype("float64")
+        name = names[k] if names else os.path.splitext(os.path.basename(path))[0]
+        frames[name] = df.astype("float64")
     common = None
     for df in frames.values():
         common = df.index if common is None else common.intersection(df.index)
@@ -92,7 +95,8 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description="Run this strategy with plain backtrader.")
     parser.add_argument(
         "--data", required=True, action="append",
-        help="CSV: date,open,high,low,close,volume; a portfolio strategy takes one per symbol",
+        help="CSV: date,open,high,low,close,volume; a portfolio strategy takes one per symbol; "
+        "a strategy reading an index (INDEX_FEEDS) takes its file(s) last, in that order",
     )
     parser.add_argument("--from", dest="fromdate", help="first bar to load (ISO date)")
     parser.add_argument("--to", dest="todate", help="last bar to load (ISO date)")
@@ -104,14 +108,24 @@ def main(argv=None):
 
     import collections
     import collections.abc
+    import os
 
     # backtrader 1.9.78.123 still looks up collections.Iterable (removed in Python 3.10).
     collections.Iterable = getattr(collections, "Iterable", collections.abc.Iterable)
+    if len(args.data) <= len(INDEX_FEEDS):
+        parser.error(
+            "--data: give the traded symbol's file(s), then one per index the strategy reads "
+            "(" + ", ".join(f"{s}.csv" for s in INDEX_FEEDS) + "), in that order"
+        )
     cerebro = bt.Cerebro(stdstats=False)
     if len(args.data) == 1:
         cerebro.adddata(_csv_feed(args.data[0], args.fromdate, args.todate))
     else:
-        for name, feed in _aligned_feeds(args.data, args.fromdate, args.todate):
+        # The index feeds are read by name ("index:SPY"), never traded, fed after the others.
+        traded = len(args.data) - len(INDEX_FEEDS)
+        names = [os.path.splitext(os.path.basename(p))[0] for p in args.data[:traded]]
+        names += ["index:" + s for s in INDEX_FEEDS]
+        for name, feed in _aligned_feeds(args.data, args.fromdate, args.todate, names):
             cerebro.adddata(feed, name=name)
     strategy_cls = STRATEGY
     if args.trade_start:
@@ -138,6 +152,8 @@ class ExportError(Exception):
 def standalone_source(code: str, class_name: str, *, costs: dict[str, float]) -> str:
     header = (
         f"\n\nSTRATEGY = {class_name}\n"
+        # The index series the strategy reads by name (a regime filter's): extra --data files.
+        f"INDEX_FEEDS = {tuple(index_symbols(code))!r}\n"
         f"CASH = {float(costs.get('cash', 100_000.0))!r}\n"
         f"COMMISSION_PCT = {float(costs.get('commission_pct', 0.1))!r}\n"
         f"SLIPPAGE_PCT = {float(costs.get('slippage_pct', 0.05))!r}\n"
@@ -194,6 +210,16 @@ def _readme(variant, figures, lineage, run_dir, costs) -> str:
             ]
             if variant["spec"].get("scope") == "portfolio"
             else ["    python strategy.py --data AAPL.csv"]
+        ),
+        *(
+            [
+                "",
+                "It reads an index it never trades (a regime filter): add "
+                + ", ".join(f"`--data {s}.csv`" for s in index_symbols(variant["code"]))
+                + " last, after the traded symbol(s).",
+            ]
+            if index_symbols(variant["code"])
+            else []
         ),
         "",
         "Add `--from`/`--to` to select bars and `--trade-start DATE` to keep earlier bars for",

@@ -111,6 +111,31 @@ class VariantRejectedRecord(_Record):
     status: Literal["rejected"] = "rejected"
 
 
+class ScreenedTrial(_Strict):
+    """One parameter set of a screened batch: a trial the ledger counts."""
+
+    trial_key: str
+    parameters: dict[str, float | int | bool] = Field(default_factory=dict)
+    sharpe: float | None = None  # in-sample, annualised: the equal-weight portfolio's
+    n_trades: int = 0
+    error: str | None = None
+
+
+class ScreenRecord(_Record):
+    """One TUNE sweep through the screen: every set it screened around the parent (each one a
+    trial), the ones sent to Backtrader, and where its return series are kept."""
+
+    kind: Literal["screen"] = "screen"
+    parent_id: str
+    n_sets: int
+    n_symbols: int
+    n_folds: int
+    min_trades: int = 0  # sets under the trade floor rank after every set above it
+    series_file: str  # run-folder path of the sets' in-sample return series (npz)
+    confirmed: list[str] = Field(default_factory=list)  # trial keys sent to Backtrader
+    trials: list[ScreenedTrial] = Field(default_factory=list)  # best first
+
+
 class LlmEventRecord(_Record):
     """An LLM answer that was rejected or fell back to the rules brain."""
 
@@ -132,6 +157,7 @@ ExperimentRecord = Annotated[
     | GateRecord
     | HoldoutRecord
     | VariantRejectedRecord
+    | ScreenRecord
     | LlmEventRecord
     | LlmUsageRecord,
     Field(discriminator="kind"),
@@ -209,6 +235,9 @@ class Verdict(_Strict):
     outside_directive: bool = False  # the winner's family is not one the directive named
     n_backtests: int = 0
     n_trials: int = 0
+    # Clusters of correlated trials (gate.effective); None in runs from before it was measured.
+    n_trials_effective: int | None = None
+    deflated_by: Literal["effective", "raw"] = "raw"  # which count the DSR used
     best_dsr: float | None = None
     best_score: float | None = None
     best_dsr_all_trials: float | None = None

@@ -5,6 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from gate.effective import CORRELATION_DISTANCE
+
 
 def _f(x: Any, nd: int = 2) -> str:
     if x is None:
@@ -200,11 +202,12 @@ def render_report(
         "",
         "## Statistical honesty",
         "",
-        f"- Trials counted (every distinct variant × parameter set backtested on this data): "
-        f"{verdict['n_trials']}",
+        f"- Trials counted (every distinct variant × parameter set backtested or screened on "
+        f"this data): {verdict['n_trials']}",
+        *_effective_lines(verdict),
         f"- Deflated Sharpe of the best variant: {_f(verdict.get('best_dsr'), 3)} when it was "
         f"selected; {_f(verdict.get('best_dsr_all_trials'), 3)} deflated by all "
-        f"{verdict['n_trials']} trials of the run",
+        f"{_deflation_n(verdict)} trials of the run",
         "- PBO (CSCV, probability that the run's in-sample choice is below the median out of "
         + (
             f"sample): {_f(pbo, 3)} over the {verdict.get('pbo_variants') or 'n/a'} variants "
@@ -215,7 +218,7 @@ def render_report(
         f"- Deflated alpha of the best variant over {bname}: "
         f"{_f((verdict.get('best_alpha') or {}).get('deflated_alpha'), 3)} when it was selected; "
         f"{_f(verdict.get('best_deflated_alpha_all_trials'), 3)} deflated by all "
-        f"{verdict['n_trials']} trials"
+        f"{_deflation_n(verdict)} trials"
         + (" (reported only: against cash the deflated Sharpe is the test)" if cash else ""),
         f"- Reality check (Hansen's SPA, stationary bootstrap) of all "
         f"{verdict.get('spa_trials', 0)} trials with returns against {bname}: p = "
@@ -345,3 +348,31 @@ def _sources(data: dict[str, Any]) -> str:
         f"{s} from {d['source']} (sha256 {d['sha256'][:12]}…)" for s, d in data["symbols"].items()
     ]
     return "; ".join(parts)
+
+
+def _deflation_n(verdict: dict[str, Any]) -> str:
+    """The trial count the deflation used, said as such."""
+    eff = verdict.get("n_trials_effective")
+    if verdict.get("deflated_by") == "effective" and eff is not None:
+        return f"{eff} effective"
+    return str(verdict["n_trials"])
+
+
+def _effective_lines(verdict: dict[str, Any]) -> list[str]:
+    """Raw and effective trial counts, in one or two sentences."""
+    eff = verdict.get("n_trials_effective")
+    if eff is None:
+        return []
+    used = "effective" if verdict.get("deflated_by") == "effective" else "raw"
+    return [
+        f"- Effective trials: {eff} of the {verdict['n_trials']} trials are genuinely different "
+        "(clusters of in-sample return series, alpha series against a benchmark, whose average "
+        f"correlation is at least {1 - CORRELATION_DISTANCE:g}: neighbouring parameter sets "
+        "move together and count as one). The deflated Sharpe uses "
+        f"the {used} count"
+        + (
+            ", and the dispersion of the clusters' Sharpes as its variance."
+            if used == "effective"
+            else "."
+        )
+    ]

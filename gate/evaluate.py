@@ -59,13 +59,14 @@ def _vetoes(
 
 def deflated_sharpe_of(m: Metrics | None, ledger: TrialLedger) -> float | None:
     """The DSR of ``m`` for every trial in ``ledger`` (the one definition: selection time and
-    the verdict's "over all trials" use it alike)."""
+    the verdict's "over all trials" use it alike): N and V are the ledger's deflation pair,
+    effective clusters or raw trials as the run chose (``TrialLedger.deflation_trials``)."""
     if m is None or m.sharpe_per_period is None or m.n_obs < 2:
         return None
     return deflated_sharpe_ratio(
         m.sharpe_per_period,
-        ledger.trial_sharpe_variance(),
-        max(ledger.n_trials, 1),
+        ledger.deflation_variance(),
+        max(ledger.deflation_trials(), 1),
         m.n_obs,
         m.skew if m.skew is not None else 0.0,  # undefined moments: assume normal
         m.kurtosis if m.kurtosis is not None else 3.0,
@@ -158,7 +159,9 @@ def evaluate_variants(
         e.dsr = deflated_sharpe_of(e.metrics, ledger)
         if e.alpha is not None:
             e.alpha.deflated_alpha = deflated_alpha(
-                e.alpha, trial_variance=ledger.trial_alpha_variance(), n_trials=ledger.n_trials
+                e.alpha,
+                trial_variance=ledger.trial_alpha_variance(),
+                n_trials=ledger.deflation_trials(),
             )
         e.passed = (
             not e.vetoes

@@ -21,6 +21,13 @@ cannot raise it above what noise alone produces.
 The same holds for alpha: each trial's alpha Sharpe (its appraisal ratio per period,
 against the run's benchmark) is kept beside its Sharpe, and ``trial_alpha_variance`` is
 their dispersion under the same cap, the ``V`` of the deflated alpha.
+
+Effective trials (``gate.effective``): neighbouring parameter sets are not independent
+draws, so the run also measures how many clusters of correlated trials it made
+(``effective``, set by the gate). With ``deflate_effective`` the DSR's N is that count and its
+``V`` the dispersion of the clusters' representative Sharpes, under the same null cap
+(``deflation_trials`` / ``deflation_variance``); otherwise the raw count and the trials' own
+dispersion, as before. The raw count is always kept: it is what the run tried.
 """
 
 from __future__ import annotations
@@ -32,6 +39,15 @@ import numpy as np
 from pydantic import BaseModel, Field
 
 
+class EffectiveTrials(BaseModel):
+    """The last measured clustering of the run's trials (the series stay in the run folder)."""
+
+    n: int = Field(ge=0)  # clusters, plus trials that left no return series
+    n_with_series: int = 0
+    threshold: float  # the 1 - correlation cut of the average-linkage tree
+    cluster_sharpes: list[float] = Field(default_factory=list)  # representatives', per period
+
+
 class TrialLedger(BaseModel):
     data_key: str = ""  # what "the same data" means (e.g. the dataset sha256s)
     trials: dict[str, float | None] = Field(default_factory=dict)  # key -> per-period Sharpe
@@ -39,6 +55,8 @@ class TrialLedger(BaseModel):
     # key -> per-period alpha Sharpe against the benchmark (appraisal ratio per period)
     alpha_trials: dict[str, float | None] = Field(default_factory=dict)
     variance_floor: float = Field(1e-6, gt=0)  # per-period Sharpe variance when < 2 Sharpes
+    effective: EffectiveTrials | None = None  # None: not measured (raw count only)
+    deflate_effective: bool = False  # the DSR uses the effective count (the run's choice)
 
     def record(
         self,
@@ -71,6 +89,24 @@ class TrialLedger(BaseModel):
     @property
     def n_trials(self) -> int:
         return len(self.trials)
+
+    @property
+    def n_effective(self) -> int:
+        """Clusters of correlated trials (never more than the raw count); the raw count when
+        not measured."""
+        if self.effective is None:
+            return self.n_trials
+        return max(1, min(self.effective.n, self.n_trials)) if self.n_trials else 0
+
+    def deflation_trials(self) -> int:
+        """The N of the deflated Sharpe ratio: effective or raw, as the run chose."""
+        return self.n_effective if self.deflate_effective else self.n_trials
+
+    def deflation_variance(self) -> float:
+        """The V of the deflated Sharpe ratio, paired with ``deflation_trials``."""
+        if self.deflate_effective and self.effective is not None:
+            return self._capped(self.effective.cluster_sharpes)
+        return self.trial_sharpe_variance()
 
     def sharpes(self) -> list[float]:
         return [v for v in self.trials.values() if v is not None]

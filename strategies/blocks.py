@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from strategies.regime import INDEX_REGIME, VIX, VIX_REGIME, feed_name, regime_symbol
+
 ParamDefault = float | int | bool
 
 # Indicators several blocks share are created once, under a fixed attribute name.
@@ -68,6 +70,9 @@ class SizingBlock:
 
 
 _ATR = frozenset({"atr"})
+# Where a regime filter's init names its index feed; codegen writes the spec's index there
+# (``strategies.regime``): the feed's name is in the code, so the code says what it reads.
+INDEX_FEED_SLOT = "$INDEX_FEED"
 
 ENTRIES: dict[str, EntryBlock] = {
     b.id: b
@@ -230,6 +235,29 @@ FILTERS: dict[str, FilterBlock] = {
             nan_checks=("self.volume_sma[0]",),
         ),
         FilterBlock(
+            id=INDEX_REGIME,
+            why="risk-on only: the index (SPY or QQQ, read, never traded) closes above its "
+            "SMA(regime_ma)",
+            params={"regime_index": 0, "regime_ma": 200},
+            init=(
+                f'self.regime_feed = self.getdatabyname("{INDEX_FEED_SLOT}")',
+                "self.regime_sma = bt.indicators.SMA(self.regime_feed.close, "
+                "period=self.p.regime_ma)",
+            ),
+            long_ok="self.regime_feed.close[0] > self.regime_sma[0]",
+            short_ok="self.regime_feed.close[0] < self.regime_sma[0]",
+            nan_checks=("self.regime_feed.close[0]", "self.regime_sma[0]"),
+        ),
+        FilterBlock(
+            id=VIX_REGIME,
+            why="calm markets only: VIX closes below vix_max (a read-only extra feed)",
+            params={"vix_max": 25.0},
+            init=(f'self.vix_feed = self.getdatabyname("{feed_name(VIX)}")',),
+            long_ok="self.vix_feed.close[0] < self.p.vix_max",
+            short_ok="self.vix_feed.close[0] < self.p.vix_max",
+            nan_checks=("self.vix_feed.close[0]",),
+        ),
+        FilterBlock(
             id="vol_regime",
             why="skip chaotic markets: ATR(14) / close below atr_max_pct",
             params={"atr_max_pct": 0.04},
@@ -355,3 +383,9 @@ def required_params(
         out.update(EXITS[x].params)
     out.update(SIZINGS[sizing].params)
     return out
+
+
+def filter_init(block: str, parameters: dict[str, ParamDefault]) -> tuple[str, ...]:
+    """A filter's ``__init__`` lines, its index feed's name written in (regime filters)."""
+    name = feed_name(regime_symbol(parameters.get("regime_index", 0)))
+    return tuple(ln.replace(INDEX_FEED_SLOT, name) for ln in FILTERS[block].init)

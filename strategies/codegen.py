@@ -18,9 +18,11 @@ from strategies.blocks import (
     FILTERS,
     SHARED_INDICATORS,
     SIZINGS,
+    filter_init,
     required_params,
     unknown_blocks,
 )
+from strategies.regime import INLINE_PARAMS, regime_symbol
 from strategies.spec import StrategySpec, StrategyVariant
 
 _I1 = "    "
@@ -109,6 +111,9 @@ def _docstring(spec: StrategySpec, short: bool) -> list[str]:
 def _params(spec: StrategySpec, bars_per_year: int) -> list[str]:
     out = [f"{_I1}params = ("]
     for name, value in spec.parameters.items():
+        if name in INLINE_PARAMS:  # written into the code as the feed name (blocks.filter_init)
+            out.append(f"{_I2}# {name}={_literal(value)}: reads {regime_symbol(value)}")
+            continue
         out.append(f'{_I2}("{name}", {_literal(value)}),')
     if spec.sizing == "volatility_target":
         # A property of the data, not a trial parameter: never tuned, not in the trial key.
@@ -137,7 +142,7 @@ def _init(spec: StrategySpec) -> list[str]:
     for f in spec.filters:
         if FILTERS[f].init:
             out.append(f"{_I2}# filter: {f}")
-            out += [f"{_I2}{ln}" for ln in FILTERS[f].init]
+            out += [f"{_I2}{ln}" for ln in filter_init(f, spec.parameters)]
     sizing = SIZINGS[spec.sizing]
     if sizing.init:
         out.append(f"{_I2}# sizing: {spec.sizing}")

@@ -11,7 +11,8 @@ import random
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from strategies.blocks import required_params, unknown_blocks
+from strategies.blocks import FILTERS, required_params, unknown_blocks
+from strategies.regime import INDEX_REGIME, REGIME_FILTERS, wanted
 from strategies.spec import Family, ParamValue, PipelineFamily, PortfolioFamily, StrategySpec
 
 
@@ -60,6 +61,10 @@ PARAM_SPACE: dict[str, ParamRange] = {
     "adx_min": _i(10, 40),
     "volume_mult": _f(0.8, 3.0, 0.1),
     "atr_max_pct": _f(0.01, 0.10, 0.005),
+    # the index regime filter (strategies.regime): which index (0 SPY, 1 QQQ), its SMA, VIX cap
+    "regime_index": _i(0, 1),
+    "regime_ma": _i(50, 250, 10),
+    "vix_max": _f(12.0, 40.0, 1.0),
     # exits
     "stop_loss_pct": _f(0.01, 0.25, 0.005),
     "take_profit_pct": _f(0.02, 0.60, 0.01),
@@ -354,14 +359,30 @@ def reconcile(spec: StrategySpec) -> StrategySpec:
 
 
 def reconcile_portfolio(spec: StrategySpec) -> StrategySpec:
-    """Exactly the family's parameters (defaults filled in, values snapped to the grid)."""
+    """Exactly the family's parameters and its regime filters' (defaults filled in, values
+    snapped to the grid); the only filters a portfolio takes are the regime filters."""
     family = PortfolioFamily(spec.family)
-    params = {k: spec.parameters.get(k, d) for k, d in PORTFOLIO_PARAMS[family].items()}
+    filters = [f for f in dict.fromkeys(spec.filters) if f in REGIME_FILTERS]
+    defaults = dict(PORTFOLIO_PARAMS[family])
+    for f in filters:
+        defaults.update(FILTERS[f].params)
+    params = {k: spec.parameters.get(k, d) for k, d in defaults.items()}
     long_short = spec.long_short and family == PortfolioFamily.CROSS_SECTIONAL_MOMENTUM
     return spec.model_copy(
-        update={"entry": family.value, "filters": [], "exits": [], "sizing": "target_weights",
-                "long_short": long_short, "scope": "portfolio", "parameters": snap_params(params)}
+        update={"entry": family.value, "filters": filters, "exits": [],
+                "sizing": "target_weights", "long_short": long_short, "scope": "portfolio",
+                "parameters": snap_params(params)}
     )  # fmt: skip
+
+
+def with_regime_filter(spec: StrategySpec) -> StrategySpec:
+    """``spec`` with the index regime filter (its defaults) added, named so."""
+    if INDEX_REGIME in spec.filters:
+        return spec
+    added = spec.model_copy(
+        update={"filters": [*spec.filters, INDEX_REGIME], "name": f"{spec.name}+{INDEX_REGIME}"}
+    )
+    return reconcile(added)
 
 
 def base_name(family: Family, entry: str, filters: list[str], long_short: bool = False) -> str:
@@ -480,15 +501,24 @@ def initial_specs(
     jittered. Trial keys are unique within the batch.
     """
     slots = family_slots(n, preferred_families, named or [])
+    # The directive asked for the index regime filter: a named family's designs come in pairs,
+    # each without and then with the filter, so the iteration compares like with like (every
+    # second slot of the iteration takes it when the directive names no block family).
+    regime = wanted(named or [])
+    named_families = {_norm_family(x) for x in named or []} - {None}
     specs: list[StrategySpec] = []
     keys: set[str] = set()
     seen_count: dict[Family, int] = {}
-    for family in slots:
+    for i, family in enumerate(slots):
         k = seen_count.get(family, 0)
         seen_count[family] = k + 1
-        spec = seed_parameters(spec_from_template(family, k), suggested)
-        if k >= len(TEMPLATES[family]):
-            spec = spec.model_copy(update={"name": f"{spec.name} v{k + 1}"})
+        paired = regime and family.value in named_families
+        t = k // 2 if paired else k  # the template of this slot
+        spec = seed_parameters(spec_from_template(family, t), suggested)
+        if (paired and k % 2 == 1) or (regime and not named_families and i % 2 == 1):
+            spec = with_regime_filter(spec)
+        if t >= len(TEMPLATES[family]):
+            spec = spec.model_copy(update={"name": f"{spec.name} v{t + 1}"})
             spec = jitter(spec, rng)
         for _ in range(100):
             if spec.trial_key() not in keys:

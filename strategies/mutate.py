@@ -9,7 +9,7 @@ instead returns fewer specs than asked).
 from __future__ import annotations
 
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 
 from strategies.blocks import ENTRIES, SIBLINGS
 from strategies.families import (
@@ -20,6 +20,7 @@ from strategies.families import (
     snap_params,
     spec_from_template,
 )
+from strategies.regime import REGIME_FILTERS
 from strategies.spec import ParamValue, StrategySpec
 
 FIX_PROBLEMS = ("zero_trades", "too_few_trades", "exception", "lookahead")
@@ -136,6 +137,58 @@ def toward_more_trades(
             continue
         taken.add(cand.trial_key())
         out.append(_renamed(cand, "tune toward more trades " + ", ".join(changes)))
+    return out
+
+
+def neighbourhood(
+    spec: StrategySpec,
+    n: int,
+    *,
+    seed: int | tuple[int, ...],
+    seen: set[str],
+    radius: int = 6,
+) -> list[StrategySpec]:
+    """Up to n distinct parameter sets around ``spec``: a Latin-hypercube sample of every
+    tunable parameter within ``radius`` grid steps of the parent's value (TUNE through the
+    screen, ``backtest.sweep``).
+
+    A Latin hypercube stratifies every parameter at once: n sets cover each parameter's
+    2 x radius + 1 offsets about evenly, where independent draws would leave gaps. The sample
+    is a pure function of ``seed`` (a numpy ``SeedSequence`` entropy); sets that snap onto the
+    parent, onto each other or onto a key in ``seen`` are dropped and re-drawn, a few rounds.
+    """
+    import numpy as np
+    from scipy.stats import qmc
+
+    base = reconcile(spec)
+    names = _tunable(base)
+    if not names or n <= 0:
+        return []
+    taken = set(seen) | {base.trial_key()}
+    out: list[StrategySpec] = []
+    rng = np.random.default_rng(np.random.SeedSequence(seed))
+    width = 2 * radius + 1
+    for _round in range(4):
+        need = n - len(out)
+        if need <= 0:
+            break
+        sample = qmc.LatinHypercube(d=len(names), rng=rng).random(need + need // 2 + 1)
+        offsets = np.minimum((sample * width).astype(int), width - 1) - radius
+        for row in offsets.tolist():
+            params = dict(base.parameters)
+            for name, steps in zip(names, row, strict=True):
+                r = PARAM_SPACE[name]
+                params[name] = r.snap(float(params[name]) + steps * r.step)
+            params = snap_params(params)
+            changes = _diff(base.parameters, params)
+            cand = base.model_copy(update={"parameters": params})
+            key = cand.trial_key()
+            if not changes or key in taken:
+                continue
+            taken.add(key)
+            out.append(_renamed(cand, "screen " + ", ".join(changes)))
+            if len(out) >= n:
+                break
     return out
 
 
@@ -332,11 +385,28 @@ GENERIC_MOVES: tuple[Move, ...] = (
 )
 
 
+# Hints that the market's direction drove the result: the index regime filter (trade only
+# when the market is risk-on) is the first design change for them, when the run can feed it.
+REGIME_HINTS = frozenset({"market_exposure", "regime_mismatch"})
+
+
 def refine(
-    spec: StrategySpec, *, failure_hint: str, rng: random.Random, seen: set[str]
+    spec: StrategySpec,
+    *,
+    failure_hint: str,
+    rng: random.Random,
+    seen: set[str],
+    regime_filters: Collection[str] = (),
 ) -> StrategySpec:
-    """A design change driven by the failure hint (unknown hints use a generic order)."""
-    moves = list(HINT_MOVES.get(failure_hint, ()))
+    """A design change driven by the failure hint (unknown hints use a generic order).
+
+    ``regime_filters``: the regime filters (``strategies.regime``) whose index files the
+    run's data has; only those may be added (a variant reading a missing file would fail
+    every job). For a market-exposure or regime-mismatch hint they come first."""
+    moves: list[Move] = []
+    if failure_hint in REGIME_HINTS:
+        moves += [_add_filter(f) for f in REGIME_FILTERS if f in regime_filters]
+    moves += HINT_MOVES.get(failure_hint, ())
     moves += [m for m in GENERIC_MOVES if m not in moves]
     tried: list[StrategySpec] = []
     for move in moves:

@@ -27,9 +27,12 @@ import random
 import textwrap
 from typing import NamedTuple
 
+from strategies.blocks import FILTERS, filter_init
 from strategies.families import PARAM_SPACE, PORTFOLIO_PARAMS, jitter, reconcile_portfolio
 from strategies.mutate import tune
 from strategies.pairs import PairChoice
+from strategies.regime import INDEX_REGIME, INLINE_PARAMS, REGIME_STYLE, regime_symbol
+from strategies.regime import wanted as regime_wanted
 from strategies.spec import Origin, ParamValue, PortfolioFamily, StrategySpec
 
 PARAMS = PORTFOLIO_PARAMS  # each family's parameters and defaults (strategies.families)
@@ -64,6 +67,7 @@ class Template(NamedTuple):
     params: dict[str, ParamValue]
     long_short: bool
     note: str
+    filters: tuple[str, ...] = ()  # regime filters (strategies.regime)
 
 
 # First-iteration diversity: the family default first, then alternative designs.
@@ -114,13 +118,16 @@ def portfolio_spec(
     *,
     long_short: bool = False,
     note: str = "",
+    filters: tuple[str, ...] | list[str] = (),
 ) -> StrategySpec:
     family = PortfolioFamily(family)
     side = "-ls" if long_short and family == PortfolioFamily.CROSS_SECTIONAL_MOMENTUM else ""
+    regime = "".join(f"+{f}" for f in filters)
     spec = StrategySpec(
-        family=family, name=f"{family.value}{side}" + (f" | {note}" if note else ""),
+        family=family, name=f"{family.value}{side}{regime}" + (f" | {note}" if note else ""),
         approach=APPROACH[family], entry=family.value, sizing="target_weights",
         long_short=bool(side), parameters=dict(parameters or {}), scope=SCOPE,
+        filters=list(filters),
     )  # fmt: skip
     return reconcile_portfolio(spec)
 
@@ -138,6 +145,7 @@ def portfolio_slots(families: list[str], n: int, n_symbols: int) -> int:
     """All ``n`` slots when the run names only portfolio families; half (at least one) beside
     others; one (of 2+) when it names none but the universe has ``UNNAMED_FROM`` symbols or
     more; none for a single symbol, or a small universe the directive did not ask to rank."""
+    families = [f for f in families if f != REGIME_STYLE]  # a filter asked for, not a family
     named = [f for f in families if f in portfolio_families()]
     if n_symbols < MIN_SYMBOLS or n < 1:
         return 0
@@ -201,11 +209,19 @@ def propose_portfolio_specs(
     pool = [t for t in templates if t.family in wanted] or [
         t for t in templates if t.family != PortfolioFamily.PAIRS or pair is not None
     ]
+    if regime_wanted(families):  # each design, then the same design risk-on only
+        pool = [
+            v
+            for t in pool
+            for v in (t, t._replace(filters=(INDEX_REGIME,), note=f"{t.note}, risk-on only"))
+        ]
     for k in range(200):
         if len(out) >= n:
             break
         t = pool[k % len(pool)]
-        spec = portfolio_spec(t.family, t.params, long_short=t.long_short, note=t.note)
+        spec = portfolio_spec(
+            t.family, t.params, long_short=t.long_short, note=t.note, filters=t.filters
+        )
         if k >= len(pool):
             spec = jitter(spec, rng)
         add(spec, None, f"portfolio family: {t.note}")
@@ -241,7 +257,9 @@ def render_portfolio(spec: StrategySpec, *, bars_per_year: int = 252, class_name
     spec = reconcile_portfolio(spec)  # exactly the family's parameters
     family = PortfolioFamily(spec.family)
     params = "\n".join(
-        f'        ("{k}", {_literal(v, k in PARAM_SPACE and PARAM_SPACE[k].kind == "int")}),'
+        f"        # {k}={v}: reads {regime_symbol(v)}"
+        if k in INLINE_PARAMS
+        else f'        ("{k}", {_literal(v, k in PARAM_SPACE and PARAM_SPACE[k].kind == "int")}),'
         for k, v in spec.parameters.items()
     )
     rotation = family == PortfolioFamily.ROTATION
@@ -255,6 +273,7 @@ def render_portfolio(spec: StrategySpec, *, bars_per_year: int = 252, class_name
             inverse_vol="False" if rotation else "self.p.inverse_vol",
         )
     )
+    body = body.replace("@TRADED@", _traded(spec)) + _risk_on(spec)
     doc = textwrap.fill(f"Approach: {spec.approach}", width=92, initial_indent="    ",
                         subsequent_indent="    ")  # fmt: skip
     side = "long and short" if spec.long_short else "long only"
@@ -263,6 +282,7 @@ def render_portfolio(spec: StrategySpec, *, bars_per_year: int = 252, class_name
         "import math\n\nimport backtrader as bt\n\n\n"
         f"class {class_name}(bt.Strategy):\n"
         f'    """{spec.name}\n\n    Family: {family.value} (portfolio, {side}).\n{doc}\n'
+        f"{_regime_doc(spec)}"
         "    Orders are target-percent market orders: a rebalance on a bar's close fills at the\n"
         "    next bar's open; reductions are sent before additions, so their cash pays for them.\n"
         '    """\n\n'
@@ -270,6 +290,45 @@ def render_portfolio(spec: StrategySpec, *, bars_per_year: int = 252, class_name
         f'        ("bars_per_year", {int(bars_per_year)}),  # annualises realised vol\n'
         "    )\n" + body
     )
+
+
+def _traded(spec: StrategySpec) -> str:
+    """``__init__`` lines: the regime filters' index feeds (read by name, never traded) and
+    ``self.traded``, the universe's feeds (``self.datas`` without the index feeds)."""
+    lines: list[str] = []
+    feeds: list[str] = []
+    for f in spec.filters:
+        lines.append(f"        # filter: {f}")
+        for ln in filter_init(f, spec.parameters):
+            lines.append(f"        {ln}")
+            if ln.startswith("self.") and "getdatabyname" in ln:
+                feeds.append(ln.split(" = ", 1)[0])
+    if not feeds:
+        return "\n".join([*lines, "        self.traded = list(self.datas)"])
+    lines += [
+        f"        index_feeds = ({', '.join(feeds)}{',' if len(feeds) == 1 else ''})",
+        "        self.traded = [d for d in self.datas if not any(d is f for f in index_feeds)]",
+    ]
+    return "\n".join(lines)
+
+
+def _risk_on(spec: StrategySpec) -> str:
+    """The regime filters as one method: every one must say risk-on (a NaN says no)."""
+    conds = [f"({FILTERS[f].long_ok})" for f in spec.filters]
+    if not conds:
+        return "\n    def risk_on(self):\n        return True  # no regime filter\n"
+    why = textwrap.wrap("; ".join(FILTERS[f].why for f in spec.filters) + ".", width=88)
+    return (
+        "\n    def risk_on(self):\n"
+        + "".join(f"        # {ln}\n" for ln in why)
+        + f"        return {' and '.join(conds)}\n"
+    )
+
+
+def _regime_doc(spec: StrategySpec) -> str:
+    if not spec.filters:
+        return ""
+    return f"    Regime filter: {', '.join(spec.filters)} (cash when risk-off).\n"
 
 
 def _literal(value: ParamValue, is_int: bool) -> str:
@@ -280,11 +339,12 @@ def _literal(value: ParamValue, is_int: bool) -> str:
 
 _BODY = '''
     def __init__(self):
+@TRADED@
         # Daily-return volatility of each symbol: inverse-volatility and vol-targeted weights.
         self.vol = [
             bt.indicators.StdDev(bt.indicators.PercentChange(d.close, period=1),
                                  period=self.p.vol_lookback)
-            for d in self.datas
+            for d in self.traded
         ]
 
     def momentum(self, d):
@@ -301,12 +361,14 @@ _BODY = '''
     def targets(self):
         """Target weight of each feed (by position in self.datas): the rebalance's decision."""
         ranked = []
-        for i, d in enumerate(self.datas):
+        for i, d in enumerate(self.traded):
             score = self.momentum(d)
             if not math.isnan(score):
                 ranked.append((score, i))
         if len(ranked) < 2:
             return None  # not enough history yet: keep what is held
+        if not self.risk_on():
+            return {{}}  # the regime filter says risk-off: cash
         ranked.sort(reverse=True)
         shorts = {shorts}
         n = max(1, min({top_n}, len(ranked) // 2 if shorts else len(ranked) - 1))
@@ -351,18 +413,21 @@ _BODY = '''
         if not value > 0:
             return
         now = []
-        for i, d in enumerate(self.datas):
+        for i, d in enumerate(self.traded):
             now.append(self.getposition(d).size * d.close[0] / value)
         # Reductions first: their sales fund the additions at the same open.
-        for i, d in enumerate(self.datas):
+        for i, d in enumerate(self.traded):
             if weights.get(i, 0.0) < now[i]:
                 self.order_target_percent(data=d, target=weights.get(i, 0.0))
-        for i, d in enumerate(self.datas):
+        for i, d in enumerate(self.traded):
             if weights.get(i, 0.0) > now[i]:
                 self.order_target_percent(data=d, target=weights.get(i, 0.0))
 '''
 
 _PAIRS_BODY = '''
+    def __init__(self):
+@TRADED@
+
     def spread(self, ago):
         """log(a) - hedge_ratio * log(b), ``ago`` bars back."""
         a, b = self.datas[self.p.pair_a], self.datas[self.p.pair_b]
@@ -379,6 +444,11 @@ _PAIRS_BODY = '''
             return
         z = (values[0] - mean) / math.sqrt(var)
         held = self.getposition(a).size
+        if not self.risk_on():  # the regime filter says risk-off: flat
+            if held != 0:
+                self.order_target_percent(data=a, target=0.0)
+                self.order_target_percent(data=b, target=0.0)
+            return
         half = self.p.gross / 2.0
         if held == 0:
             # The short leg first: its sale funds the long leg at the same open.

@@ -34,6 +34,8 @@ from pathlib import Path
 from typing import Any
 
 from backtest.synthetic_universe import Kind, UniverseSpec, write_universe
+from swarm.cli_args import add_screen_arguments, screen_options
+from swarm.errors import UserInputError
 
 TARGET_FDR = 0.05
 TARGET_POWER = 0.90
@@ -107,6 +109,8 @@ class LoopOptions:
     variants: int | None = None
     max_iterations: int | None = None
     criteria: str | None = None
+    screen_size: int | None = None  # 0 = --no-screen
+    deflate_by: str | None = None
 
 
 @dataclass(frozen=True)
@@ -168,7 +172,9 @@ def run_config(spec: RunSpec, meta: dict[str, Any], data_dir: Path) -> tuple[Any
         # Every run on its own: the universes share symbol names (SYNA, ...), so a shared
         # memory would let earlier runs (and runs in parallel) steer later ones.
         memory_dir="off",
-    )
+        **{k: v for k, v in (("screen_size", opts.screen_size), ("deflate_by", opts.deflate_by))
+           if v is not None},
+    )  # fmt: skip
     return config, parse_criteria(opts.criteria)
 
 
@@ -235,6 +241,7 @@ def run_one(spec: RunSpec) -> dict[str, Any]:
         "verdict": v["verdict"],
         "iterations": v.get("iterations"),
         "n_trials": v.get("n_trials"),
+        "n_trials_effective": v.get("n_trials_effective"),
         "best_variant": v.get("best_variant"),
         "best_score": v.get("best_score"),
         "best_dsr": v.get("best_dsr"),
@@ -347,7 +354,9 @@ def run_line(r: dict[str, Any]) -> str:
     rule = "reversion" if r.get("universe_kind") == "reversion" else "momentum"
     trades = "-" if r.get("best_trades") is None else str(r["best_trades"])
     return (
-        f"{head} iters {r['iterations']:>2}  trials {r['n_trials']:>3}  "
+        f"{head} iters {r['iterations']:>2}  trials {r['n_trials']:>3}"
+        + (f" ({r['n_trials_effective']} eff)" if r.get("n_trials_effective") is not None else "")
+        + "  "
         f"best sharpe {_f(r['best_sharpe']):>5} trades {trades:>4} score {_f(r['best_score'])} "
         f"DSR {_f(r['best_dsr'], '.3f')}  holdout sharpe {_f(r['holdout_sharpe']):>5}"
         f"{_benchmark_part(r)}  (universe: {rule} rule sharpe "
@@ -413,6 +422,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--max-iterations", type=int, default=None, help="develop --max-iterations (default 10)"
     )
     p.add_argument("--criteria", default=None, help="develop --criteria (default the lab's)")
+    add_screen_arguments(p)  # develop's --screen-size / --no-screen / --deflate-by, passed on
     p.add_argument("--keep-checkpoints", action="store_true", help="keep each run's checkpoints")
     p.add_argument("--quiet", action="store_true", help="no progress on stderr")
     return p
@@ -453,9 +463,14 @@ def _plan(args: argparse.Namespace, out: Path) -> list[RunSpec]:
     workers = args.workers or 1
     if workers < 1:
         raise ValueError(f"--workers: {workers} must be at least 1")
+    try:
+        screen = screen_options(args)
+    except UserInputError as exc:
+        raise ValueError(str(exc)) from None
     options = LoopOptions(
-        variants=args.variants, max_iterations=args.max_iterations, criteria=args.criteria or None
-    )
+        variants=args.variants, max_iterations=args.max_iterations, criteria=args.criteria or None,
+        screen_size=screen["screen_size"], deflate_by=screen["deflate_by"],
+    )  # fmt: skip
     per_run = max(1, (os.cpu_count() or 1) // workers)
     base = base_universe(args)
     specs = []

@@ -12,6 +12,10 @@ from pathlib import Path
 from swarm.errors import UserInputError
 
 SOURCES = ("auto", "yfinance", "csv", "synthetic")
+# Screened parameter sets per tuning step (--screen-size). Measured on 5 tech symbols x 3
+# in-sample folds (2012-2019) on 2 shared cores: 500 sets in 1.9-2.3 s (1,000 in 3.9-4.6 s)
+# against 5-6 s for the iteration's own 75 Backtrader jobs, and a 1.3-2.8 MB series file.
+SCREEN_SIZE = 500
 TIMEFRAMES = ("1d", "1h")
 
 
@@ -79,3 +83,40 @@ def check_data_args(args: argparse.Namespace) -> tuple[date, date]:
     if not 0.05 <= args.holdout < 0.5:
         raise UserInputError(f"--holdout: {args.holdout} must be in [0.05, 0.5) (default 0.2)")
     return start, end
+
+
+def add_screen_arguments(p: argparse.ArgumentParser) -> None:
+    """TUNE through the screen and the deflation's trial count (develop and calibrate)."""
+    p.add_argument(
+        "--screen-size",
+        type=int,
+        default=SCREEN_SIZE,
+        metavar="N",
+        help=f"parameter sets a TUNE iteration screens around the best before Backtrader "
+        f"confirms the top ones (default {SCREEN_SIZE}; 0 = --no-screen)",
+    )
+    p.add_argument(
+        "--no-screen",
+        action="store_true",
+        help="TUNE proposes its few parameter moves directly, as before the screen",
+    )
+    p.add_argument(
+        "--deflate-by",
+        default="effective",
+        help="the deflated Sharpe's trial count: effective (default: clusters of correlated "
+        "trials) or raw (every trial)",
+    )
+
+
+def screen_options(args: argparse.Namespace) -> dict[str, object]:
+    """The RunConfig fields of ``add_screen_arguments`` (checked)."""
+    if args.screen_size < 0 or args.screen_size > 20_000:
+        raise UserInputError(
+            f"--screen-size: {args.screen_size} must be between 0 and 20000 (0 = --no-screen)"
+        )
+    if args.deflate_by not in ("effective", "raw"):
+        raise UserInputError(f"--deflate-by: {args.deflate_by!r}; use effective or raw")
+    return {
+        "screen_size": 0 if args.no_screen else args.screen_size,
+        "deflate_by": args.deflate_by,
+    }

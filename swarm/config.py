@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from backtest.contracts import CostModel
 from gate.contracts import Limits
+from swarm.cli_args import SCREEN_SIZE
 from swarm.llm.settings import LLMSettings
 
 
@@ -53,3 +54,11 @@ class RunConfig(BaseModel):
     memory_dir: str | None = None
     # "raw": split-adjusted closes without dividends; "adjusted": total return from adj_close.
     prices: Literal["raw", "adjusted"] = "raw"
+    # A RESEARCH round may add related symbols from --data-dir (swarm.research.rounds).
+    allow_universe_expansion: bool = False
+    # TUNE through the screen (backtest.sweep): parameter sets screened per TUNE iteration
+    # around the best catalogue spec, the best confirmed in Backtrader; 0 is --no-screen.
+    screen_size: int = Field(SCREEN_SIZE, ge=0, le=20_000)
+    # The DSR's trial count: "effective" (clusters of correlated trials, gate.effective) or
+    # "raw" (every trial, as before the screen).
+    deflate_by: Literal["effective", "raw"] = "effective"

@@ -20,7 +20,14 @@ import sys
 import traceback
 from pathlib import Path
 
-from swarm.cli_args import OneLineParser, add_data_arguments, check_data_args, parse_tickers
+from swarm.cli_args import (
+    OneLineParser,
+    add_data_arguments,
+    add_screen_arguments,
+    check_data_args,
+    parse_tickers,
+    screen_options,
+)
 from swarm.errors import UserInputError
 from swarm.llm.settings import parse_llm_arg
 
@@ -45,7 +52,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--families",
         help="comma-separated families to try, e.g. decision_pipeline (the analyst -> debate "
         "-> trader -> risk pipeline replayed weekly) or momentum,trend (default: all block "
-        "families; a directive saying 'analyst', 'debate' or 'agents decide' names the pipeline)",
+        "families; a directive saying 'analyst', 'debate' or 'agents decide' names the pipeline); "
+        "index_regime / vix_regime ask for the regime filter (SPY.csv, QQQ.csv / VIX.csv in "
+        "--data-dir), like 'regime filtered' in the directive",
     )
     p.add_argument(
         "--decision-cache",
@@ -53,6 +62,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="the decision pipeline's cache (default: the user cache dir, shared by runs)",
     )
     p.add_argument("--folds", type=int, default=3, help="walk-forward folds in-sample (default 3)")
+    add_screen_arguments(p)
     p.add_argument(
         "--prices",
         default="raw",
@@ -117,6 +127,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--llm-cache", type=Path, help="shared record/replay cache (default: in the run)"
+    )
+    p.add_argument(
+        "--allow-universe-expansion",
+        action="store_true",
+        help="a RESEARCH round may add related symbols from --data-dir (same sector, the "
+        "index ETFs) to the universe; the report says so",
     )
     p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     p.add_argument("--print-graph", action="store_true", help="print the graph as mermaid and exit")
@@ -197,11 +213,21 @@ def config_from_args(args: argparse.Namespace):
     benchmark = _benchmark(args.benchmark, plan.benchmark)
     families = _families(args.families, plan.preferred_families)
     _check_portfolio_universe(families, tickers)
+    from strategies.regime import REGIME_FILTERS, REGIME_STYLE
+    from swarm.regime_data import check_regime_data
+
+    # A regime filter named in --families is a style, as the directive's phrases make it.
+    styles = list(dict.fromkeys([*plan.preferred_families,
+                                 *(f for f in families if f in REGIME_FILTERS)]))  # fmt: skip
+    families = [f for f in families if f not in REGIME_FILTERS or f == REGIME_STYLE]
+    check_regime_data(  # a regime filter asked for needs its index files (swarm.regime_data)
+        styles, data_dir=args.data_dir, source=args.source, timeframe=args.timeframe,
+    )  # fmt: skip
     config = RunConfig(
         directive=directive,
         tickers=tickers,
         universe_source=universe_source,
-        preferred_families=plan.preferred_families,
+        preferred_families=styles,
         start=start,
         end=end,
         timeframe=args.timeframe,
@@ -227,6 +253,8 @@ def config_from_args(args: argparse.Namespace):
         decision_cache_dir=args.decision_cache.resolve() if args.decision_cache else None,
         memory_dir=_memory_dir(args),
         prices=args.prices,
+        allow_universe_expansion=args.allow_universe_expansion,
+        **screen_options(args),
     )
     return config, criteria
 
@@ -238,6 +266,7 @@ def _families(option: str | None, from_directive: list[str]) -> list[str]:
     from strategies.decision_family import FAMILY
     from strategies.families import known_families
     from strategies.portfolio import portfolio_families
+    from strategies.regime import REGIME_FILTERS
 
     if option is None:
         opted = {FAMILY.value, *portfolio_families()}
@@ -247,9 +276,10 @@ def _families(option: str | None, from_directive: list[str]) -> list[str]:
         raise UserInputError("--families: empty; give names like decision_pipeline or momentum")
     known = known_families()
     for name in names:
-        if name not in known:
+        if name not in known and name not in REGIME_FILTERS:
             raise UserInputError(
-                f"--families: {name!r} is not a family; use one or more of {', '.join(known)}"
+                f"--families: {name!r} is not a family; use one or more of {', '.join(known)}, "
+                f"or a regime filter ({', '.join(REGIME_FILTERS)})"
             )
     return list(dict.fromkeys(names))
 

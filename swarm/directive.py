@@ -10,6 +10,8 @@ import re
 
 from pydantic import BaseModel
 
+from strategies.regime import REGIME_STYLE
+
 # Longest phrases first so "mean reversion" wins over a bare "reversion".
 STYLE_KEYWORDS: list[tuple[str, list[str]]] = [
     # The analyst -> debate -> trader -> risk pipeline, replayed as a strategy family.
@@ -51,6 +53,14 @@ SECTORS: dict[str, list[str]] = {
     "etf": ["SPY", "QQQ", "IWM", "DIA"],
     "crypto": ["BTC-USD", "ETH-USD"],
 }
+INDEX_SECTORS = frozenset({"index", "indices", "indexes", "etf"})
+# "regime filtered", "regime filter", "risk-on", "when the index is above its 200-day average":
+# the index regime filter (strategies.regime) is asked for by name.
+_REGIME = re.compile(
+    r"\bregime[\s-]*filter(?:ed|s)?\b|\brisk[\s-]+on\b|\bindex\s+filter|"
+    r"\babove\s+(?:its|the)\s+\d+[\s-]*day",
+    re.I,
+)
 DEFAULT_UNIVERSE = SECTORS["tech"]
 ALL_FAMILIES = ["momentum", "mean_reversion", "breakout", "trend", "volatility"]
 _TICKER = re.compile(r"(?<![\w$])\$?([A-Z]{1,5}(?:-USD)?)(?![\w])")
@@ -115,9 +125,13 @@ def parse_directive(directive: str) -> Plan:
         tickers, source = DEFAULT_UNIVERSE, "default"
 
     timeframe = "1h" if re.search(r"\b(hourly|intraday|1h)\b", text.lower()) else "1d"
+    # The regime filter: asked for by name, or trend following on the index ETFs (whose
+    # universe holds the index series the filter reads).
+    if _REGIME.search(text) or ("trend" in families and sector in INDEX_SECTORS and not explicit):
+        families.append(REGIME_STYLE)
     return Plan(
         directive=original,
-        style=families[0] if families else "any",
+        style=next((f for f in families if f != REGIME_STYLE), "any"),
         preferred_families=families,
         universe_source=source,
         tickers=list(tickers),

@@ -49,6 +49,7 @@ from swarm.config import RunConfig
 from swarm.context import RunContext
 from swarm.errors import UserInputError
 from swarm.progress import Progress
+from swarm.regime_data import load_index_series
 from swarm.state import checkpoint_allowlist
 
 RECURSION_LIMIT = 1_000  # ~8 super-steps per iteration; far above any configured limit
@@ -105,6 +106,8 @@ def _load(config: RunConfig) -> tuple[dict[str, LoadedBars], dict[str, Any], dic
     except BacktestError as exc:
         raise UserInputError(str(exc)) from None
     benchmark, bench_summary = _load_benchmark(config, data, calendar, folds)
+    # The index series a regime filter may read: loaded now so the manifest hashes them.
+    indices = load_index_series(config, data)
     ppy = periods_per_year(pd.DataFrame(index=calendar), config.timeframe)
     data_summary = {
         "split": split.model_dump(mode="json"),
@@ -113,6 +116,7 @@ def _load(config: RunConfig) -> tuple[dict[str, LoadedBars], dict[str, Any], dic
         "periods_per_year": ppy,
         "symbols": {s: d.summary() for s, d in data.items()},
         "benchmark": bench_summary,
+        "indices": {s: d.summary() for s, d in indices.items()},
     }
     pieces = {
         "split": split,
@@ -120,6 +124,7 @@ def _load(config: RunConfig) -> tuple[dict[str, LoadedBars], dict[str, Any], dic
         "holdout_fold": hold,
         "periods_per_year": ppy,
         "benchmark": benchmark,
+        "cache": {"index_bars": indices},  # swarm.regime_data reads them from there
     }
     return data, pieces, data_summary
 
@@ -188,7 +193,10 @@ def _news(config: RunConfig) -> list[Any]:
 
 
 def _context_kwargs(config, criteria, data, pieces, data_summary) -> dict[str, Any]:
-    cache = {"data_summary": data_summary, "criteria_text": _criteria_text(config, criteria)}
+    cache = pieces["cache"] | {
+        "data_summary": data_summary,
+        "criteria_text": _criteria_text(config, criteria),
+    }
     # Old manifests (before benchmarks) show what the run now compares with.
     data_summary.setdefault("benchmark", {"name": config.benchmark})
     return {"data": data, **pieces, "news_items": _news(config), "cache": cache}
@@ -251,6 +259,9 @@ def prepare_resume(run_dir: Path, *, quiet: bool = False, workers: int | None = 
         manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
         recorded = dict(manifest["config"])
         criteria = Criteria.model_validate(recorded.pop("criteria"))
+        # A run started before the screen keeps tuning and deflating as it started.
+        recorded.setdefault("screen_size", 0)
+        recorded.setdefault("deflate_by", "raw")
         config = RunConfig.model_validate(recorded)
     except (ValueError, KeyError) as exc:
         raise UserInputError(f"--resume: {manifest_path} is unreadable ({exc})") from None
@@ -270,7 +281,11 @@ def prepare_resume(run_dir: Path, *, quiet: bool = False, workers: int | None = 
         )
     run = RunFolder(run_dir)
     # Half-written files of an interrupted atomic write (tmp + rename): never read, only litter.
-    for stray in [*run_dir.rglob("*.tmp"), *run_dir.rglob("*.tmp.png")]:
+    for stray in [
+        *run_dir.rglob("*.tmp"),
+        *run_dir.rglob("*.tmp.png"),
+        *run_dir.rglob("*.tmp.npz"),
+    ]:
         stray.unlink(missing_ok=True)
     if run.tracker.repaired_bytes:
         progress.stage(
@@ -313,6 +328,16 @@ def _check_same_data(recorded: dict[str, Any], now: dict[str, Any]) -> None:
             f"--resume: the benchmark's data changed since the run started (recorded "
             f"{before[:12]}…, now {str(after)[:12]}…); restore it or start a new run"
         )
+    if "indices" in recorded:  # runs from before the regime filter recorded none
+        was = {s: d["sha256"] for s, d in recorded["indices"].items()}
+        now_ = {s: d["sha256"] for s, d in now["indices"].items()}
+        if was != now_:
+            changed = sorted(s for s in was.keys() | now_.keys() if was.get(s) != now_.get(s))
+            raise UserInputError(
+                f"--resume: the index series changed since the run started ({', '.join(changed)}"
+                f": recorded {sorted(was)}, now {sorted(now_)}, or their sha256s differ); "
+                "restore them or start a new run"
+            )
     for key in ("split", "folds", "holdout_fold"):
         if recorded.get(key) != now[key]:
             raise UserInputError(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -51,7 +52,17 @@ _CHECKED: set[Path] = set()
 
 
 def _run_folders(root: Path) -> list[Path]:
-    return sorted({p.parent for p in root.rglob("manifest.json")} - _CHECKED)
+    """Develop-run folders under ``root`` not checked yet (an analysis folder of
+    ``swarm.analyze`` has a manifest too, but is not a run)."""
+    found = set()
+    for manifest in root.rglob("manifest.json"):
+        try:
+            entry = json.loads(manifest.read_text(encoding="utf-8")).get("entry_point")
+        except (OSError, ValueError, AttributeError):
+            entry = None  # unreadable or not an object: check_run names what is wrong
+        if entry != "swarm.analyze":
+            found.add(manifest.parent)
+    return sorted(found - _CHECKED)
 
 
 def _check_folders(root: Path) -> list[str]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import random
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 
 from gate.contracts import FailureAnalysis, Hint, VariantEvaluation, Veto
@@ -20,6 +21,11 @@ from strategies.mutate import fix, refine, toward_more_trades, tune
 from strategies.spec import Origin, StrategySpec
 
 ALL_FAMILIES = ["momentum", "mean_reversion", "breakout", "trend", "volatility"]
+
+
+# Parameter sets around the best so far: (parent, how many, trial keys to avoid) -> specs.
+# ``strategies.mutate.tune`` by default; the graph node passes the screen (``backtest.sweep``).
+Tuner = Callable[[StrategySpec, int, set[str]], list[StrategySpec]]
 
 
 @dataclass(frozen=True)
@@ -62,9 +68,20 @@ def propose(
     failure: FailureAnalysis | None,
     min_trades: int,
     directive_families: list[str] | None = None,
+    tuner: Tuner | None = None,
+    regime_filters: Collection[str] = (),
 ) -> list[Proposal]:
     """``directive_families``: the families the directive named; they fill at least half of
-    the first iteration (later rounds follow the research's order)."""
+    the first iteration (later rounds follow the research's order).
+
+    ``tuner``: what fills the slots around the best so far (TUNE's, and the share FIX and
+    REFINE keep for tuning); None is ``tune``'s few random grid moves, as before the screen.
+    A tuner ranks its sets itself (the screen ranks below the trade floor last), so TUNE's
+    directed moves toward more trades are ``tune``'s alone.
+
+    ``regime_filters``: the regime filters the run's data has the index files for; REFINE
+    may add them (``strategies.mutate.refine``).
+    """
     route = Origin(route)
     seen = set(seen)
     out: list[Proposal] = []
@@ -97,12 +114,14 @@ def propose(
             hint = refine_hints[i % len(refine_hints)]
             with contextlib.suppress(LookupError):  # every design change already tried
                 add(
-                    refine(spec, failure_hint=hint, rng=rng, seen=seen),
+                    refine(
+                        spec, failure_hint=hint, rng=rng, seen=seen, regime_filters=regime_filters
+                    ),
                     ev.variant_id,
                     f"refine: {hint}",
                 )
 
-    if route == Origin.TUNE and best is not None and Hint.TOO_FEW_TRADES in hints:
+    if route == Origin.TUNE and best is not None and Hint.TOO_FEW_TRADES in hints and not tuner:
         # A near miss on the trade floor: half the slots move toward more signals.
         best_id, best_spec = best
         for spec in toward_more_trades(best_spec, max(1, n // 2), rng=rng, seen=seen):
@@ -110,6 +129,9 @@ def propose(
 
     if route in (Origin.TUNE, Origin.FIX, Origin.REFINE) and best is not None:
         best_id, best_spec = best
+        if tuner is not None:
+            for spec in tuner(best_spec, max(0, n - len(out)), set(seen)):
+                add(spec, best_id, "screened around the best so far")
         for spec in tune(best_spec, max(0, n - len(out)), rng=rng, seen=seen):
             add(spec, best_id, "tune around the best so far")
 

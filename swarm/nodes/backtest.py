@@ -21,9 +21,11 @@ from langgraph.runtime import Runtime
 from langgraph.types import Send
 
 from backtest.contracts import BacktestJob, BacktestResult
+from backtest.executor import error_result
 from strategies.portfolio import LABEL as PORTFOLIO
 from strategies.portfolio import SCOPE
 from swarm.context import RunContext
+from swarm.regime_data import index_hashes, missing_indices, missing_message, with_index_feeds
 from swarm.state import BacktestTask, DevelopState, StoredResult
 
 BACKTEST_NODE = "backtest"
@@ -80,43 +82,65 @@ def fan_out_backtests(state: DevelopState) -> list[Send]:
 
 
 def job_bars(
-    ctx: RunContext, symbol: str, *, holdout: bool = False
+    ctx: RunContext, symbol: str, *, holdout: bool = False, code: str | None = None
 ) -> pd.DataFrame | dict[str, pd.DataFrame]:
     """A job's bars: one symbol's, or every symbol's for the portfolio label, in the
     universe's order (``self.datas``); in-sample only (the holdout stays sealed) unless
-    ``holdout`` (the winner's one holdout run)."""
+    ``holdout`` (the winner's one holdout run). ``code``: the index feeds it reads (a regime
+    filter's, ``swarm.regime_data``) are added after the traded feeds."""
+
+    # One in-sample frame per symbol for the run, shared by all its jobs: the pool's batcher
+    # then cuts one window per symbol and chunk, and pickles it once (backtest.batching).
+    insample: dict[str, tuple[pd.DataFrame, pd.DataFrame]] = ctx.cache.setdefault(
+        "insample_frames", {}
+    )  # symbol -> (its loaded bars, their in-sample frame)
 
     def one(s: str) -> pd.DataFrame:
-        return ctx.data[s].bars if holdout else ctx.insample_bars(s)
+        full = ctx.data[s].bars
+        if holdout:
+            return full
+        if s not in insample or insample[s][0] is not full:  # memo of these very bars
+            insample[s] = (full, ctx.insample_bars(s))
+        return insample[s][1]
 
-    if symbol == PORTFOLIO:
-        return {s: one(s) for s in ctx.symbols}
-    return one(symbol)
+    bars = {s: one(s) for s in ctx.symbols} if symbol == PORTFOLIO else one(symbol)
+    return with_index_feeds(ctx, bars, symbol, code, holdout=holdout)
 
 
-def data_sha256(ctx: RunContext, symbol: str) -> str:
-    """The sha256 of a job's data: the symbol's file, or (portfolio) of the files' hashes."""
+def data_sha256(ctx: RunContext, symbol: str, code: str | None = None) -> str:
+    """The sha256 of a job's data: the symbol's file, or (portfolio) of the files' hashes;
+    with the index files ``code`` reads (a regime filter's), of those hashes and theirs."""
     if symbol != PORTFOLIO:
-        return ctx.data[symbol].sha256
-    joined = ",".join(f"{s}:{ctx.data[s].sha256}" for s in ctx.symbols)
-    return hashlib.sha256(joined.encode()).hexdigest()
+        traded = ctx.data[symbol].sha256
+    else:
+        joined = ",".join(f"{s}:{ctx.data[s].sha256}" for s in ctx.symbols)
+        traded = hashlib.sha256(joined.encode()).hexdigest()
+    indices = index_hashes(ctx, code)
+    if not indices:
+        return traded
+    return hashlib.sha256(",".join([f"{symbol}:{traded}", *indices]).encode()).hexdigest()
 
 
 def backtest(task: BacktestTask, runtime: Runtime[RunContext]) -> dict[str, list[StoredResult]]:
     ctx = runtime.context
     fold = ctx.folds[task.fold]
     variant_id, symbol = task.variant_id, task.symbol
+    code = read_code(ctx, variant_id, task.code_sha256)
+    missing = missing_indices(ctx, code)
     job = BacktestJob(
         job_id=job_id(task.iteration, variant_id, symbol, fold.index),
         variant_id=variant_id,
-        code=read_code(ctx, variant_id, task.code_sha256),
+        code=code,
         symbol=symbol,
-        bars=job_bars(ctx, symbol),  # the holdout stays sealed
+        bars=job_bars(ctx, symbol, code=code),  # the holdout stays sealed
         fold=fold,
         costs=ctx.config.costs,
         periods_per_year=ctx.periods_per_year,
     )
-    result = ctx.executor.submit(job).result()
+    if missing:  # the code reads an index the run lacks: say which file, not KeyError
+        result = error_result(job, missing_message(ctx, missing))
+    else:
+        result = ctx.executor.submit(job).result()
     rel = result_file(variant_id, symbol, task.fold)
     # The one JSON form of a result (NaN kept as NaN, as the metrics produce it). Atomic and
     # deterministic (duration_s aside): a replayed task rewrites the same file.

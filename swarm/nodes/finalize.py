@@ -33,11 +33,12 @@ from gate.contracts import Route
 from gate.evaluate import deflated_sharpe_of
 from gate.ledger import TrialLedger
 from gate.stats import expected_max_sharpe
-from swarm.analyze.family import holdout_variant, with_holdout_code
+from swarm.analyze.family import holdout_note, holdout_variant, with_holdout_code
 from swarm.context import RunContext
 from swarm.nodes.backtest import PORTFOLIO, data_sha256, job_bars, job_symbols
 from swarm.nodes.gate import portfolio_series
 from swarm.nodes.strategy import with_code
+from swarm.regime_data import reproduce_data
 from swarm.state import BestSoFar, DevelopState
 
 
@@ -58,7 +59,8 @@ def holdout(state: DevelopState, runtime: Runtime[RunContext]) -> dict[str, Any]
             variant_id=winner_id,
             code=variant["code"],
             symbol=symbol,
-            bars=job_bars(ctx, symbol, holdout=True),  # a portfolio winner: every symbol at once
+            # a portfolio winner: every symbol at once; a regime filter's index feed added
+            bars=job_bars(ctx, symbol, holdout=True, code=variant["code"]),
             fold=fold,
             costs=cfg.costs,
             periods_per_year=ctx.periods_per_year,
@@ -84,7 +86,8 @@ def holdout(state: DevelopState, runtime: Runtime[RunContext]) -> dict[str, Any]
                 run_id=ctx.run.root.name, iteration=state["iteration"], variant_id=winner_id,
                 symbol=r.symbol, symbols=ctx.symbols if r.symbol == PORTFOLIO else [r.symbol],
                 status=r.status, error=r.error, metrics=r.metrics, gate_score=state["best"].score,
-                data_sha256=data_sha256(ctx, r.symbol), code_sha256=variant["code_sha256"],
+                data_sha256=data_sha256(ctx, r.symbol, variant["code"]),
+                code_sha256=variant["code_sha256"],
                 parent_id=variant.get("parent_id"), recorded_at=datetime.now(UTC).isoformat(),
             ),
         )  # fmt: skip
@@ -149,9 +152,14 @@ def finalize(state: DevelopState, runtime: Runtime[RunContext]) -> dict[str, Any
                 "to": fold.end.isoformat(),
                 "runs": {
                     s: {
-                        "data": [ctx.data[x].path for x in ctx.symbols]
-                        if s == PORTFOLIO
-                        else ctx.data[s].path,
+                        # the traded file(s), then a regime filter's index file(s)
+                        "data": reproduce_data(
+                            ctx,
+                            [ctx.data[x].path for x in ctx.symbols]
+                            if s == PORTFOLIO
+                            else ctx.data[s].path,
+                            best_variant and best_variant.get("code"),
+                        ),
                         "final_value": m.final_value,
                     }  # fmt: skip
                     for s, m in h.per_symbol.items()
@@ -183,7 +191,9 @@ def finalize(state: DevelopState, runtime: Runtime[RunContext]) -> dict[str, Any
 
     verdict = Verdict(
         verdict="SUCCESS" if success else "ABANDON",
-        reason=last.reasoning if last else "no iteration completed",
+        reason="; ".join(
+            filter(None, [last.reasoning if last else "no iteration completed", holdout_note(ctx)])
+        ),
         iterations=len(decisions),
         best_variant=best_id,
         # A winner from a family the directive did not name is allowed, and said.
@@ -194,6 +204,8 @@ def finalize(state: DevelopState, runtime: Runtime[RunContext]) -> dict[str, Any
         ),
         n_backtests=state.get("n_backtests", 0),
         n_trials=ledger.n_trials,
+        n_trials_effective=ledger.n_effective,
+        deflated_by="effective" if ledger.deflate_effective else "raw",
         best_dsr=best_eval.dsr if best_eval else None,
         best_score=best_eval.score if best_eval else None,
         # The same deflated_sharpe_of the gate selected with, now over every trial of the run.
@@ -278,7 +290,8 @@ def finalize(state: DevelopState, runtime: Runtime[RunContext]) -> dict[str, Any
     ctx.progress.stage(
         "done",
         f"{verdict.verdict} after {verdict.iterations} iteration(s), {verdict.n_backtests} "
-        f"backtests, {verdict.n_trials} trials; best {best_id or '–'}",
+        f"backtests, {verdict.n_trials} trials ({verdict.n_trials_effective} effective); best "
+        f"{best_id or '–'}",
     )
     return {"verdict": verdict}
 
@@ -300,7 +313,7 @@ def _deflated_alpha_all_trials(best_eval: BestSoFar | None, ledger: TrialLedger)
     if alpha is None:
         return None
     return deflated_alpha(
-        alpha, trial_variance=ledger.trial_alpha_variance(), n_trials=ledger.n_trials
+        alpha, trial_variance=ledger.trial_alpha_variance(), n_trials=ledger.deflation_trials()
     )
 
 
@@ -316,17 +329,16 @@ def _trial_sharpes(
     scale = math.sqrt(periods_per_year)
     values = [float(v) * scale for v in ledger.sharpes()]
     threshold = None
-    if ledger.n_trials >= 1:
-        threshold = float(
-            expected_max_sharpe(ledger.n_trials) * math.sqrt(ledger.trial_sharpe_variance()) * scale
-        )
+    n = ledger.deflation_trials()  # the N and V the DSR deflates with
+    if n >= 1:
+        threshold = float(expected_max_sharpe(n) * math.sqrt(ledger.deflation_variance()) * scale)
     m = best_eval.metrics if best_eval else None
     best = float(m.sharpe_per_period) * scale if m and m.sharpe_per_period is not None else None
     return {
         "values": values,
         "threshold": threshold,
         "best": best,
-        "n_trials": ledger.n_trials,
+        "n_trials": n,
         "n_with_sharpe": len(values),
         "unit": "annualised",
     }

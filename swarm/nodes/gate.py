@@ -50,6 +50,7 @@ from swarm.nodes.backtest import (
     read_code,
 )
 from swarm.nodes.llm_log import llm_logger, log_usage
+from swarm.nodes.trials import measure_effective, variant_trial_keys
 from swarm.state import BestSoFar, DevelopState, Evaluation, SpaResult
 
 
@@ -75,6 +76,15 @@ def gate(state: DevelopState, runtime: Runtime[RunContext]) -> dict[str, Any]:
     # PBO and the reality check cover every variant the run has tried, this iteration's too.
     series = _run_series(ctx, state, results, [v.variant_id for v in variants])
     spa_p, spa_trials = run_spa(series, bench, seed=ctx.config.seed)
+    # The effective trial count over every trial the ledger will hold after this iteration.
+    ledger.deflate_effective = ctx.config.deflate_by == "effective"
+    ledger.effective = measure_effective(
+        ctx,
+        set(ledger.trials) | {v.spec.trial_key() for v in variants},
+        series,
+        variant_trial_keys(state.get("all_variants", {}), variants),
+        None if ctx.benchmark.is_cash else bench,
+    )
     evaluated = evaluate_variants(
         [(v.variant_id, v.spec.family.value, v.spec.trial_key()) for v in variants],
         results,
@@ -102,7 +112,8 @@ def gate(state: DevelopState, runtime: Runtime[RunContext]) -> dict[str, Any]:
     ctx.progress.stage(
         "gate",
         f"iteration {state['iteration']}: {n_passed}/{len(evaluations)} passed; best score "
-        f"{max((e.score for e in evaluations), default=0):.3f}; trials counted {ledger.n_trials}; "
+        f"{max((e.score for e in evaluations), default=0):.3f}; trials counted {ledger.n_trials} "
+        f"({ledger.n_effective} effective); "
         f"SPA p vs {ctx.benchmark.name} {_p(spa_p)} over {spa_trials} trials",
     )
     return {
@@ -169,7 +180,8 @@ def _lookahead_veto(
         # A portfolio variant is checked on its whole universe, its feeds cut together.
         on = PORTFOLIO if ev.family in portfolio_families() else symbol
         report = check_lookahead(
-            code_by_id[ev.variant_id], job_bars(ctx, on), fold=fold,
+            code_by_id[ev.variant_id], job_bars(ctx, on, code=code_by_id[ev.variant_id]),
+            fold=fold,
             costs=ctx.config.costs, executor=ctx.executor, symbol=on,
         )  # fmt: skip
         reports[ev.variant_id] = report.model_dump(mode="json")
@@ -334,7 +346,7 @@ def _record_iteration(ctx: RunContext, state: DevelopState, decision: GateDecisi
                     code_sha256=variant.code_sha256,
                     symbol=symbol,
                     symbols=ctx.symbols if symbol == PORTFOLIO else [symbol],
-                    data_sha256=data_sha256(ctx, symbol),
+                    data_sha256=data_sha256(ctx, symbol, variant.code),
                     folds=[
                         FoldRecord(fold=r.fold, status=r.status, error=r.error, metrics=r.metrics)
                         for r in rs

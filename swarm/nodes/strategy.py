@@ -3,17 +3,22 @@
 from __future__ import annotations
 
 import random
+from collections.abc import Collection
 from datetime import UTC, datetime
 from typing import Any
 
 from langgraph.runtime import Runtime
 
+from experiments.records import ScreenedTrial, ScreenRecord, VariantRejectedRecord, append_record
 from gate.contracts import FailureAnalysis, VariantEvaluation
+from gate.ledger import TrialLedger
 from strategies.blocks import ENTRIES, EXITS, FILTERS, SIZINGS
 from strategies.codegen import code_sha256, make_variant
 from strategies.decision_family import is_decision_spec
+from strategies.mutate import neighbourhood
 from strategies.pairs import PairChoice, best_pair
 from strategies.portfolio import SCOPE, is_portfolio_spec, portfolio_slots, propose_portfolio_specs
+from strategies.regime import REGIME_FILTERS, available_filters
 from strategies.spec import StrategySpec, StrategyVariant
 from strategies.validate import validate_code
 from swarm.agents.strategy_dev import Proposal, preferred_order, propose
@@ -22,6 +27,7 @@ from swarm.context import RunContext
 from swarm.llm.brains import llm_strategy_specs
 from swarm.nodes.backtest import code_file
 from swarm.nodes.llm_log import llm_logger
+from swarm.regime_data import available_indices
 from swarm.state import RESET, DevelopState
 
 
@@ -41,8 +47,10 @@ def with_code(ctx: RunContext, entry: dict[str, Any]) -> dict[str, Any]:
     return entry | {"code": read_code(ctx, entry["variant_id"], entry["code_sha256"])}
 
 
-def catalogue_text() -> str:
-    """The block catalogue as the LLM sees it: ids and their parameters with defaults."""
+def catalogue_text(regime_filters: Collection[str] = ()) -> str:
+    """The block catalogue as the LLM sees it: ids and their parameters with defaults. A
+    regime filter is listed only when in ``regime_filters``, those whose index files the
+    run has (``strategies.regime.available_filters``)."""
     lines = []
     for kind, blocks in (
         ("entries", ENTRIES),
@@ -53,6 +61,7 @@ def catalogue_text() -> str:
         items = [
             f"{bid}({', '.join(f'{k}={v}' for k, v in b.params.items())})"
             for bid, b in blocks.items()
+            if bid not in REGIME_FILTERS or bid in regime_filters
         ]
         lines.append(f"{kind}: " + "; ".join(items))
     return "\n".join(lines)
@@ -112,6 +121,90 @@ def _own_best(
     return ev.variant_id, spec
 
 
+def _screens(cfg: Any, best: tuple[str, StrategySpec] | None) -> bool:
+    """Tuning goes through the screen when it is on and the rules brain's parent is a
+    single-symbol catalogue spec the screen reproduces; otherwise tuning is unchanged."""
+    from backtest.sweep import supported
+
+    return cfg.screen_size > 0 and best is not None and supported(best[1])
+
+
+def screen_file(iteration: int) -> str:
+    """Run-folder path of one sweep's return series (``backtest.sweep.write_batch``)."""
+    return f"screens/i{iteration:02d}.npz"
+
+
+class ScreenTuner:
+    """The rules brain's tuner (``swarm.agents.strategy_dev.Tuner``) through the screen.
+
+    Called with the parent and the slots to fill, it screens ``screen_size`` parameter sets
+    around the parent on every symbol x in-sample fold and returns the top ones for Backtrader
+    to confirm (``backtest.sweep``). Every screened set is a trial: it goes into ``ledger`` (a
+    copy of the state's, for the node to return), into one ``screen`` record and, with its
+    in-sample return series, into ``screens/iNN.npz``.
+    """
+
+    def __init__(
+        self,
+        ctx: RunContext,
+        state: DevelopState,
+        best: tuple[str, StrategySpec] | None,
+        *,
+        iteration: int,
+        route: str,
+    ) -> None:
+        self.ctx, self.state, self.iteration, self.route = ctx, state, iteration, route
+        self.parent_id = best[0] if best else None
+        self.ledger: TrialLedger | None = None
+
+    def __call__(self, parent: StrategySpec, n: int, seen: set[str]) -> list[StrategySpec]:
+        from backtest.sweep import screen_sets, windows_for, write_batch
+
+        ctx, cfg = self.ctx, self.ctx.config
+        if n <= 0 or self.ledger is not None or self.parent_id is None:  # one sweep per iteration
+            return []
+        universe = ("screen_windows", tuple(ctx.symbols))
+        if universe not in ctx.cache:  # the Backtrader jobs' bars and folds, built once
+            frames = {s: ctx.insample_bars(s) for s in ctx.symbols}
+            ctx.cache[universe] = windows_for(frames, ctx.folds)
+        # A sample of its own: a pure function of the run's seed, the iteration and the round.
+        seed = (cfg.seed, self.iteration, self.state.get("research_round", 1))
+        specs = neighbourhood(parent, cfg.screen_size, seed=seed, seen=seen)
+        sweep = screen_sets(
+            specs, ctx.cache[universe], costs=cfg.costs,
+            bars_per_year=ctx.periods_per_year, periods_per_year=ctx.periods_per_year,
+            min_trades=ctx.criteria.min_trades,
+        )  # fmt: skip
+        top = sweep.top(n)
+        rel = screen_file(self.iteration)
+        write_batch(ctx.run.path(rel), sweep)
+        ledger = (self.state.get("ledger") or TrialLedger()).model_copy(deep=True)
+        for s in sweep.sets:
+            ledger.record(s.trial_key, s.sharpe_per_period, n_obs=s.n_obs)
+        self.ledger = ledger
+        append_record(
+            ctx.run.tracker,
+            ScreenRecord(
+                run_id=ctx.run.root.name, iteration=self.iteration, route=self.route,
+                parent_id=self.parent_id, symbols=ctx.symbols, n_sets=len(sweep.sets),
+                n_symbols=sweep.n_symbols, n_folds=sweep.n_folds, min_trades=sweep.min_trades,
+                series_file=rel, confirmed=[s.trial_key for s in top],
+                trials=[
+                    ScreenedTrial(trial_key=s.trial_key, parameters=s.spec.parameters,
+                                  sharpe=s.sharpe, n_trades=s.n_trades, error=s.error)
+                    for s in sweep.top(len(sweep.sets))
+                ],
+                recorded_at=datetime.now(UTC).isoformat(),
+            ),
+        )  # fmt: skip
+        ctx.progress.stage(
+            "screen",
+            f"screened {len(sweep.sets)} sets on {sweep.n_symbols} symbols x {sweep.n_folds} "
+            f"folds in {sweep.seconds:.1f} s, confirming top {len(top)}",
+        )
+        return [s.spec for s in top]
+
+
 def strategy_dev(state: DevelopState, runtime: Runtime[RunContext]) -> dict[str, Any]:
     ctx = runtime.context
     cfg = ctx.config
@@ -160,22 +253,27 @@ def strategy_dev(state: DevelopState, runtime: Runtime[RunContext]) -> dict[str,
 
     custom_code: dict[str, str] = {}
     proposals: list[Proposal] = []
+    regime_filters = available_filters(available_indices(ctx))  # those the run's data allows
     if ctx.llm is not None and not ctx.llm.exhausted and n_blocks > 0:
         parent = best[0] if best and route in ("TUNE", "FIX", "REFINE") else None
         for spec, code, why in llm_strategy_specs(
             ctx.llm, n=n_blocks, route=route,
             brief=_brief(state, route, best, last, failure, families),
-            catalogue=catalogue_text(), seen=seen,
+            catalogue=catalogue_text(regime_filters), seen=seen,
             untrusted=[i.headline for i in ctx.news_items], log=llm_logger(ctx, iteration=iteration, route=route),
         ):  # fmt: skip
             if code is not None:
                 custom_code[spec.trial_key()] = code
             proposals.append(Proposal(spec, parent, why))
             seen = seen | {spec.trial_key()}
+    # TUNE through the screen: the slots around the best so far (backtest.sweep).
+    screen = ScreenTuner(ctx, state, rules_best, iteration=iteration, route=route) if _screens(
+        cfg, rules_best) else None  # fmt: skip
     proposals += propose(
         route=route, n=n_blocks - len(proposals), rng=rng, seen=seen, families=families,
         suggested=suggested, best=rules_best, last=rules_last, failure=failure,
         min_trades=ctx.criteria.min_trades, directive_families=cfg.preferred_families,
+        tuner=screen, regime_filters=regime_filters,
     ) if len(proposals) < n_blocks else []  # fmt: skip
     proposals = pipeline + proposals
 
@@ -210,18 +308,14 @@ def strategy_dev(state: DevelopState, runtime: Runtime[RunContext]) -> dict[str,
         all_variants[variant_id] = index_entry(record)
         if not report.ok:
             rejected += 1
-            ctx.run.tracker.append(
-                {
-                    "kind": "variant_rejected", "run_id": ctx.run.root.name,
-                    "iteration": iteration, "route": route, "variant_id": variant_id,
-                    "parent_id": prop.parent_id, "code_sha256": variant.code_sha256,
-                    "errors": report.errors,
-                    "symbols": ctx.symbols,
-                    "metrics": None,
-                    "gate_score": None,
-                    "status": "rejected",
-                    "recorded_at": datetime.now(UTC).isoformat(),
-                }
+            append_record(
+                ctx.run.tracker,
+                VariantRejectedRecord(
+                    run_id=ctx.run.root.name, iteration=iteration, route=route,
+                    variant_id=variant_id, parent_id=prop.parent_id,
+                    code_sha256=variant.code_sha256, errors=report.errors, symbols=ctx.symbols,
+                    recorded_at=datetime.now(UTC).isoformat(),
+                ),
             )  # fmt: skip
             continue
         variants.append(record)
@@ -233,4 +327,6 @@ def strategy_dev(state: DevelopState, runtime: Runtime[RunContext]) -> dict[str,
         f"{len(variants)} variants ({', '.join(v['spec']['name'] for v in variants)})"
         + (f", {rejected} rejected by validation" if rejected else ""),
     )
-    return {"variants": variants, "all_variants": all_variants, "results": RESET}
+    return {"variants": variants, "all_variants": all_variants, "results": RESET} | (
+        {"ledger": screen.ledger} if screen is not None and screen.ledger is not None else {}
+    )

@@ -434,3 +434,25 @@ def test_the_lookahead_check_cuts_a_portfolio_s_feeds_together() -> None:
     biased = check_lookahead(peek, bars, fold=fold, n_cuts=4, symbol="AAPL+MSFT",
                              policy=SandboxPolicy(validate=False))  # fmt: skip
     assert biased.biased and biased.integrity is None, biased
+
+
+def test_a_fill_on_an_index_feed_is_an_integrity_error() -> None:
+    """A regime filter's index feed (``index:SPY``) is read, never traded: the books refuse a
+    fill on it, and a symbol job fed one still books its trades flat to flat."""
+    bars = {"A": BARS, "index:SPY": BARS * 3}
+    job = BacktestJob(job_id="p", variant_id="v", code="", symbol="A", bars=bars, fold=FOLD,
+                      costs=COSTS)  # fmt: skip
+    bought = min(3 * OPEN[3] * 1.0005, 3 * OPEN[3] + 6)
+    log = FillLog(fills=[_fill(2, 3, 1.0, bought, data=1)],
+                  values=np.full(len(BARS), COSTS.cash))  # fmt: skip
+    with pytest.raises(IntegrityError, match="index feed index:SPY, which a strategy reads"):
+        keep_books(job, log)
+    # Two partial sales of one long: one trade (flat to flat), not two reductions.
+    fills = [_fill(2, 3, 10.0, buy_price(3)), _fill(4, 5, -4.0, sell_price(5)),
+             _fill(6, 7, -6.0, sell_price(7))]  # fmt: skip
+    single = keep_books(_job(), FillLog(fills=fills, values=_honest_values(fills)))
+    fed = keep_books(job, FillLog(fills=fills, values=_honest_values(fills)))
+    assert len(fed.result.trade_pnls) == len(single.result.trade_pnls) == 1
+    assert fed.result.trade_pnls == single.result.trade_pnls
+    assert np.array_equal(fed.values, single.values)
+    assert {f.symbol for f in fed.fills} == {"A"}

@@ -119,3 +119,76 @@ def test_cut_positions_and_padding(bars: pd.DataFrame) -> None:
     hourly = cut_positions(idx, Fold(index=0, warmup_start=date(2015, 1, 2),
                                      start=date(2015, 1, 2), end=date(2015, 1, 5)), 20)  # fmt: skip
     assert all(idx[i].normalize() != idx[i + 1].normalize() for i in hourly)
+
+
+# A portfolio that swaps its whole book between two symbols: orders on both feeds.
+SWAP = """
+import backtrader as bt
+
+
+class Swap(bt.Strategy):
+    params = dict(every=10)
+
+    def next(self):
+        if len(self) % self.p.every:
+            return
+        first = (len(self) // self.p.every) % 2 == 0
+        a, b = self.datas[0], self.datas[1]
+        self.order_target_percent(data=b if first else a, target=0.0)
+        self.order_target_percent(data=a if first else b, target=0.45)
+"""
+
+
+@pytest.mark.integration
+def test_order_rows_name_their_symbol_in_a_portfolio_job() -> None:
+    """A portfolio job's orders (like its fills) carry the feed's name, so the check can tell
+    an order for AAPL from the same order for MSFT; a one-symbol job's rows stay as they were."""
+    from backtest.contracts import BacktestJob
+    from backtest.engine import execute
+    from backtest.lookahead import compare_traces
+    from backtest.trace import collect_trace
+
+    bars = {s: read_real_bars(s, "2015-01-01", "2015-12-31") for s in ("AAPL", "MSFT")}
+    fold = Fold(index=0, warmup_start=date(2015, 1, 2), start=date(2015, 3, 2),
+                end=date(2015, 12, 31))  # fmt: skip
+    run = execute(BacktestJob(job_id="p", variant_id="v", code=SWAP, symbol="AAPL+MSFT",
+                              bars=bars, fold=fold))  # fmt: skip
+    orders = collect_trace(run)["orders"]
+    assert orders and all(len(row) == 5 for row in orders)
+    assert {row[4] for row in orders} == {"AAPL", "MSFT"}
+    # The same order for the other symbol is a mismatch.
+    swapped = [row[:4] + [{"AAPL": "MSFT", "MSFT": "AAPL"}[row[4]]] for row in orders]
+    dates = [ts.date() for ts in bars["AAPL"].index]
+    full = {"orders": orders, "fills": [], "lines": {}}
+    cut = {"orders": swapped, "fills": [], "lines": {}}
+    diff = compare_traces(full, cut, len(dates) - 1, dates)
+    assert diff is not None and "order #1 differs" in diff and "MSFT" in diff
+    one = execute(BacktestJob(job_id="s", variant_id="v", code=src.SMA_CROSS, symbol="AAPL",
+                              bars=bars["AAPL"], fold=fold))  # fmt: skip
+    assert all(len(row) == 4 for row in collect_trace(one)["orders"])
+
+
+@pytest.mark.integration
+def test_a_regime_filtered_variant_passes_and_a_peek_at_the_index_is_caught(pool) -> None:
+    """The index feed (``index:SPY``) is cut with the traded symbol: the regime filter is
+    clean; the same filter reading the index's next close is flagged."""
+    from strategies.families import with_regime_filter
+
+    spec = with_regime_filter(default_spec(Family.TREND))
+    code = render(spec)
+    assert validate_code(code).ok
+    bars = {
+        "MSFT": read_real_bars("MSFT", "2014-01-01", "2016-12-31"),
+        "index:SPY": read_real_bars("SPY", "2014-01-01", "2016-12-31"),
+    }
+    fold = FAMILY_FOLD.model_copy(update={"warmup_start": date(2014, 1, 2)})
+    honest = check_lookahead(code, bars, fold=fold, costs=CostModel(), executor=pool,
+                             symbol="MSFT")  # fmt: skip
+    assert honest.checked and not honest.biased, honest.mismatches[:3]
+    peek = code.replace(  # the index's average over its next closes
+        "bt.indicators.SMA(self.regime_feed.close,", "bt.indicators.SMA(self.regime_feed.close(1),"
+    )
+    assert peek != code and not validate_code(peek).ok
+    biased = check_lookahead(peek, bars, fold=fold, costs=CostModel(), executor=pool,
+                             symbol="MSFT", policy=BYPASS)  # fmt: skip
+    assert biased.checked and biased.biased, biased

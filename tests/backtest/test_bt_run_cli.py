@@ -178,3 +178,38 @@ def test_orders_the_broker_refused_are_counted_and_warned(capsys, tmp_path: Path
     assert refused > 0
     assert len(out["warnings"]) == 1 and f"refused {refused} order(s)" in out["warnings"][0]
     assert "warning: AAPL: the broker refused" in err
+
+
+@pytest.mark.integration
+def test_a_regime_strategy_gets_its_index_file_from_the_data_dir(
+    capsys, tmp_path: Path, daily_dir: Path
+) -> None:
+    """A strategy reading ``getdatabyname("index:SPY")`` gets SPY.csv from --data-dir as an
+    extra feed (never traded); without the file, exit 2 naming it (was a KeyError)."""
+    import shutil
+
+    from strategies.codegen import render
+    from strategies.families import default_spec, with_regime_filter
+    from strategies.spec import Family
+
+    regime = tmp_path / "regime.py"
+    regime.write_text(render(with_regime_filter(default_spec(Family.TREND))))
+    plain = tmp_path / "plain.py"
+    plain.write_text(render(default_spec(Family.TREND)))
+    window = ("--tickers", "AAPL", "--start", "2008-01-01", "--end", "2010-12-31")
+    rc, out, err = _run(capsys, str(regime), "--data-dir", str(daily_dir), *window,
+                        "--check-lookahead", "--cuts", "3")  # fmt: skip
+    assert rc == 0 and out["status"] == "ok", (out, err)
+    assert out["lookahead"]["biased"] is False and out["lookahead"]["checked"] is True
+    rc, bare, _ = _run(capsys, str(plain), "--data-dir", str(daily_dir), *window)
+    assert rc == 0 and 0 < out["metrics"]["n_trades"] < bare["metrics"]["n_trades"]
+
+    data = tmp_path / "data"
+    data.mkdir()
+    shutil.copy(daily_dir / "AAPL.csv", data / "AAPL.csv")
+    rc, out, err = _run(capsys, str(regime), "--data-dir", str(data), *window)
+    assert rc == 2 and out is None and len(err.strip().splitlines()) == 1, err
+    assert err.startswith("backtest.run: --data-dir: the strategy reads the index SPY")
+    assert f"add SPY.csv to {data}" in err and "Traceback" not in err
+    rc, out, _ = _run(capsys, str(plain), "--data-dir", str(data), *window)
+    assert rc == 0 and out["status"] == "ok"  # no index read: none needed

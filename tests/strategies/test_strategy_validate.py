@@ -175,3 +175,26 @@ def test_legal_code_still_passes(body: str) -> None:
     )
     report = validate_code(code)
     assert report.ok, report.errors
+
+
+# Regression: the lint rejected slicing any plain list (``xs[1:]``) as if it were a data line.
+@pytest.mark.parametrize(
+    ("body", "ok"),
+    [
+        ("xs = [1, 2, 3]\nys = xs[1:]", True),
+        ("ys = sorted([3, 1, 2])[1:3]", True),
+        ("ys = self.datas[1:]", True),  # the feeds' list, not a line
+        ("ys = [d.close[0] for d in self.datas][2:]", True),
+        ("ys = self.data.close[1:]", False),
+        ("ys = self.data.close.array[1:]", False),
+        ("ys = self.datas[0].close[1:]", False),
+        ("ys = self.sma[1:]", False),  # an indicator held on self
+        ("close = self.data.close\nys = close[1:]", False),
+        ("ys = self.lines[0][1:]", False),
+    ],
+)
+def test_only_lines_are_refused_a_positive_slice(body: str, ok: bool) -> None:
+    report = validate_code(strategy(body))
+    assert report.ok is ok, report.errors
+    if not ok:
+        assert any("slices with a positive bound" in e for e in report.errors)

@@ -137,3 +137,49 @@ def test_bad_benchmark_exits_2_with_one_line_and_no_run_folder(
     assert len(err.splitlines()) == 1, err
     assert err.startswith("error: ") and needle in err, err
     assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").iterdir())
+
+
+@pytest.mark.parametrize(
+    ("families", "missing"),
+    [("index_regime", "SPY.csv"), ("momentum,vix_regime", "VIX.csv"), ("Index-Regime", "SPY.csv")],
+)
+def test_a_regime_filter_in_families_needs_its_index_file(
+    capsys, tmp_path, daily_dir, families, missing
+):
+    """--families index_regime / vix_regime ask for the filter as the directive's phrases do:
+    without its index file in --data-dir the run is refused before anything runs."""
+    import shutil
+
+    data = tmp_path / "data"
+    data.mkdir()
+    shutil.copy(daily_dir / "AAPL.csv", data / "AAPL.csv")
+    code, err, out = _run(capsys, tmp_path, "--directive", "momentum", "--tickers", "AAPL",
+                          "--data-dir", str(data), "--families", families)  # fmt: skip
+    assert code == 2 and len(err.splitlines()) == 1, err
+    assert f"the regime filter needs {missing} in {data}" in err
+    assert "out of --families" in err and out == ""
+    assert not (tmp_path / "runs").exists()
+
+
+def test_a_regime_filter_in_families_is_a_style_of_the_run(daily_dir):
+    from swarm.develop import build_parser, config_from_args
+
+    def config(families):
+        args = build_parser().parse_args(["--directive", "momentum", "--tickers", "AAPL",
+                                          "--data-dir", str(daily_dir), "--offline",
+                                          "--families", families])  # fmt: skip
+        return config_from_args(args)[0]
+
+    both = config("momentum,index_regime,vix_regime")
+    assert both.preferred_families == ["momentum", "index_regime", "vix_regime"]
+    # index_regime stays a named family (the portfolio proposers read it there, as from the
+    # directive); vix_regime is a style only.
+    assert both.families == ["momentum", "index_regime"]
+    assert config("index_regime").families == ["index_regime"]
+
+
+def test_an_unknown_family_names_the_regime_filters_too(capsys, tmp_path, daily_dir):
+    code, err, _ = _run(capsys, tmp_path, "--directive", "momentum", "--tickers", "AAPL",
+                        "--data-dir", str(daily_dir), "--families", "regime")  # fmt: skip
+    assert code == 2 and "--families: 'regime' is not a family" in err
+    assert "or a regime filter (index_regime, vix_regime)" in err

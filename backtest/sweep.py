@@ -1,0 +1,197 @@
+"""TUNE through the screen: many parameter sets ranked in-sample, the best few for Backtrader.
+
+Why: a Backtrader job costs tens of milliseconds, so a TUNE iteration could only try five
+parameter sets; the screen (``backtest.screen``) reproduces a catalogue spec's trades for a
+fraction of a millisecond. A sweep screens hundreds of sets around the parent on every symbol x
+in-sample fold (the very windows, costs and ``bars_per_year`` of the Backtrader jobs: the
+holdout stays sealed), ranks them, and hands the top k back as ordinary variants. Backtrader
+still judges: only its confirmed results reach the gate. Every screened set is a trial all
+the same (the gate's ledger counts it, and the deflation clusters them: ``gate.effective``).
+
+The in-sample score a sweep ranks on is the annualised Sharpe of the set's equal-weight
+portfolio over the symbols, folds concatenated: the figure ``gate.aggregate`` computes for a
+variant from its Backtrader results, so a confirmed variant's Sharpe is the one it was ranked
+on. Sets below the gate's trade floor (a hard veto) rank after every set above it.
+
+Pure: no I/O; the node writes the batch (``write_batch``) and the records.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from backtest.contracts import CostModel, Fold
+from backtest.screen import Evaluation, Window, evaluate
+from backtest.screen_blocks import Unsupported, check_supported
+from backtest.screen_indicators import IndicatorZeroDivision
+from strategies.spec import StrategySpec
+
+
+def supported(spec: StrategySpec) -> bool:
+    """Whether the screen reproduces ``spec`` (else TUNE proposes as it always did)."""
+    try:
+        check_supported(spec)
+    except Unsupported:
+        return False
+    return True
+
+
+@dataclass(frozen=True)
+class ScreenedSet:
+    """One screened parameter set: its in-sample portfolio figures."""
+
+    spec: StrategySpec
+    trial_key: str
+    sharpe: float | None  # annualised, the equal-weight portfolio over symbols and folds
+    sharpe_per_period: float | None
+    n_obs: int
+    n_trades: int  # closed round trips over every window
+    error: str | None = None  # a window failed (Backtrader would fail there too)
+
+
+@dataclass
+class Sweep:
+    """A screened batch, best first, with every set's portfolio returns (one row per set)."""
+
+    sets: list[ScreenedSet]
+    dates: list[str]
+    returns: np.ndarray  # len(sets) x len(dates); 0.0 where a set has no return that day
+    n_symbols: int
+    n_folds: int
+    seconds: float = 0.0
+    min_trades: int = 0
+    ranked: list[int] = field(default_factory=list)  # order of ``sets`` by rank (best first)
+
+    def top(self, k: int) -> list[ScreenedSet]:
+        return [self.sets[i] for i in self.ranked[: max(0, k)]]
+
+
+def windows_for(
+    frames: dict[str, pd.DataFrame], folds: list[Fold]
+) -> dict[tuple[str, int], Window]:
+    """Every symbol x fold window, as the engine feeds them (built once per run: the windows
+    keep the indicator cache a sweep shares)."""
+    return {
+        (symbol, fold.index): Window.from_frame(frame, fold, symbol)
+        for symbol, frame in frames.items()
+        for fold in folds
+    }
+
+
+def _returns(run: Evaluation) -> np.ndarray:
+    equity = run.equity()
+    return equity[1:] / equity[:-1] - 1.0
+
+
+def screen_sets(
+    specs: list[StrategySpec],
+    windows: dict[tuple[str, int], Window],
+    *,
+    costs: CostModel,
+    bars_per_year: int,
+    periods_per_year: int,
+    min_trades: int = 0,
+) -> Sweep:
+    """Screen every spec on every window; rank (trade floor met, Sharpe) best first.
+
+    Raises ``Unsupported`` when a spec holds a block the screen cannot reproduce.
+    """
+    started = time.perf_counter()
+    keys = sorted({d for w in windows.values() for d in w.return_keys})
+    position = {d: i for i, d in enumerate(keys)}
+    slots = {
+        wk: np.fromiter((position[d] for d in w.return_keys), dtype=np.int64)
+        for wk, w in windows.items()
+    }
+    n_dates = len(keys)
+    returns = np.zeros((len(specs), n_dates))
+    out: list[ScreenedSet] = []
+    for row, spec in enumerate(specs):
+        total = np.zeros(n_dates)
+        count = np.zeros(n_dates)
+        trades, error = 0, None
+        for wk, window in windows.items():
+            try:
+                run = evaluate(spec, window, costs=costs, bars_per_year=bars_per_year)
+            except IndicatorZeroDivision as exc:
+                error = f"{wk[0]}/fold{wk[1]}: ZeroDivisionError: {exc}"
+                continue
+            r = _returns(run)
+            at = slots[wk][: r.size]
+            total[at] += r
+            count[at] += 1
+            trades += int(run.fill_sizes.size // 2)
+        have = count > 0
+        port = np.where(have, total / np.maximum(count, 1), 0.0)
+        returns[row] = port
+        sr_pp = _sharpe_pp(port[have])
+        out.append(
+            ScreenedSet(
+                spec=spec,
+                trial_key=spec.trial_key(),
+                sharpe=None if sr_pp is None else sr_pp * math.sqrt(periods_per_year),
+                sharpe_per_period=sr_pp,
+                n_obs=int(have.sum()),
+                n_trades=trades,
+                error=error,
+            )
+        )
+    ranked = sorted(range(len(out)), key=lambda i: _rank_key(out[i], min_trades))
+    return Sweep(
+        sets=out,
+        dates=keys,
+        returns=returns,
+        n_symbols=len({s for s, _ in windows}),
+        n_folds=len({f for _, f in windows}),
+        seconds=time.perf_counter() - started,
+        min_trades=min_trades,
+        ranked=ranked,
+    )
+
+
+def _sharpe_pp(rets: np.ndarray) -> float | None:
+    """The per-period Sharpe as ``backtest.metrics.compute_metrics`` defines it."""
+    if rets.size < 2:
+        return None
+    std = float(rets.std(ddof=1))
+    return float(rets.mean()) / std if std > 1e-15 else None
+
+
+def _rank_key(s: ScreenedSet, min_trades: int) -> tuple[int, int, float, str]:
+    """Failed sets last, then sets under the trade floor, then by Sharpe (ties: the key)."""
+    return (
+        int(s.error is not None or s.sharpe is None),
+        int(s.n_trades < min_trades),
+        -(s.sharpe if s.sharpe is not None else -math.inf),
+        s.trial_key,
+    )
+
+
+# --- the batch file: a run folder's record of every screened set's returns ----------------
+
+
+def write_batch(path: Path, sweep: Sweep) -> None:
+    """The batch's return series beside the run (not in the checkpointed state), so the
+    effective trial count can be recomputed from the run folder alone."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp.npz")
+    np.savez_compressed(
+        tmp,
+        keys=np.array([s.trial_key for s in sweep.sets]),
+        dates=np.array(sweep.dates),
+        # float32: ~7 significant digits are plenty for correlations, at half the size.
+        returns=sweep.returns.astype(np.float32),
+    )
+    tmp.replace(path)
+
+
+def read_batch(path: Path) -> tuple[list[str], list[str], np.ndarray]:
+    """(trial keys, dates, returns matrix) of a batch written by ``write_batch``."""
+    with np.load(path, allow_pickle=False) as z:
+        return z["keys"].tolist(), z["dates"].tolist(), z["returns"].astype(np.float64)

@@ -138,3 +138,38 @@ def test_ray_matches_the_process_pool(jobs: list[BacktestJob]) -> None:
     import ray
 
     assert not ray.is_initialized()  # shut down by close()
+
+
+@pytest.fixture(scope="module")
+def portfolio_jobs() -> list[BacktestJob]:
+    """Portfolio-scope jobs: one strategy over four real feeds (``bars`` a dict), each
+    template of the portfolio families once (long/short, inverse-vol, rotation)."""
+    from strategies.codegen import render
+    from strategies.portfolio import TEMPLATES, portfolio_spec
+
+    bars = {
+        s: read_real_bars(s, "2014-01-01", "2016-12-31") for s in ("AAPL", "MSFT", "INTC", "CSCO")
+    }
+    jobs = []
+    for i, t in enumerate(TEMPLATES):
+        spec = portfolio_spec(t.family, t.params, long_short=t.long_short, note=t.note)
+        jobs.append(
+            BacktestJob(job_id=f"p{i}", variant_id=f"p{i}", code=render(spec),
+                        symbol="PORTFOLIO", bars=bars, fold=FOLD)
+        )  # fmt: skip
+    return jobs
+
+
+@pytest.mark.integration
+@pytest.mark.slow
+def test_ray_matches_the_process_pool_on_portfolio_jobs(
+    portfolio_jobs: list[BacktestJob],
+) -> None:
+    pytest.importorskip("ray")
+    with ProcessPoolBackend(2) as pool:
+        expected = pool.map(portfolio_jobs)
+    with make_executor("ray", workers=2) as ray_ex:
+        got = ray_ex.map(portfolio_jobs)
+    assert all(r.status == JobStatus.OK for r in expected), [r.error for r in expected]
+    assert sum(r.metrics.n_trades for r in expected) > 0  # they trade: the comparison bites
+    assert _comparable(got) == _comparable(expected)

@@ -26,7 +26,7 @@ sys.path.insert(0, str(ROOT))
 from backtest.batching import BLOCK_WEIGHT, JOB_FIXED_BARS, code_blocks, window_bars  # noqa: E402
 from backtest.contracts import BacktestJob, CostModel, Fold  # noqa: E402
 from backtest.engine import execute  # noqa: E402
-from benchmarks.pool_main_thread import load  # noqa: E402
+from benchmarks.backtest_throughput import load  # noqa: E402
 from strategies.codegen import render  # noqa: E402
 from strategies.families import default_spec  # noqa: E402
 from strategies.spec import Family  # noqa: E402

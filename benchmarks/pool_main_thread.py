@@ -30,29 +30,22 @@ import time
 from datetime import date
 from pathlib import Path
 
-import pandas as pd
-
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from backtest.contracts import BacktestJob, BacktestResult, CostModel, Fold, JobStatus  # noqa: E402
 from backtest.executor import ProcessPoolBackend  # noqa: E402
+from benchmarks.backtest_throughput import load  # noqa: E402
 from strategies.codegen import render  # noqa: E402
 from strategies.families import default_spec  # noqa: E402
 from strategies.spec import Family  # noqa: E402
 
-DATA = ROOT.parent / "shared" / "data" / "ohlcv" / "daily"
 SYMBOLS = ("AAPL", "MSFT", "NVDA", "AMZN", "GOOG")
 FOLDS = (
     Fold(index=0, warmup_start=date(2011, 1, 3), start=date(2012, 1, 3), end=date(2014, 12, 31)),
     Fold(index=1, warmup_start=date(2014, 1, 2), start=date(2015, 1, 2), end=date(2017, 12, 29)),
     Fold(index=2, warmup_start=date(2017, 1, 3), start=date(2018, 1, 2), end=date(2020, 12, 31)),
 )
-
-
-def load(symbol: str) -> pd.DataFrame:
-    df = pd.read_csv(DATA / f"{symbol}.csv", parse_dates=["date"]).set_index("date")
-    return df[["open", "high", "low", "close", "volume"]].astype("float64")
 
 
 def make_jobs() -> list[BacktestJob]:

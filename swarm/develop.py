@@ -358,6 +358,9 @@ def main(argv: list[str] | None = None) -> int:
         )
         print(root)
         return 130
+    except UserInputError as exc:  # found only once the checkpoint is read (e.g. on --resume)
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     except Exception as exc:  # an internal failure: keep the folder and say where it is
         prepared.run.write_json(
             "error.json", {"error": repr(exc), "traceback": traceback.format_exc()}

@@ -436,6 +436,20 @@ def make_llm_client(cfg: RunConfig, run: RunFolder):
     return LLMClient(cfg.llm_settings, cache_dir=cache_dir)
 
 
+def _restore_universe(ctx: RunContext, symbols: list[str] | None) -> None:
+    """A resumed run whose research widened the universe (``--allow-universe-expansion``)
+    loads the added symbols again, and its benchmark takes them again, before any node runs."""
+    if not symbols or set(symbols) <= set(ctx.symbols):
+        return
+    from swarm.research.round_study import restore_universe
+
+    try:
+        added = restore_universe(ctx, list(symbols))
+    except ValueError as exc:
+        raise UserInputError(str(exc)) from None
+    ctx.progress.stage("resume", f"universe widened by research again: {', '.join(added)}")
+
+
 def execute(prepared: Prepared) -> Outcome:
     """Run the graph to its end, from the start or from the run's last checkpoint."""
     from swarm.graph import build_graph
@@ -461,6 +475,7 @@ def execute(prepared: Prepared) -> Outcome:
             return Outcome(state=dict(snapshot.values), already_finished=True)
         step = (snapshot.metadata or {}).get("step") if started else None
         if started:
+            _restore_universe(ctx, snapshot.values.get("symbols"))
             pending = [t for t in snapshot.tasks if t.result is None]
             done = len(snapshot.tasks) - len(pending)
             prepared.progress.stage(

@@ -325,6 +325,17 @@ def test_expansion_adds_related_symbols_only_with_the_flag(tmp_path, allow: bool
     resumed = _context(tmp_path / "resumed", ["AAPL", "MSFT"], allow=True, data_dir=folder)
     assert round_study.restore_universe(resumed, state["symbols"]) == ["NVDA", "SPY"]
     assert resumed.symbols == ctx.symbols
+    # ... and swarm.run's resume does it before any node runs (the checkpoint's symbols).
+    from swarm.run import _restore_universe
+
+    again = _context(tmp_path / "again", ["AAPL", "MSFT"], allow=True, data_dir=folder)
+    again.benchmark = Benchmark(
+        name="buy-and-hold", held={s: d.bars for s, d in again.data.items()}
+    )
+    _restore_universe(again, state["symbols"])
+    assert again.symbols == ctx.symbols and list(again.benchmark.held) == ctx.symbols
+    _restore_universe(again, ["AAPL"])  # nothing added: nothing to do
+    assert again.symbols == ctx.symbols
 
 
 def _poisoned(ctx):

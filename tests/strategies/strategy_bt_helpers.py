@@ -76,3 +76,15 @@ def run_code(code: str, bars: pd.DataFrame, cash: float = 100_000.0) -> RunResul
     cerebro.run()
     result.final_value = cerebro.broker.getvalue()
     return result
+
+
+def run_exported(script: str, args: list[str], *, cwd=None, timeout: int = 120) -> float:
+    """Run an exported ``strategy.py`` in plain backtrader; its printed ``final_value``."""
+    import re
+    import subprocess
+    import sys
+
+    proc = subprocess.run([sys.executable, script, *args], cwd=cwd, capture_output=True,
+                          text=True, timeout=timeout)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    return float(re.search(r"final_value=([0-9.]+)", proc.stdout).group(1))

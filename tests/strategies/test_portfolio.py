@@ -8,6 +8,7 @@ from datetime import date
 
 import pytest
 from conftest import read_real_bars
+from strategy_bt_helpers import run_exported
 
 from backtest.contracts import BacktestJob, Fold, JobStatus
 from backtest.engine import execute
@@ -178,9 +179,6 @@ def test_a_develop_run_with_portfolio_families(tmp_path, daily_dir) -> None:
 def test_an_exported_portfolio_strategy_reproduces_the_lab_s_final_value(tmp_path, daily_dir):
     """The export's runner takes --data once per symbol, aligns them as the lab does, and
     plain backtrader ends on the lab's final value (to 1e-6)."""
-    import re
-    import subprocess
-    import sys
 
     from experiments.export import standalone_source
     from strategies.codegen import class_name
@@ -197,13 +195,8 @@ def test_an_exported_portfolio_strategy_reproduces_the_lab_s_final_value(tmp_pat
     script = tmp_path / "strategy.py"
     script.write_text(standalone_source(code, class_name(spec.name), costs={}))
     data = [a for s in symbols for a in ("--data", str(daily_dir / f"{s}.csv"))]
-    proc = subprocess.run(
-        [sys.executable, str(script), *data, "--from", "2012-01-03", "--to", "2016-12-30",
-         "--trade-start", "2013-01-02"],
-        capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    value = float(re.search(r"final_value=([0-9.]+)", proc.stdout).group(1))
+    value = run_exported(str(script), [*data, "--from", "2012-01-03", "--to", "2016-12-30",
+                                       "--trade-start", "2013-01-02"])  # fmt: skip
     assert value == pytest.approx(lab.metrics.final_value, abs=1e-6)
 
 
@@ -215,7 +208,6 @@ def test_a_cross_sectional_edge_is_found_by_a_portfolio_variant_and_exported(tmp
     names no family ("alpha"). The loop ends in SUCCESS with a portfolio-scope winner, and its
     export reproduces the recorded holdout value in plain backtrader."""
     import json
-    import re
     import subprocess
     import sys
 
@@ -244,10 +236,7 @@ def test_a_cross_sectional_edge_is_found_by_a_portfolio_variant_and_exported(tmp
     line = next(ln for ln in (out / "README.md").read_text().splitlines()
                 if ln.strip().startswith("python strategy.py --data") and "#" in ln)  # fmt: skip
     args, recorded = line.split("#")
-    proc = subprocess.run([sys.executable, "strategy.py", *args.split()[2:]], cwd=out,
-                          capture_output=True, text=True, timeout=300)  # fmt: skip
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    value = float(re.search(r"final_value=([0-9.]+)", proc.stdout).group(1))
+    value = run_exported("strategy.py", args.split()[2:], cwd=out, timeout=300)
     assert value == pytest.approx(float(recorded), abs=1e-6)
 
 

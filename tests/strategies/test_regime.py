@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from conftest import read_real_bars
+from strategy_bt_helpers import run_exported
 
 from backtest.contracts import BacktestJob, Fold, JobStatus
 from backtest.engine import execute
@@ -229,7 +230,6 @@ def test_a_missing_index_file_exits_2_naming_it(capsys, tmp_path, daily_dir) -> 
 @pytest.mark.integration
 def test_an_exported_regime_strategy_reproduces_the_lab_s_final_value(tmp_path, daily_dir):
     """The index is one more --data, last; plain backtrader ends on the lab's final value."""
-    import re
     import subprocess
     import sys
 
@@ -256,13 +256,8 @@ def test_an_exported_regime_strategy_reproduces_the_lab_s_final_value(tmp_path, 
         assert "INDEX_FEEDS = ('SPY',)" in source
         script.write_text(source)
         data = [a for s in files for a in ("--data", str(daily_dir / f"{s}.csv"))]
-        proc = subprocess.run(
-            [sys.executable, str(script), *data, "--from", "2007-01-03", "--to", "2010-12-31",
-             "--trade-start", "2008-01-02"],
-            capture_output=True, text=True, timeout=120,
-        )  # fmt: skip
-        assert proc.returncode == 0, proc.stderr[-2000:]
-        value = float(re.search(r"final_value=([0-9.]+)", proc.stdout).group(1))
+        value = run_exported(str(script), [*data, "--from", "2007-01-03", "--to", "2010-12-31",
+                                           "--trade-start", "2008-01-02"])  # fmt: skip
         assert value == pytest.approx(lab.metrics.final_value, abs=1e-6)
     short = subprocess.run([sys.executable, str(script), "--data", str(daily_dir / "AAPL.csv")],
                            capture_output=True, text=True, timeout=120)  # fmt: skip

@@ -15,7 +15,8 @@ import pytest
 from conftest import read_real_bars
 
 from backtest import data
-from backtest.data import cache_path, load_bars, load_universe, synthetic_bars
+from backtest.data import load_bars, load_universe, synthetic_bars
+from backtest.data_cache import cache_path, write_cache
 from backtest.errors import DataError
 
 START, END = date(2015, 1, 1), date(2016, 12, 31)
@@ -169,7 +170,7 @@ def test_chain_yfinance_then_cache_round_trip(tmp_path: Path) -> None:
 @pytest.mark.unit
 def test_cache_edge_slack(tmp_path: Path) -> None:
     bars = synthetic_bars("ABC", date(2015, 1, 5), date(2015, 12, 30))
-    data.write_cache("ABC", bars, "1d", tmp_path)
+    write_cache("ABC", bars, "1d", tmp_path)
     hit = load_bars(
         "ABC", start=date(2015, 1, 1), end=date(2015, 12, 31), source="cache", cache_dir=tmp_path
     )

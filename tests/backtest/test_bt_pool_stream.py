@@ -15,12 +15,13 @@ import pytest
 from conftest import read_real_bars
 
 import backtest.batching as batching
-import backtest.executor as executor
+import backtest.executor_pool as executor_pool
 from backtest.batching import code_blocks, job_cost, share_windows, window_bars
 from backtest.books import feed_frame
 from backtest.contracts import BacktestJob, Fold, JobStatus
 from backtest.engine import run_job
-from backtest.executor import ProcessPoolBackend, SerialBackend, _InFlight
+from backtest.executor import ProcessPoolBackend, SerialBackend
+from backtest.executor_stream import _InFlight
 from backtest.sandbox import SandboxOutcome, SandboxPolicy, error_outcome
 from strategies.codegen import render
 from strategies.families import default_spec
@@ -162,7 +163,7 @@ def test_the_callers_thread_never_cuts_bars(bars, monkeypatch) -> None:
         return real(frame, fold)
 
     monkeypatch.setattr(batching, "feed_frame", spy)
-    monkeypatch.setattr(executor, "trim_bars", lambda job: pytest.fail("trimmed per job"))
+    monkeypatch.setattr(executor_pool, "trim_bars", lambda job: pytest.fail("trimmed per job"))
     jobs = _jobs(src.SMA_CROSS, bars) + _jobs(
         src.SMA_CROSS.replace("fast=10", "fast=12"), bars, "w"
     )

@@ -1,0 +1,325 @@
+"""The parent side of a sandboxed run: fork confined children, feed them nonces, collect.
+
+``_run_in_children`` forks one confined child (``backtest.sandbox_child``) for a list of
+same-code jobs, reads its result pipe and its stdout/stderr through ``poll`` with bounded
+buffers, enforces the per-job and whole-child wall clocks and the temporary-file quota, kills
+the child's process group (and, as root, its uid) when it stops, and gives the job that was
+running when it stopped its verdict; whatever it left runs in a fresh child.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import os
+import resource
+import secrets
+import select
+import shutil
+import signal
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+
+from backtest.contracts import BacktestJob, JobStatus
+from backtest.kernel_guards import sandbox_uid
+from backtest.sandbox_child import run_child
+from backtest.sandbox_policy import SandboxPolicy
+from backtest.sandbox_result import OnOutcome, SandboxOutcome, _parse, error_outcome
+
+OUTPUT_TAIL_BYTES = 4096  # of the child's stdout/stderr, kept for crash messages
+
+
+@dataclass
+class _Child:
+    """What one child left: an outcome per complete result line, and why it stopped."""
+
+    cpu_s: int
+    tmpdir: str = ""
+    outcomes: list[SandboxOutcome] = field(default_factory=list)
+    status: int | None = None  # wait status
+    # "timeout" | "too_large" | "temp_full" | "integrity" (a line not the job's: the job's
+    # outcome is already in ``outcomes``) | "" (it exited by itself)
+    stopped: str = ""
+    output: bytes = b""  # the tail of its stdout/stderr
+    temp_bytes: int = 0
+
+
+def _run_in_children(
+    jobs: list[BacktestJob],
+    policy: SandboxPolicy,
+    trace: bool,
+    emit: OnOutcome | None = None,
+) -> list[SandboxOutcome]:
+    """Every job's outcome, in order: a fresh child for whatever a stopped child left.
+    ``emit(index, outcome)`` as soon as each is final."""
+    outs: list[SandboxOutcome] = []
+    rest = jobs
+    while rest:
+        offset = len(outs)
+
+        def booked(k: int, out: SandboxOutcome, offset: int = offset) -> None:
+            if emit is not None:
+                emit(offset + k, out)
+
+        child = _spawn(rest, policy, trace, booked)
+        done = len(child.outcomes)
+        outs += child.outcomes
+        if done >= len(rest):
+            break
+        if child.stopped != "integrity":
+            outs.append(_verdict(rest[done], child, policy))
+            booked(done, outs[-1])
+            done += 1
+        rest = rest[done:]
+    return outs
+
+
+def _vm_bytes() -> int:
+    try:
+        with open("/proc/self/statm", "rb") as fh:
+            return int(fh.read().split()[0]) * resource.getpagesize()
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
+def _timeout_of(job: BacktestJob) -> float:
+    return float(job.timeout_s) if job.timeout_s and job.timeout_s > 0 else 3600.0
+
+
+def _spawn(
+    jobs: list[BacktestJob], policy: SandboxPolicy, trace: bool, booked: OnOutcome
+) -> _Child:
+    """Fork one confined child for ``jobs`` and collect what it writes; ``booked(k, outcome)``
+    for each job whose line was checked and booked."""
+    timeouts = [_timeout_of(j) for j in jobs]
+    as_limit = _vm_bytes() + policy.memory_mb * (1 << 20)
+    tmpdir = tempfile.mkdtemp(prefix="bt-job-")
+    child = _Child(cpu_s=policy.cpu_s or math.ceil(sum(timeouts)) + 1, tmpdir=tmpdir)
+    fds: list[int] = []
+    try:
+        result_r, result_w = os.pipe()
+        fds += [result_r, result_w]
+        output_r, output_w = os.pipe()
+        fds += [output_r, output_w]
+        nonce_r, nonce_w = os.pipe()
+        fds += [nonce_r, nonce_w]
+        sys.stdout.flush()
+        sys.stderr.flush()
+        pid = os.fork()
+        if pid == 0:  # child: never returns
+            os.close(result_r)
+            os.close(output_r)
+            os.close(nonce_w)
+            pipes = (result_w, output_w, nonce_r)
+            run_child(jobs, policy, trace, tmpdir, pipes, child.cpu_s, as_limit)
+        for fd in (result_w, output_w, nonce_r):
+            os.close(fd)
+            fds.remove(fd)
+        _collect(child, pid, result_r, output_r, nonce_w, jobs, timeouts, policy, trace, booked)
+        # Without a private tmpfs (not root) the files are in the shared directory: measured
+        # at each result line (``_collect``) and here, for a child that stopped part-way.
+        if not child.stopped and len(child.outcomes) < len(jobs) and _temp_full(child, policy):
+            child.stopped = "temp_full"
+    finally:
+        for fd in fds:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        shutil.rmtree(tmpdir, ignore_errors=True)
+    return child
+
+
+def _collect(
+    child: _Child,
+    pid: int,
+    result_r: int,
+    output_r: int,
+    nonce_w: int,
+    jobs: list[BacktestJob],
+    timeouts: list[float],
+    policy: SandboxPolicy,
+    trace: bool,
+    booked: OnOutcome,
+) -> None:
+    """Send each job's nonce when it is due, read result lines (each checked and booked as
+    soon as it is complete, then handed to ``booked``) and output, bounded; reap.
+
+    The parent never holds more than one result line (``policy.result_mb``) and a tail
+    of output. Deadlines: each job's limit + grace from the previous line, and the sum
+    of all for the child; at either, on a too-long line or on a line that is not the
+    running job's, the group is killed.
+    """
+    nonces = [secrets.token_hex(16) for _ in jobs]  # 32 hex digits: NONCE_BYTES with "\n"
+    _send(nonce_w, nonces[0])
+    cap = policy.result_mb << 20
+    start = time.monotonic()
+    end_all = start + sum(timeouts) + policy.grace_s
+    end_job = start + timeouts[0] + policy.grace_s
+    buf, tail = bytearray(), bytearray()
+    poller = select.poll()
+    open_fds = {result_r, output_r}
+    for fd in open_fds:
+        poller.register(fd, select.POLLIN)
+    while result_r in open_fds and len(child.outcomes) < len(jobs) and not child.stopped:
+        remaining = min(end_job, end_all) - time.monotonic()
+        if remaining <= 0:
+            child.stopped = "timeout"
+            break
+        for fd, _ in poller.poll(math.ceil(remaining * 1000)):
+            chunk = os.read(fd, 1 << 20)
+            if not chunk:
+                poller.unregister(fd)
+                open_fds.discard(fd)
+            elif fd == output_r:
+                tail += chunk
+                del tail[:-OUTPUT_TAIL_BYTES]
+            else:
+                buf += chunk
+                while (nl := buf.find(b"\n")) >= 0 and len(child.outcomes) < len(jobs):
+                    line = bytes(buf[:nl])
+                    del buf[: nl + 1]
+                    k = len(child.outcomes)
+                    if _temp_full(child, policy):  # before its result is believed
+                        child.stopped = "temp_full"
+                        break
+                    outcome, foreign = _parse(jobs[k], line, trace, nonces[k])
+                    child.outcomes.append(outcome)
+                    if foreign:
+                        booked(k, outcome)
+                        child.stopped = "integrity"
+                        break
+                    if k + 1 < len(jobs):
+                        _send(nonce_w, nonces[k + 1])
+                        end_job = time.monotonic() + timeouts[k + 1] + policy.grace_s
+                    booked(k, outcome)  # after the next nonce: the child runs meanwhile
+                if child.stopped:
+                    break
+                if len(buf) > cap:
+                    child.stopped = "too_large"
+                    break
+    del buf
+    deadline = min(end_job, end_all)
+    while not child.stopped and len(child.outcomes) < len(jobs):  # EOF: it is exiting
+        # WNOWAIT: the exited child stays a zombie, so its pid (and uid) cannot be reused
+        # before its group and uid are cleared below.
+        if os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None:
+            break
+        if time.monotonic() >= deadline:
+            child.stopped = "timeout"
+            break
+        time.sleep(0.0005)
+    _kill_group(pid)  # stragglers, or the child itself when stopped or done
+    if not policy.kernel:  # fork was possible: a grandchild may have left the group
+        with contextlib.suppress(OSError):
+            _kill_uid(sandbox_uid(pid))
+    with contextlib.suppress(ChildProcessError):
+        child.status = os.waitpid(pid, 0)[1]
+    if output_r in open_fds:  # what it said just before it ended (bounded)
+        os.set_blocking(output_r, False)
+        with contextlib.suppress(OSError):
+            for _ in range(16):
+                chunk = os.read(output_r, 1 << 16)
+                if not chunk:
+                    break
+                tail += chunk
+                del tail[:-OUTPUT_TAIL_BYTES]
+    child.output = bytes(tail)
+
+
+def _kill_group(pid: int) -> None:
+    for kill in (os.killpg, os.kill):
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            kill(pid, signal.SIGKILL)
+
+
+def _kill_uid(uid: int) -> None:
+    """SIGKILL every process of a child's own uid (as root): ``kill(-1)`` from that uid."""
+    if os.geteuid() != 0:
+        return
+    pid = os.fork()
+    if pid == 0:  # only syscalls here: safe in a fork of a threaded process
+        try:
+            os.setresgid(uid, uid, uid)
+            os.setresuid(uid, uid, uid)
+            os.kill(-1, signal.SIGKILL)  # every process of this uid but this one
+        finally:
+            os._exit(0)
+    os.waitpid(pid, 0)
+
+
+def _temp_full(child: _Child, policy: SandboxPolicy) -> bool:
+    """Whether the child's temporary files exceed ``policy.temp_mb`` as the parent sees them
+    (with a private tmpfs, as root, the parent sees an empty directory: the cap is the
+    tmpfs's own)."""
+    child.temp_bytes = _dir_bytes(child.tmpdir, limit=policy.temp_mb << 20)
+    return child.temp_bytes > policy.temp_mb << 20
+
+
+def _dir_bytes(path: str, *, limit: int) -> int:
+    """Bytes of the files under ``path`` (stops counting past ``limit``); no links followed."""
+    total, stack = 0, [path]
+    while stack and total <= limit:
+        with contextlib.suppress(OSError), os.scandir(stack.pop()) as entries:
+            for entry in entries:
+                st = entry.stat(follow_symlinks=False)
+                total += st.st_blocks * 512
+                if entry.is_dir(follow_symlinks=False):
+                    stack.append(entry.path)
+    return total
+
+
+def _send(fd: int, nonce: str) -> None:
+    """A job's nonce to the child (33 bytes: never blocks on an empty pipe)."""
+    with contextlib.suppress(OSError):  # a child that is gone reads nothing
+        os.write(fd, nonce.encode("ascii") + b"\n")
+
+
+def _verdict(job: BacktestJob, child: _Child, policy: SandboxPolicy) -> SandboxOutcome:
+    """The outcome of the job a child was running when it stopped without its result."""
+    if child.stopped == "timeout":
+        return error_outcome(
+            job,
+            JobStatus.TIMEOUT,
+            f"Timeout: wall-clock limit of {_timeout_of(job):g} s exceeded; "
+            "the job's process group was killed",
+        )
+    if child.stopped == "too_large":
+        return error_outcome(
+            job,
+            JobStatus.ERROR,
+            f"SandboxError: the job's result exceeded {policy.result_mb} MB; "
+            "its process group was killed",
+        )
+    if child.stopped == "temp_full":
+        return error_outcome(
+            job,
+            JobStatus.ERROR,
+            f"SandboxError: the job's temporary files exceeded {policy.temp_mb} MB",
+        )
+    status = child.status
+    said = " ".join(child.output.decode("utf-8", "replace").split())[-200:]
+    said = f"; last output: {said}" if said else ""
+    if status is not None and os.WIFSIGNALED(status):
+        sig = os.WTERMSIG(status)
+        if sig == signal.SIGXCPU:
+            return error_outcome(
+                job, JobStatus.TIMEOUT, f"Timeout: CPU-time limit of {child.cpu_s} s exceeded"
+            )
+        try:
+            name = signal.Signals(sig).name
+        except ValueError:
+            name = str(sig)
+        return error_outcome(
+            job,
+            JobStatus.ERROR,
+            f"SandboxCrash: the job's process died with signal {name} "
+            f"(segfault, out-of-memory kill or an external kill){said}",
+        )
+    code = os.WEXITSTATUS(status) if status is not None and os.WIFEXITED(status) else "?"
+    return error_outcome(
+        job,
+        JobStatus.ERROR,
+        f"SandboxCrash: the job's process exited with code {code} without a result "
+        f"(os._exit or a closed result pipe){said}",
+    )

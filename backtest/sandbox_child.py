@@ -1,6 +1,6 @@
 """The child side of a sandboxed job: confine this forked process, run the jobs, ``_exit``.
 
-``run_child`` is called right after ``fork()`` in ``backtest.sandbox`` and never returns.
+``run_child`` is called right after ``fork()`` in ``backtest.sandbox_process`` and never returns.
 What the child gets, in this order, before any strategy code is compiled:
 
 1. stdin on ``/dev/null``; stdout and stderr on a pipe the parent drains (it keeps a short

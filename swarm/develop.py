@@ -15,21 +15,15 @@ from __future__ import annotations
 
 import argparse
 import os
-import re
 import sys
 import traceback
 from pathlib import Path
 
-from swarm.cli_args import (
-    OneLineParser,
-    add_data_arguments,
-    add_screen_arguments,
-    check_data_args,
-    parse_tickers,
-    screen_options,
-)
+from swarm.cli_args import OneLineParser, add_data_arguments, add_screen_arguments
+from swarm.develop_config import config_from_args
 from swarm.errors import UserInputError
-from swarm.llm.settings import parse_llm_arg
+
+__all__ = ["RESUME_COMPATIBLE", "build_parser", "config_from_args", "main"]
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -146,174 +140,6 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def config_from_args(args: argparse.Namespace):
-    """Validate every argument up front, so bad input never creates a half run."""
-    from gate.criteria import parse_criteria
-    from gate.errors import CriteriaError
-    from swarm.config import RunConfig
-    from swarm.directive import parse_directive
-
-    directive = (args.directive or "").strip()
-    if not directive:
-        raise UserInputError(
-            '--directive: empty; say what to look for, e.g. "momentum alpha in tech"'
-        )
-    plan = parse_directive(directive)
-    tickers, universe_source = plan.tickers, plan.universe_source
-    if args.tickers is not None:
-        tickers = parse_tickers(args.tickers)
-        universe_source = "--tickers"
-    start, end = check_data_args(args)
-    if args.variants < 1:
-        raise UserInputError(f"--variants: {args.variants} must be at least 1 (default 5)")
-    if args.max_iterations < 1:
-        raise UserInputError(
-            f"--max-iterations: {args.max_iterations} must be at least 1 (default 10)"
-        )
-    if not 1 <= args.folds <= 10:
-        raise UserInputError(f"--folds: {args.folds} must be between 1 and 10 (default 3)")
-    if args.prices not in ("raw", "adjusted"):
-        raise UserInputError(f"--prices: {args.prices!r}; use raw (default) or adjusted")
-    if args.commission < 0 or args.slippage < 0:
-        raise UserInputError(
-            "--commission/--slippage: costs are percentages and cannot be negative"
-        )
-    if args.workers is not None and args.workers < 1:
-        raise UserInputError(f"--workers: {args.workers} must be at least 1")
-    if args.executor not in ("process", "serial", "ray"):
-        raise UserInputError(f"--executor: {args.executor!r}; use process, serial or ray")
-    if args.executor == "ray":
-        try:
-            import ray  # noqa: F401
-        except ImportError:
-            raise UserInputError(
-                "--executor ray: Ray is not installed; pip install '.[ray]'"
-            ) from None
-    if args.max_llm_tokens is not None and args.max_llm_tokens < 1:
-        raise UserInputError(f"--max-llm-tokens: {args.max_llm_tokens} must be at least 1")
-    try:
-        llm_settings = parse_llm_arg(
-            args.llm,
-            base_url=args.llm_base_url,
-            quick_model=args.llm_quick_model,
-            deep_model=args.llm_deep_model,
-            structured=args.llm_structured,
-            max_tokens=args.max_llm_tokens,
-            cache_dir=args.llm_cache.resolve() if args.llm_cache else None,
-            max_output_tokens=args.llm_max_output_tokens,
-        )
-    except ValueError as exc:
-        raise UserInputError(str(exc)) from None
-    if llm_settings.provider == "openai" and not os.environ.get("OPENAI_API_KEY"):
-        raise UserInputError("--llm openai:…: set OPENAI_API_KEY, or use --llm none")
-    try:
-        criteria = parse_criteria(args.criteria)
-    except CriteriaError as exc:
-        raise UserInputError(f"--criteria: {exc}") from None
-    benchmark = _benchmark(args.benchmark, plan.benchmark)
-    families = _families(args.families, plan.preferred_families)
-    _check_portfolio_universe(families, tickers)
-    from strategies.regime import REGIME_FILTERS, REGIME_STYLE
-    from swarm.regime_data import check_regime_data
-
-    # A regime filter named in --families is a style, as the directive's phrases make it.
-    styles = list(dict.fromkeys([*plan.preferred_families,
-                                 *(f for f in families if f in REGIME_FILTERS)]))  # fmt: skip
-    families = [f for f in families if f not in REGIME_FILTERS or f == REGIME_STYLE]
-    check_regime_data(  # a regime filter asked for needs its index files (swarm.regime_data)
-        styles, data_dir=args.data_dir, source=args.source, timeframe=args.timeframe,
-    )  # fmt: skip
-    config = RunConfig(
-        directive=directive,
-        tickers=tickers,
-        universe_source=universe_source,
-        preferred_families=styles,
-        start=start,
-        end=end,
-        timeframe=args.timeframe,
-        data_dir=args.data_dir.resolve() if args.data_dir else None,
-        source=args.source,
-        news_file=args.news_file.resolve() if args.news_file else None,
-        variants=args.variants,
-        limits={"max_iterations": args.max_iterations},
-        seed=args.seed,
-        out=args.out,
-        llm=args.llm,
-        costs={"commission_pct": args.commission, "slippage_pct": args.slippage},
-        criteria_text=args.criteria,
-        holdout_frac=args.holdout,
-        n_folds=args.folds,
-        workers=args.workers,
-        executor=args.executor,
-        ray_address=args.ray_address,
-        llm_settings=llm_settings,
-        offline=args.offline,
-        benchmark=benchmark,
-        families=families,
-        decision_cache_dir=args.decision_cache.resolve() if args.decision_cache else None,
-        memory_dir=_memory_dir(args),
-        prices=args.prices,
-        allow_universe_expansion=args.allow_universe_expansion,
-        **screen_options(args),
-    )
-    return config, criteria
-
-
-def _families(option: str | None, from_directive: list[str]) -> list[str]:
-    """--families (checked), else the directive's families when it names the pipeline (a
-    run with it is opt-in: its decisions cost a pipeline call per ticker and week) or a
-    portfolio family ("cross-sectional", "relative strength", "rotation")."""
-    from strategies.decision_family import FAMILY
-    from strategies.families import known_families
-    from strategies.portfolio import portfolio_families
-    from strategies.regime import REGIME_FILTERS
-
-    if option is None:
-        opted = {FAMILY.value, *portfolio_families()}
-        return list(from_directive) if opted & set(from_directive) else []
-    names = [n.strip().lower().replace("-", "_") for n in option.split(",") if n.strip()]
-    if not names:
-        raise UserInputError("--families: empty; give names like decision_pipeline or momentum")
-    known = known_families()
-    for name in names:
-        if name not in known and name not in REGIME_FILTERS:
-            raise UserInputError(
-                f"--families: {name!r} is not a family; use one or more of {', '.join(known)}, "
-                f"or a regime filter ({', '.join(REGIME_FILTERS)})"
-            )
-    return list(dict.fromkeys(names))
-
-
-def _check_portfolio_universe(families: list[str], tickers: list[str] | None) -> None:
-    """A portfolio family ranks symbols against each other: one symbol cannot be ranked."""
-    from strategies.portfolio import MIN_SYMBOLS, portfolio_families
-
-    asked = [f for f in families if f in portfolio_families()]
-    if asked and tickers is not None and len(tickers) < MIN_SYMBOLS:
-        raise UserInputError(
-            f"--families: {asked[0]} is a portfolio family (it ranks the universe's symbols "
-            f"against each other) and the universe has {len(tickers)} symbol: give at least "
-            f"{MIN_SYMBOLS} tickers, e.g. --tickers AAPL,MSFT,NVDA"
-        )
-
-
-def _benchmark(option: str | None, from_directive: str | None) -> str:
-    """--benchmark, else what the directive said, else the universe's buy & hold."""
-    from backtest.benchmark import BUY_AND_HOLD, normalise_name
-
-    if option is None:
-        return normalise_name(from_directive) if from_directive else BUY_AND_HOLD
-    if not option.strip():
-        raise UserInputError("--benchmark: empty; use buy-and-hold, cash or a symbol like SPY")
-    name = normalise_name(option)
-    if not re.fullmatch(r"[A-Za-z0-9^._=-]{1,20}", name):
-        raise UserInputError(
-            f"--benchmark: {option!r} is neither buy-and-hold, cash nor a symbol; "
-            "use e.g. --benchmark SPY"
-        )
-    return name
-
-
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if "--calibrate" in argv:  # the gate's calibration has its own options
@@ -381,18 +207,6 @@ def main(argv: list[str] | None = None) -> int:
         )
     print(root)
     return 0
-
-
-def _memory_dir(args: argparse.Namespace) -> str | None:
-    value = (args.memory_dir or "").strip()
-    if not value:
-        return None
-    if value.lower() in ("off", "none"):
-        return "off"
-    path = Path(value).expanduser()
-    if path.exists() and not path.is_dir():
-        raise UserInputError(f"--memory-dir: {value} is a file; pass a folder or 'off'")
-    return str(path.resolve())
 
 
 RESUME_COMPATIBLE = ("--resume", "--workers", "--quiet")

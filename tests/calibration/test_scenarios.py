@@ -39,6 +39,7 @@ from swarm.calibrate import (
     summarise,
     universe_seed,
 )
+from swarm.calibration import runner
 
 pytestmark = pytest.mark.unit
 
@@ -357,7 +358,7 @@ def test_run_one_records_the_scenario_and_the_verdicts_benchmark_keys(
         (out / "checkpoints.sqlite").write_text("x")
         return calibrate.LoopResult(0, out, verdict=FakeVerdict(next(verdicts)))
 
-    monkeypatch.setattr(calibrate, "run_loop", fake_loop)
+    monkeypatch.setattr(runner, "run_loop", fake_loop)  # run_one looks it up there
     recs = []
     for name in ("null-bull", "planted-reversion"):
         sc = SCENARIOS[name]

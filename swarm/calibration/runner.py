@@ -1,0 +1,175 @@
+"""Running calibration: one run generates its universe and runs the develop loop on it
+(``swarm.run.prepare`` + ``execute``, the same path as ``python -m swarm.develop``); all runs
+go in this process or in a pool of spawned ones, each record handed on as it finishes."""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import shutil
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import dataclass
+from datetime import date
+from pathlib import Path
+from typing import Any
+
+from backtest.synthetic_universe import write_universe
+from swarm.calibration.jobs import RunSpec
+from swarm.calibration.scenarios import DEFAULT_DIRECTIVE
+
+
+def run_config(spec: RunSpec, meta: dict[str, Any], data_dir: Path) -> tuple[Any, Any]:
+    """The (RunConfig, Criteria) ``python -m swarm.develop`` builds for this run's options:
+    directive ``alpha`` on the universe's symbols from its CSV folder, offline, quiet."""
+    from backtest.benchmark import BUY_AND_HOLD, normalise_name
+    from gate.criteria import parse_criteria
+    from swarm.config import RunConfig
+    from swarm.directive import parse_directive
+    from swarm.llm.settings import parse_llm_arg
+
+    plan = parse_directive(DEFAULT_DIRECTIVE)
+    opts = spec.options
+    config = RunConfig(
+        directive=DEFAULT_DIRECTIVE,
+        tickers=list(meta["symbols"]),
+        universe_source="--tickers",
+        preferred_families=plan.preferred_families,
+        start=date.fromisoformat(meta["start"]),
+        end=date.fromisoformat(meta["end"]),
+        data_dir=data_dir.resolve(),
+        source="csv",
+        variants=opts.variants if opts.variants is not None else 5,
+        limits={"max_iterations": opts.max_iterations if opts.max_iterations is not None else 10},
+        seed=spec.seed,
+        out=spec.out / "runs" / f"{spec.kind}-{spec.index:03d}",
+        criteria_text=opts.criteria,
+        workers=spec.workers,
+        llm_settings=parse_llm_arg("none"),
+        offline=True,
+        benchmark=normalise_name(plan.benchmark) if plan.benchmark else BUY_AND_HOLD,
+        # Families stay open unless the directive names the decision pipeline (it does not).
+        families=[],
+        # Every run on its own: the universes share symbol names (SYNA, ...), so a shared
+        # memory would let earlier runs (and runs in parallel) steer later ones.
+        memory_dir="off",
+        **{k: v for k, v in (("screen_size", opts.screen_size), ("deflate_by", opts.deflate_by))
+           if v is not None},
+    )  # fmt: skip
+    return config, parse_criteria(opts.criteria)
+
+
+@dataclass(frozen=True)
+class LoopResult:
+    """What one develop loop ended with: 0 and a verdict, 2 on bad input, 1 on a crash."""
+
+    code: int
+    run_dir: Path | None
+    verdict: Any = None  # experiments.records.Verdict when code == 0
+    error: str | None = None
+
+
+def run_loop(config: Any, criteria: Any) -> LoopResult:
+    """``swarm.run.prepare`` + ``execute``: the develop loop's own path, without its CLI."""
+    import traceback
+
+    from swarm.errors import UserInputError
+    from swarm.run import execute, prepare
+
+    try:
+        prepared = prepare(config, criteria, argv=["swarm.calibrate"], quiet=True)
+    except UserInputError as exc:
+        return LoopResult(2, None, error=f"error: {exc}")
+    try:
+        outcome = execute(prepared)
+    except Exception as exc:  # an internal failure: keep the folder, like the CLI does
+        prepared.run.write_json(
+            "error.json", {"error": repr(exc), "traceback": traceback.format_exc()}
+        )
+        return LoopResult(1, prepared.run.root, error=f"internal error: {exc!r}")
+    verdict = outcome.state.get("verdict")
+    return LoopResult(0, prepared.run.root, verdict=verdict)
+
+
+def run_one(spec: RunSpec) -> dict[str, Any]:
+    """Generate one universe, run the develop loop on it, return the verdict's essentials."""
+    t0 = time.monotonic()
+    name = f"{spec.kind}-{spec.index:03d}"
+    data_dir = spec.out / "data" / name
+    meta = write_universe(spec.universe, data_dir)
+    result = run_loop(*run_config(spec, meta, data_dir))
+    run_dir = result.run_dir
+    record: dict[str, Any] = {
+        "kind": spec.kind,
+        "index": spec.index,
+        "seed": spec.seed,
+        "universe_kind": spec.universe.kind,
+        "drift_annual": spec.universe.drift_annual,
+        "exit_code": result.code,
+        "run_dir": str(run_dir) if run_dir else None,
+        "strength": meta["strength"],
+        "seconds": round(time.monotonic() - t0, 1),
+    }
+    if result.code != 0 or result.verdict is None:
+        record["verdict"] = "ERROR"
+        record["error"] = result.error or "no verdict written"
+        return record
+    v = result.verdict.model_dump(mode="json")
+    figures = v.get("figures") or {}
+    insample = (figures.get("in-sample") or {}).get("metrics") or {}
+    holdout = (figures.get("holdout") or {}).get("metrics") or {}
+    record |= {
+        "verdict": v["verdict"],
+        "iterations": v.get("iterations"),
+        "n_trials": v.get("n_trials"),
+        "n_trials_effective": v.get("n_trials_effective"),
+        "best_variant": v.get("best_variant"),
+        "best_score": v.get("best_score"),
+        "best_dsr": v.get("best_dsr"),
+        "best_dsr_all_trials": v.get("best_dsr_all_trials"),
+        "best_sharpe": insample.get("sharpe"),
+        "best_trades": insample.get("n_trades"),
+        "holdout_sharpe": holdout.get("sharpe"),
+        "route_history": v.get("route_history"),
+        # The gate's benchmark figures, when this verdict.json has them.
+        "best_alpha": v.get("best_alpha"),
+        "spa_pvalue": v.get("spa_pvalue"),
+        "benchmark": v.get("benchmark"),
+    }
+    if not spec.keep_checkpoints:  # the loop's resume checkpoints: large, useless here
+        for p in run_dir.glob("checkpoint*"):
+            if p.is_dir():
+                shutil.rmtree(p, ignore_errors=True)
+            else:
+                p.unlink(missing_ok=True)
+    return record
+
+
+def failed_record(spec: RunSpec, exc: BaseException) -> dict[str, Any]:
+    """The record of a run that raised outside the develop loop's own error handling."""
+    return {
+        "kind": spec.kind, "index": spec.index, "seed": spec.seed,
+        "universe_kind": spec.universe.kind, "drift_annual": spec.universe.drift_annual,
+        "verdict": "ERROR", "error": repr(exc), "seconds": 0.0,
+    }  # fmt: skip
+
+
+def run_all(
+    specs: Sequence[RunSpec], workers: int, collect: Callable[[dict[str, Any]], None]
+) -> None:
+    """Every run, here (``workers == 1``) or in a pool of spawned processes; ``collect`` gets
+    each record as it finishes (a run that raised: its ``failed_record``)."""
+    if workers == 1:
+        for spec in specs:
+            try:
+                collect(run_one(spec))
+            except Exception as exc:  # one broken run must not lose the others
+                collect(failed_record(spec, exc))
+    else:
+        with ProcessPoolExecutor(max_workers=workers, mp_context=mp.get_context("spawn")) as pool:
+            futures = {pool.submit(run_one, s): s for s in specs}
+            for fut in as_completed(futures):
+                try:
+                    collect(fut.result())
+                except Exception as exc:
+                    collect(failed_record(futures[fut], exc))

@@ -1,0 +1,112 @@
+"""The calibration scenarios: named seeded universes, with or without a planted edge.
+
+Each scenario fixes a kind of universe (``backtest.synthetic_universe``) and a drift; its
+slot fixes its seeds, so a scenario's runs are reproducible and no two scenarios share one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from backtest.synthetic_universe import Kind
+
+# Names no family: a directive's families fill half of the first iteration, and a planted
+# edge must be found by the search, not announced to it (a "momentum" directive would
+# crowd out the reversion scenario's family and help the momentum one).
+DEFAULT_DIRECTIVE = "alpha"
+SEED_STRIDE = 10_007  # keeps the seed blocks of different --seed values apart
+MAX_RUNS = 999  # runs per scenario: the seed blocks of two scenarios must not overlap
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """A named kind of universe: what generates it, and whether an edge is in it."""
+
+    name: str
+    universe_kind: Kind  # "null": no edge; "planted" / "reversion": a known edge
+    drift_annual: float  # common expected simple return a year
+    slot: int  # fixes the scenario's seeds (universe_seed); never renumber one
+    edge: str  # what a rule could find in it, for the summary lines
+    n_symbols: int | None = None  # None: --symbols; a cross-sectional edge needs a broad universe
+
+    @property
+    def is_null(self) -> bool:
+        return self.universe_kind == "null"
+
+    @property
+    def what(self) -> str:
+        d = self.drift_annual
+        return f"{self.edge}, " + ("zero drift" if d == 0 else f"{d:.0%}/yr drift")
+
+
+# Order = the summary's order. The zero-drift planted kind is the pre-scenario "planted".
+SCENARIOS: dict[str, Scenario] = {
+    s.name: s
+    for s in (
+        Scenario("null-zero", "null", 0.0, 0, "no edge"),
+        Scenario("null-drift", "null", 0.05, 2, "no edge"),
+        Scenario("null-bull", "null", 0.20, 4, "no edge"),
+        Scenario("planted-momentum", "planted", 0.05, 3, "regime momentum"),
+        Scenario("planted-reversion", "reversion", 0.05, 5, "short-horizon reversion"),
+        Scenario("planted-momentum-zero", "planted", 0.0, 1, "regime momentum"),
+        # 10 symbols: broad enough that the portfolio families get a slot unasked (and the
+        # null beside it says what that slot costs in false discoveries).
+        Scenario(
+            "planted-cross-sectional",
+            "cross_sectional",
+            0.05,
+            6,
+            "cross-sectional momentum",
+            n_symbols=10,
+        ),
+        Scenario("null-drift-10", "null", 0.05, 7, "no edge", n_symbols=10),
+    )
+}
+DEFAULT_SCENARIOS = (
+    "null-zero",
+    "null-drift",
+    "null-bull",
+    "planted-momentum",
+    "planted-reversion",
+)
+# The two kinds before scenarios existed; they keep their seeds (slots 0 and 1).
+ALIASES = {"null": "null-zero", "planted": "planted-momentum-zero"}
+
+
+def universe_seed(base_seed: int, scenario: str, index: int) -> int:
+    """Distinct, reproducible seeds: no two scenarios (or indices, or base seeds) share one.
+
+    Scenarios pair up by slot into blocks of ``2 * (MAX_RUNS + 1)`` seeds inside a base
+    seed's ``SEED_STRIDE``; slots 0 and 1 (``null``/``planted`` before scenarios) keep the
+    seeds they always had: ``base * SEED_STRIDE + 2 * index + (0 or 1)``.
+    """
+    if not 1 <= index <= MAX_RUNS:
+        raise ValueError(f"run index {index} must be in 1..{MAX_RUNS}")
+    slot = SCENARIOS[ALIASES.get(scenario, scenario)].slot
+    return base_seed * SEED_STRIDE + 2 * (index + (MAX_RUNS + 1) * (slot // 2)) + slot % 2
+
+
+def parse_kinds(text: str) -> list[str]:
+    """Scenario names from a comma list (aliases resolved, duplicates dropped, order kept)."""
+    names: list[str] = []
+    for raw in text.split(","):
+        item = raw.strip()
+        if not item:
+            continue
+        name = ALIASES.get(item, item)
+        if name not in SCENARIOS:
+            raise ValueError(
+                f"--kinds: unknown scenario {item!r}; choose from {', '.join(SCENARIOS)} "
+                f"(or {', '.join(ALIASES)})"
+            )
+        if name not in names:
+            names.append(name)
+    if not names:
+        raise ValueError(f"--kinds: {text!r} names no scenario; e.g. --kinds null-zero,null-bull")
+    return names
+
+
+def scenario_for(name: str, drift_override: float | None = None) -> Scenario:
+    """The scenario as run: its own drift unless ``--drift`` overrides it."""
+    s = SCENARIOS[ALIASES.get(name, name)]
+    return s if drift_override is None else replace(s, drift_annual=drift_override)

@@ -16,7 +16,8 @@ approximated; Backtrader stays the judge.
     python -m backtest.screen SPEC.json --data-dir D --tickers T --start S --end E
 
 prints one JSON line ``{status, trades: [...], metrics, error, ...}``; bad input exits 2 with one
-line naming the argument.
+line naming the argument. A portfolio-scope spec (``strategies.portfolio``) is screened over
+the tickers at once (``backtest.screen_portfolio``): one result, symbol ``PORTFOLIO``.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ from pydantic import BaseModel, Field
 
 from backtest import screen_blocks as blocks
 from backtest import screen_fills as sf
+from backtest import screen_portfolio as sp
 from backtest.books import feed_frame
 from backtest.cli_args import (
     OneLineParser,
@@ -258,6 +260,32 @@ def screen(
     )
 
 
+def screen_portfolio(
+    spec: StrategySpec,
+    universe: sp.PortfolioWindow,
+    *,
+    costs: CostModel | None = None,
+    periods_per_year: int = 252,
+    bars_per_year: int = 252,
+) -> ScreenResult:
+    """A portfolio-scope spec over the universe's window (``backtest.screen_portfolio``): one
+    result, symbol ``PORTFOLIO``; never raises for a spec, as ``screen``."""
+    costs = costs or CostModel()
+    try:
+        run = sp.evaluate(spec, universe, costs=costs, bars_per_year=bars_per_year)
+    except blocks.Unsupported as exc:
+        return ScreenResult(symbol=sp.LABEL, status=ScreenStatus.UNSUPPORTED, error=str(exc))
+    except IndicatorZeroDivision as exc:
+        return ScreenResult(
+            symbol=sp.LABEL, status=ScreenStatus.ERROR, error=f"ZeroDivisionError: {exc}"
+        )
+    result = sp.books_result(spec, run, periods_per_year)
+    return ScreenResult(
+        symbol=sp.LABEL, status=ScreenStatus.OK, trades=run.trades(), metrics=result.metrics,
+        result=result,
+    )  # fmt: skip
+
+
 def _trade_pnls(sizes: np.ndarray, prices: np.ndarray, rate: float) -> list[float]:
     """backtrader's ``Trade`` pnl net of commission, per closed round trip. A catalogue
     strategy's fills alternate: an opening fill from flat, then the fill that closes it."""
@@ -341,6 +369,16 @@ def main(argv: list[str] | None = None) -> int:
     from backtest.run import portfolio_metrics
 
     frames, fold, costs, ppy = load_window("backtest.screen", args, tickers)
+    if getattr(spec, "scope", "symbol") == "portfolio":  # the universe at once: one result
+        try:
+            universe = sp.PortfolioWindow.from_frames(frames, fold)
+        except ValueError as exc:
+            _bad("--start/--end", str(exc))
+        one = screen_portfolio(
+            spec, universe, costs=costs, periods_per_year=ppy, bars_per_year=args.bars_per_year
+        )
+        print(json.dumps(strict_json(_report([one], ppy, portfolio_metrics)), allow_nan=False))
+        return 0
     results: list[ScreenResult] = []
     for sym, frame in frames.items():
         try:

@@ -1,0 +1,542 @@
+"""The portfolio families screened: a spec over the universe, trade for trade as Backtrader.
+
+``strategies.portfolio`` renders ``cross_sectional_momentum`` and ``rotation`` as one Backtrader
+strategy over ``self.datas`` that, every ``rebalance_bars`` bars, ranks the symbols on their
+return over ``xs_lookback`` bars skipping the last ``xs_skip``, picks weights (top n long, also
+the bottom n short when long/short; equal or inverse-volatility; optionally scaled to a
+volatility target) and sends ``order_target_percent`` market orders, reductions first. This
+module replays that code and the engine's broker (``backtest.engine``) as they run:
+
+* the strategy's ``next`` runs from its minperiod (the ``StdDev(PercentChange)`` of
+  ``vol_lookback`` bars: bar index ``vol_lookback``) on the bars where ``len(self)`` is a
+  multiple of ``rebalance_bars``; orders on bars before the fold's start are refused
+  (``backtest.engine._gated``); the volatilities are backtrader's own arithmetic
+  (``backtest.screen_indicators``);
+* ``order_target_percent``: the target value is the weight times the broker's value at the
+  signal bar's close; a zero target closes the position; otherwise whole shares
+  ``int(1.0 * (difference // close))`` against the position's value ``size * close``;
+* the broker at the next bar (``BackBroker.next``): ``check_submitted`` pseudo-executes the
+  orders in submission order at their created price (the signal bar's close) on a running
+  cash, refusing any order that leaves it negative (and carrying the negative cash on, as
+  backtrader does); the accepted ones fill at the open with the slippage (capped by the bar),
+  an opening part the cash cannot pay is dropped (the closing part of the same order still
+  fills). The cash arithmetic is the broker's, in its order of float operations;
+* the books (``backtest.books``): the value at every bar's close summed feed by feed, and, as a
+  portfolio job has several feeds, every fill that reduces a position realises a trade
+  (the part sold or covered against the average price, net of that fill's commission).
+
+The path is event-driven (fills happen only on the bar after a rebalance), so it is plain Python
+over the rebalance bars and numpy over the rest. Its trades (``trade_list.pair_fills`` per
+symbol, symbols in the order of their first fill, as ``trade_list.trades_from_trace_fills``
+lists a portfolio job's) and metrics equal Backtrader's
+(``tests/backtest/test_bt_screen_portfolio.py``). ``backtest.screen.screen_portfolio`` wraps
+``evaluate`` and ``books_result`` into a ``ScreenResult``; the screen's CLI dispatches a
+portfolio-scope spec to it.
+
+Unsupported (named, never approximated): ``pairs``, regime filters (they read an index feed),
+custom code.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from backtest import screen_indicators as ind
+from backtest.books import feed_frames
+from backtest.contracts import BacktestResult, CostModel, Fold, JobStatus
+from backtest.metrics import compute_metrics
+from backtest.period_keys import index_keys
+from backtest.screen_blocks import Unsupported
+from backtest.trade_list import FillRow, Trade, pair_fills
+from strategies.families import PARAM_SPACE, reconcile_portfolio
+from strategies.spec import PortfolioFamily, StrategySpec
+
+SUPPORTED = (PortfolioFamily.CROSS_SECTIONAL_MOMENTUM, PortfolioFamily.ROTATION)
+LABEL = "PORTFOLIO"  # strategies.portfolio.LABEL: the symbol of a portfolio job's result
+
+
+@dataclass
+class PortfolioWindow:
+    """The universe's fed bars for one fold, on one calendar (``books.feed_frames``): warm-up
+    start to fold end, one column per symbol in feed (``self.datas``) order."""
+
+    symbols: list[str]
+    index: pd.DatetimeIndex
+    open: list[list[float]]  # [symbol][bar], Python floats: the strategy's arithmetic
+    high: list[list[float]]
+    low: list[list[float]]
+    close: list[list[float]]
+    closes: np.ndarray  # bars x symbols, for the per-bar values
+    first: int  # the first bar on or after the fold's start: orders allowed from here
+    positive: bool  # every price > 0 (else the screen does not claim backtrader's sizes)
+    # StdDev(PercentChange) per vol_lookback: a sweep screens many specs on one window
+    vols: dict[int, list[list[float]]] = field(default_factory=dict, repr=False, compare=False)
+
+    @classmethod
+    def from_frames(
+        cls, frames: dict[str, pd.DataFrame] | list[tuple[str, pd.DataFrame]], fold: Fold
+    ) -> PortfolioWindow:
+        feeds = list(frames.items()) if isinstance(frames, dict) else list(frames)
+        if not feeds:
+            raise ValueError("a portfolio window needs at least one symbol")
+        named = feed_frames(feeds, fold)
+        frame = named[0][1]
+        if frame.empty or frame.index[-1].date() < fold.start:
+            raise ValueError(f"no bars for the universe in {fold.start}..{fold.end}")
+        cols: dict[str, list[list[float]]] = {c: [] for c in ("open", "high", "low", "close")}
+        for name, fed in named:
+            values = fed.to_numpy(dtype=np.float64)
+            if not np.isfinite(values).all():
+                raise ValueError(f"{name}: the bars hold NaN or infinite values")
+            for c in cols:
+                cols[c].append(fed[c].tolist())
+        index = pd.DatetimeIndex(frame.index)
+        first = int(index.searchsorted(pd.Timestamp(fold.start), "left"))
+        closes = np.column_stack([f["close"].to_numpy(dtype=np.float64) for _, f in named])
+        prices = np.concatenate([f[list(cols)].to_numpy(dtype=np.float64) for _, f in named])
+        return cls(
+            symbols=[name for name, _ in named], index=index, open=cols["open"],
+            high=cols["high"], low=cols["low"], close=cols["close"], closes=closes, first=first,
+            positive=bool((prices > 0).all()),
+        )  # fmt: skip
+
+    def __len__(self) -> int:
+        return len(self.index)
+
+    @functools.cached_property
+    def days(self) -> list[str]:
+        return np.datetime_as_string(self.index.to_numpy(), unit="D").tolist()
+
+    @functools.cached_property
+    def return_keys(self) -> list[str]:
+        """The period keys of the returns from the fold's start (``index_keys``, once)."""
+        return index_keys(self.index[self.first :])
+
+    def vol(self, lookback: int) -> list[list[float]]:
+        """``StdDev(PercentChange(close, 1), lookback)`` of every symbol (cached per lookback);
+        raises ``IndicatorZeroDivision`` on a close of 0.0, as backtrader would."""
+        if lookback not in self.vols:
+            out = []
+            for close in self.close:
+                returns = ind.pct_change(np.asarray(close, dtype=np.float64), 1)
+                out.append(ind.stddev(returns, lookback, start=1).tolist())
+            self.vols[lookback] = out
+        return self.vols[lookback]
+
+
+@dataclass(frozen=True)
+class PortfolioEvaluation:
+    """The screen's raw outcome: the fills (execution order) and the books per bar."""
+
+    window: PortfolioWindow
+    fill_bars: list[int]
+    fill_symbols: list[int]  # feed position of each fill
+    fill_sizes: list[float]  # signed, as executed
+    fill_prices: list[float]  # the booked price
+    pnls: list[float]  # realised on every reducing fill (the books' portfolio convention)
+    values: np.ndarray  # the broker's value at every bar's close
+    in_market: np.ndarray  # any position held at the bar's close
+    refused: int
+    cash: float
+
+    def equity(self) -> np.ndarray:
+        first = self.window.first
+        base = float(self.values[first - 1]) if first > 0 else self.cash
+        return np.concatenate([[base], self.values[first:]])
+
+    def sharpe(self, periods_per_year: int = 252) -> float | None:
+        values = self.equity()
+        rets = values[1:] / values[:-1] - 1.0
+        if rets.size < 2:
+            return None
+        std = float(rets.std(ddof=1))
+        return float(rets.mean()) / std * math.sqrt(periods_per_year) if std > 1e-15 else None
+
+    def reported_prices(self) -> list[float]:
+        """``executed.price`` as backtrader reports it: ``(0.0 + size * price) / size``."""
+        return [(0.0 + s * p) / s for s, p in zip(self.fill_sizes, self.fill_prices, strict=True)]
+
+    def trades(self) -> list[Trade]:
+        """Flat-to-flat round trips per symbol, symbols in the order of their first fill (as
+        ``trade_list.trades_from_trace_fills`` lists a portfolio job's)."""
+        days, names = self.window.days, self.window.symbols
+        by_symbol: dict[int, list[FillRow]] = {}
+        for bar, j, size, price in zip(
+            self.fill_bars, self.fill_symbols, self.fill_sizes, self.reported_prices(),
+            strict=True,
+        ):  # fmt: skip
+            by_symbol.setdefault(j, []).append(FillRow(days[bar], size, price))
+        return [t for j, rows in by_symbol.items() for t in pair_fills(names[j], rows)]
+
+
+class _Position:
+    """backtrader's ``Position`` update rule (as ``backtest.books._Position``)."""
+
+    __slots__ = ("price", "size")
+
+    def __init__(self, size: float = 0.0, price: float = 0.0) -> None:
+        self.size = size
+        self.price = price if size else 0.0
+
+    def update(self, size: float, price: float) -> tuple[float, float]:
+        old = self.size
+        self.size += size
+        if not self.size:
+            opened, closed = 0.0, size
+            self.price = 0.0
+        elif not old:
+            opened, closed = size, 0.0
+            self.price = price
+        elif old > 0:
+            if size > 0:
+                opened, closed = size, 0.0
+                self.price = (self.price * old + size * price) / self.size
+            elif self.size > 0:
+                opened, closed = 0.0, size
+            else:
+                opened, closed = self.size, -old
+                self.price = price
+        else:
+            if size < 0:
+                opened, closed = size, 0.0
+                self.price = (self.price * old + size * price) / self.size
+            elif self.size < 0:
+                opened, closed = 0.0, size
+            else:
+                opened, closed = self.size, -old
+                self.price = price
+        return opened, closed
+
+
+def check_supported(spec: StrategySpec) -> None:
+    """Raise ``Unsupported`` naming what the portfolio screen cannot reproduce."""
+    if spec.is_custom:
+        raise Unsupported("custom code", "code written outside the block catalogue")
+    if not isinstance(spec.family, PortfolioFamily) or spec.scope != "portfolio":
+        raise Unsupported(f"family {spec.family}", "not a portfolio family")
+    if spec.family not in SUPPORTED:
+        raise Unsupported(f"family {spec.family.value}", "no portfolio screen for this family")
+    for f in reconcile_portfolio(spec).filters:
+        raise Unsupported(f"filter {f}", "reads an index feed (SPY, QQQ or VIX)")
+
+
+def _param(params: dict[str, Any], name: str) -> Any:
+    """The value as the rendering writes it (``portfolio._literal``): int, float or bool."""
+    value = params[name]
+    if isinstance(value, bool):
+        return value
+    if name in PARAM_SPACE and PARAM_SPACE[name].kind == "int":
+        return int(value)
+    return float(value)
+
+
+class _Strategy:
+    """The generated ``targets`` of ``_BODY`` (``strategies.portfolio``), per rebalance."""
+
+    def __init__(self, spec: StrategySpec, window: PortfolioWindow, bars_per_year: int) -> None:
+        p = spec.parameters
+        rotation = spec.family == PortfolioFamily.ROTATION
+        self.lookback = _param(p, "xs_lookback")
+        self.skip = _param(p, "xs_skip")
+        self.top_n = 1 if rotation else _param(p, "xs_top_n")
+        self.shorts = False if rotation else bool(spec.long_short)
+        self.cash_filter = _param(p, "cash_filter") if rotation else False
+        self.inverse_vol = False if rotation else _param(p, "inverse_vol")
+        self.vol_target = _param(p, "vol_target")
+        self.target_vol = _param(p, "target_vol")
+        self.gross = _param(p, "gross")
+        self.rebalance = _param(p, "rebalance_bars")
+        self.vol_lookback = _param(p, "vol_lookback")
+        self.bars_per_year = int(bars_per_year)
+        self.close = window.close
+        self.vol = window.vol(self.vol_lookback)
+
+    def momentum(self, j: int, t: int) -> float:
+        span = self.lookback + self.skip
+        if t + 1 <= span:  # len(d) <= span
+            return math.nan
+        past = self.close[j][t - span]
+        recent = self.close[j][t - self.skip]
+        if not past > 0:
+            return math.nan
+        return recent / past - 1.0
+
+    def targets(self, t: int) -> dict[int, float] | None:
+        ranked = []
+        for j in range(len(self.close)):
+            score = self.momentum(j, t)
+            if not math.isnan(score):
+                ranked.append((score, j))
+        if len(ranked) < 2:
+            return None
+        ranked.sort(reverse=True)
+        shorts = self.shorts
+        n = max(1, min(self.top_n, len(ranked) // 2 if shorts else len(ranked) - 1))
+        longs, lows = [], []
+        for rank, (_, j) in enumerate(ranked):
+            if rank < n:
+                longs.append(j)
+            if shorts and rank >= len(ranked) - n:
+                lows.append(j)
+        if self.cash_filter and ranked[0][0] < 0:
+            longs = []
+        weights: dict[int, float] = {}
+        budget = self.gross / 2.0 if shorts else self.gross
+        for sign, group in ((1.0, longs), (-1.0, lows)):
+            raw = []
+            for j in group:
+                v = self.vol[j][t]
+                raw.append(1.0 / v if self.inverse_vol and v > 0 else 1.0)
+            total = sum(raw)
+            for j, r in zip(group, raw, strict=True):
+                weights[j] = sign * budget * r / total
+        if self.vol_target and weights:
+            est = 0.0
+            for j, w in weights.items():
+                v = self.vol[j][t]
+                est += abs(w) * (v if v > 0 else 0.0)
+            est *= math.sqrt(self.bars_per_year)
+            if est > 0:
+                scale = min(1.0, self.target_vol / est)
+                weights = {j: w * scale for j, w in weights.items()}
+        return weights
+
+
+def _value(cash: float, positions: list[_Position], close: list[list[float]], t: int) -> float:
+    """The broker's ``_get_value`` at bar ``t``'s close (positions in feed order)."""
+    total = 0.0
+    for j, pos in enumerate(positions):
+        c = close[j][t]
+        dvalue = pos.size * c
+        unrealised = pos.size * (c - pos.price) * 1.0
+        if dvalue > 0:
+            total = (total + (dvalue - unrealised) / 1.0) + unrealised
+        else:
+            total += dvalue
+    return cash + total
+
+
+def evaluate(
+    spec: StrategySpec,
+    window: PortfolioWindow,
+    *,
+    costs: CostModel | None = None,
+    bars_per_year: int = 252,
+) -> PortfolioEvaluation:
+    """Run ``spec`` over ``window``; raises ``Unsupported`` or ``IndicatorZeroDivision``.
+
+    ``bars_per_year`` must be what the code was rendered with (the volatility target's)."""
+    costs = costs or CostModel()
+    check_supported(spec)
+    spec = reconcile_portfolio(spec)  # what render_portfolio renders
+    strat = _Strategy(spec, window, bars_per_year)  # raises on a close of 0.0, as backtrader
+    if not window.positive:  # e.g. a last close of 0.0: backtrader's sizing would divide by it
+        raise Unsupported("bars", "a price of 0.0 or below")
+    rate, slip, cash = costs.commission_pct / 100.0, costs.slippage_pct / 100.0, costs.cash
+    opens, highs, lows, close = window.open, window.high, window.low, window.close
+    k, n = len(window.symbols), len(window)
+    positions = [_Position() for _ in range(k)]
+    fill_bars: list[int] = []
+    fill_symbols: list[int] = []
+    fill_sizes: list[float] = []
+    fill_prices: list[float] = []
+    pnls: list[float] = []
+    marks: list[tuple[int, float, list[float], list[float]]] = []
+    refused = 0
+    start = max(strat.vol_lookback, window.first)  # the strategy's minperiod, and the gate
+    rb = strat.rebalance
+    r = start + (-(start + 1)) % rb  # the first bar >= start where len(self) % rb == 0
+    while r < n - 1:  # an order on the last bar never fills
+        orders = _rebalance(strat, r, cash, positions, close)
+        t = r + 1  # the broker's next bar: it runs before the strategy's next rebalance
+        r += rb
+        if not orders:
+            continue
+        # -- check_submitted: pseudo-execution at the created price, a running cash
+        probe_cash = cash
+        clones: dict[int, _Position] = {}
+        accepted = []
+        for j, size in orders:
+            created = close[j][t - 1]
+            clone = clones.setdefault(j, _Position(positions[j].size, positions[j].price))
+            opened, closed = clone.update(size, created)
+            if closed:
+                closedvalue = -closed * created
+                closecash = closedvalue
+                if closedvalue > 0:
+                    closecash /= 1.0
+                probe_cash += closecash + 0
+                probe_cash -= abs(closed) * rate * created
+            if opened:
+                openedvalue = opened * created
+                opencash = openedvalue
+                if openedvalue > 0:
+                    opencash /= 1.0
+                probe_cash -= opencash
+                probe_cash -= abs(opened) * rate * created
+            if probe_cash >= 0.0:
+                accepted.append((j, size))
+            else:
+                refused += 1  # Margin; the negative cash carries on to the next order
+        # -- the accepted orders fill at this bar's open, in order
+        filled = False
+        for j, size in accepted:
+            o = opens[j][t]
+            if size > 0:
+                price = o * (1 + slip) if slip else o
+                price = price if price <= highs[j][t] else highs[j][t]
+            else:
+                price = o * (1 - slip) if slip else o
+                price = price if price >= lows[j][t] else lows[j][t]
+            pos = positions[j]
+            pprice_orig = pos.price
+            opened, closed = _Position(pos.size, pos.price).update(size, price)
+            pnl = -closed * (price - pprice_orig) * 1.0
+            c = cash
+            closedcomm = 0.0
+            if closed:
+                closedvalue = -closed * pprice_orig
+                closecash = closedvalue
+                if closedvalue > 0:
+                    closecash /= 1.0
+                c += closecash + pnl * 1
+                closedcomm = abs(closed) * rate * price
+                c -= closedcomm
+                c += 0.0
+                cash = c
+            popened = opened
+            if opened:
+                openedvalue = opened * price
+                opencash = openedvalue
+                if openedvalue > 0:
+                    opencash /= 1.0
+                c -= opencash
+                c -= abs(opened) * rate * price
+                if c < 0.0:
+                    opened = 0.0  # not enough cash for the opening part: dropped
+                else:
+                    cash = c
+            execsize = closed + opened
+            if execsize:
+                pos.update(execsize, price)
+                fill_bars.append(t)
+                fill_symbols.append(j)
+                fill_sizes.append(execsize)
+                fill_prices.append(price)
+                filled = True
+                if closed:  # a portfolio's reduction realises a trade (books)
+                    pnls.append(pnl - closedcomm)
+            if popened and not opened:
+                refused += 1
+        if filled:
+            marks.append((t, cash, [p.size for p in positions], [p.price for p in positions]))
+    values, in_market = _books_values(marks, n, costs.cash, window.closes)
+    return PortfolioEvaluation(
+        window=window, fill_bars=fill_bars, fill_symbols=fill_symbols, fill_sizes=fill_sizes,
+        fill_prices=fill_prices, pnls=pnls, values=values, in_market=in_market,
+        refused=refused, cash=costs.cash,
+    )  # fmt: skip
+
+
+def _rebalance(
+    strat: _Strategy, t: int, cash: float, positions: list[_Position], close: list[list[float]]
+) -> list[tuple[int, float]]:
+    """The generated ``next`` on a rebalance bar: the orders (feed, signed size) it sends."""
+    weights = strat.targets(t)
+    if weights is None:
+        return []
+    value = _value(cash, positions, close, t)
+    if not value > 0:
+        return []
+    now = [positions[j].size * close[j][t] / value for j in range(len(positions))]
+    orders: list[tuple[int, float]] = []
+    for reduce in (True, False):
+        for j in range(len(positions)):
+            w = weights.get(j, 0.0)
+            if (w < now[j]) if reduce else (w > now[j]):
+                size = _target_order(w * value, positions[j].size, close[j][t])
+                if size:
+                    orders.append((j, size))
+    return orders
+
+
+def _target_order(target: float, possize: float, price: float) -> float:
+    """``order_target_value``: the signed size it sends (0: none)."""
+    if not target and possize:
+        return -possize  # close()
+    value = possize * price
+    if target > value:
+        return float(int(1.0 * ((target - value) // price)))
+    if target < value:
+        return -float(int(1.0 * ((value - target) // price)))
+    return 0.0
+
+
+def _books_values(
+    marks: list[tuple[int, float, list[float], list[float]]],
+    n: int,
+    cash0: float,
+    closes: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray]:
+    """The broker value at every bar's close (``books._values`` of the forward-filled state)
+    and whether any position is held."""
+    k = closes.shape[1]
+    cash = np.full(n, cash0)
+    sizes = np.zeros((n, k))
+    avgs = np.zeros((n, k))
+    if marks:
+        at = np.array([m[0] for m in marks])
+        which = np.searchsorted(at, np.arange(n), side="right") - 1
+        has = which >= 0
+        cash[has] = np.array([m[1] for m in marks])[which[has]]
+        sizes[has] = np.array([m[2] for m in marks])[which[has]]
+        avgs[has] = np.array([m[3] for m in marks])[which[has]]
+    total = np.zeros(n)
+    for d in range(k):
+        size, price, close = sizes[:, d], avgs[:, d], closes[:, d]
+        dvalue = size * close
+        unrealised = size * (close - price) * 1.0
+        long = (total + (dvalue - unrealised) / 1.0) + unrealised
+        total = np.where(dvalue > 0, long, total + dvalue)
+    return cash + total, (sizes != 0).any(axis=1)
+
+
+def books_result(
+    spec: StrategySpec, run: PortfolioEvaluation, periods_per_year: int = 252
+) -> BacktestResult:
+    """The figures ``backtest.books.keep_books`` computes for the portfolio job."""
+    window, first = run.window, run.window.first
+    n = len(run.values)
+    equity = run.equity()
+    bars_in_market = int(run.in_market[first:n].sum())
+    reported = run.reported_prices()
+    traded = float(
+        sum(abs(s) * p for b, s, p in zip(run.fill_bars, run.fill_sizes, reported, strict=True)
+            if b >= first)
+    )  # fmt: skip
+    metrics = compute_metrics(
+        equity,
+        trade_pnls=run.pnls,
+        bars_in_market=bars_in_market,
+        periods_per_year=periods_per_year,
+        traded_notional=traded,
+    ).model_copy(update={"orders_rejected": run.refused})
+    return BacktestResult.model_construct(
+        job_id=f"screen|{LABEL}",
+        variant_id=spec.trial_key(),
+        symbol=LABEL,
+        fold=0,
+        status=JobStatus.OK,
+        metrics=metrics,
+        return_dates=window.return_keys[: n - first],
+        returns=(equity[1:] / equity[:-1] - 1.0).tolist(),
+        trade_pnls=list(run.pnls),
+        bars_in_market=bars_in_market,
+        traded_notional=traded,
+    )

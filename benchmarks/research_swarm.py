@@ -68,7 +68,7 @@ def bench_graph(data, split, tmp: Path) -> float:
     )
     elapsed = time.perf_counter() - t0
     assert len(state["findings"]) == 15 * len(TICKERS), len(state["findings"])
-    assert state["synthesis"]["recommended_families"]
+    assert state["synthesis"].recommended_families
     return elapsed
 
 

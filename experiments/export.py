@@ -12,6 +12,7 @@ import argparse
 import json
 import os
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -282,13 +283,14 @@ def _f(x: Any) -> str:
     return "–" if x is None else f"{x:.2f}"
 
 
-def lineage_of(variant_id: str, all_variants: dict[str, dict[str, Any]]) -> list[str]:
+def lineage_of(variant_id: str, parents: Mapping[str, str | None]) -> list[str]:
+    """``variant_id``'s ancestors and itself, oldest first; ``parents``: variant id -> parent id."""
     chain, seen = [], set()
     current: str | None = variant_id
-    while current and current in all_variants and current not in seen:
+    while current and current in parents and current not in seen:
         seen.add(current)
         chain.append(current)
-        current = all_variants[current].get("parent_id")
+        current = parents[current]
     return list(reversed(chain))
 
 
@@ -345,7 +347,7 @@ def export_from_run(run_dir: Path, to: Path, variant_id: str | None = None) -> P
         class_name=variant["class_name"],
         costs=manifest.config["costs"],
         figures=figures,
-        lineage=lineage_of(variant_id, variants),
+        lineage=lineage_of(variant_id, {k: v.get("parent_id") for k, v in variants.items()}),
         run_dir=run_dir,
     )
 

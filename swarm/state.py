@@ -10,8 +10,7 @@ live in the run folder and the state holds a reference: a variant's source is
 backtest's per-period return series are ``backtests/<variant_id>/<symbol>-f<fold>.json``
 (``results`` keeps status and metrics).
 
-Still dicts: what ``swarm.nodes.strategy`` and the research half write (variants,
-all_variants, data_brief, synthesis, findings, fact_sheets).
+Still dicts: the subagents' LLM events (``llm_events``), open records for the experiment log.
 """
 
 from __future__ import annotations
@@ -21,21 +20,39 @@ from typing import Annotated, Any, TypedDict
 
 from pydantic import BaseModel
 
-from backtest.contracts import BacktestResult
+from backtest.contracts import BacktestResult, JobStatus
+from backtest.lookahead import LookaheadReport
 from experiments.records import HoldoutResult, Series, Verdict
 from gate.contracts import (
     FailureAnalysis,
+    FailureType,
     GateDecision,
     Hint,
     IterationSummary,
     LoopCounters,
     Route,
     TrajectoryAnalysis,
+    TrajectoryStatus,
     VariantEvaluation,
     Veto,
 )
 from gate.ledger import TrialLedger
-from strategies.spec import Origin
+from strategies.spec import (
+    Family,
+    Origin,
+    PipelineFamily,
+    PortfolioFamily,
+    StrategySpec,
+    StrategyVariant,
+)
+from swarm.research.models import (
+    DataBrief,
+    Domain,
+    FactSheet,
+    Finding,
+    Regime,
+    ResearchSynthesis,
+)
 from swarm.research.rounds import StudyKind, StudyRecord
 
 RESET: dict[str, bool] = {"__reset__": True}
@@ -48,19 +65,11 @@ def extend_or_reset(current: list | None, update: list | dict | None) -> list:
     return list(current or []) + list(update or [])
 
 
-class _ByKey:
-    """``model["field"]`` for readers not yet moved to attributes (``swarm.nodes.strategy``
-    reads ``best["variant_id"]`` and ``evaluation["variant_id"]``). Remove once they are."""
-
-    def __getitem__(self, key: str) -> Any:
-        return getattr(self, key)
-
-
-class Evaluation(_ByKey, VariantEvaluation):
+class Evaluation(VariantEvaluation):
     """A VariantEvaluation as the state holds it."""
 
 
-class BestSoFar(_ByKey, VariantEvaluation):
+class BestSoFar(VariantEvaluation):
     """The best evaluation so far (any iteration) and its equal-weight portfolio returns,
     for the equity chart and the report."""
 
@@ -71,6 +80,20 @@ class StoredResult(BacktestResult):
     """A BacktestResult without its return series (they are in ``result_file``)."""
 
     result_file: str | None = None
+
+
+class StoredVariant(BaseModel):
+    """A StrategyVariant without its source (it is in ``code_file``), and the class name
+    static validation found in it: what ``all_variants`` keeps of every variant built."""
+
+    variant_id: str
+    parent_id: str | None = None
+    iteration: int
+    route: Origin
+    spec: StrategySpec
+    code_sha256: str
+    code_file: str
+    class_name: str | None = None
 
 
 class BacktestTask(BaseModel):
@@ -108,18 +131,16 @@ class DevelopState(TypedDict, total=False):
     route: Origin | Route  # what built the current variants; after the router, its route
     feedback: list[str]  # what the gate told research / strategy development
 
-    data_brief: dict[str, Any]
-    findings: Annotated[list[dict[str, Any]], extend_or_reset]
+    data_brief: DataBrief
+    findings: Annotated[list[Finding], extend_or_reset]
     failed_subagents: Annotated[list[str], extend_or_reset]
-    fact_sheets: Annotated[list[dict[str, Any]], extend_or_reset]
+    fact_sheets: Annotated[list[FactSheet], extend_or_reset]
     llm_events: Annotated[list[dict[str, Any]], extend_or_reset]  # subagents' LLM fallbacks
-    synthesis: dict[str, Any]
+    synthesis: ResearchSynthesis
     research_studies: list[StudyRecord]  # one per research round: what it studied, or skipped
 
-    variants: list[dict[str, Any]]  # this iteration's runnable StrategyVariants (with code)
-    # Every variant ever built, by id (lineage, export): StrategyVariant without its code,
-    # plus "code_file" and "class_name".
-    all_variants: dict[str, dict[str, Any]]
+    variants: list[StrategyVariant]  # this iteration's runnable variants (with code)
+    all_variants: dict[str, StoredVariant]  # every variant ever built, by id (lineage, export)
     results: Annotated[list[StoredResult], extend_or_reset]  # this iteration's backtests
 
     ledger: TrialLedger
@@ -130,7 +151,7 @@ class DevelopState(TypedDict, total=False):
     decisions: Annotated[list[GateDecision], operator.add]  # one per iteration
     best: BestSoFar | None  # best evaluation so far (any iteration)
     n_backtests: int
-    lookahead: dict[str, Any]  # LookaheadReport (JSON) per variant checked before it could pass
+    lookahead: dict[str, LookaheadReport]  # per variant checked before it could pass
     pbo: float | None  # probability of backtest overfitting (CSCV) over every variant so far
     pbo_variants: int  # how many variants that PBO ranks (0 while it is not computed)
     spa: SpaResult | None
@@ -139,11 +160,20 @@ class DevelopState(TypedDict, total=False):
     verdict: Verdict
 
 
+# The shape of the checkpointed state. A checkpoint holds the types of the code that wrote it,
+# so a run checkpointed under another schema cannot continue under this code: bump this when
+# a field changes type (1: manifests without it; 2: variants, all_variants, lookahead and the
+# research fields typed).
+STATE_SCHEMA = 2
+
 # What the checkpoint may restore besides plain JSON: the state's own types, nothing else.
 CHECKPOINT_TYPES: tuple[type, ...] = (
     Evaluation, BestSoFar, StoredResult, BacktestTask, SubagentTask, SpaResult, LoopCounters,
     TrialLedger, FailureAnalysis, TrajectoryAnalysis, IterationSummary, GateDecision,
     HoldoutResult, Verdict, Series, Origin, Route, Hint, Veto, StudyRecord, StudyKind,
+    DataBrief, Finding, FactSheet, ResearchSynthesis, Domain, Regime,
+    StrategyVariant, StoredVariant, LookaheadReport, Family, PipelineFamily, PortfolioFamily,
+    JobStatus, FailureType, TrajectoryStatus,
 )  # fmt: skip
 
 

@@ -24,6 +24,7 @@ from backtest.contracts import BacktestJob, BacktestResult
 from backtest.executor import error_result
 from strategies.portfolio import LABEL as PORTFOLIO
 from strategies.portfolio import SCOPE
+from strategies.spec import StrategySpec
 from swarm.context import RunContext
 from swarm.regime_data import index_hashes, missing_indices, missing_message, with_index_feeds
 from swarm.state import BacktestTask, DevelopState, StoredResult
@@ -57,10 +58,10 @@ def read_code(ctx: RunContext, variant_id: str, code_sha256: str) -> str:
     return code
 
 
-def job_symbols(variant: dict, symbols: list[str]) -> list[str]:
-    """What one variant is run on: each symbol alone, or (portfolio scope) the whole universe
-    at once, under the portfolio label."""
-    return [PORTFOLIO] if (variant.get("spec") or {}).get("scope") == SCOPE else list(symbols)
+def job_symbols(spec: StrategySpec, symbols: list[str]) -> list[str]:
+    """What a variant of ``spec`` is run on: each symbol alone, or (portfolio scope) the whole
+    universe at once, under the portfolio label."""
+    return [PORTFOLIO] if spec.scope == SCOPE else list(symbols)
 
 
 def fan_out_backtests(state: DevelopState) -> list[Send]:
@@ -69,14 +70,14 @@ def fan_out_backtests(state: DevelopState) -> list[Send]:
             BACKTEST_NODE,
             BacktestTask(
                 iteration=state["iteration"],
-                variant_id=variant["variant_id"],
-                code_sha256=variant["code_sha256"],
+                variant_id=variant.variant_id,
+                code_sha256=variant.code_sha256,
                 symbol=symbol,
                 fold=fold,
             ),
         )
         for variant in state.get("variants", [])
-        for symbol in job_symbols(variant, state["symbols"])
+        for symbol in job_symbols(variant.spec, state["symbols"])
         for fold in range(state["n_folds"])
     ]
 

@@ -21,8 +21,10 @@ from experiments.records import (
     Figures,
     HoldoutRecord,
     HoldoutResult,
+    InSample,
     Series,
     TrialSharpes,
+    VariantEntry,
     Verdict,
     append_record,
 )
@@ -35,11 +37,14 @@ from gate.ledger import TrialLedger
 from gate.stats import expected_max_sharpe
 from swarm.analyze.family import holdout_note, holdout_variant, with_holdout_code
 from swarm.context import RunContext
-from swarm.nodes.backtest import PORTFOLIO, data_sha256, job_bars, job_symbols
+from swarm.nodes.backtest import PORTFOLIO, data_sha256, job_bars, job_symbols, read_code
 from swarm.nodes.gate import portfolio_series
 from swarm.nodes.strategy import with_code
 from swarm.regime_data import reproduce_data
 from swarm.state import BestSoFar, DevelopState
+
+# What variants.json keeps of each variant's gate evaluation (with its iteration).
+IN_SAMPLE_FIELDS = tuple(f for f in InSample.model_fields if f != "iteration")
 
 
 def holdout(state: DevelopState, runtime: Runtime[RunContext]) -> dict[str, Any]:
@@ -47,8 +52,9 @@ def holdout(state: DevelopState, runtime: Runtime[RunContext]) -> dict[str, Any]
     ctx = runtime.context
     cfg = ctx.config
     winner_id = state["best"].variant_id
+    entry = state["all_variants"][winner_id]
     # A decision-pipeline winner gets the holdout's decisions only now (swarm.analyze.family).
-    variant = holdout_variant(ctx, with_code(ctx, state["all_variants"][winner_id]))
+    variant = holdout_variant(ctx, with_code(ctx, entry))
     fold = ctx.holdout_fold
     ctx.progress.stage(
         "holdout", f"opening the sealed holdout {fold.start} .. {fold.end} for {winner_id}"
@@ -65,7 +71,7 @@ def holdout(state: DevelopState, runtime: Runtime[RunContext]) -> dict[str, Any]
             costs=cfg.costs,
             periods_per_year=ctx.periods_per_year,
         )
-        for symbol in job_symbols(variant, ctx.symbols)
+        for symbol in job_symbols(entry.spec, ctx.symbols)
     ]
     results = ctx.executor.map(jobs)
     ok = [r for r in results if r.status == JobStatus.OK]
@@ -88,7 +94,7 @@ def holdout(state: DevelopState, runtime: Runtime[RunContext]) -> dict[str, Any]
                 status=r.status, error=r.error, metrics=r.metrics, gate_score=state["best"].score,
                 data_sha256=data_sha256(ctx, r.symbol, variant["code"]),
                 code_sha256=variant["code_sha256"],
-                parent_id=variant.get("parent_id"), recorded_at=datetime.now(UTC).isoformat(),
+                parent_id=entry.parent_id, recorded_at=datetime.now(UTC).isoformat(),
             ),
         )  # fmt: skip
     ctx.progress.stage(
@@ -123,8 +129,18 @@ def finalize(state: DevelopState, runtime: Runtime[RunContext]) -> dict[str, Any
     success = state.get("route") == Route.SUCCESS
     best_eval = state.get("best")
     best_id = best_eval.variant_id if best_eval else None
-    all_variants = {vid: with_code(ctx, v) for vid, v in state.get("all_variants", {}).items()}
-    best_variant = all_variants.get(best_id) if best_id else None
+    stored = state.get("all_variants", {})
+    # Every variant as variants.json holds it: with its (sha256-verified) source.
+    variants = {
+        vid: VariantEntry(**dict(v), code=read_code(ctx, vid, v.code_sha256))
+        for vid, v in stored.items()
+    }
+    # The winner as the export and the report read it (variants.json's JSON, no figures).
+    best_variant = (
+        variants[best_id].model_dump(mode="json", exclude={"in_sample"})
+        if best_id in variants
+        else None
+    )
     ledger = state.get("ledger") or TrialLedger()
     h = state.get("holdout")
     spa = state.get("spa")
@@ -171,22 +187,10 @@ def finalize(state: DevelopState, runtime: Runtime[RunContext]) -> dict[str, Any
     # Every variant's own in-sample figures, so any of them can be exported with its numbers.
     for d in decisions:
         for e in d.evaluations:
-            if e.variant_id in all_variants:
-                all_variants[e.variant_id] = all_variants[e.variant_id] | {
-                    "in_sample": {"iteration": d.iteration}
-                    | e.model_dump(
-                        mode="json",
-                        include={
-                            "metrics",
-                            "fold_sharpes",
-                            "score",
-                            "dsr",
-                            "alpha",
-                            "passed",
-                            "vetoes",
-                        },
-                    )  # fmt: skip
-                }
+            if e.variant_id in variants:
+                variants[e.variant_id].in_sample = InSample(
+                    iteration=d.iteration, **{f: getattr(e, f) for f in IN_SAMPLE_FIELDS}
+                )
     trials = _trial_sharpes(best_eval, ledger, ctx.periods_per_year)
 
     verdict = Verdict(
@@ -236,8 +240,7 @@ def finalize(state: DevelopState, runtime: Runtime[RunContext]) -> dict[str, Any
     figures_json = verdict_json["figures"]
     run = ctx.run
     # Through the model: the file is what `python -m experiments.check` and the export read.
-    run.write_json("variants.json", VARIANTS.dump_python(VARIANTS.validate_python(all_variants),
-                                                         mode="json"))  # fmt: skip
+    run.write_json("variants.json", VARIANTS.dump_python(variants, mode="json"))
     run.write_json("verdict.json", verdict_json)
     thresholds = {c.metric: c.threshold for c in ctx.criteria.rules}
     charts = []
@@ -267,7 +270,7 @@ def finalize(state: DevelopState, runtime: Runtime[RunContext]) -> dict[str, Any
             class_name=best_variant["class_name"],
             costs=cfg.costs.model_dump(),
             figures=figures_json,
-            lineage=lineage_of(best_id, all_variants),
+            lineage=lineage_of(best_id, {vid: v.parent_id for vid, v in stored.items()}),
             run_dir=run.root,
         )
     run.write_text(
@@ -277,7 +280,9 @@ def finalize(state: DevelopState, runtime: Runtime[RunContext]) -> dict[str, Any
             config=cfg.model_dump(mode="json"),
             verdict=verdict_json,
             decisions=[d.model_dump(mode="json") for d in decisions],
-            synthesis=state.get("synthesis"),
+            synthesis=synthesis.model_dump(mode="json")
+            if (synthesis := state.get("synthesis"))
+            else None,
             data=ctx.cache["data_summary"],
             best_variant=best_variant,
             best_eval=best_eval.model_dump(mode="json") if best_eval else None,

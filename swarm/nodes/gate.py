@@ -9,7 +9,7 @@ import pandas as pd
 from langgraph.runtime import Runtime
 
 from backtest.contracts import BacktestResult, JobStatus
-from backtest.lookahead import check_lookahead
+from backtest.lookahead import LookaheadReport, check_lookahead
 from backtest.period_keys import index_keys
 from experiments.records import (
     BacktestRecord,
@@ -47,7 +47,6 @@ from swarm.nodes.backtest import (
     job_bars,
     job_symbols,
     load_results,
-    read_code,
 )
 from swarm.nodes.llm_log import llm_logger, log_usage
 from swarm.nodes.trials import measure_effective, variant_trial_keys
@@ -69,7 +68,7 @@ def _scorer(ctx: RunContext) -> FuzzyScorer:
 def gate(state: DevelopState, runtime: Runtime[RunContext]) -> dict[str, Any]:
     ctx = runtime.context
     results = load_results(ctx, state.get("results", []))
-    variants = [StrategyVariant.model_validate(v) for v in state.get("variants", [])]
+    variants = state.get("variants", [])
     # A copy: evaluate_variants records this iteration's trials in it.
     ledger = (state.get("ledger") or TrialLedger()).model_copy(deep=True)
     bench = ctx.benchmark_insample()
@@ -98,7 +97,7 @@ def gate(state: DevelopState, runtime: Runtime[RunContext]) -> dict[str, Any]:
         spa_pvalue=1.0 if spa_p is None else spa_p,
     )
     evaluations = [Evaluation(**dict(e)) for e in evaluated]
-    lookahead = _lookahead_veto(ctx, evaluations, state.get("variants", []))
+    lookahead = _lookahead_veto(ctx, evaluations, variants)
     best = state.get("best")
     top = best_evaluation(evaluations)
     if top is not None and (best is None or best_evaluation([best, top]) is top):
@@ -160,20 +159,17 @@ def _run_series(
 
 
 def _lookahead_veto(
-    ctx: RunContext, evaluations: list[VariantEvaluation], variants: list[dict[str, Any]]
-) -> dict[str, Any]:
+    ctx: RunContext, evaluations: list[VariantEvaluation], variants: list[StrategyVariant]
+) -> dict[str, LookaheadReport]:
     """Measure lookahead (truncated re-runs) on every variant about to pass; veto the biased.
 
     Static validation already refused visible tricks such as ``close[1]``; this catches what
     only shows when the future is cut off. One symbol and the last in-sample fold suffice:
     lookahead is a property of the code. A variant the check cannot judge does not pass.
     """
-    code_by_id = {
-        v["variant_id"]: v.get("code") or read_code(ctx, v["variant_id"], v["code_sha256"])
-        for v in variants
-    }
+    code_by_id = {v.variant_id: v.code for v in variants}
     symbol, fold = ctx.symbols[0], ctx.folds[-1]
-    reports: dict[str, Any] = {}
+    reports: dict[str, LookaheadReport] = {}
     for ev in evaluations:
         if not ev.passed or ev.variant_id not in code_by_id:
             continue
@@ -184,7 +180,7 @@ def _lookahead_veto(
             fold=fold,
             costs=ctx.config.costs, executor=ctx.executor, symbol=on,
         )  # fmt: skip
-        reports[ev.variant_id] = report.model_dump(mode="json")
+        reports[ev.variant_id] = report
         if report.integrity:  # its claimed fills are not its books: nothing it says counts
             ev.veto(Veto.INTEGRITY, f"integrity error in the lookahead check on {symbol}: "
                     f"{report.integrity}")  # fmt: skip
@@ -203,7 +199,7 @@ def _lookahead_veto(
     return reports
 
 
-def _verdict_word(report: Any) -> str:
+def _verdict_word(report: LookaheadReport) -> str:
     if report.integrity:
         return "INTEGRITY ERROR"
     return "BIASED" if report.biased else "clean" if report.checked else "unchecked"
@@ -211,14 +207,14 @@ def _verdict_word(report: Any) -> str:
 
 def failure_analysis(state: DevelopState, runtime: Runtime[RunContext]) -> dict[str, Any]:
     ctx = runtime.context
-    synthesis = state.get("synthesis") or {}
+    synthesis = state.get("synthesis")
     evaluations = state.get("evaluations", [])
     analysis = analyse_failure(
         evaluations,
         criteria=ctx.criteria,
         history=state.get("history", []),
-        research_confidence=float(synthesis.get("confidence", 0.0)),
-        regime=str(synthesis.get("regime", "")),
+        research_confidence=synthesis.confidence if synthesis else 0.0,
+        regime=synthesis.regime.value if synthesis else "",
         families=sorted({e.family for e in evaluations}),
     )
     if ctx.llm is not None:
@@ -249,7 +245,7 @@ def _origin(state: DevelopState) -> Origin:
 
 
 def _summary(state: DevelopState, route: Route) -> IterationSummary:
-    params = {vid: v["spec"]["parameters"] for vid, v in state.get("all_variants", {}).items()}
+    params = {vid: v.spec.parameters for vid, v in state.get("all_variants", {}).items()}
     return summarise_iteration(
         state["iteration"], state.get("evaluations", []), route=route, parameters=params
     )
@@ -323,10 +319,9 @@ def _record_iteration(ctx: RunContext, state: DevelopState, decision: GateDecisi
               "route": _origin(state), "recorded_at": now}  # fmt: skip
     evals = {e.variant_id: e for e in decision.evaluations}
     results = load_results(ctx, state.get("results", []))  # what the gate loaded: no re-read
-    for variant_dump in state.get("variants", []):
-        variant = StrategyVariant.model_validate(variant_dump)
+    for variant in state.get("variants", []):
         ev = evals.get(variant.variant_id)
-        for symbol in job_symbols(variant_dump, ctx.symbols):
+        for symbol in job_symbols(variant.spec, ctx.symbols):
             rs = sorted(
                 (r for r in results if r.variant_id == variant.variant_id and r.symbol == symbol),
                 key=lambda r: r.fold,

@@ -10,7 +10,7 @@ from typing import Any
 from langgraph.runtime import Runtime
 
 from experiments.records import ScreenedTrial, ScreenRecord, VariantRejectedRecord, append_record
-from gate.contracts import FailureAnalysis, VariantEvaluation
+from gate.contracts import VariantEvaluation
 from gate.ledger import TrialLedger
 from strategies.blocks import ENTRIES, EXITS, FILTERS, SIZINGS
 from strategies.codegen import code_sha256, make_variant
@@ -28,23 +28,22 @@ from swarm.llm.brains import llm_strategy_specs
 from swarm.nodes.backtest import code_file
 from swarm.nodes.llm_log import llm_logger
 from swarm.regime_data import available_indices
-from swarm.state import RESET, DevelopState
+from swarm.state import RESET, DevelopState, StoredVariant
 
 
-def index_entry(record: dict[str, Any]) -> dict[str, Any]:
+def index_entry(variant: StrategyVariant, class_name: str | None) -> StoredVariant:
     """A variant as ``all_variants`` keeps it: everything but the code, plus where the code is."""
-    return {k: v for k, v in record.items() if k != "code"} | {
-        "code_file": code_file(record["variant_id"])
-    }
+    fields = {k: v for k, v in variant if k != "code"}
+    return StoredVariant(**fields, code_file=code_file(variant.variant_id), class_name=class_name)
 
 
-def with_code(ctx: RunContext, entry: dict[str, Any]) -> dict[str, Any]:
-    """An ``all_variants`` entry with its (sha256-verified) source put back."""
-    if "code" in entry:
-        return entry
+def with_code(ctx: RunContext, entry: StoredVariant) -> dict[str, Any]:
+    """An ``all_variants`` entry as ``variants.json`` holds it (JSON), with its
+    (sha256-verified) source put back."""
     from swarm.nodes.backtest import read_code
 
-    return entry | {"code": read_code(ctx, entry["variant_id"], entry["code_sha256"])}
+    code = read_code(ctx, entry.variant_id, entry.code_sha256)
+    return entry.model_dump(mode="json") | {"code": code}
 
 
 def catalogue_text(regime_filters: Collection[str] = ()) -> str:
@@ -69,11 +68,16 @@ def catalogue_text(regime_filters: Collection[str] = ()) -> str:
 
 def _brief(state, route, best, last, failure, families) -> str:
     """Computed facts only: numbers and enums from our own analysis, never third-party text."""
-    synthesis = state.get("synthesis") or {}
-    suggested = (state.get("data_brief") or {}).get("suggested") or {}
+    synthesis, brief = state.get("synthesis"), state.get("data_brief")
+    suggested = brief.suggested.model_dump(mode="json") if brief else {}
+    regime, confidence, signal = (
+        (synthesis.regime.value, synthesis.confidence, synthesis.signal)
+        if synthesis
+        else (None,) * 3
+    )
     lines = [
-        f"regime {synthesis.get('regime')} (research confidence {synthesis.get('confidence')}, "
-        f"signal {synthesis.get('signal')}); families in order: {', '.join(families)}",
+        f"regime {regime} (research confidence {confidence}, "
+        f"signal {signal}); families in order: {', '.join(families)}",
         "suggested: " + ", ".join(f"{k}={v}" for k, v in suggested.items() if k != "reasoning"),
     ]
     if best:
@@ -211,28 +215,24 @@ def strategy_dev(state: DevelopState, runtime: Runtime[RunContext]) -> dict[str,
     iteration = state.get("iteration", 1)
     route = state.get("route", "INITIAL")
     all_variants = dict(state.get("all_variants", {}))
-    seen = {StrategySpec.model_validate(v["spec"]).trial_key() for v in all_variants.values()}
+    seen = {v.spec.trial_key() for v in all_variants.values()}
 
-    synthesis = state.get("synthesis") or {}
-    families = preferred_order(cfg.preferred_families, synthesis.get("recommended_families", []))
-    suggested = (state.get("data_brief") or {}).get("suggested")
+    synthesis, brief = state.get("synthesis"), state.get("data_brief")
+    families = preferred_order(
+        cfg.preferred_families, synthesis.recommended_families if synthesis else []
+    )
+    suggested = brief.suggested.model_dump(mode="json") if brief else None
     best = None
     if state.get("best"):
-        best_id = state["best"]["variant_id"]
-        best = (best_id, StrategySpec.model_validate(all_variants[best_id]["spec"]))
-    last = [
-        (
-            VariantEvaluation.model_validate(e),
-            StrategySpec.model_validate(all_variants[e["variant_id"]]["spec"]),
-        )
-        for e in state.get("evaluations", [])
-    ]
+        best_id = state["best"].variant_id
+        best = (best_id, all_variants[best_id].spec)
+    last = [(e, all_variants[e.variant_id].spec) for e in state.get("evaluations", [])]
     # The rules brain mutates catalogue specs only; an LLM's own code is revised by the LLM.
     # Neither do they mutate the decision pipeline's specs: that family proposes its own.
     # Nor the portfolio families' (strategies.portfolio proposes around its own best).
     rules_best = best if best and not _own_proposer(best[1]) else None
     rules_last = [(ev, s) for ev, s in last if not _own_proposer(s)]
-    failure = FailureAnalysis.model_validate(state["failure"]) if state.get("failure") else None
+    failure = state.get("failure")
     # A distinct, reproducible stream per (seed, iteration, research round).
     rng = random.Random(cfg.seed * 1_000_003 + iteration * 101 + state.get("research_round", 1))
 
@@ -277,7 +277,8 @@ def strategy_dev(state: DevelopState, runtime: Runtime[RunContext]) -> dict[str,
     ) if len(proposals) < n_blocks else []  # fmt: skip
     proposals = pipeline + proposals
 
-    variants, rejected = [], 0
+    variants: list[StrategyVariant] = []
+    rejected = 0
     for k, prop in enumerate(proposals, start=1):
         spec: StrategySpec = prop.spec
         variant_id = f"i{iteration:02d}-v{k:02d}-{spec.family.value}-{spec.trial_key()[:6]}"
@@ -302,10 +303,9 @@ def strategy_dev(state: DevelopState, runtime: Runtime[RunContext]) -> dict[str,
             )
         ctx.run.write_text(code_file(variant_id), variant.code)
         report = validate_code(variant.code)
-        record = variant.model_dump(mode="json") | {"class_name": report.class_name}
         # Every variant ever built stays in the state for lineage, without its source (which
         # is in strategies/<id>.py): the state is checkpointed at every super-step.
-        all_variants[variant_id] = index_entry(record)
+        all_variants[variant_id] = index_entry(variant, report.class_name)
         if not report.ok:
             rejected += 1
             append_record(
@@ -318,13 +318,13 @@ def strategy_dev(state: DevelopState, runtime: Runtime[RunContext]) -> dict[str,
                 ),
             )  # fmt: skip
             continue
-        variants.append(record)
-    jobs = sum(1 if v["spec"].get("scope") == SCOPE else len(ctx.symbols) for v in variants)
+        variants.append(variant)
+    jobs = sum(1 if v.spec.scope == SCOPE else len(ctx.symbols) for v in variants)
     ctx.progress.start_batch(jobs * len(ctx.folds))
     ctx.progress.stage(
         "strategy",
         f"iteration {iteration}/{cfg.limits.max_iterations} route {route}: "
-        f"{len(variants)} variants ({', '.join(v['spec']['name'] for v in variants)})"
+        f"{len(variants)} variants ({', '.join(v.spec.name for v in variants)})"
         + (f", {rejected} rejected by validation" if rejected else ""),
     )
     return {"variants": variants, "all_variants": all_variants, "results": RESET} | (

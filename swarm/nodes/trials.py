@@ -10,7 +10,6 @@ representatives with every Backtrader trial that is not a screened set already.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any
 
 import numpy as np
 
@@ -22,7 +21,9 @@ from gate.effective import (
     hedge_rows,
 )
 from gate.ledger import EffectiveTrials
+from strategies.spec import StrategyVariant
 from swarm.context import RunContext
+from swarm.state import StoredVariant
 
 
 def _batch_groups(
@@ -98,12 +99,10 @@ def measure_effective(
     )
 
 
-def variant_trial_keys(all_variants: Mapping[str, Any], current: Iterable[Any]) -> dict[str, str]:
+def variant_trial_keys(
+    all_variants: Mapping[str, StoredVariant], current: Iterable[StrategyVariant]
+) -> dict[str, str]:
     """Variant id -> trial key, for every variant of the run and this iteration's."""
-    from strategies.spec import StrategySpec
-
-    out = {
-        vid: StrategySpec.model_validate(v["spec"]).trial_key() for vid, v in all_variants.items()
-    }
+    out = {vid: v.spec.trial_key() for vid, v in all_variants.items()}
     out.update({v.variant_id: v.spec.trial_key() for v in current})
     return out

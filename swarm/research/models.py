@@ -2,11 +2,27 @@
 
 from __future__ import annotations
 
+import math
 from enum import StrEnum
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from swarm.research.rounds import StudyRecord
+
+
+class _DictReads:
+    """``model.get("field")`` and ``model["field"]`` answer with the JSON value, as the dict the
+    graph state held before it held these models (issue 16), for the readers outside the
+    research half not yet moved to attributes: swarm.nodes.strategy, swarm.nodes.gate,
+    swarm.memory.session and experiments.report (through swarm.nodes.finalize). Remove once
+    they are."""
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self.model_dump(mode="json", include={key}).get(key, default)  # type: ignore[attr-defined]
+
+    def __getitem__(self, key: str) -> Any:
+        return self.model_dump(mode="json", include={key})[key]  # type: ignore[attr-defined]
 
 
 class Domain(StrEnum):
@@ -42,6 +58,12 @@ class Finding(BaseModel):
     as_of: str | None = None  # ISO date of the last bar used
     abstained: bool = False
     reason: str | None = None
+
+    @field_validator("value")
+    @classmethod
+    def _missing_when_not_finite(cls, v: float | None) -> float | None:
+        """NaN / inf is no reading: None (as the JSON the findings are written in says)."""
+        return v if v is None or math.isfinite(v) else None
 
 
 class FactSheet(BaseModel):
@@ -112,7 +134,7 @@ class SuggestedParameters(BaseModel):
     reasoning: str
 
 
-class DataBrief(BaseModel):
+class DataBrief(_DictReads, BaseModel):
     symbols: list[SymbolBrief]
     regime: Regime  # the universe's dominant regime
     regime_confidence: float
@@ -133,7 +155,7 @@ class SymbolRank(BaseModel):
     basis: str = ""
 
 
-class ResearchSynthesis(BaseModel):
+class ResearchSynthesis(_DictReads, BaseModel):
     fact_sheets: list[FactSheet]
     confidence: float = Field(ge=0, le=1)
     quality: str  # high / medium / low

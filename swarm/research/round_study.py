@@ -1,7 +1,8 @@
 """What a research round adds beyond the 15 subagents: runs the round's study
 (``swarm.research.studies``, chosen by ``swarm.research.rounds``) on in-sample closes,
 expands the universe when the study is an expansion, and applies the study and the
-fundamental / sentiment views to the leader's synthesis. Used by ``swarm.nodes.research``.
+fundamental / sentiment views to the leader's synthesis. Used by ``swarm.research.round_start``
+and ``swarm.research.leader_round``.
 
 Every study reads ``ctx.insample_bars`` only: the holdout stays sealed (measured in
 tests/research/test_research_rounds.py by poisoning the holdout bars).
@@ -13,9 +14,11 @@ from typing import Any
 
 import pandas as pd
 
+from swarm.research.leader import FAMILIES
 from swarm.research.models import DataBrief, FactSheet, Finding, ResearchSynthesis
 from swarm.research.rounds import StudyKind, StudyRecord, favour, horizon_candidates
 from swarm.research.runtime import ResearchRuntime
+from swarm.research.steering import steer_families, universe_ranking
 from swarm.research.studies import (
     HORIZONS,
     StudyResult,
@@ -24,7 +27,6 @@ from swarm.research.studies import (
     pairs_study,
     subperiod_study,
 )
-from swarm.research.synthesis import FAMILIES, steer_families, universe_ranking
 
 
 def window_of(ctx: ResearchRuntime) -> str:

@@ -206,7 +206,7 @@ def test_the_second_round_changes_the_brief_and_the_advice(etf_ctx) -> None:
     assert (first.kind, second.kind) == (StudyKind.BASELINE, StudyKind.HORIZONS)
     assert second.lines and second.numbers and "VR_100" in second.numbers
     assert "VR_20" not in second.numbers  # cost drag: only longer horizons than 50
-    brief = DataBrief.model_validate(state["data_brief"])
+    brief = state["data_brief"]
     assert brief.study == second and [r.kind for r in brief.studies] == [first.kind, second.kind]
     # The longer horizon reaches the entries: as their own parameters on evidence (|z| >= 2),
     # else as the lookback of every entry.
@@ -225,10 +225,10 @@ def test_the_second_round_changes_the_brief_and_the_advice(etf_ctx) -> None:
 @pytest.mark.integration
 def test_the_new_study_changes_what_strategy_development_proposes(etf_ctx) -> None:
     state = _round(etf_ctx, {"research_round": 0})
-    before = DataBrief.model_validate(state["data_brief"])
+    before = state["data_brief"]
     synthesis = lead([], before)
     state = _round(etf_ctx, state, _failure(Hint.TOO_FEW_TRADES))  # shorter horizons
-    after = DataBrief.model_validate(state["data_brief"])
+    after = state["data_brief"]
     studies = round_study.apply_study(synthesis, list(state["research_studies"]))
     record = studies[-1]
     assert record.families_before != record.families_after or record.suggested_changes
@@ -255,8 +255,9 @@ def test_a_skipped_round_runs_no_subagent_and_keeps_the_advice(tmp_path) -> None
     state = _round(ctx, {"research_round": 0})
     for hint in (Hint.NO_EDGE, Hint.NO_EDGE):  # horizons, then subperiods
         state = _round(ctx, state, _failure(hint))
-    brief = DataBrief.model_validate(state["data_brief"])
-    synthesis = lead([], brief).model_dump(mode="json")
+    brief = state["data_brief"]
+    assert isinstance(brief, DataBrief)  # the state holds the models, not their JSON
+    synthesis = lead([], brief)
     state |= {"synthesis": synthesis, "failure": _failure(Hint.NO_EDGE), "findings": []}
     assert nodes.fan_out_subagents(state) != LEADER  # the last round was not skipped
 
@@ -265,11 +266,13 @@ def test_a_skipped_round_runs_no_subagent_and_keeps_the_advice(tmp_path) -> None
     assert out["research_round"] == 4 and last.skipped
     assert "would repeat round 3 (subperiods) exactly" in last.skip_reason
     assert not out.get("findings")  # no subagent ran
-    kept = ResearchSynthesis.model_validate(out["synthesis"])
-    assert kept.recommended_families == synthesis["recommended_families"]
+    kept = out["synthesis"]
+    assert isinstance(kept, ResearchSynthesis) and kept is not synthesis
+    assert kept.recommended_families == synthesis.recommended_families
+    assert not any("skipped" in g for g in synthesis.gaps)  # the state's synthesis is not changed
     assert any("research round 4 skipped" in g for g in kept.gaps)
     assert "Round 4 skipped: would repeat round 3" in kept.summary  # the report shows it
-    assert out["data_brief"]["suggested"] == state["data_brief"]["suggested"]
+    assert out["data_brief"].suggested == state["data_brief"].suggested
     assert "Round 4 skipped" in (ctx.run.root / "research" / "data_brief.md").read_text()
     assert nodes.fan_out_subagents(out) == LEADER
     assert all(s.node == SUBAGENT for s in nodes.fan_out_subagents({**out, "research_studies": [
@@ -310,7 +313,7 @@ def test_expansion_adds_related_symbols_only_with_the_flag(tmp_path, allow: bool
     summary = ctx.cache["data_summary"]
     assert summary["symbols"]["NVDA"]["added_by"] == "research"
     assert summary["benchmark"]["symbols"] == ["AAPL", "MSFT", "NVDA", "SPY"]
-    brief = DataBrief.model_validate(state["data_brief"])
+    brief = state["data_brief"]
     assert [b.symbol for b in brief.symbols] == ctx.symbols
     assert brief.universe_added == ["NVDA", "SPY"]
     assert (

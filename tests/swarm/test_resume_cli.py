@@ -62,3 +62,31 @@ def test_memory_dir_must_be_a_folder_or_off(tmp_path, capsys):
     afile.write_text("x")
     assert main(["--directive", "momentum", "--memory-dir", str(afile)]) == 2
     assert "--memory-dir" in capsys.readouterr().err
+
+
+def test_a_checkpoint_of_another_state_schema_is_refused_unless_the_run_finished(tmp_path):
+    from swarm.errors import UserInputError
+    from swarm.run_resume import check_state_schema
+    from swarm.state import STATE_SCHEMA
+
+    check_state_schema(tmp_path, {"state_schema": STATE_SCHEMA})
+    with pytest.raises(UserInputError, match="older version of the lab.*without --resume"):
+        check_state_schema(tmp_path, {})  # manifests before the schema: 1
+    (tmp_path / "verdict.json").write_text("{}")
+    check_state_schema(tmp_path, {})  # finished: only reported
+
+
+@pytest.mark.slow
+@pytest.mark.corrupts_run_folder
+def test_resuming_an_unfinished_run_of_an_older_schema_exits_2_and_keeps_its_records(finished_copy):
+    manifest_path = finished_copy / "manifest.json"
+    manifest = json.loads(manifest_path.read_text())
+    assert manifest["state_schema"] >= 2
+    manifest.pop("state_schema")
+    manifest_path.write_text(json.dumps(manifest))
+    (finished_copy / "verdict.json").unlink()
+    before = (finished_copy / "experiments.jsonl").read_bytes()
+    done = run_develop(["--resume", str(finished_copy)], cache_home=finished_copy.parent / "c")
+    assert done.returncode == 2
+    assert "older version of the lab" in done.stderr and "Traceback" not in done.stderr
+    assert (finished_copy / "experiments.jsonl").read_bytes() == before

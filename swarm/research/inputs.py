@@ -1,0 +1,41 @@
+"""What the 15 subagents read, built once per run and memoised in the runtime's cache: the
+feature bundle of every symbol and the shared ResearchContext (news, fundamentals)."""
+
+from __future__ import annotations
+
+from swarm.research.context import FundamentalsProvider, ResearchContext
+from swarm.research.features import FeatureBundle, compute_features
+from swarm.research.runtime import ResearchRuntime
+
+
+def feature_bundles(ctx: ResearchRuntime) -> dict[str, FeatureBundle]:
+    """Computed once per symbol and run: in-sample bars never change between research rounds."""
+    bundles = ctx.cache.setdefault("features", {})
+    for s in ctx.symbols:  # a universe expansion adds symbols between rounds
+        if s not in bundles:
+            bundles[s] = compute_features(s, ctx.insample_bars(s))
+    return bundles
+
+
+def research_context(ctx: ResearchRuntime) -> ResearchContext:
+    """One ResearchContext per run, shared by the 15 subagents (so the fundamentals of a
+    symbol are fetched once for all five fundamental subagents)."""
+    if "research_context" not in ctx.cache:
+        offline = bool(getattr(ctx.config, "offline", True))
+        ctx.cache["research_context"] = ResearchContext(
+            news_items=list(ctx.news_items or []),
+            fundamentals=fundamentals_provider(ctx, offline),
+            offline=offline,
+        )
+    return ctx.cache["research_context"]
+
+
+def fundamentals_provider(ctx: ResearchRuntime, offline: bool) -> FundamentalsProvider | None:
+    """yfinance fundamentals cached on disk; offline, only a cache that exists is read."""
+    from backtest.data import default_cache_dir
+    from swarm.research.fundamental import yfinance_fundamentals
+
+    cache_dir = getattr(ctx.config, "cache_dir", None) or default_cache_dir()
+    if offline and not (cache_dir / "fundamentals").is_dir():
+        return None  # nothing cached: the subagents abstain with "offline" as the reason
+    return yfinance_fundamentals(cache_dir, offline=offline)

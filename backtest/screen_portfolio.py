@@ -1,6 +1,6 @@
 """The portfolio families screened: a spec over the universe, trade for trade as Backtrader.
 
-``strategies.portfolio`` renders ``cross_sectional_momentum`` and ``rotation`` as one Backtrader
+``strategies.portfolio_code`` renders ``cross_sectional_momentum`` and ``rotation`` as one Backtrader
 strategy over ``self.datas`` that, every ``rebalance_bars`` bars, ranks the symbols on their
 return over ``xs_lookback`` bars skipping the last ``xs_skip``, picks weights (top n long, also
 the bottom n short when long/short; equal or inverse-volatility; optionally scaled to a
@@ -237,7 +237,7 @@ def _param(params: dict[str, Any], name: str) -> Any:
 
 
 class _Strategy:
-    """The generated ``targets`` of ``_BODY`` (``strategies.portfolio``), per rebalance."""
+    """The generated ``targets`` of ``_BODY`` (``strategies.portfolio_code``), per rebalance."""
 
     def __init__(self, spec: StrategySpec, window: PortfolioWindow, bars_per_year: int) -> None:
         p = spec.parameters

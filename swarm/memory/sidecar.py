@@ -30,13 +30,14 @@ import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from swarm.memory.index import db_stamp
 from swarm.memory.records import Record
 
-if TYPE_CHECKING:
-    from swarm.memory.store import ResearchMemory
+# ``memory`` below is a ``swarm.memory.store.ResearchMemory`` (not imported: the store's
+# lifecycle imports this module).
+ResearchMemory = Any
 
 log = logging.getLogger("swarm.memory")
 

@@ -197,8 +197,8 @@ def bars_run(frame: pd.DataFrame, stop_after: date | None) -> int:
 # ---------------------------------------------------------------------------- the replay
 
 
-@dataclass
-class _Position:
+@dataclass(slots=True)
+class Position:
     """backtrader's ``Position``: size and average price, with its exact update rule."""
 
     size: float = 0.0
@@ -236,7 +236,7 @@ class _Position:
 
     def pseudo(self, size: float, price: float) -> tuple[float, float, float, float]:
         """(size, price, opened, closed) after the fill, without applying it."""
-        probe = _Position(self.size, self.price if self.size else 0.0)
+        probe = Position(self.size, self.price if self.size else 0.0)
         opened, closed = probe.update(size, price)
         return probe.size, probe.price, opened, closed
 
@@ -273,7 +273,7 @@ class _Replay:
     """State after each fill: what the books hold."""
 
     cash: float
-    positions: list[_Position]
+    positions: list[Position]
     trades: list[_Trade]
     pnls: list[float] = field(default_factory=list)
     # A portfolio rebalances positions it rarely closes: each reduction realises a trade.
@@ -462,7 +462,7 @@ def keep_books(job: BacktestJob, log: FillLog, *, duration_s: float = 0.0) -> Bo
     read_only = [is_index_feed(name) for name, _ in named]
     book = _Replay(
         cash=costs.cash,
-        positions=[_Position() for _ in feeds],
+        positions=[Position() for _ in feeds],
         trades=[_Trade() for _ in feeds],
         realise_reductions=read_only.count(False) > 1,
     )

@@ -49,6 +49,7 @@ from backtest.cli_args import (
 from backtest.contracts import BacktestResult, CostModel, Fold, JobStatus, Metrics
 from backtest.metrics import compute_metrics
 from backtest.period_keys import index_keys
+from backtest.screen_equity import BooksEquity
 from backtest.screen_indicators import IndicatorZeroDivision
 from backtest.trade_list import FillRow, Trade, pair_fills
 from strategies.codegen import is_short_enabled
@@ -111,7 +112,7 @@ class Window:
 
 
 @dataclass(frozen=True)
-class Evaluation:
+class Evaluation(BooksEquity):
     """The screen's raw outcome on one window: the fills as arrays and the books per bar.
 
     Cheap to make (what a sweep ranks on: ``sharpe``); ``trades`` and ``result`` build the
@@ -126,21 +127,6 @@ class Evaluation:
     positions: np.ndarray  # the position at every bar's close
     refused: int  # orders the broker refused (not enough cash)
     cash: float  # the starting cash
-
-    def equity(self) -> np.ndarray:
-        """The books' equity: the value before the fold's first bar, then each bar's."""
-        first = self.window.first
-        base = float(self.values[first - 1]) if first > 0 else self.cash
-        return np.concatenate([[base], self.values[first:]])
-
-    def sharpe(self, periods_per_year: int = 252) -> float | None:
-        """The annualised Sharpe ratio exactly as ``compute_metrics`` computes it."""
-        values = self.equity()
-        rets = values[1:] / values[:-1] - 1.0
-        if rets.size < 2:
-            return None
-        std = float(rets.std(ddof=1))
-        return float(rets.mean()) / std * math.sqrt(periods_per_year) if std > 1e-15 else None
 
     def reported_prices(self) -> np.ndarray:
         """The prices backtrader reports (``executed.price``, ``(0.0 + size * price) / size``:

@@ -1,6 +1,6 @@
 """The portfolio families screened: a spec over the universe, trade for trade as Backtrader.
 
-``strategies.portfolio`` renders ``cross_sectional_momentum`` and ``rotation`` as one Backtrader
+``strategies.portfolio_code`` renders ``cross_sectional_momentum`` and ``rotation`` as one Backtrader
 strategy over ``self.datas`` that, every ``rebalance_bars`` bars, ranks the symbols on their
 return over ``xs_lookback`` bars skipping the last ``xs_skip``, picks weights (top n long, also
 the bottom n short when long/short; equal or inverse-volatility; optionally scaled to a
@@ -48,11 +48,12 @@ import numpy as np
 import pandas as pd
 
 from backtest import screen_indicators as ind
-from backtest.books import feed_frames
+from backtest.books import Position, feed_frames
 from backtest.contracts import BacktestResult, CostModel, Fold, JobStatus
 from backtest.metrics import compute_metrics
 from backtest.period_keys import index_keys
 from backtest.screen_blocks import Unsupported
+from backtest.screen_equity import BooksEquity
 from backtest.trade_list import FillRow, Trade, pair_fills
 from strategies.families import PARAM_SPACE, reconcile_portfolio
 from strategies.spec import PortfolioFamily, StrategySpec
@@ -131,7 +132,7 @@ class PortfolioWindow:
 
 
 @dataclass(frozen=True)
-class PortfolioEvaluation:
+class PortfolioEvaluation(BooksEquity):
     """The screen's raw outcome: the fills (execution order) and the books per bar."""
 
     window: PortfolioWindow
@@ -144,19 +145,6 @@ class PortfolioEvaluation:
     in_market: np.ndarray  # any position held at the bar's close
     refused: int
     cash: float
-
-    def equity(self) -> np.ndarray:
-        first = self.window.first
-        base = float(self.values[first - 1]) if first > 0 else self.cash
-        return np.concatenate([[base], self.values[first:]])
-
-    def sharpe(self, periods_per_year: int = 252) -> float | None:
-        values = self.equity()
-        rets = values[1:] / values[:-1] - 1.0
-        if rets.size < 2:
-            return None
-        std = float(rets.std(ddof=1))
-        return float(rets.mean()) / std * math.sqrt(periods_per_year) if std > 1e-15 else None
 
     def reported_prices(self) -> list[float]:
         """``executed.price`` as backtrader reports it: ``(0.0 + size * price) / size``."""
@@ -173,45 +161,6 @@ class PortfolioEvaluation:
         ):  # fmt: skip
             by_symbol.setdefault(j, []).append(FillRow(days[bar], size, price))
         return [t for j, rows in by_symbol.items() for t in pair_fills(names[j], rows)]
-
-
-class _Position:
-    """backtrader's ``Position`` update rule (as ``backtest.books._Position``)."""
-
-    __slots__ = ("price", "size")
-
-    def __init__(self, size: float = 0.0, price: float = 0.0) -> None:
-        self.size = size
-        self.price = price if size else 0.0
-
-    def update(self, size: float, price: float) -> tuple[float, float]:
-        old = self.size
-        self.size += size
-        if not self.size:
-            opened, closed = 0.0, size
-            self.price = 0.0
-        elif not old:
-            opened, closed = size, 0.0
-            self.price = price
-        elif old > 0:
-            if size > 0:
-                opened, closed = size, 0.0
-                self.price = (self.price * old + size * price) / self.size
-            elif self.size > 0:
-                opened, closed = 0.0, size
-            else:
-                opened, closed = self.size, -old
-                self.price = price
-        else:
-            if size < 0:
-                opened, closed = size, 0.0
-                self.price = (self.price * old + size * price) / self.size
-            elif self.size < 0:
-                opened, closed = 0.0, size
-            else:
-                opened, closed = self.size, -old
-                self.price = price
-        return opened, closed
 
 
 def check_supported(spec: StrategySpec) -> None:
@@ -237,7 +186,7 @@ def _param(params: dict[str, Any], name: str) -> Any:
 
 
 class _Strategy:
-    """The generated ``targets`` of ``_BODY`` (``strategies.portfolio``), per rebalance."""
+    """The generated ``targets`` of ``_BODY`` (``strategies.portfolio_code``), per rebalance."""
 
     def __init__(self, spec: StrategySpec, window: PortfolioWindow, bars_per_year: int) -> None:
         p = spec.parameters
@@ -308,7 +257,7 @@ class _Strategy:
         return weights
 
 
-def _value(cash: float, positions: list[_Position], close: list[list[float]], t: int) -> float:
+def _value(cash: float, positions: list[Position], close: list[list[float]], t: int) -> float:
     """The broker's ``_get_value`` at bar ``t``'s close (positions in feed order)."""
     total = 0.0
     for j, pos in enumerate(positions):
@@ -341,7 +290,7 @@ def evaluate(
     rate, slip, cash = costs.commission_pct / 100.0, costs.slippage_pct / 100.0, costs.cash
     opens, highs, lows, close = window.open, window.high, window.low, window.close
     k, n = len(window.symbols), len(window)
-    positions = [_Position() for _ in range(k)]
+    positions = [Position() for _ in range(k)]
     fill_bars: list[int] = []
     fill_symbols: list[int] = []
     fill_sizes: list[float] = []
@@ -360,11 +309,11 @@ def evaluate(
             continue
         # -- check_submitted: pseudo-execution at the created price, a running cash
         probe_cash = cash
-        clones: dict[int, _Position] = {}
+        clones: dict[int, Position] = {}
         accepted = []
         for j, size in orders:
             created = close[j][t - 1]
-            clone = clones.setdefault(j, _Position(positions[j].size, positions[j].price))
+            clone = clones.setdefault(j, Position(positions[j].size, positions[j].price))
             opened, closed = clone.update(size, created)
             if closed:
                 closedvalue = -closed * created
@@ -396,7 +345,7 @@ def evaluate(
                 price = price if price >= lows[j][t] else lows[j][t]
             pos = positions[j]
             pprice_orig = pos.price
-            opened, closed = _Position(pos.size, pos.price).update(size, price)
+            opened, closed = Position(pos.size, pos.price).update(size, price)
             pnl = -closed * (price - pprice_orig) * 1.0
             c = cash
             closedcomm = 0.0
@@ -445,7 +394,7 @@ def evaluate(
 
 
 def _rebalance(
-    strat: _Strategy, t: int, cash: float, positions: list[_Position], close: list[list[float]]
+    strat: _Strategy, t: int, cash: float, positions: list[Position], close: list[list[float]]
 ) -> list[tuple[int, float]]:
     """The generated ``next`` on a rebalance bar: the orders (feed, signed size) it sends."""
     weights = strat.targets(t)

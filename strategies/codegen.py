@@ -347,7 +347,7 @@ def render(spec: StrategySpec, *, bars_per_year: int = 252) -> str:
     if bars_per_year < 1:
         raise ValueError(f"bars_per_year must be >= 1, got {bars_per_year}")
     if spec.scope == "portfolio":
-        from strategies.portfolio import render_portfolio
+        from strategies.portfolio_code import render_portfolio
 
         return render_portfolio(spec, bars_per_year=bars_per_year, class_name=class_name(spec.name))
     _check(spec)

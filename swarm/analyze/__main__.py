@@ -117,7 +117,8 @@ def _read_bars(ticker: str, data_dir: Path | None):
 
 def _memory(spec: str | None):
     """The research memory, or None when switched off. Lazy: the store (and chromadb) is
-    opened only when its index says it may hold records about the ticker, or to write."""
+    opened only to write, or to recall when neither its index (no record about the ticker)
+    nor its review sidecar (``swarm.memory.sidecar``, current) can answer without it."""
     if spec is not None and spec.lower() in ("off", "none"):
         return None
     from swarm.memory import ResearchMemory

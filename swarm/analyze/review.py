@@ -12,6 +12,7 @@ memory, where later analyses of the same symbol recall it (never before its hori
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import pandas as pd
@@ -26,6 +27,7 @@ from swarm.analyze.contracts import (
     Recalled,
     Review,
 )
+from swarm.memory.records import flag
 
 STAND_ASIDE_ATR = 2.0
 REVIEW_RUN_PREFIX = "decision-review"
@@ -166,14 +168,39 @@ def review_run_id(review: Review) -> str:
 
 def store_review(memory, review: Review) -> bool:
     """The tagged record as a memory lesson about the symbol. False if memory is off."""
-    text = (
-        f"[{review.tag.value}] {review.ticker} decision of {review.date} ({review.action.value}, "
-        f"{review.direction.value}): {review.exit_reason}. Lessons: {' | '.join(review.lessons)}"
-    )
-    meta = {"source": "decision_review", "tag": review.tag.value, "result": review.outcome.value}
-    n = memory.remember_lesson(review_run_id(review), None, text, meta, symbols=[review.ticker],
-                               outcome=review.tag.value.lower())  # fmt: skip
-    return n > 0
+    return store_reviews(memory, [review]) > 0
+
+
+def store_reviews(memory, reviews: Sequence[Review]) -> int:
+    """The tagged records as memory lessons about their symbols, in one write (a backtest
+    stores hundreds: one lock and one sidecar rewrite, not one per review). Returns how many
+    were written (0 if memory is off). A ResearchMemory also keeps its review sidecar
+    (``swarm.memory.sidecar``) in step, under the same lock."""
+    from swarm.memory.records import lesson_record
+    from swarm.memory.sidecar import remember
+    from swarm.memory.store import ResearchMemory
+
+    if not reviews:
+        return 0
+    ours = isinstance(memory, ResearchMemory) and memory.path is not None
+    recs, n = [], 0
+    for review in reviews:
+        text = (
+            f"[{review.tag.value}] {review.ticker} decision of {review.date} "
+            f"({review.action.value}, {review.direction.value}): {review.exit_reason}. "
+            f"Lessons: {' | '.join(review.lessons)}"
+        )
+        meta = {"source": "decision_review", "tag": review.tag.value,
+                "result": review.outcome.value}  # fmt: skip
+        run_id, outcome = review_run_id(review), review.tag.value.lower()
+        if not ours:  # a stand-in memory
+            n += memory.remember_lesson(run_id, None, text, meta, symbols=[review.ticker],
+                                        outcome=outcome)  # fmt: skip
+            continue
+        # The record remember_lesson would write, written with the sidecar under one lock.
+        recs.append(lesson_record(run_id, None, text, meta, symbols=[review.ticker],
+                                  family=None, regime=None, outcome=outcome, scope={}))  # fmt: skip
+    return remember(memory, recs, REVIEW_RUN_PREFIX) if ours else n
 
 
 def parse_review_run_id(run_id: str | None) -> tuple[str, str, str] | None:
@@ -184,14 +211,40 @@ def parse_review_run_id(run_id: str | None) -> tuple[str, str, str] | None:
     return parts[1], parts[2], parts[3]
 
 
-def reviewed_dates(memory, ticker: str) -> set[str]:
-    """The decision dates of ``ticker`` that memory already holds a review of."""
+def review_rows(memory, ticker: str) -> list:
+    """The stored lessons about ``ticker`` that may be reviews (``swarm.memory.sidecar.Row``s,
+    to be selected by run id): the store's recall scope, the symbol's ``sym_`` flag. From the
+    sidecar when it stands for the store (no chromadb), else from the store, which then has
+    the sidecar rebuilt for the next reader."""
+    from swarm.memory.sidecar import Row, read, refresh
+    from swarm.memory.store import ResearchMemory
+
+    ours = isinstance(memory, ResearchMemory) and memory.path is not None
+    if ours and memory.reason is None:
+        rows = read(memory.path, REVIEW_RUN_PREFIX)
+        if rows is not None:
+            key = flag("sym_", ticker.upper())
+            return [r for r in rows if key in {flag("sym_", s) for s in r.symbols}]
     found = memory.recall(
         [ticker], kinds=("lesson",), k=RECALL_ALL, min_relevance=RECALL_ANY_RELEVANCE
     )
-    return {
-        p[1] for rec in found if (p := parse_review_run_id(rec.run_id)) and p[0] == ticker.upper()
-    }
+    if ours and memory.opened and memory.reason is None:  # not when the index ruled it out
+        refresh(memory, REVIEW_RUN_PREFIX)
+    return [Row(getattr(r, "id", ""), r.run_id or "", tuple(getattr(r, "symbols", ())),
+                getattr(r, "outcome", None), getattr(r, "text", "")) for r in found]  # fmt: skip
+
+
+def _about(row, ticker: str) -> tuple[str, str] | None:
+    """(decision date, horizon end) of a review of ``ticker``; None for any other record."""
+    parts = parse_review_run_id(row.run_id)
+    if parts is None or parts[0] != ticker.upper():
+        return None
+    return parts[1], parts[2]
+
+
+def reviewed_dates(memory, ticker: str) -> set[str]:
+    """The decision dates of ``ticker`` that memory already holds a review of."""
+    return {p[0] for row in review_rows(memory, ticker) if (p := _about(row, ticker))}
 
 
 def recall_reviews(memory, ticker: str, date: str) -> list[Recalled]:
@@ -200,18 +253,15 @@ def recall_reviews(memory, ticker: str, date: str) -> list[Recalled]:
 
     Every review of the symbol is read (a backtest may have stored hundreds), so the newest
     before the date are the ones recalled, not the nearest by text."""
-    found = memory.recall(
-        [ticker], kinds=("lesson",), k=RECALL_ALL, min_relevance=RECALL_ANY_RELEVANCE
-    )
     out = []
-    for rec in found:
-        parts = parse_review_run_id(rec.run_id)
-        if parts is None or parts[0] != ticker.upper():
+    for row in review_rows(memory, ticker):
+        parts = _about(row, ticker)
+        if parts is None:
             continue
-        _, decided, horizon_end = parts
+        decided, horizon_end = parts
         if horizon_end > date:
             continue
-        tag = next((t for t in OutcomeTag if t.value.lower() == rec.outcome), None)
-        out.append(Recalled(id=rec.id, date=decided, tag=tag, text=rec.text))
+        tag = next((t for t in OutcomeTag if t.value.lower() == row.outcome), None)
+        out.append(Recalled(id=row.id, date=decided, tag=tag, text=row.text))
     out.sort(key=lambda r: (r.date, r.id), reverse=True)
     return out[:RECALL_MAX]

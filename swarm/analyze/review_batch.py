@@ -29,7 +29,7 @@ from swarm.analyze.review import (
     critique_with_llm,
     review_decision,
     reviewed_dates,
-    store_review,
+    store_reviews,
 )
 
 LLM_REVIEWS_PER_RUN = 8
@@ -85,9 +85,8 @@ class DecisionReviewer:
             # Recall is approximate (HNSW) and may miss a stored review: the record's id is
             # its text's hash, so a rewrite of the same review upserts in place; the count
             # says what was new.
-            for rv in writes:
-                if self.memory.available:
-                    store_review(self.memory, rv)
+            if self.memory.available:
+                store_reviews(self.memory, writes)
             new = self.memory.count() - records
             self.stats.stored += new
             self.stats.already_in_memory += len(writes) - new

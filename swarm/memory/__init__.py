@@ -2,7 +2,11 @@
 
 - ``embedding``: the offline hashing embedding (nothing is downloaded);
 - ``records``: what a record is, its metadata and text;
-- ``store``: the ChromaDB store that degrades instead of failing (``lazy``: opened at first use);
+- ``store``: the ChromaDB store's operations (write, recall, count);
+- ``lifecycle``: its life: opened at once or lazily, guarded, repaired, or disabled with a
+  reason instead of failing; ``locking``: the cross-process lock and SQLite probe;
+- ``sidecar``: a JSON copy of the decision reviews beside the store, so ``swarm.analyze``
+  recalls them without importing chromadb;
 - ``index``: the symbols and sectors the store holds, in a file beside it, so a recall that
   would find nothing is answered without importing chromadb or opening the store;
 - ``safety``: a store a killed process left torn is probed in a subprocess and rebuilt

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, Self
 
 from swarm.memory import index as store_index
-from swarm.memory import locking, safety
+from swarm.memory import locking, safety, sidecar
 from swarm.memory.embedding import (
     HashingEmbedding,
     chroma_embedding_class,
@@ -52,6 +52,7 @@ class StoreLifecycle:
         self.reason: str | None = None
         self.notice: str | None = None  # what opening had to repair, for the run's progress
         self.lock_wait_s = lock_wait_s
+        self._written: set[str] = set()  # run ids the current operation wrote (sidecar.restamp)
         self._collection_name = collection
         self._col: Any = None
         self._thread_lock = threading.Lock()
@@ -221,12 +222,15 @@ class StoreLifecycle:
             try:
                 with self._exclusive():
                     current = store_index.is_current(self.path, store_index.read_index(self.path))
+                    sidecars = sidecar.current(self.path)
+                    self._written = set()
                     if what == "open":  # checks for a dead writer before marking its own use
                         out = fn()
                     else:
                         with safety.in_use(self.path):
                             out = fn()
                     self._sync_index(rebuild=not current)
+                    sidecar.restamp(self.path, sidecars, self._written)
                     return out
             except Exception as exc:  # memory must never kill a run
                 self._disable(

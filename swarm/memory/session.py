@@ -60,13 +60,13 @@ def remember_gate_outcome(ctx: Any, state: Mapping[str, Any], decision: Any) -> 
     """For the router, after each GateDecision: store the variants tried and the gate's
     lesson in the run's memory. Never raises; returns the number of records stored."""
     try:
-        synthesis = state.get("synthesis") or {}
+        synthesis = state.get("synthesis")  # a ResearchSynthesis (swarm.research.models)
         return memory_for(ctx).remember_gate_decision(
             ctx.run.root.name,
             decision,
             list(state.get("variants") or []),
             symbols=list(ctx.symbols),
-            regime=synthesis.get("regime"),
+            regime=synthesis.regime.value if synthesis else None,
             scope=run_scope(getattr(ctx, "config", None)),
         )
     except Exception as exc:  # memory is an aid: never a reason to lose an iteration

@@ -84,6 +84,7 @@ class ResearchMemory(StoreLifecycle):
     def _note_keys(self, recs: list[Record]) -> None:
         """Before a write, under the lock: its symbols and sectors go into the index first,
         so the index never misses a stored record (see ``swarm.memory.index``)."""
+        self._written.update(str((r[2] or {}).get("run_id") or "") for r in recs)
         idx = store_index.read_index(self.path) or store_index.StoreIndex()
         if idx.add(r[2] for r in recs):
             store_index.write_index(self.path, idx)

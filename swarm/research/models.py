@@ -4,25 +4,10 @@ from __future__ import annotations
 
 import math
 from enum import StrEnum
-from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from swarm.research.rounds import StudyRecord
-
-
-class _DictReads:
-    """``model.get("field")`` and ``model["field"]`` answer with the JSON value, as the dict the
-    graph state held before it held these models (issue 16), for the readers outside the
-    research half not yet moved to attributes: swarm.nodes.strategy, swarm.nodes.gate,
-    swarm.memory.session and experiments.report (through swarm.nodes.finalize). Remove once
-    they are."""
-
-    def get(self, key: str, default: Any = None) -> Any:
-        return self.model_dump(mode="json", include={key}).get(key, default)  # type: ignore[attr-defined]
-
-    def __getitem__(self, key: str) -> Any:
-        return self.model_dump(mode="json", include={key})[key]  # type: ignore[attr-defined]
 
 
 class Domain(StrEnum):
@@ -134,7 +119,7 @@ class SuggestedParameters(BaseModel):
     reasoning: str
 
 
-class DataBrief(_DictReads, BaseModel):
+class DataBrief(BaseModel):
     symbols: list[SymbolBrief]
     regime: Regime  # the universe's dominant regime
     regime_confidence: float
@@ -155,7 +140,7 @@ class SymbolRank(BaseModel):
     basis: str = ""
 
 
-class ResearchSynthesis(_DictReads, BaseModel):
+class ResearchSynthesis(BaseModel):
     fact_sheets: list[FactSheet]
     confidence: float = Field(ge=0, le=1)
     quality: str  # high / medium / low

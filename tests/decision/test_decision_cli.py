@@ -139,8 +139,12 @@ def _analyze_in_fresh_process(argv: list[str]) -> tuple[dict, Path]:
 
 def test_nothing_to_recall_opens_no_store_and_records_are_still_recalled(tmp_path, daily_dir):
     """The offline path imports neither chromadb (no record about the ticker: the store is not
-    opened) nor scipy.stats; with a review of the ticker in memory it opens it and recalls."""
+    opened; reviews of it: read from the sidecar beside the store) nor scipy.stats. A memory
+    without a sidecar (older) is read through chromadb once, which writes the sidecar."""
     import shutil
+
+    from swarm.analyze.review import REVIEW_RUN_PREFIX
+    from swarm.memory.sidecar import sidecar_path
 
     mem, out = tmp_path / "memory", tmp_path / "analyses"
     common = ["--data-dir", str(daily_dir), "--out", str(out), "--memory-dir", str(mem), "--quiet"]
@@ -154,12 +158,22 @@ def test_nothing_to_recall_opens_no_store_and_records_are_still_recalled(tmp_pat
     # Another ticker: the index beside the store rules it out, nothing is opened.
     got, _ = _analyze_in_fresh_process(["--ticker", "AAPL", "--date", "2019-07-01", *common])
     assert got == {"code": 0, "heavy": []}
-    # The same ticker after the review's horizon: the store is opened and the review recalled.
+    # The same ticker after the review's horizon: recalled from the sidecar, store not opened.
     got, later = _analyze_in_fresh_process(["--ticker", "NVDA", "--date", "2019-07-01", *common])
-    assert got == {"code": 0, "heavy": ["chromadb"]}
-    recalled = json.loads((later / "decision.json").read_text())["recalled"]
+    assert got == {"code": 0, "heavy": []}
+    decision = (later / "decision.json").read_text()
+    recalled = json.loads(decision)["recalled"]
     assert [r["date"] for r in recalled] == ["2019-06-03"]
-    assert json.loads((later / "manifest.json").read_text())["memory"]["records"] == 1
+    assert json.loads((later / "manifest.json").read_text())["memory"]["opened"] is False
+    # An older memory (no sidecar): chromadb once, the same decision, and the sidecar is back.
+    sidecar_path(mem, REVIEW_RUN_PREFIX).unlink()
+    got, older = _analyze_in_fresh_process(["--ticker", "NVDA", "--date", "2019-07-01", *common])
+    assert got == {"code": 0, "heavy": ["chromadb"]}
+    assert (older / "decision.json").read_text() == decision
+    assert json.loads((older / "manifest.json").read_text())["memory"]["records"] == 1
+    got, again = _analyze_in_fresh_process(["--ticker", "NVDA", "--date", "2019-07-01", *common])
+    assert got == {"code": 0, "heavy": []}
+    assert (again / "decision.json").read_text() == decision
     # Analysis folders are not develop runs: experiments.check (the suite's autouse run-folder
     # check) does not know them.
     shutil.rmtree(out)

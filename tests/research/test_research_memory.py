@@ -304,7 +304,10 @@ def test_router_helper_stores_real_gate_models(tmp_path):
 
     ctx = _Ctx(memory_dir=tmp_path / "mem")
     ctx.run, ctx.symbols = Run(), ["NVDA"]
-    state = {"synthesis": {"regime": "high-vol-chop"}, "variants": [
+    from swarm.research.models import Regime, ResearchSynthesis
+
+    synthesis = ResearchSynthesis.model_construct(regime=Regime.HIGH_VOL_CHOP)
+    state = {"synthesis": synthesis, "variants": [
         _variant("i01-v01-breakout", "breakout", donchian_period=55)]}  # fmt: skip
     assert remember_gate_outcome(ctx, state, decision) == 2
     got = memory_for(ctx).recall(["NVDA"], "breakout", "high-vol-chop", k=5, timeframe="1d")

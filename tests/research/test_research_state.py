@@ -98,20 +98,6 @@ def test_the_fan_in_reducers_reset_per_round_and_keep_models() -> None:
     assert extend_or_reset(merged, RESET) == []
 
 
-def test_readers_not_yet_moved_read_the_json_by_key() -> None:
-    values = _research_values()
-    synthesis, brief = values["synthesis"], values["data_brief"]
-    as_json = synthesis.model_dump(mode="json")
-    assert synthesis.get("regime") == "trending-up" == synthesis["regime"]
-    assert synthesis.get("recommended_families", []) == as_json["recommended_families"]
-    assert synthesis.get("missing", "d") == "d"
-    assert synthesis["universe_ranking"] == as_json["universe_ranking"]
-    suggested = brief.get("suggested")
-    assert suggested == brief.model_dump(mode="json")["suggested"] and suggested["bb_period"] == 30
-    with pytest.raises(KeyError):
-        synthesis["missing"]
-
-
 def test_a_finding_without_a_finite_value_has_none() -> None:
     nan = _finding("AAA", Domain.FUNDAMENTAL, 0.1).model_copy(update={"value": None})
     assert nan.value is None

@@ -21,8 +21,8 @@ from strategies.portfolio import (
     portfolio_slots,
     portfolio_spec,
     propose_portfolio_specs,
-    render_portfolio,
 )
+from strategies.portfolio_code import render_portfolio
 from strategies.spec import Origin, PortfolioFamily, StrategySpec
 from strategies.validate import validate_code
 from swarm.directive import parse_directive

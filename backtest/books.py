@@ -410,7 +410,7 @@ def _execute(
     return execsize, closedcomm + openedcomm
 
 
-def _values(
+def broker_values(
     closes: list[np.ndarray], cash: np.ndarray, sizes: np.ndarray, prices: np.ndarray
 ) -> np.ndarray:
     """backtrader's ``_get_value`` per bar, vectorised over bars: cash + the positions' value,
@@ -511,8 +511,8 @@ def keep_books(job: BacktestJob, log: FillLog, *, duration_s: float = 0.0) -> Bo
         )
         last = claimed.executed
 
-    cash, sizes, avgs = _forward_fill(marks, n, costs.cash, len(feeds))
-    values = _values([f.close[:n] for f in feeds], cash, sizes, avgs)
+    cash, sizes, avgs = forward_fill(marks, n, costs.cash, len(feeds))
+    values = broker_values([f.close[:n] for f in feeds], cash, sizes, avgs)
     claimed_values = np.asarray(log.values, dtype=float)
     off = ~np.isclose(claimed_values, values, rtol=VALUE_RTOL, atol=VALUE_RTOL)
     if off.any():
@@ -552,7 +552,7 @@ def keep_books(job: BacktestJob, log: FillLog, *, duration_s: float = 0.0) -> Bo
     return Books(result=result, fills=fills, values=values)
 
 
-def _forward_fill(
+def forward_fill(
     marks: list[tuple[int, float, list[float], list[float]]], n: int, cash0: float, feeds: int
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Per-bar cash, sizes and average prices (bars x feeds) from the state after each bar

@@ -48,7 +48,7 @@ import numpy as np
 import pandas as pd
 
 from backtest import screen_indicators as ind
-from backtest.books import Position, feed_frames
+from backtest.books import Position, broker_values, feed_frames, forward_fill
 from backtest.contracts import BacktestResult, CostModel, Fold, JobStatus
 from backtest.metrics import compute_metrics
 from backtest.period_keys import index_keys
@@ -385,7 +385,10 @@ def evaluate(
                 refused += 1
         if filled:
             marks.append((t, cash, [p.size for p in positions], [p.price for p in positions]))
-    values, in_market = _books_values(marks, n, costs.cash, window.closes)
+    # The books' value at every close, from the state after each bar with fills.
+    cash_at, sizes, avgs = forward_fill(marks, n, costs.cash, window.closes.shape[1])
+    closes = [window.closes[:n, d] for d in range(window.closes.shape[1])]
+    values, in_market = broker_values(closes, cash_at, sizes, avgs), (sizes != 0).any(axis=1)
     return PortfolioEvaluation(
         window=window, fill_bars=fill_bars, fill_symbols=fill_symbols, fill_sizes=fill_sizes,
         fill_prices=fill_prices, pnls=pnls, values=values, in_market=in_market,
@@ -425,35 +428,6 @@ def _target_order(target: float, possize: float, price: float) -> float:
     if target < value:
         return -float(int(1.0 * ((value - target) // price)))
     return 0.0
-
-
-def _books_values(
-    marks: list[tuple[int, float, list[float], list[float]]],
-    n: int,
-    cash0: float,
-    closes: np.ndarray,
-) -> tuple[np.ndarray, np.ndarray]:
-    """The broker value at every bar's close (``books._values`` of the forward-filled state)
-    and whether any position is held."""
-    k = closes.shape[1]
-    cash = np.full(n, cash0)
-    sizes = np.zeros((n, k))
-    avgs = np.zeros((n, k))
-    if marks:
-        at = np.array([m[0] for m in marks])
-        which = np.searchsorted(at, np.arange(n), side="right") - 1
-        has = which >= 0
-        cash[has] = np.array([m[1] for m in marks])[which[has]]
-        sizes[has] = np.array([m[2] for m in marks])[which[has]]
-        avgs[has] = np.array([m[3] for m in marks])[which[has]]
-    total = np.zeros(n)
-    for d in range(k):
-        size, price, close = sizes[:, d], avgs[:, d], closes[:, d]
-        dvalue = size * close
-        unrealised = size * (close - price) * 1.0
-        long = (total + (dvalue - unrealised) / 1.0) + unrealised
-        total = np.where(dvalue > 0, long, total + dvalue)
-    return cash + total, (sizes != 0).any(axis=1)
 
 
 def books_result(

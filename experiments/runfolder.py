@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import platform
@@ -27,6 +28,25 @@ def new_run_id(directive: str, now: datetime | None = None) -> str:
     return f"{now:%Y%m%d-%H%M%S}-{slug}"
 
 
+# The run folder's layout: where each kind of file lives, relative to the run's root.
+
+
+def code_file(variant_id: str) -> str:
+    """A variant's generated source, as the ledger recorded it."""
+    return f"strategies/{variant_id}.py"
+
+
+def holdout_code_file(variant_id: str) -> str:
+    """The winner's source rebuilt with its holdout decisions (the decision family)."""
+    return f"strategies/{variant_id}.holdout.py"
+
+
+def result_file(variant_id: str, symbol: str, fold: int) -> str:
+    """One backtest's result with its return series."""
+    safe = re.sub(r"[^A-Za-z0-9._-]", "_", symbol)
+    return f"backtests/{variant_id}/{safe}-f{fold}.json"
+
+
 class RunFolder:
     """Paths and atomic writers for one run. Never writes outside ``root``."""
 
@@ -47,6 +67,17 @@ class RunFolder:
 
     def path(self, rel: str) -> Path:
         return self.root / rel
+
+    def read_code(self, variant_id: str, code_sha256: str) -> str:
+        """A variant's source, verified against the sha256 it was built with."""
+        code = self.path(code_file(variant_id)).read_text(encoding="utf-8")
+        actual = hashlib.sha256(code.encode("utf-8")).hexdigest()
+        if actual != code_sha256:
+            raise RuntimeError(
+                f"{code_file(variant_id)} changed since it was generated "
+                f"(sha256 {actual[:12]}…, recorded {code_sha256[:12]}…)"
+            )
+        return code
 
     def write_text(self, rel: str, text: str) -> Path:
         target = self.root / rel

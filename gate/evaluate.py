@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 from backtest.benchmark import CASH
 from backtest.contracts import BacktestResult, JobStatus, Metrics
@@ -15,6 +16,9 @@ from gate.fuzzy import FuzzyScorer
 from gate.ledger import TrialLedger
 from gate.stats import deflated_sharpe_ratio, pbo_cscv
 
+if TYPE_CHECKING:  # the check itself runs in backtest; the gate only judges its report
+    from backtest.lookahead import LookaheadReport
+
 MAX_ERROR_RATE = 0.5
 MAX_ERRORS_KEPT = 5
 PBO_MIN_VARIANTS = 8  # CSCV ranks are too coarse with fewer strategies
@@ -25,7 +29,6 @@ def _vetoes(
     n_jobs: int,
     n_errors: int,
     criteria: Criteria,
-    lookahead: str | None,
     integrity: str | None = None,
 ) -> list[tuple[Veto, str]]:
     v: list[tuple[Veto, str]] = []
@@ -42,8 +45,6 @@ def _vetoes(
                 f"error rate {n_errors / n_jobs:.0%} > {MAX_ERROR_RATE:.0%} ({n_errors}/{n_jobs})",
             )
         )
-    if lookahead:
-        v.append((Veto.LOOKAHEAD, f"lookahead detected: {lookahead}"))
     if metrics is None:
         if n_jobs and n_errors < n_jobs:
             v.append((Veto.NO_RETURNS, "no returns in any successful job: metrics undefined"))
@@ -73,6 +74,24 @@ def deflated_sharpe_of(m: Metrics | None, ledger: TrialLedger) -> float | None:
     )
 
 
+def lookahead_veto(report: LookaheadReport, symbol: str) -> tuple[Veto, str] | None:
+    """The gate's verdict on one lookahead check (``backtest.lookahead``, truncated re-runs of
+    a variant about to pass): its fill log failing the books, a measured bias, or a check that
+    could not run (not evidence of bias, but no pass without it); None when it ran clean.
+    The caller puts the variant out with ``VariantEvaluation.veto(*veto)``."""
+    if report.integrity:  # its claimed fills are not its books: nothing it says counts
+        return Veto.INTEGRITY, (
+            f"integrity error in the lookahead check on {symbol}: {report.integrity}"
+        )
+    if report.biased:
+        return Veto.LOOKAHEAD, (
+            f"lookahead detected on {symbol}: {'; '.join(report.mismatches[:2])}"
+        )
+    if not report.checked:
+        return Veto.LOOKAHEAD_UNCHECKED, f"lookahead check could not run: {report.error}"
+    return None
+
+
 def evaluate_variants(
     variants: list[tuple[str, str, str]],
     results: list[BacktestResult],
@@ -80,7 +99,6 @@ def evaluate_variants(
     ledger: TrialLedger,
     *,
     scorer: FuzzyScorer | None = None,
-    lookahead_flags: dict[str, str] | None = None,
     periods_per_year: int = 252,
     benchmark: Mapping[str, float] | None = None,
     benchmark_name: str = CASH,
@@ -98,7 +116,6 @@ def evaluate_variants(
     pass needs it at or below ``criteria.spa_threshold`` (None: not run, not required).
     """
     scorer = scorer or FuzzyScorer(criteria)
-    flags = lookahead_flags or {}
     by_variant: dict[str, list[BacktestResult]] = {}
     for r in results:
         by_variant.setdefault(r.variant_id, []).append(r)
@@ -119,7 +136,6 @@ def evaluate_variants(
             len(jobs),
             len(failed),
             criteria,
-            flags.get(variant_id),
             None if broken is None else f"{broken.symbol}/fold{broken.fold}: {broken.error}",
         )
         alpha = _alpha(jobs, metrics, benchmark, benchmark_name, periods_per_year)

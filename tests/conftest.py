@@ -113,3 +113,33 @@ def pytest_sessionfinish(session, exitstatus):
         else:
             print(message)
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+@pytest.fixture
+def checkpoint_round_trip(caplog):
+    """``values`` written into the develop graph's state through a real SQLite checkpoint (the
+    state's allowlist as the serializer's) and read back; LangGraph's warnings land in
+    ``caplog`` (a type off the allowlist comes back raw, with a "Blocked" warning)."""
+    import logging
+    import sqlite3
+
+    from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
+    from langgraph.checkpoint.sqlite import SqliteSaver
+    from langgraph.graph import END, START, StateGraph
+
+    from swarm.state import DevelopState, checkpoint_allowlist
+
+    def round_trip(values: dict) -> dict:
+        g = StateGraph(DevelopState)
+        g.add_node("put", lambda state: values)
+        g.add_edge(START, "put")
+        g.add_edge("put", END)
+        conn = sqlite3.connect(":memory:", check_same_thread=False)
+        serde = JsonPlusSerializer(allowed_msgpack_modules=checkpoint_allowlist())
+        app = g.compile(checkpointer=SqliteSaver(conn, serde=serde))
+        cfg = {"configurable": {"thread_id": "t"}}
+        with caplog.at_level(logging.WARNING):
+            app.invoke({}, cfg)
+            return app.get_state(cfg).values
+
+    return round_trip

@@ -20,6 +20,7 @@ from typing import Any
 
 import pandas as pd
 
+from experiments.runfolder import holdout_code_file
 from gate.contracts import VariantEvaluation
 from strategies.codegen import code_sha256
 from strategies.decision_family import (
@@ -198,10 +199,6 @@ def holdout_note(ctx: Any) -> str | None:
 def _budget_figures(llm: Any) -> dict[str, Any]:
     settings = getattr(llm, "settings", None)
     return {"used": getattr(llm, "tokens_used", "?"), "limit": getattr(settings, "max_tokens", "?")}
-
-
-def holdout_code_file(variant_id: str) -> str:
-    return f"strategies/{variant_id}.holdout.py"
 
 
 def holdout_variant(ctx: Any, variant: dict[str, Any]) -> dict[str, Any]:

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 
 import pandas as pd
 from langgraph.runtime import Runtime
@@ -22,6 +21,7 @@ from langgraph.types import Send
 
 from backtest.contracts import BacktestJob, BacktestResult
 from backtest.executor import error_result
+from experiments.runfolder import result_file
 from strategies.portfolio import LABEL as PORTFOLIO
 from strategies.portfolio import SCOPE
 from strategies.spec import StrategySpec
@@ -35,27 +35,6 @@ HEAVY_FIELDS = ("return_dates", "returns", "trade_pnls")  # kept in the run fold
 
 def job_id(iteration: int, variant_id: str, symbol: str, fold: int) -> str:
     return f"{variant_id}|{symbol}|f{fold}"
-
-
-def code_file(variant_id: str) -> str:
-    return f"strategies/{variant_id}.py"
-
-
-def result_file(variant_id: str, symbol: str, fold: int) -> str:
-    safe = re.sub(r"[^A-Za-z0-9._-]", "_", symbol)
-    return f"backtests/{variant_id}/{safe}-f{fold}.json"
-
-
-def read_code(ctx: RunContext, variant_id: str, code_sha256: str) -> str:
-    """A variant's source from the run folder, verified against the sha256 it was built with."""
-    code = ctx.run.path(code_file(variant_id)).read_text(encoding="utf-8")
-    actual = hashlib.sha256(code.encode("utf-8")).hexdigest()
-    if actual != code_sha256:
-        raise RuntimeError(
-            f"{code_file(variant_id)} changed since it was generated "
-            f"(sha256 {actual[:12]}…, recorded {code_sha256[:12]}…)"
-        )
-    return code
 
 
 def job_symbols(spec: StrategySpec, symbols: list[str]) -> list[str]:
@@ -126,7 +105,7 @@ def backtest(task: BacktestTask, runtime: Runtime[RunContext]) -> dict[str, list
     ctx = runtime.context
     fold = ctx.folds[task.fold]
     variant_id, symbol = task.variant_id, task.symbol
-    code = read_code(ctx, variant_id, task.code_sha256)
+    code = ctx.run.read_code(variant_id, task.code_sha256)
     missing = missing_indices(ctx, code)
     job = BacktestJob(
         job_id=job_id(task.iteration, variant_id, symbol, fold.index),

@@ -37,7 +37,7 @@ from gate.ledger import TrialLedger
 from gate.stats import expected_max_sharpe
 from swarm.analyze.family import holdout_note, holdout_variant, with_holdout_code
 from swarm.context import RunContext
-from swarm.nodes.backtest import PORTFOLIO, data_sha256, job_bars, job_symbols, read_code
+from swarm.nodes.backtest import PORTFOLIO, data_sha256, job_bars, job_symbols
 from swarm.nodes.gate import portfolio_series
 from swarm.nodes.strategy import with_code
 from swarm.regime_data import reproduce_data
@@ -132,7 +132,7 @@ def finalize(state: DevelopState, runtime: Runtime[RunContext]) -> dict[str, Any
     stored = state.get("all_variants", {})
     # Every variant as variants.json holds it: with its (sha256-verified) source.
     variants = {
-        vid: VariantEntry(**dict(v), code=read_code(ctx, vid, v.code_sha256))
+        vid: VariantEntry(**dict(v), code=ctx.run.read_code(vid, v.code_sha256))
         for vid, v in stored.items()
     }
     # The winner as the export and the report read it (variants.json's JSON, no figures).

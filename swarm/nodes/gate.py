@@ -27,9 +27,8 @@ from gate.contracts import (
     LoopCounters,
     Route,
     VariantEvaluation,
-    Veto,
 )
-from gate.evaluate import best_evaluation, evaluate_variants, run_pbo
+from gate.evaluate import best_evaluation, evaluate_variants, lookahead_veto, run_pbo
 from gate.failure import analyse_failure
 from gate.fuzzy import FuzzyScorer
 from gate.ledger import TrialLedger
@@ -184,16 +183,8 @@ def _lookahead_veto(
             costs=ctx.config.costs, executor=ctx.executor, symbol=on,
         )  # fmt: skip
         reports[ev.variant_id] = report
-        if report.integrity:  # its claimed fills are not its books: nothing it says counts
-            ev.veto(Veto.INTEGRITY, f"integrity error in the lookahead check on {symbol}: "
-                    f"{report.integrity}")  # fmt: skip
-        elif report.biased:
-            ev.veto(
-                Veto.LOOKAHEAD,
-                f"lookahead detected on {symbol}: {'; '.join(report.mismatches[:2])}",
-            )
-        elif not report.checked:
-            ev.veto(Veto.LOOKAHEAD_UNCHECKED, f"lookahead check could not run: {report.error}")
+        if (veto := lookahead_veto(report, symbol)) is not None:
+            ev.veto(*veto)
         ctx.progress.stage(
             "lookahead",
             f"{ev.variant_id}: {_verdict_word(report)} "

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from langgraph.runtime import Runtime
 
 from experiments.records import ScreenedTrial, ScreenRecord, VariantRejectedRecord, append_record
+from experiments.runfolder import code_file
 from gate.contracts import VariantEvaluation
 from gate.ledger import TrialLedger
 from strategies.blocks import ENTRIES, EXITS, FILTERS, SIZINGS
@@ -26,7 +27,6 @@ from swarm.agents.strategy_dev import Proposal, preferred_order, propose
 from swarm.analyze.family import decision_proposals, pipeline_code
 from swarm.context import RunContext
 from swarm.llm.brains import llm_strategy_specs
-from swarm.nodes.backtest import code_file
 from swarm.nodes.llm_log import llm_logger
 from swarm.regime_data import available_indices
 from swarm.state import RESET, DevelopState, StoredVariant
@@ -44,9 +44,7 @@ def index_entry(variant: StrategyVariant, class_name: str | None) -> StoredVaria
 def with_code(ctx: RunContext, entry: StoredVariant) -> dict[str, Any]:
     """An ``all_variants`` entry as ``variants.json`` holds it (JSON), with its
     (sha256-verified) source put back."""
-    from swarm.nodes.backtest import read_code
-
-    code = read_code(ctx, entry.variant_id, entry.code_sha256)
+    code = ctx.run.read_code(entry.variant_id, entry.code_sha256)
     return entry.model_dump(mode="json") | {"code": code}
 
 

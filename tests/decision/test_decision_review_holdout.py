@@ -19,6 +19,7 @@ from conftest import read_real_bars
 import swarm.analyze.replay as replay_module
 import swarm.analyze.review_batch as review_batch
 from backtest.engine import run_code_on_bars
+from experiments.runfolder import holdout_code_file
 from strategies.decision_family import (
     RULES_INERT_PARAMS,
     decision_spec,
@@ -29,7 +30,6 @@ from strategies.validate import validate_code
 from swarm.analyze.contracts import Status
 from swarm.analyze.family import (
     decision_proposals,
-    holdout_code_file,
     holdout_variant,
     pipeline_code,
     with_holdout_code,

@@ -5,8 +5,10 @@ import pytest
 from gate_builders import iso_dates, make_result
 
 from backtest.contracts import JobStatus
+from backtest.lookahead import LookaheadReport
+from gate.contracts import Veto
 from gate.criteria import parse_criteria
-from gate.evaluate import best_evaluation, evaluate_variants
+from gate.evaluate import best_evaluation, evaluate_variants, lookahead_veto
 from gate.ledger import TrialLedger
 from gate.stats import deflated_sharpe_ratio
 
@@ -62,12 +64,12 @@ def scenario():
 def test_vetoes_and_pass(scenario) -> None:
     variants, results = scenario
     ledger = TrialLedger()
-    ev = {
-        e.variant_id: e
-        for e in evaluate_variants(
-            variants, results, CRITERIA, ledger, lookahead_flags={"peeker": "close[1] used"}
-        )
-    }
+    ev = {e.variant_id: e for e in evaluate_variants(variants, results, CRITERIA, ledger)}
+    # The lookahead check runs after the evaluation, on variants about to pass; the node puts
+    # a biased one out through the same function (swarm.nodes.gate).
+    assert ev["peeker"].passed
+    biased = LookaheadReport(biased=True, mismatches=["cut 2019-03-01: 3 orders differ"])
+    ev["peeker"].veto(*lookahead_veto(biased, "A"))
     good = ev["good"]
     assert good.vetoes == [] and all(good.criteria_met.values())
     assert good.score >= CRITERIA.score_threshold and good.dsr is not None and good.dsr >= 0.95
@@ -76,7 +78,8 @@ def test_vetoes_and_pass(scenario) -> None:
     assert ev["broken"].metrics is None and "NameError" in ev["broken"].errors[0]
     assert any("error rate 67%" in v for v in ev["mostly_broken"].vetoes)
     assert any("too few trades: 10 < 30" in v for v in ev["few_trades"].vetoes)
-    assert any("lookahead detected: close[1] used" in v for v in ev["peeker"].vetoes)
+    assert ev["peeker"].vetoes == ["lookahead detected on A: cut 2019-03-01: 3 orders differ"]
+    assert ev["peeker"].veto_kinds == [Veto.LOOKAHEAD]
     assert any("Sharpe undefined" in v for v in ev["flat"].vetoes)
     assert any("no backtest results" in v for v in ev["missing"].vetoes)
     for vid in ("broken", "mostly_broken", "few_trades", "peeker", "flat", "missing"):
@@ -228,3 +231,20 @@ def test_one_integrity_error_vetoes_a_strong_variant() -> None:
     analysis = analyse_failure([ev], criteria=criteria, history=[], research_confidence=0.8,
                                regime="trending-up", families=["momentum"])  # fmt: skip
     assert Hint.EXCEPTIONS in analysis.hints
+
+
+@pytest.mark.parametrize(
+    "report, kind, sentence",
+    [
+        (dict(biased=False), None, None),
+        (dict(biased=True, mismatches=["a", "b", "c"]), Veto.LOOKAHEAD,
+         "lookahead detected on AAPL: a; b"),
+        (dict(biased=False, checked=False, error="the full run failed"),
+         Veto.LOOKAHEAD_UNCHECKED, "lookahead check could not run: the full run failed"),
+        (dict(biased=True, integrity="fill 3 not at the open"), Veto.INTEGRITY,
+         "integrity error in the lookahead check on AAPL: fill 3 not at the open"),
+    ],
+)  # fmt: skip
+def test_lookahead_veto_of_each_report_kind(report, kind, sentence) -> None:
+    veto = lookahead_veto(LookaheadReport(**report), "AAPL")
+    assert veto == (None if kind is None else (kind, sentence))

@@ -4,14 +4,9 @@ research half not yet moved to attributes still read them by key."""
 
 from __future__ import annotations
 
-import logging
 import math
-import sqlite3
 
 import pytest
-from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
-from langgraph.checkpoint.sqlite import SqliteSaver
-from langgraph.graph import END, START, StateGraph
 
 from swarm.research.leader import lead
 from swarm.research.models import (
@@ -27,7 +22,7 @@ from swarm.research.models import (
 )
 from swarm.research.rounds import plan_round
 from swarm.research.synthesis import synthesize_domain
-from swarm.state import RESET, DevelopState, checkpoint_allowlist, extend_or_reset
+from swarm.state import RESET, extend_or_reset
 
 pytestmark = pytest.mark.unit
 
@@ -66,19 +61,11 @@ def _research_values() -> dict:
             "synthesis": synthesis, "failed_subagents": ["fundamental.cash_flow"]}  # fmt: skip
 
 
-def test_research_models_come_back_from_the_checkpoint_as_models(caplog) -> None:
+def test_research_models_come_back_from_the_checkpoint_as_models(
+    caplog, checkpoint_round_trip
+) -> None:
     values = _research_values()
-    g = StateGraph(DevelopState)
-    g.add_node("put", lambda state: values)
-    g.add_edge(START, "put")
-    g.add_edge("put", END)
-    conn = sqlite3.connect(":memory:", check_same_thread=False)
-    serde = JsonPlusSerializer(allowed_msgpack_modules=checkpoint_allowlist())
-    app = g.compile(checkpointer=SqliteSaver(conn, serde=serde))
-    cfg = {"configurable": {"thread_id": "t"}}
-    with caplog.at_level(logging.WARNING):
-        app.invoke({}, cfg)
-        back = app.get_state(cfg).values
+    back = checkpoint_round_trip(values)
     assert "unregistered type" not in caplog.text and "Blocked" not in caplog.text
     for key in ("data_brief", "findings", "fact_sheets", "synthesis"):
         assert back[key] == values[key], key

@@ -112,8 +112,8 @@ def test_a_run_asking_for_the_filter_without_the_files_is_refused(tmp_path, dail
 def test_a_variant_reading_a_missing_index_is_a_job_error_naming_the_file(tmp_path, daily_dir):
     """Regression: the job failed with a bare ``KeyError 'index:VIX'`` inside the backtest."""
     from backtest.contracts import JobStatus
-    from experiments.runfolder import RunFolder
-    from swarm.nodes.backtest import backtest, code_file, load_results
+    from experiments.runfolder import RunFolder, code_file
+    from swarm.nodes.backtest import backtest, load_results
     from swarm.run import _load
     from swarm.state import BacktestTask
 

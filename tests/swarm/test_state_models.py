@@ -3,14 +3,9 @@
 from __future__ import annotations
 
 import enum
-import logging
-import sqlite3
 import typing
 
 import pytest
-from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
-from langgraph.checkpoint.sqlite import SqliteSaver
-from langgraph.graph import END, START, StateGraph
 from pydantic import BaseModel
 
 from backtest.contracts import JobStatus
@@ -26,12 +21,10 @@ from swarm.state import (
     CHECKPOINT_TYPES,
     BacktestTask,
     BestSoFar,
-    DevelopState,
     Evaluation,
     StoredResult,
     StoredVariant,
     SubagentTask,
-    checkpoint_allowlist,
 )
 
 pytestmark = pytest.mark.unit
@@ -84,21 +77,8 @@ def _state_values() -> dict:
     }
 
 
-def test_models_come_back_from_the_checkpoint_as_models(caplog) -> None:
-    def put(state: DevelopState) -> dict:
-        return _state_values()
-
-    g = StateGraph(DevelopState)
-    g.add_node("put", put)
-    g.add_edge(START, "put")
-    g.add_edge("put", END)
-    conn = sqlite3.connect(":memory:", check_same_thread=False)
-    serde = JsonPlusSerializer(allowed_msgpack_modules=checkpoint_allowlist())
-    app = g.compile(checkpointer=SqliteSaver(conn, serde=serde))
-    cfg = {"configurable": {"thread_id": "t"}}
-    with caplog.at_level(logging.WARNING):
-        app.invoke({}, cfg)
-        values = app.get_state(cfg).values
+def test_models_come_back_from_the_checkpoint_as_models(caplog, checkpoint_round_trip) -> None:
+    values = checkpoint_round_trip(_state_values())
     assert values["counters"] == LoopCounters(iteration=2, strategy_iterations=2)
     assert isinstance(values["best"], BestSoFar) and values["best"].portfolio.values == [0.01]
     assert values["failure"].hints == [Hint.MARKET_EXPOSURE]

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from langgraph.runtime import Runtime
 
 from experiments.records import ScreenedTrial, ScreenRecord, VariantRejectedRecord, append_record
-from experiments.runfolder import code_file
+from experiments.runfolder import code_file, screen_file
 from gate.contracts import VariantEvaluation
 from gate.ledger import TrialLedger
 from strategies.blocks import ENTRIES, EXITS, FILTERS, SIZINGS
@@ -142,12 +142,6 @@ def _screens_portfolio(cfg: Any, own_best: tuple[str, StrategySpec] | None) -> b
     from backtest.sweep import supported_portfolio
 
     return cfg.screen_size > 0 and own_best is not None and supported_portfolio(own_best[1])
-
-
-def screen_file(iteration: int, scope: str = "symbol") -> str:
-    """Run-folder path of one sweep's return series (``backtest.sweep.write_batch``); a
-    portfolio sweep's beside the same iteration's single-symbol one."""
-    return f"screens/i{iteration:02d}{'-portfolio' if scope == SCOPE else ''}.npz"
 
 
 class ScreenTuner:

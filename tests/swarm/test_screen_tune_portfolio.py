@@ -25,6 +25,7 @@ from backtest.screen import screen_portfolio
 from backtest.screen_portfolio import PortfolioWindow
 from backtest.sweep import read_batch, supported_portfolio
 from experiments.records import ScreenRecord
+from experiments.runfolder import screen_file
 from experiments.tracker import ExperimentTracker, read_records
 from gate.aggregate import aggregate_variant
 from strategies.families import PARAM_SPACE, reconcile_portfolio
@@ -37,7 +38,7 @@ from strategies.portfolio import (
 )
 from strategies.regime import INDEX_REGIME
 from strategies.spec import PortfolioFamily
-from swarm.nodes.strategy import ScreenTuner, _screens_portfolio, screen_file
+from swarm.nodes.strategy import ScreenTuner, _screens_portfolio
 
 pytestmark = pytest.mark.integration
 

@@ -76,7 +76,8 @@ def tune(spec: StrategySpec, n: int, *, rng: random.Random, seen: set[str]) -> l
     Moves start at one or two steps and widen as nearby keys turn out to be taken.
     """
     base = reconcile(spec)
-    names = _tunable(base)
+    # A parameter the code never reads would make a new trial key with the parent's trades.
+    names = [p for p in _tunable(base) if p not in inert_params(base)]
     taken = set(seen) | {base.trial_key()}
     out: list[StrategySpec] = []
     if not names:

@@ -164,14 +164,15 @@ def evaluate(
     bars = window.bars
     cond = blocks.conditions(spec, bars, shorts)
     p = spec.parameters
-    modes = np.zeros(sf.N_MODES, dtype=np.int64)
+    # Filled as lists, then one array each: item by item, numpy's setitem costs more.
+    modes = [0] * sf.N_MODES
     modes[sf.M_START] = max(cond.firsts)
     modes[sf.M_FIRST] = window.first
     modes[sf.M_SHORTS] = int(shorts)
     modes[sf.M_EXITS] = sum(blocks.EXIT_BITS[x] for x in set(spec.exits))
     modes[sf.M_SIZING] = blocks.SIZING_CODES[spec.sizing]
     modes[sf.M_STOP] = blocks.stop_mode(spec)
-    knobs = np.zeros(sf.N_KNOBS)
+    knobs = [0.0] * sf.N_KNOBS
     for slot, name in _KNOB_PARAMS:
         if name in p:
             knobs[slot] = float(p[name])
@@ -180,14 +181,17 @@ def evaluate(
     knobs[sf.K_CASH] = costs.cash
     knobs[sf.K_RATE] = costs.commission_pct / 100.0
     knobs[sf.K_SLIP] = costs.slippage_pct / 100.0
-    ready = np.logical_and.reduce([~np.isnan(a) for a in cond.checks])
+    ready = np.isnan(cond.checks[0])  # in place: stacking the checks would copy them all
+    for a in cond.checks[1:]:
+        ready |= np.isnan(a)
+    np.logical_not(ready, out=ready)
     n = len(bars)
     out = sf.simulate(
         bars.open, bars.high, bars.low, bars.close, ready,
         cond.long_entry, cond.short_entry, cond.long_exit, cond.short_exit,
         np.zeros(n) if cond.atr is None else cond.atr,
         np.zeros(n) if cond.realised_sd is None else cond.realised_sd,
-        modes, knobs,
+        np.array(modes, dtype=np.int64), np.array(knobs, dtype=np.float64),
     )  # fmt: skip
     _, executed, sizes, prices, n_fills, values, positions, refused = out
     return Evaluation(

@@ -231,7 +231,14 @@ def _trend_sma(spec: StrategySpec, bars: Bars, out: Conditions) -> None:
 
 def _adx(spec: StrategySpec, bars: Bars, out: Conditions) -> None:
     floor = _num(spec, "adx_min")
-    adx = bars.cached(("adx", ADX_PERIOD), lambda: ind.adx(bars.high, bars.low, bars.close))
+    # ADX's own ATR: the very ATR(14) the exits or the sizing may hold, computed once
+    atr = bars.cached(
+        ("atr", ADX_PERIOD), lambda: ind.atr(bars.high, bars.low, bars.close, ADX_PERIOD)
+    )
+    adx = bars.cached(
+        ("adx", ADX_PERIOD),
+        lambda: ind.adx(bars.high, bars.low, bars.close, ADX_PERIOD, atr_values=atr),
+    )
     out.hold(2 * ADX_PERIOD - 1, adx)
     ok = adx > floor
     out.also(ok, ok)

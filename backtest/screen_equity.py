@@ -23,10 +23,19 @@ class BooksEquity:
         base = float(self.values[first - 1]) if first > 0 else self.cash
         return np.concatenate([[base], self.values[first:]])
 
+    def returns(self) -> np.ndarray:
+        """The equity's bar returns, ``equity[1:] / equity[:-1] - 1.0``, without building it
+        when the value before the fold's first bar is on record."""
+        first = self.window.first  # type: ignore[attr-defined]
+        if first == 0:
+            values = self.equity()
+            return values[1:] / values[:-1] - 1.0
+        values = np.asarray(self.values, dtype=np.float64)  # as the equity's (no copy)
+        return values[first:] / values[first - 1 : -1] - 1.0
+
     def sharpe(self, periods_per_year: int = 252) -> float | None:
         """The annualised Sharpe ratio exactly as ``compute_metrics`` computes it."""
-        values = self.equity()
-        rets = values[1:] / values[:-1] - 1.0
+        rets = self.returns()
         if rets.size < 2:
             return None
         std = float(rets.std(ddof=1))

@@ -6,12 +6,16 @@ a trade moves by a day. So each kernel here replays the float operations of the 
 ``once`` method, in backtrader's order:
 
 - ``Average`` (SMA, and the seed of every exponential average) is ``math.fsum(window) / period``:
-  a correctly rounded sum, reproduced by a rolling Shewchuk sum with CPython's final rounding.
-  TA-Lib's SMA is a running sum and differs in the last bits, so it is not used for it.
+  a correctly rounded sum, reproduced by a rolled double-double whose rounding is proven per
+  window (else the window is summed as ``fsum`` does, Shewchuk's partials and CPython's final
+  rounding). TA-Lib's SMA is a running sum and differs in the last bits, so it is not used.
 - ``ExponentialSmoothing`` (EMA: alpha = 2 / (1 + period); SMMA: alpha = 1 / period) is
   ``prev * (1 - alpha) + x * alpha`` from that seed (TA-Lib computes ``(x - prev) * k + prev``).
-- ``pow(line, 2)`` and ``pow(line, 0.5)`` call the C library's ``pow`` as CPython does; glibc's
-  ``pow(x, 2)`` is not always ``x * x`` (about 1 in 1,200 prices differ in the last bit).
+- ``pow(line, 2)`` and ``pow(line, 0.5)`` are the C library's ``pow``, as CPython calls it;
+  glibc's ``pow(x, 2)`` is not always ``x * x`` (about 1 in 1,200 prices differ in the last
+  bit). Where the exact ``x * x`` (or ``sqrt(v)``) lies within 0.445 ulp of its rounding, a
+  ``pow`` accurate to 0.555 ulp can return nothing else (glibc's documented bound is 0.54 ulp),
+  so it is taken without the call; the other tenth calls ``pow``.
 - ``Highest``/``Lowest`` take exact maxima: TA-Lib's ``MAX``/``MIN`` give the same numbers.
 - A division by zero raises ``ZeroDivisionError`` in backtrader (the run is an error): the kernels
   report it through a flag and ``IndicatorZeroDivision`` carries it to the caller.
@@ -20,6 +24,8 @@ Every array is NaN before its first value; ``first`` is that index (backtrader's
 """
 
 from __future__ import annotations
+
+import math
 
 import numpy as np
 import talib
@@ -88,24 +94,86 @@ def _msum_value(p: np.ndarray, n: int) -> float:
     return hi
 
 
+@njit(cache=True, inline="always")
+def _two_sum(a: float, b: float) -> tuple[float, float]:
+    """Knuth's TwoSum: ``s + e == a + b`` exactly, ``s`` the rounded sum."""
+    s = a + b
+    bb = s - a
+    return s, (a - (s - bb)) + (b - bb)
+
+
+@njit(cache=True)
+def _window_fsum(src: np.ndarray, begin: int, end: int, p: np.ndarray) -> float:
+    """``math.fsum(src[begin:end])``; a NaN or infinity gives what fsum gives (NaN for
+    inf - inf, where fsum raises)."""
+    k = 0
+    special = 0.0
+    for j in range(begin, end):
+        x = src[j]
+        if math.isfinite(x):
+            k = _msum_add(p, k, x)
+        else:
+            special += x
+    return special if special != 0.0 else _msum_value(p, k)
+
+
 @njit(cache=True)
 def window_fsum_mean(src: np.ndarray, period: int, start: int) -> np.ndarray:
     """``Average``: ``fsum(src[i-period+1:i+1]) / period`` from index ``start + period - 1``.
 
-    The partials are rolled (add the new value, add minus the old one): they stay an exact
-    representation of the window's sum, and the final rounding is ``fsum``'s.
+    The window's sum is rolled as an unevaluated ``hi + lo`` (error-free TwoSums: ``hi`` the
+    running sum, ``lo`` what its roundings dropped) that holds it exactly for prices (the bits
+    of a window's sum span far fewer than 106), and ``round(hi + lo)`` is then the correctly
+    rounded sum ``fsum`` returns. Should ``lo`` lose bits, the rounding still is whenever what
+    it lost stays inside half the gap to the next double; a window where neither holds is
+    summed exactly, as every window is when the values are not finite or could overflow.
+    ``hi`` and ``lo`` each carry one addition from bar to bar: several times cheaper than
+    rolling the exact partials.
     """
     n = src.size
     out = np.full(n, np.nan)
-    p = np.empty(_MAX_PARTIALS)
-    k = 0
+    biggest = 0.0
     for i in range(start, n):
-        k = _msum_add(p, k, src[i])
-        if i - period >= start:
-            k = _msum_add(p, k, -src[i - period])
-        if i >= start + period - 1:
-            out[i] = _msum_value(p, k) / period
+        a = abs(src[i])
+        biggest = a if a > biggest else biggest  # NaN never replaces it...
+        if not a < 1e300:  # ...but fails this
+            biggest = math.inf
+    tame = biggest * period < 1e300
+    p = np.empty(_MAX_PARTIALS if tame else _MAX_PARTIALS + period)  # NaN partials pile up
+    hi = lo = lost = 0.0
+    for i in range(start, n):
+        if tame:
+            if i - period >= start:  # the new value less the old one, exactly
+                d, de = _two_sum(src[i], -src[i - period])
+            else:
+                d, de = src[i], 0.0
+            hi, e = _two_sum(hi, d)
+            u, f1 = _two_sum(e, de)
+            lo, f2 = _two_sum(lo, u)
+            lost += abs(f1) + abs(f2)  # zero while hi + lo is the exact sum
+        if i < start + period - 1:
+            continue
+        if tame:
+            total, rest = _two_sum(hi, lo)
+            if lost == 0.0 or _rounds_to(total, rest, lost):
+                out[i] = total / period
+                continue
+        out[i] = _window_fsum(src, i - period + 1, i + 1, p) / period
     return out
+
+
+@njit(cache=True)
+def _rounds_to(r: float, rest: float, lost: float) -> bool:
+    """Whether the exact sum, within ``2 * lost`` of ``r + rest`` (``r`` the rounding of
+    ``r + rest``; ``lost`` a rounded sum of magnitudes), rounds to ``r``: it stays short of
+    the midpoints around ``r``."""
+    if r == 0.0:
+        return False
+    m, e = math.frexp(r)
+    gap = math.ldexp(1.0, e - 53)  # the spacing above |r| (a normal r)
+    if abs(m) == 0.5:
+        gap *= 0.5  # a power of two: the spacing below is half
+    return 2.0 * lost < (0.5 * gap - abs(rest)) * 0.5
 
 
 @njit(cache=True)
@@ -132,6 +200,74 @@ def exp_smoothing(
 # ---------------------------------------------------------------------------- elementwise
 
 
+_SPLIT = 134217729.0  # 2**27 + 1: Veltkamp's splitter for doubles
+_MANTISSA = (1 << 52) - 1
+
+
+def _pow_is_bounded() -> bool:
+    """Whether this process's C ``pow`` is documented accurate to under 0.555 ulp: glibc from
+    2.28 (its new ``pow``: 0.52 ulp). Elsewhere (musl, macOS, older glibc) every square and
+    root calls ``pow``, as before: slower, never different from CPython's ``x ** y``."""
+    import platform
+
+    name, version = platform.libc_ver()
+    try:
+        major, minor = (int(x) for x in version.split(".")[:2])
+    except ValueError:
+        return False
+    return name == "glibc" and (major, minor) >= (2, 28)
+
+
+# Read once from the platform (a fact, not a setting); the kernels take it as an argument so
+# that numba's on-disk cache never freezes one machine's answer into another's.
+POW_BOUNDED = _pow_is_bounded()
+
+
+@njit(cache=True, inline="always")
+def _two_prod(a: float, b: float) -> tuple[float, float]:
+    """Dekker's TwoProduct: ``p + e == a * b`` exactly, ``p`` the rounded product (no FMA)."""
+    p = a * b
+    c = _SPLIT * a
+    ah = c - (c - a)
+    al = a - ah
+    c = _SPLIT * b
+    bh = c - (c - b)
+    bl = b - bh
+    return p, ((ah * bh - p) + ah * bl + al * bh) + al * bl
+
+
+@njit(cache=True, inline="always")
+def _clear_of_ties(r: float, d: float) -> bool:
+    """Whether ``r + d`` (``d`` the exact value's offset from ``r``) lies within 0.445 ulp of
+    ``r``, ``r`` no power of two (whose lower neighbour is nearer): then any ``pow`` accurate
+    to 0.555 ulp returns ``r``, the only double that close. glibc's is to 0.54 ulp."""
+    return r + 1.125 * d == r and np.float64(r).view(np.int64) & _MANTISSA != 0
+
+
+@njit(cache=True, inline="always")
+def _pow2(x: float, two: float, bounded: bool) -> float:
+    """``pow(x, two)`` for ``two == 2.0``: ``x * x`` when it is clear of a rounding tie
+    (nine times in ten) and the C library's ``pow`` is ``bounded``, else the call."""
+    if bounded and 1e-140 < abs(x) < 1e140:  # no underflow in x * x and its exact remainder
+        p, e = _two_prod(x, x)
+        if _clear_of_ties(p, e):
+            return p
+    return _c_pow(x, two)
+
+
+@njit(cache=True, inline="always")
+def _pow_half(v: float, half: float, bounded: bool) -> float:
+    """``pow(v, half)`` for ``half == 0.5``: ``sqrt(v)`` when it is clear of a rounding tie
+    and the C library's ``pow`` is ``bounded``, else the call."""
+    if bounded and 1e-200 < v < 1e200:  # no underflow in s * s and its exact remainder
+        s = math.sqrt(v)
+        p, e = _two_prod(s, s)
+        # sqrt(v) - s == (v - s*s) / (sqrt(v) + s); v - p is exact (Sterbenz)
+        if _clear_of_ties(s, ((v - p) - e) / (s + s)):
+            return s
+    return _c_pow(v, half)
+
+
 @njit(cache=True)
 def _pow_from(src: np.ndarray, start: int, exponent: float) -> np.ndarray:
     out = np.full(src.size, np.nan)
@@ -140,12 +276,34 @@ def _pow_from(src: np.ndarray, start: int, exponent: float) -> np.ndarray:
     return out
 
 
+# The exponent reaches these kernels at run time and is never compared in them: an LLVM that
+# knew it is 2.0 would rewrite the fallback pow(x, 2.0) into x * x.
+
+
 @njit(cache=True)
-def _std_from(mean: np.ndarray, meansq: np.ndarray, start: int, two: float, half: float):
+def _squares_from(src: np.ndarray, start: int, two: float, bounded: bool) -> np.ndarray:
+    out = np.full(src.size, np.nan)
+    for i in range(start, src.size):
+        out[i] = _pow2(src[i], two, bounded)
+    return out
+
+
+@njit(cache=True)
+def _roots_from(src: np.ndarray, start: int, half: float, bounded: bool) -> np.ndarray:
+    out = np.full(src.size, np.nan)
+    for i in range(start, src.size):
+        out[i] = _pow_half(src[i], half, bounded)
+    return out
+
+
+@njit(cache=True)
+def _std_from(
+    mean: np.ndarray, meansq: np.ndarray, start: int, two: float, half: float, bounded: bool
+):
     """``pow(abs(meansq - pow(mean, 2)), 0.5)`` (StandardDeviation with safepow)."""
     out = np.full(mean.size, np.nan)
     for i in range(start, mean.size):
-        out[i] = _c_pow(abs(meansq[i] - _c_pow(mean[i], two)), half)
+        out[i] = _pow_half(abs(meansq[i] - _pow2(mean[i], two, bounded)), half, bounded)
     return out
 
 
@@ -285,7 +443,12 @@ def pct_change(close: np.ndarray, period: int = 1) -> np.ndarray:
 
 def power(src: np.ndarray, exponent: float, start: int = 0) -> np.ndarray:
     """``pow(line, exponent)`` with the C library's pow, as CPython computes ``x ** y``."""
-    return _pow_from(src, start, float(exponent))
+    exponent = float(exponent)
+    if exponent == 2.0:
+        return _squares_from(src, start, exponent, POW_BOUNDED)
+    if exponent == 0.5:
+        return _roots_from(src, start, exponent, POW_BOUNDED)
+    return _pow_from(src, start, exponent)
 
 
 def stddev(src: np.ndarray, period: int, start: int = 0, mean: np.ndarray | None = None):
@@ -293,7 +456,7 @@ def stddev(src: np.ndarray, period: int, start: int = 0, mean: np.ndarray | None
     if mean is None:
         mean = sma(src, period, start)
     meansq = sma(power(src, 2.0, start), period, start)
-    return _std_from(mean, meansq, start + period - 1, 2.0, 0.5)
+    return _std_from(mean, meansq, start + period - 1, 2.0, 0.5, POW_BOUNDED)
 
 
 def bollinger(close: np.ndarray, period: int, devfactor: float):
@@ -311,8 +474,17 @@ def atr(high: np.ndarray, low: np.ndarray, close: np.ndarray, period: int = 14) 
     return smma(_true_range(high, low, close), period, 1)
 
 
-def adx(high: np.ndarray, low: np.ndarray, close: np.ndarray, period: int = 14) -> np.ndarray:
-    out, zero = _adx(high, low, atr(high, low, close, period), period, *_alpha_smma(period))
+def adx(
+    high: np.ndarray,
+    low: np.ndarray,
+    close: np.ndarray,
+    period: int = 14,
+    atr_values: np.ndarray | None = None,
+) -> np.ndarray:
+    """ADX(period); ``atr_values``: the ATR(period) of the same bars, when already computed."""
+    if atr_values is None:
+        atr_values = atr(high, low, close, period)
+    out, zero = _adx(high, low, atr_values, period, *_alpha_smma(period))
     if zero:
         raise IndicatorZeroDivision(f"ADX({period}): a zero ATR or DI+ + DI-")
     return out

@@ -13,6 +13,12 @@ portfolio over the symbols, folds concatenated: the figure ``gate.aggregate`` co
 variant from its Backtrader results, so a confirmed variant's Sharpe is the one it was ranked
 on. Sets below the gate's trade floor (a hard veto) rank after every set above it.
 
+A portfolio-scope spec (``cross_sectional_momentum``, ``rotation``: ``backtest.screen_portfolio``)
+is one job per fold over the whole universe: its windows are the universe's per fold
+(``portfolio_windows_for``) and its series is the portfolio's own returns, folds concatenated,
+the figure ``gate.aggregate`` computes from its one result per fold. Its trades are the
+reducing fills the books realise (a portfolio job's ``trade_pnls``).
+
 Pure: no I/O; the node writes the batch (``write_batch``) and the records.
 """
 
@@ -30,6 +36,10 @@ from backtest.contracts import CostModel, Fold
 from backtest.screen import Evaluation, Window, evaluate
 from backtest.screen_blocks import Unsupported, check_supported
 from backtest.screen_indicators import IndicatorZeroDivision
+from backtest.screen_portfolio import LABEL as PORTFOLIO
+from backtest.screen_portfolio import PortfolioEvaluation, PortfolioWindow
+from backtest.screen_portfolio import check_supported as check_portfolio
+from backtest.screen_portfolio import evaluate as evaluate_portfolio
 from strategies.spec import StrategySpec
 
 
@@ -37,6 +47,16 @@ def supported(spec: StrategySpec) -> bool:
     """Whether the screen reproduces ``spec`` (else TUNE proposes as it always did)."""
     try:
         check_supported(spec)
+    except Unsupported:
+        return False
+    return True
+
+
+def supported_portfolio(spec: StrategySpec) -> bool:
+    """Whether the portfolio screen reproduces ``spec`` (cross-sectional momentum and rotation
+    without a regime filter; else the portfolio families tune as they always did)."""
+    try:
+        check_portfolio(spec)
     except Unsupported:
         return False
     return True
@@ -84,14 +104,33 @@ def windows_for(
     }
 
 
-def _returns(run: Evaluation) -> np.ndarray:
+def portfolio_windows_for(
+    frames: dict[str, pd.DataFrame], folds: list[Fold]
+) -> dict[tuple[str, int], PortfolioWindow]:
+    """The universe's window per fold (``frames`` in the jobs' feed order: the universe's),
+    keyed as ``windows_for``'s under the portfolio label."""
+    return {(PORTFOLIO, fold.index): PortfolioWindow.from_frames(frames, fold) for fold in folds}
+
+
+def _returns(run: Evaluation | PortfolioEvaluation) -> np.ndarray:
     equity = run.equity()
     return equity[1:] / equity[:-1] - 1.0
 
 
+def _run(
+    spec: StrategySpec, window: Window | PortfolioWindow, costs: CostModel, bars_per_year: int
+) -> tuple[np.ndarray, int]:
+    """(the window's returns from the fold's start, trades as the gate counts them)."""
+    if isinstance(window, PortfolioWindow):
+        prun = evaluate_portfolio(spec, window, costs=costs, bars_per_year=bars_per_year)
+        return _returns(prun), len(prun.pnls)  # every reducing fill realises a trade (books)
+    run = evaluate(spec, window, costs=costs, bars_per_year=bars_per_year)
+    return _returns(run), int(run.fill_sizes.size // 2)
+
+
 def screen_sets(
     specs: list[StrategySpec],
-    windows: dict[tuple[str, int], Window],
+    windows: dict[tuple[str, int], Window] | dict[tuple[str, int], PortfolioWindow],
     *,
     costs: CostModel,
     bars_per_year: int,
@@ -100,7 +139,9 @@ def screen_sets(
 ) -> Sweep:
     """Screen every spec on every window; rank (trade floor met, Sharpe) best first.
 
-    Raises ``Unsupported`` when a spec holds a block the screen cannot reproduce.
+    ``windows``: every symbol x fold (``windows_for``), or the universe per fold for
+    portfolio-scope specs (``portfolio_windows_for``). Raises ``Unsupported`` when a spec
+    holds a block the screen cannot reproduce.
     """
     started = time.perf_counter()
     keys = sorted({d for w in windows.values() for d in w.return_keys})
@@ -118,15 +159,14 @@ def screen_sets(
         trades, error = 0, None
         for wk, window in windows.items():
             try:
-                run = evaluate(spec, window, costs=costs, bars_per_year=bars_per_year)
+                r, n_trades = _run(spec, window, costs, bars_per_year)
             except IndicatorZeroDivision as exc:
                 error = f"{wk[0]}/fold{wk[1]}: ZeroDivisionError: {exc}"
                 continue
-            r = _returns(run)
             at = slots[wk][: r.size]
             total[at] += r
             count[at] += 1
-            trades += int(run.fill_sizes.size // 2)
+            trades += n_trades
         have = count > 0
         port = np.where(have, total / np.maximum(count, 1), 0.0)
         returns[row] = port
@@ -147,12 +187,18 @@ def screen_sets(
         sets=out,
         dates=keys,
         returns=returns,
-        n_symbols=len({s for s, _ in windows}),
+        n_symbols=_n_symbols(windows),
         n_folds=len({f for _, f in windows}),
         seconds=time.perf_counter() - started,
         min_trades=min_trades,
         ranked=ranked,
     )
+
+
+def _n_symbols(windows: dict) -> int:
+    """The symbols screened: the universe's for portfolio windows."""
+    universes = {len(w.symbols) for w in windows.values() if isinstance(w, PortfolioWindow)}
+    return max(universes) if universes else len({s for s, _ in windows})
 
 
 def _sharpe_pp(rets: np.ndarray) -> float | None:

@@ -76,7 +76,8 @@ def tune(spec: StrategySpec, n: int, *, rng: random.Random, seen: set[str]) -> l
     Moves start at one or two steps and widen as nearby keys turn out to be taken.
     """
     base = reconcile(spec)
-    names = _tunable(base)
+    # A parameter the code never reads would make a new trial key with the parent's trades.
+    names = [p for p in _tunable(base) if p not in inert_params(base)]
     taken = set(seen) | {base.trial_key()}
     out: list[StrategySpec] = []
     if not names:
@@ -147,6 +148,7 @@ def neighbourhood(
     seed: int | tuple[int, ...],
     seen: set[str],
     radius: int = 6,
+    frozen: Collection[str] = (),
 ) -> list[StrategySpec]:
     """Up to n distinct parameter sets around ``spec``: a Latin-hypercube sample of every
     tunable parameter within ``radius`` grid steps of the parent's value (TUNE through the
@@ -156,12 +158,16 @@ def neighbourhood(
     2 x radius + 1 offsets about evenly, where independent draws would leave gaps. The sample
     is a pure function of ``seed`` (a numpy ``SeedSequence`` entropy); sets that snap onto the
     parent, onto each other or onto a key in ``seen`` are dropped and re-drawn, a few rounds.
+
+    A portfolio spec (``strategies.portfolio``) moves within the same grid (``PARAM_SPACE``,
+    ``reconcile`` giving its family's parameters); ``frozen`` names parameters kept at the
+    parent's value (``inert_params``: those the spec's code does not read).
     """
     import numpy as np
     from scipy.stats import qmc
 
     base = reconcile(spec)
-    names = _tunable(base)
+    names = [p for p in _tunable(base) if p not in frozen]
     if not names or n <= 0:
         return []
     taken = set(seen) | {base.trial_key()}
@@ -190,6 +196,14 @@ def neighbourhood(
             if len(out) >= n:
                 break
     return out
+
+
+def inert_params(spec: StrategySpec) -> frozenset[str]:
+    """Tunable parameters a portfolio spec's code never reads: ``target_vol`` without the
+    volatility target. Moving one makes a new trial key with the parent's very trades."""
+    if spec.scope == "portfolio" and not spec.parameters.get("vol_target", False):
+        return frozenset({"target_vol"})
+    return frozenset()
 
 
 # FIX --------------------------------------------------------------------------------------------

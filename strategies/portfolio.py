@@ -25,6 +25,7 @@ Here: the families' specs and what the rules brain proposes of them; their Backt
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 from typing import NamedTuple
 
 from strategies.families import PORTFOLIO_PARAMS, jitter, reconcile_portfolio
@@ -162,10 +163,15 @@ def propose_portfolio_specs(
     seen: set[str],
     best: tuple[str, StrategySpec] | None,
     pair: PairChoice | None = None,
+    tuner: Callable[[StrategySpec, int, set[str]], list[StrategySpec]] | None = None,
 ) -> list[PortfolioProposal]:
     """``n`` fresh proposals: around the family's own best for TUNE/FIX/REFINE, otherwise
     the templates of the named families (jittered past the templates). ``pair``: the
-    universe's most cointegrated pair, for the pairs family (None: no pairs proposal)."""
+    universe's most cointegrated pair, for the pairs family (None: no pairs proposal).
+    ``tuner``: what fills the tuning slots around the best first (the portfolio screen,
+    ``swarm.nodes.strategy.ScreenTuner``; with it REFINE keeps a third of the slots, from 2,
+    for tuning); ``tune``'s grid moves fill what it leaves, and None is ``tune`` alone, as
+    before the screen."""
     route = Origin(route)
     taken = set(seen)
     out: list[PortfolioProposal] = []
@@ -179,9 +185,12 @@ def propose_portfolio_specs(
     if best is not None and route in (Origin.TUNE, Origin.FIX, Origin.REFINE):
         best_id, base = best
         if route == Origin.REFINE:
+            # With a tuner (the screen), a third of the slots (from 2) stay for tuning around
+            # the best, as the rules brain keeps them (swarm.agents.strategy_dev.propose).
+            keep = max(1, n - (n + 1) // 3) if tuner is not None else n
             for switch in rng.sample(SWITCHES, len(SWITCHES)):
                 cand = _switched(base, switch)
-                if cand is not None:
+                if cand is not None and len(out) < keep:
                     why = f"refine {switch} {_state(cand, switch)}"
                     add(_named(cand, why), best_id, why)
         if route == Origin.FIX and base.family == PortfolioFamily.PAIRS:  # enter more often
@@ -197,6 +206,9 @@ def propose_portfolio_specs(
             why = "fix: rebalance more often, shorter lookback"
             add(_named(reconcile_portfolio(base.model_copy(update={"parameters": params})), why),
                 best_id, why)  # fmt: skip
+        if tuner is not None:
+            for cand in tuner(base, n - len(out), set(taken)):
+                add(cand, best_id, "screened around the best")
         for cand in tune(base, n, rng=rng, seen=taken):
             add(cand, best_id, "tune around the best")
     wanted = [PortfolioFamily(f) for f in families if f in portfolio_families()]

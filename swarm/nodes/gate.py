@@ -48,7 +48,7 @@ from swarm.nodes.backtest import (
     load_results,
 )
 from swarm.nodes.llm_log import llm_logger, log_usage
-from swarm.nodes.trials import measure_effective, variant_trial_keys
+from swarm.nodes.trials import measure_effective, screened_representatives, variant_trial_keys
 from swarm.state import BestSoFar, DevelopState, Evaluation, SpaResult
 
 
@@ -73,7 +73,10 @@ def gate(state: DevelopState, runtime: Runtime[RunContext]) -> dict[str, Any]:
     bench = ctx.benchmark_insample()
     # PBO and the reality check cover every variant the run has tried, this iteration's too.
     series = _run_series(ctx, state, results, [v.variant_id for v in variants])
-    spa_p, spa_trials = run_spa(series, bench, seed=ctx.config.seed)
+    # The reality check counts the search: every Backtrader trial, plus one representative
+    # series per cluster of the screened sets (capped: ``trials.SPA_MAX_SCREENED``).
+    screened = screened_representatives(ctx, None if ctx.benchmark.is_cash else bench)
+    spa_p, spa_trials = run_spa(series | screened, bench, seed=ctx.config.seed)
     # The effective trial count over every trial the ledger will hold after this iteration.
     ledger.deflate_effective = ctx.config.deflate_by == "effective"
     ledger.effective = measure_effective(

@@ -5,19 +5,20 @@ from __future__ import annotations
 import random
 from collections.abc import Collection
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from langgraph.runtime import Runtime
 
 from experiments.records import ScreenedTrial, ScreenRecord, VariantRejectedRecord, append_record
-from experiments.runfolder import code_file
+from experiments.runfolder import code_file, screen_file
 from gate.contracts import VariantEvaluation
 from gate.ledger import TrialLedger
 from strategies.blocks import ENTRIES, EXITS, FILTERS, SIZINGS
 from strategies.codegen import code_sha256, make_variant
 from strategies.decision_family import is_decision_spec
-from strategies.mutate import neighbourhood
+from strategies.mutate import inert_params, neighbourhood
 from strategies.pairs import PairChoice, best_pair
+from strategies.portfolio import LABEL as PORTFOLIO
 from strategies.portfolio import SCOPE, is_portfolio_spec, portfolio_slots, propose_portfolio_specs
 from strategies.regime import REGIME_FILTERS, available_filters
 from strategies.spec import StrategySpec, StrategyVariant
@@ -29,6 +30,9 @@ from swarm.llm.brains import llm_strategy_specs
 from swarm.nodes.llm_log import llm_logger
 from swarm.regime_data import available_indices
 from swarm.state import RESET, DevelopState, StoredVariant
+
+if TYPE_CHECKING:
+    from backtest.sweep import Sweep
 
 
 def index_entry(variant: StrategyVariant, class_name: str | None) -> StoredVariant:
@@ -131,9 +135,13 @@ def _screens(cfg: Any, best: tuple[str, StrategySpec] | None) -> bool:
     return cfg.screen_size > 0 and best is not None and supported(best[1])
 
 
-def screen_file(iteration: int) -> str:
-    """Run-folder path of one sweep's return series (``backtest.sweep.write_batch``)."""
-    return f"screens/i{iteration:02d}.npz"
+def _screens_portfolio(cfg: Any, own_best: tuple[str, StrategySpec] | None) -> bool:
+    """The portfolio families' tuning goes through the portfolio screen when the screen is
+    on and their parent is a spec it reproduces (cross-sectional momentum or rotation, no
+    regime filter); otherwise they tune as before (``strategies.portfolio``)."""
+    from backtest.sweep import supported_portfolio
+
+    return cfg.screen_size > 0 and own_best is not None and supported_portfolio(own_best[1])
 
 
 class ScreenTuner:
@@ -144,6 +152,12 @@ class ScreenTuner:
     to confirm (``backtest.sweep``). Every screened set is a trial: it goes into ``ledger`` (a
     copy of the state's, for the node to return), into one ``screen`` record and, with its
     in-sample return series, into ``screens/iNN.npz``.
+
+    ``scope="portfolio"``: the parent is a portfolio-scope spec (``_screens_portfolio``),
+    screened on the universe's window per fold (the portfolio jobs' bars, ``job_bars``) into
+    ``screens/iNN-portfolio.npz``; its neighbourhood leaves the parameters its code does not
+    read where they are (``inert_params``). ``ledger``: the ledger to add to (an earlier
+    sweep's of the same iteration; None: a copy of the state's).
     """
 
     def __init__(
@@ -154,43 +168,103 @@ class ScreenTuner:
         *,
         iteration: int,
         route: str,
+        scope: str = "symbol",
+        ledger: TrialLedger | None = None,
     ) -> None:
         self.ctx, self.state, self.iteration, self.route = ctx, state, iteration, route
         self.parent_id = best[0] if best else None
+        self.scope, self.base = scope, ledger
         self.ledger: TrialLedger | None = None
+        self.sweep: Sweep | None = None
+        self.parent_key: str | None = None
+        self.confirmed: list[str] = []  # trial keys handed out, in order
+        self.flushed = False
+
+    def _windows(self) -> dict:
+        """The Backtrader jobs' bars and folds as screen windows, built once per run."""
+        from backtest.sweep import portfolio_windows_for, windows_for
+        from swarm.nodes.backtest import job_bars
+
+        ctx = self.ctx
+        universe = ("screen_windows", self.scope, tuple(ctx.symbols))
+        if universe not in ctx.cache:
+            if self.scope == SCOPE:  # one job per fold on the whole universe, feeds in order
+                frames = job_bars(ctx, PORTFOLIO)
+                ctx.cache[universe] = portfolio_windows_for(frames, ctx.folds)
+            else:
+                frames = {s: ctx.insample_bars(s) for s in ctx.symbols}
+                ctx.cache[universe] = windows_for(frames, ctx.folds)
+        return ctx.cache[universe]
 
     def __call__(self, parent: StrategySpec, n: int, seen: set[str]) -> list[StrategySpec]:
-        from backtest.sweep import screen_sets, windows_for, write_batch
+        """The best ``n`` screened sets not in ``seen``. One sweep per iteration: a second
+        call around the same parent (the portfolio slots, then the rules brain's tuning
+        share) takes the next-ranked sets of the same sweep; another parent gets none."""
+        if n <= 0 or self.parent_id is None:
+            return []
+        if self.sweep is None:
+            if self.ledger is not None or not self._sweep(parent, seen):
+                return []
+        elif parent.trial_key() != self.parent_key:
+            return []
+        picks = [s for s in self.sweep.top(len(self.sweep.sets)) if s.trial_key not in seen][:n]
+        self.confirmed += [s.trial_key for s in picks]
+        return [s.spec for s in picks]
+
+    def _sweep(self, parent: StrategySpec, seen: set[str]) -> bool:
+        from backtest.screen_blocks import Unsupported
+        from backtest.sweep import screen_sets
 
         ctx, cfg = self.ctx, self.ctx.config
-        if n <= 0 or self.ledger is not None or self.parent_id is None:  # one sweep per iteration
-            return []
-        universe = ("screen_windows", tuple(ctx.symbols))
-        if universe not in ctx.cache:  # the Backtrader jobs' bars and folds, built once
-            frames = {s: ctx.insample_bars(s) for s in ctx.symbols}
-            ctx.cache[universe] = windows_for(frames, ctx.folds)
-        # A sample of its own: a pure function of the run's seed, the iteration and the round.
+        portfolio = self.scope == SCOPE
+        try:
+            windows = self._windows()  # the Backtrader jobs' bars and folds, built once
+        except (Unsupported, ValueError) as exc:  # e.g. no bars in a fold: tune as before
+            ctx.progress.stage("screen", f"portfolio screen skipped: {exc}")
+            return False
+        # A sample of its own: a pure function of the run's seed, the iteration and the round
+        # (and, for a portfolio parent, a stream apart from the same iteration's other sweep).
         seed = (cfg.seed, self.iteration, self.state.get("research_round", 1))
-        specs = neighbourhood(parent, cfg.screen_size, seed=seed, seen=seen)
-        sweep = screen_sets(
-            specs, ctx.cache[universe], costs=cfg.costs,
-            bars_per_year=ctx.periods_per_year, periods_per_year=ctx.periods_per_year,
-            min_trades=ctx.criteria.min_trades,
+        seed = (*seed, 1) if portfolio else seed
+        specs = neighbourhood(
+            parent, cfg.screen_size, seed=seed, seen=seen,
+            frozen=inert_params(parent) if portfolio else (),
         )  # fmt: skip
-        top = sweep.top(n)
-        rel = screen_file(self.iteration)
-        write_batch(ctx.run.path(rel), sweep)
-        ledger = (self.state.get("ledger") or TrialLedger()).model_copy(deep=True)
+        try:
+            sweep = screen_sets(
+                specs, windows, costs=cfg.costs,
+                bars_per_year=ctx.periods_per_year, periods_per_year=ctx.periods_per_year,
+                min_trades=ctx.criteria.min_trades,
+            )  # fmt: skip
+        except Unsupported as exc:  # the universe's bars (a price <= 0): tune as before
+            ctx.progress.stage("screen", f"screen skipped: {exc}")
+            return False
+        base = self.base if self.base is not None else self.state.get("ledger")
+        ledger = (base or TrialLedger()).model_copy(deep=True)
         for s in sweep.sets:
             ledger.record(s.trial_key, s.sharpe_per_period, n_obs=s.n_obs)
-        self.ledger = ledger
+        self.sweep, self.ledger, self.parent_key = sweep, ledger, parent.trial_key()
+        return True
+
+    def flush(self) -> None:
+        """Write the sweep (``screens/iNN[-portfolio].npz``) and its ``screen`` record, with
+        every set the iteration confirmed; nothing when there was no sweep."""
+        from backtest.sweep import write_batch
+
+        ctx, sweep = self.ctx, self.sweep
+        if sweep is None or self.flushed:
+            return
+        self.flushed = True
+        rel = screen_file(self.iteration, self.scope)
+        write_batch(ctx.run.path(rel), sweep)
         append_record(
             ctx.run.tracker,
             ScreenRecord(
                 run_id=ctx.run.root.name, iteration=self.iteration, route=self.route,
-                parent_id=self.parent_id, symbols=ctx.symbols, n_sets=len(sweep.sets),
+                parent_id=self.parent_id, scope=self.scope, symbols=ctx.symbols,
+                symbol=PORTFOLIO if self.scope == SCOPE else None, n_sets=len(sweep.sets),
                 n_symbols=sweep.n_symbols, n_folds=sweep.n_folds, min_trades=sweep.min_trades,
-                series_file=rel, confirmed=[s.trial_key for s in top],
+                series_file=rel, confirmed=list(self.confirmed),
                 trials=[
                     ScreenedTrial(trial_key=s.trial_key, parameters=s.spec.parameters,
                                   sharpe=s.sharpe, n_trades=s.n_trades, error=s.error)
@@ -201,10 +275,10 @@ class ScreenTuner:
         )  # fmt: skip
         ctx.progress.stage(
             "screen",
-            f"screened {len(sweep.sets)} sets on {sweep.n_symbols} symbols x {sweep.n_folds} "
-            f"folds in {sweep.seconds:.1f} s, confirming top {len(top)}",
+            f"screened {len(sweep.sets)} {'portfolio ' if self.scope == SCOPE else ''}sets on "
+            f"{sweep.n_symbols} symbols x {sweep.n_folds} "
+            f"folds in {sweep.seconds:.1f} s, confirming top {len(self.confirmed)}",
         )
-        return [s.spec for s in top]
 
 
 def strategy_dev(state: DevelopState, runtime: Runtime[RunContext]) -> dict[str, Any]:
@@ -241,9 +315,14 @@ def strategy_dev(state: DevelopState, runtime: Runtime[RunContext]) -> dict[str,
     seen = seen | {p.spec.trial_key() for p in pipeline}
     # The portfolio families' share when the run names them and the universe has 2+ symbols.
     n_portfolio = portfolio_slots(cfg.families, cfg.variants - len(pipeline), len(ctx.symbols))
+    own_best = _own_best(best, last)
+    # Their tuning through the portfolio screen when it reproduces their parent (and the rules
+    # brain's too when that parent is the run's best: below).
+    pscreen = ScreenTuner(ctx, state, own_best, iteration=iteration, route=route,
+                          scope=SCOPE) if _screens_portfolio(cfg, own_best) else None  # fmt: skip
     portfolio = [Proposal(p.spec, p.parent_id, p.why) for p in propose_portfolio_specs(
-        families=cfg.families, route=route, rng=rng, seen=seen, best=_own_best(best, last),
-        n=n_portfolio, pair=_pair(ctx) if n_portfolio else None,
+        families=cfg.families, route=route, rng=rng, seen=seen, best=own_best,
+        n=n_portfolio, pair=_pair(ctx) if n_portfolio else None, tuner=pscreen,
     )]  # fmt: skip
     seen = seen | {p.spec.trial_key() for p in portfolio}
     pipeline += portfolio
@@ -264,15 +343,26 @@ def strategy_dev(state: DevelopState, runtime: Runtime[RunContext]) -> dict[str,
                 custom_code[spec.trial_key()] = code
             proposals.append(Proposal(spec, parent, why))
             seen = seen | {spec.trial_key()}
-    # TUNE through the screen: the slots around the best so far (backtest.sweep).
-    screen = ScreenTuner(ctx, state, rules_best, iteration=iteration, route=route) if _screens(
-        cfg, rules_best) else None  # fmt: skip
+    # TUNE through the screen: the slots around the best so far (backtest.sweep). When the
+    # run's best is a portfolio spec the portfolio screen reproduces, the rules brain's tuning
+    # share goes through that screen around it (the next-ranked sets of the same sweep);
+    # without the screen it tunes around the best catalogue spec, as before.
+    tuner_best, screen = rules_best, None
+    if pscreen is not None and best is not None and is_portfolio_spec(best[1]):
+        tuner_best, screen = best, pscreen
+    elif _screens(cfg, rules_best):
+        swept = pscreen.ledger if pscreen is not None else None  # the portfolio sweep's trials
+        screen = ScreenTuner(ctx, state, rules_best, iteration=iteration, route=route,
+                             ledger=swept)  # fmt: skip
     proposals += propose(
         route=route, n=n_blocks - len(proposals), rng=rng, seen=seen, families=families,
-        suggested=suggested, best=rules_best, last=rules_last, failure=failure,
+        suggested=suggested, best=tuner_best, last=rules_last, failure=failure,
         min_trades=ctx.criteria.min_trades, directive_families=cfg.preferred_families,
         tuner=screen, regime_filters=regime_filters,
     ) if len(proposals) < n_blocks else []  # fmt: skip
+    for tuner in (pscreen, screen):  # the sweeps' series and records, once each
+        if tuner is not None:
+            tuner.flush()
     proposals = pipeline + proposals
 
     variants: list[StrategyVariant] = []
@@ -325,6 +415,8 @@ def strategy_dev(state: DevelopState, runtime: Runtime[RunContext]) -> dict[str,
         f"{len(variants)} variants ({', '.join(v.spec.name for v in variants)})"
         + (f", {rejected} rejected by validation" if rejected else ""),
     )
+    # The last sweep's ledger holds every sweep's trials (it started from the earlier one's).
+    ledgers = [t.ledger for t in (pscreen, screen) if t is not None and t.ledger is not None]
     return {"variants": variants, "all_variants": all_variants, "results": RESET} | (
-        {"ledger": screen.ledger} if screen is not None and screen.ledger is not None else {}
+        {"ledger": ledgers[-1]} if ledgers else {}
     )

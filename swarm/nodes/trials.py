@@ -50,6 +50,36 @@ def _batch_groups(
     return out
 
 
+# The reality check's cap on screened cluster representatives (``screened_representatives``):
+# arch's SPA costs reps x T x K, so with 1,000 reps, ~1,500 in-sample days and K <= 200 + the
+# run's Backtrader trials (tens) it stays ~1-3 s per gate, however many sets were screened.
+SPA_MAX_SCREENED = 200
+SCREEN_PREFIX = "screen:"  # the ids the reality check gives screened representatives
+
+
+def screened_representatives(
+    ctx: RunContext,
+    benchmark: Mapping[str, float] | None,
+    *,
+    cap: int = SPA_MAX_SCREENED,
+) -> dict[str, dict[str, float]]:
+    """One series per cluster of every screened batch so far (``_batch_groups``: the alpha
+    series' clusters against ``benchmark``, the raw ones for cash), for the reality check:
+    id ``screen:<first member's trial key>`` -> the cluster's mean series. Over ``cap``
+    clusters, those with the highest mean return are kept (the ones that can carry SPA's
+    maximum; ties by id), so the cost stays bounded."""
+    reps = {
+        f"{SCREEN_PREFIX}{keys[0]}": rep
+        for keys, rep in _batch_groups(ctx, benchmark)
+        if any(x != 0.0 for x in rep.values())  # a flat cluster (no trade) tests nothing
+    }
+    if len(reps) <= cap:
+        return reps
+    mean = {k: sum(v.values()) / max(len(v), 1) for k, v in reps.items()}
+    keep = sorted(reps, key=lambda k: (-mean[k], k))[: max(0, cap)]
+    return {k: reps[k] for k in sorted(keep)}
+
+
 def measure_effective(
     ctx: RunContext,
     trial_keys: Iterable[str],

@@ -16,11 +16,13 @@ from strategies.mutate import (
     LOOKBACKS,
     LOOSER,
     fix,
+    inert_params,
     refine,
     toward_more_trades,
     tune,
 )
-from strategies.spec import Family
+from strategies.portfolio import portfolio_spec
+from strategies.spec import Family, PortfolioFamily
 from strategies.validate import validate_code
 
 pytestmark = pytest.mark.unit
@@ -56,6 +58,23 @@ def test_tune_never_returns_seen_or_duplicates(
         for name, value in s.parameters.items():
             r = PARAM_SPACE[name]
             assert r.low <= value <= r.high
+
+
+@pytest.mark.parametrize("vol_target", [False, True])
+def test_tune_never_moves_a_parameter_the_code_does_not_read(vol_target: bool) -> None:
+    """A portfolio spec without its volatility target never reads ``target_vol``: moving it
+    would be a new trial key with the parent's very trades (a wasted Backtrader run)."""
+    base = portfolio_spec(PortfolioFamily.CROSS_SECTIONAL_MOMENTUM)
+    spec = base.model_copy(update={"parameters": base.parameters | {"vol_target": vol_target}})
+    moved = {
+        name
+        for s in tune(spec, 40, rng=random.Random(1), seen=set())
+        for name in s.parameters
+        if s.parameters[name] != spec.parameters[name]
+    }
+    assert ("target_vol" in moved) == vol_target
+    assert moved - {"target_vol"}  # the parameters it reads still move
+    assert inert_params(spec) == (frozenset() if vol_target else frozenset({"target_vol"}))
 
 
 def test_tune_is_deterministic_and_named() -> None:

@@ -217,10 +217,11 @@ class ScreenTuner:
 
         ctx, cfg = self.ctx, self.ctx.config
         portfolio = self.scope == SCOPE
+        label = "portfolio screen" if portfolio else "screen"
         try:
             windows = self._windows()  # the Backtrader jobs' bars and folds, built once
         except (Unsupported, ValueError) as exc:  # e.g. no bars in a fold: tune as before
-            ctx.progress.stage("screen", f"portfolio screen skipped: {exc}")
+            ctx.progress.stage("screen", f"{label} skipped: {exc}")
             return False
         # A sample of its own: a pure function of the run's seed, the iteration and the round
         # (and, for a portfolio parent, a stream apart from the same iteration's other sweep).
@@ -237,7 +238,7 @@ class ScreenTuner:
                 min_trades=ctx.criteria.min_trades,
             )  # fmt: skip
         except Unsupported as exc:  # the universe's bars (a price <= 0): tune as before
-            ctx.progress.stage("screen", f"screen skipped: {exc}")
+            ctx.progress.stage("screen", f"{label} skipped: {exc}")
             return False
         base = self.base if self.base is not None else self.state.get("ledger")
         ledger = (base or TrialLedger()).model_copy(deep=True)

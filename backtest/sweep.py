@@ -33,11 +33,11 @@ import numpy as np
 import pandas as pd
 
 from backtest.contracts import CostModel, Fold
-from backtest.screen import Evaluation, Window, evaluate
+from backtest.screen import Window, evaluate
 from backtest.screen_blocks import Unsupported, check_supported
 from backtest.screen_indicators import IndicatorZeroDivision
 from backtest.screen_portfolio import LABEL as PORTFOLIO
-from backtest.screen_portfolio import PortfolioEvaluation, PortfolioWindow
+from backtest.screen_portfolio import PortfolioWindow
 from backtest.screen_portfolio import check_supported as check_portfolio
 from backtest.screen_portfolio import evaluate as evaluate_portfolio
 from strategies.spec import StrategySpec
@@ -112,20 +112,15 @@ def portfolio_windows_for(
     return {(PORTFOLIO, fold.index): PortfolioWindow.from_frames(frames, fold) for fold in folds}
 
 
-def _returns(run: Evaluation | PortfolioEvaluation) -> np.ndarray:
-    equity = run.equity()
-    return equity[1:] / equity[:-1] - 1.0
-
-
 def _run(
     spec: StrategySpec, window: Window | PortfolioWindow, costs: CostModel, bars_per_year: int
 ) -> tuple[np.ndarray, int]:
     """(the window's returns from the fold's start, trades as the gate counts them)."""
     if isinstance(window, PortfolioWindow):
         prun = evaluate_portfolio(spec, window, costs=costs, bars_per_year=bars_per_year)
-        return _returns(prun), len(prun.pnls)  # every reducing fill realises a trade (books)
+        return prun.returns(), len(prun.pnls)  # every reducing fill realises a trade (books)
     run = evaluate(spec, window, costs=costs, bars_per_year=bars_per_year)
-    return _returns(run), int(run.fill_sizes.size // 2)
+    return run.returns(), int(run.fill_sizes.size // 2)
 
 
 def screen_sets(

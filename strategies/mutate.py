@@ -161,13 +161,13 @@ def neighbourhood(
 
     A portfolio spec (``strategies.portfolio``) moves within the same grid (``PARAM_SPACE``,
     ``reconcile`` giving its family's parameters); ``frozen`` names parameters kept at the
-    parent's value (``inert_params``: those the spec's code does not read).
+    parent's value; those the spec's code does not read (``inert_params``) always are.
     """
     import numpy as np
     from scipy.stats import qmc
 
     base = reconcile(spec)
-    names = [p for p in _tunable(base) if p not in frozen]
+    names = [p for p in _tunable(base) if p not in frozen and p not in inert_params(base)]
     if not names or n <= 0:
         return []
     taken = set(seen) | {base.trial_key()}

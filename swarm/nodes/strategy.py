@@ -16,7 +16,7 @@ from gate.ledger import TrialLedger
 from strategies.blocks import ENTRIES, EXITS, FILTERS, SIZINGS
 from strategies.codegen import code_sha256, make_variant
 from strategies.decision_family import is_decision_spec
-from strategies.mutate import inert_params, neighbourhood
+from strategies.mutate import neighbourhood
 from strategies.pairs import PairChoice, best_pair
 from strategies.portfolio import LABEL as PORTFOLIO
 from strategies.portfolio import SCOPE, is_portfolio_spec, portfolio_slots, propose_portfolio_specs
@@ -227,10 +227,7 @@ class ScreenTuner:
         # (and, for a portfolio parent, a stream apart from the same iteration's other sweep).
         seed = (cfg.seed, self.iteration, self.state.get("research_round", 1))
         seed = (*seed, 1) if portfolio else seed
-        specs = neighbourhood(
-            parent, cfg.screen_size, seed=seed, seen=seen,
-            frozen=inert_params(parent) if portfolio else (),
-        )  # fmt: skip
+        specs = neighbourhood(parent, cfg.screen_size, seed=seed, seen=seen)
         try:
             sweep = screen_sets(
                 specs, windows, costs=cfg.costs,

@@ -131,11 +131,6 @@ def _route(
     return Route.ABANDON, f"{why} and research loops exhausted ({rl}/{max_rl})"
 
 
-def next_counters(route: Route, counters: LoopCounters) -> LoopCounters | None:
-    """Kept for callers of the old name: :func:`advance` with its arguments swapped."""
-    return advance(counters, route)
-
-
 def advance(counters: LoopCounters, route: Route) -> LoopCounters | None:
     """Where the loop stands after ``route``: the next iteration's counters, or None when the
     loop ends (SUCCESS, ABANDON). A research round starts a new line of strategy iterations."""

@@ -89,11 +89,6 @@ class StrategySpec(BaseModel):
         blob = json.dumps(payload, sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
-    @property
-    def complexity(self) -> int:
-        """Number of moving parts: blocks plus tunable parameters."""
-        return 1 + len(self.filters) + len(self.exits) + len(self.parameters)
-
 
 class StrategyVariant(BaseModel):
     variant_id: str

@@ -225,10 +225,3 @@ def quorum(
         abstained=sum(n.abstained for n in notes), failed=sorted(set(failed)),
         met=len(roles) >= required,
     )  # fmt: skip
-
-
-def weighted_stance(notes: Sequence[AnalystNote]) -> float:
-    """The confidence-weighted stance of the notes that did not abstain (0 if none)."""
-    live = [n for n in notes if not n.abstained and n.confidence > 0]
-    w = sum(n.confidence for n in live)
-    return 0.0 if w == 0 else clip(sum(n.stance * n.confidence for n in live) / w)

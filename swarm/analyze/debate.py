@@ -14,7 +14,6 @@ from collections.abc import Sequence
 from swarm.analyze.contracts import (
     RULES,
     AnalystNote,
-    Debate,
     DebateRound,
     DebateTurn,
     DebateVerdict,
@@ -200,7 +199,3 @@ def manage(notes: Sequence[AnalystNote], recalled: Sequence[str] = ()) -> Debate
         conviction_proposed=round(proposed, 6), conviction=conviction, opposition=opposition,
         model_used=RULES,
     )  # fmt: skip
-
-
-def as_debate(verdict: DebateVerdict, rounds: list[DebateRound]) -> Debate:
-    return Debate(**verdict.model_dump(), rounds=rounds)

@@ -15,7 +15,7 @@ import os
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -267,7 +267,3 @@ def _tokens_of(raw: Any, messages: Messages) -> int:
     chars = sum(len(c) for _, c in messages) + len(str(getattr(raw, "content", "")))
     chars += len(json.dumps(getattr(raw, "tool_calls", []) or [], default=str))
     return max(1, chars // 4)
-
-
-def calls_as_dicts(calls: list[CallRecord]) -> list[dict[str, Any]]:
-    return [asdict(c) for c in calls]

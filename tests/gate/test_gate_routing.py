@@ -168,13 +168,12 @@ def test_one_bad_step_after_a_research_round_is_not_a_diverging_verdict() -> Non
     ],
 )
 def test_advance(route, expect) -> None:
-    from gate.routing import advance, next_counters
+    from gate.routing import advance
 
     counters = LoopCounters(iteration=3, strategy_iterations=2, research_loops=1)
     nxt = advance(counters, route)
     got = None if nxt is None else (nxt.iteration, nxt.strategy_iterations, nxt.research_loops)
     assert got == expect
-    assert next_counters(route, counters) == nxt  # the old name, same answer
 
 
 @pytest.mark.parametrize(

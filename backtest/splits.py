@@ -37,6 +37,17 @@ class TimeSplit(BaseModel):
             )
         return self
 
+    @property
+    def insample_cutoff(self) -> pd.Timestamp:
+        """The last instant of ``insample_end``: a split is made on whole days, so an
+        intraday day's last bar is in-sample, as the last fold's is."""
+        return pd.Timestamp(self.insample_end) + pd.Timedelta(days=1) - pd.Timedelta(1)
+
+    def insample_bars(self, bars: pd.DataFrame) -> pd.DataFrame:
+        """The bars research and every in-sample decision may read: the holdout stays
+        sealed. The one in-sample cut every consumer uses."""
+        return bars.loc[: self.insample_cutoff]
+
 
 def _days(index: pd.DatetimeIndex) -> pd.DatetimeIndex:
     """Sorted unique trading days of ``index``."""

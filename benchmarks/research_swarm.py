@@ -80,7 +80,7 @@ def bench_direct(data, split) -> float:
     from swarm.research.synthesis import lead, synthesize_domain
 
     t0 = time.perf_counter()
-    insample = {s: d.bars.loc[: pd.Timestamp(split.insample_end)] for s, d in data.items()}
+    insample = {s: split.insample_bars(d.bars) for s, d in data.items()}
     brief = build_data_brief(
         [
             brief_symbol(
@@ -111,8 +111,7 @@ def main() -> int:
     data = load_universe(TICKERS, start=START, end=END, data_dir=args.data_dir, source="csv")
     calendar = pd.DatetimeIndex(sorted(set().union(*(d.bars.index for d in data.values()))))
     split = split_holdout(calendar, holdout_frac=0.2)
-    cut = pd.Timestamp(split.insample_end)
-    n_bars = sum(len(d.bars.loc[:cut]) for d in data.values())
+    n_bars = sum(len(split.insample_bars(d.bars)) for d in data.values())
     years = (split.insample_end - split.insample_start).days / 365.25
     print(
         f"research swarm: {len(TICKERS)} tickers x {years:.1f} years of in-sample daily bars "

@@ -53,4 +53,4 @@ class RunContext:
     def insample_bars(self, symbol: str) -> pd.DataFrame:
         """The only window research may look at: the holdout stays sealed."""
         bars = self.data[symbol].bars
-        return bars.loc[: pd.Timestamp(self.split.insample_end)]
+        return self.split.insample_bars(bars)

@@ -81,7 +81,7 @@ def index_bars(ctx: Any, symbol: str, *, holdout: bool = False) -> pd.DataFrame 
     # One in-sample frame per index for the run, shared by its jobs (as the universe's are).
     sealed: dict[str, pd.DataFrame] = ctx.cache.setdefault("index_insample", {})
     if symbol not in sealed:
-        sealed[symbol] = bars.loc[: pd.Timestamp(ctx.split.insample_end)]
+        sealed[symbol] = ctx.split.insample_bars(bars)
     return sealed[symbol]
 
 

@@ -122,8 +122,7 @@ def _memory(ctx: Any) -> Any:
 def insample_bars(ctx: Any) -> dict[str, pd.DataFrame]:
     """Each symbol's bars up to the in-sample end (its whole last day, for intraday bars):
     all the search's decisions may read."""
-    end = pd.Timestamp(ctx.split.insample_end) + pd.Timedelta(days=1) - pd.Timedelta(1)
-    return {s: ctx.data[s].bars.loc[:end] for s in ctx.symbols}
+    return {s: ctx.split.insample_bars(ctx.data[s].bars) for s in ctx.symbols}
 
 
 def pipeline_code(ctx: Any, spec: StrategySpec) -> str | None:

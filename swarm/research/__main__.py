@@ -89,7 +89,7 @@ class ResearchRunContext:
 
     def insample_bars(self, symbol: str) -> pd.DataFrame:
         """The only window research may look at: the holdout stays sealed."""
-        return self.data[symbol].bars.loc[: pd.Timestamp(self.split.insample_end)]
+        return self.split.insample_bars(self.data[symbol].bars)
 
 
 def config_from_args(args: argparse.Namespace) -> ResearchConfig:

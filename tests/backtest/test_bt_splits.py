@@ -96,3 +96,26 @@ def test_common_calendar() -> None:
     b = pd.DataFrame(index=pd.bdate_range("2020-01-06", periods=10))
     assert len(common_calendar([a, b])) == 7
     assert len(common_calendar([a, b], how="union")) == 13
+
+
+def test_one_in_sample_cut_keeps_an_hourly_day_whole() -> None:
+    """Research, regime and decision frames all cut through ``TimeSplit.insample_bars``: for
+    hourly bars the last in-sample day is in whole, as the last fold (which ends on that day)
+    backtests it. Slicing at ``Timestamp(insample_end)`` (midnight) dropped its 7 bars."""
+    from types import SimpleNamespace
+
+    from swarm.context import RunContext
+
+    days = pd.bdate_range("2021-01-04", periods=120)
+    hours = pd.DatetimeIndex([d + pd.Timedelta(hours=h) for d in days for h in range(9, 16)])
+    frame = pd.DataFrame({"close": range(len(hours))}, index=hours, dtype=float)
+    split = split_holdout(hours)
+    last_fold = walk_forward_folds(hours, split, n_folds=2, warmup_bars=70)[-1]
+    assert last_fold.end == split.insample_end
+    cut = split.insample_bars(frame)
+    last_day = cut.index[cut.index.normalize() == pd.Timestamp(split.insample_end)]
+    assert len(last_day) == 7 and cut.index[-1] < pd.Timestamp(split.holdout_start)
+    ctx = SimpleNamespace(data={"X": SimpleNamespace(bars=frame)}, split=split)
+    assert RunContext.insample_bars(ctx, "X").equals(cut)
+    daily = frame.groupby(frame.index.normalize()).last()  # a daily frame: the same cut as before
+    assert split.insample_bars(daily).equals(daily.loc[: pd.Timestamp(split.insample_end)])

@@ -19,6 +19,7 @@ from decision_fakes import DecisionChat
 from backtest.compat import import_backtrader
 from backtest.engine import run_code_on_bars
 from backtest.quality import bars_sha256
+from backtest.splits import TimeSplit
 from strategies.decision_family import (
     CLASS_NAME,
     DecisionRow,
@@ -302,7 +303,8 @@ def test_an_llm_budget_stops_the_replay_cleanly(aapl, tmp_path):
     written: dict = {}
     ctx = SimpleNamespace(
         cache={"decision_replayer": DecisionReplayer(cache=replayer.cache, brain=Brain(llm=client))},
-        split=SimpleNamespace(insample_end=date(2017, 6, 30)),
+        split=TimeSplit(insample_start=date(2015, 1, 2), insample_end=date(2017, 6, 30),
+                        holdout_start=date(2017, 7, 3), holdout_end=date(2017, 12, 29)),
         folds=[SimpleNamespace(start=date(2017, 1, 1),
         end=date(2017, 6, 30))], holdout_fold=SimpleNamespace(start=date(2017, 7, 1),
         end=date(2017, 12, 31)), data={"AAPL": SimpleNamespace(bars=aapl)}, symbols=["AAPL"],

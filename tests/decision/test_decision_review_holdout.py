@@ -19,6 +19,7 @@ from conftest import read_real_bars
 import swarm.analyze.replay as replay_module
 import swarm.analyze.review_batch as review_batch
 from backtest.engine import run_code_on_bars
+from backtest.splits import TimeSplit
 from experiments.runfolder import holdout_code_file
 from strategies.decision_family import (
     RULES_INERT_PARAMS,
@@ -41,6 +42,12 @@ from swarm.analyze.review_batch import DecisionReviewer
 
 CAPITAL = 100_000.0
 INSAMPLE_END = date(2017, 6, 30)
+SPLIT = TimeSplit(
+    insample_start=date(2015, 1, 2),
+    insample_end=INSAMPLE_END,
+    holdout_start=date(2017, 7, 3),
+    holdout_end=date(2017, 12, 29),
+)
 FOLDS = [SimpleNamespace(start=date(2016, 7, 1), end=date(2016, 12, 31)),
          SimpleNamespace(start=date(2017, 1, 1), end=INSAMPLE_END)]  # fmt: skip
 HOLDOUT = SimpleNamespace(start=date(2017, 7, 1), end=date(2017, 12, 29))
@@ -70,7 +77,7 @@ class _Run:
 def _ctx(tmp: Path, bars: pd.DataFrame, *, memory_dir: str = "off", cache: Path | None = None):
     lines: list[str] = []
     return SimpleNamespace(
-        cache={}, folds=FOLDS, holdout_fold=HOLDOUT, split=SimpleNamespace(insample_end=INSAMPLE_END),
+        cache={}, folds=FOLDS, holdout_fold=HOLDOUT, split=SPLIT,
         data={"AAPL": SimpleNamespace(bars=bars)}, symbols=["AAPL"], llm=None, news_items=[],
         config=SimpleNamespace(costs=SimpleNamespace(cash=CAPITAL), memory_dir=memory_dir,
                                decision_cache_dir=cache or tmp / "decisions"),

@@ -15,6 +15,7 @@ from strategy_bt_helpers import run_exported
 
 from backtest.contracts import BacktestJob, Fold, JobStatus
 from backtest.engine import execute
+from backtest.splits import TimeSplit
 from strategies.codegen import class_name, render
 from strategies.families import default_spec, initial_specs, reconcile, with_regime_filter
 from strategies.mutate import tune
@@ -192,7 +193,8 @@ def test_job_bars_add_the_index_feed_sealed_like_the_universe(tmp_path) -> None:
     spy = SimpleNamespace(bars=frame * 2, path=str(tmp_path / "SPY.csv"))
     ctx = SimpleNamespace(
         data={"AAPL": SimpleNamespace(bars=frame)}, cache={"index_bars": {"SPY": spy}},
-        split=SimpleNamespace(insample_end=idx[29].date()), config=None,
+        split=TimeSplit(insample_start=idx[0].date(), insample_end=idx[29].date(),
+                        holdout_start=idx[30].date(), holdout_end=idx[-1].date()), config=None,
     )  # fmt: skip
     code = render(_trend())
     sealed = with_index_feeds(ctx, frame.iloc[:30], "AAPL", code)

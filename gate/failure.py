@@ -10,6 +10,7 @@ primary classification; the evidence sentences are for people and are never pars
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from backtest.benchmark import CASH
@@ -60,9 +61,11 @@ def _bug_signals(e: VariantEvaluation, min_trades: int) -> list[tuple[Hint | Non
     s: list[tuple[Hint | None, str]] = []
     if e.n_jobs and e.n_errors == e.n_jobs:
         s.append(
-            (Hint.EXCEPTIONS, f"{e.variant_id}: all {e.n_jobs} jobs failed "
-                              f"({'; '.join(e.errors[:2])})")
-        )  # fmt: skip
+            (
+                Hint.EXCEPTIONS,
+                f"{e.variant_id}: all {e.n_jobs} jobs failed ({'; '.join(e.errors[:2])})",
+            )
+        )
     elif e.n_jobs and e.n_errors / e.n_jobs > MAX_ERROR_RATE:
         s.append((Hint.EXCEPTIONS, f"{e.variant_id}: {e.n_errors}/{e.n_jobs} jobs failed"))
     for kind, why in zip(e.veto_kinds, e.vetoes, strict=False):
@@ -80,16 +83,20 @@ def _bug_signals(e: VariantEvaluation, min_trades: int) -> list[tuple[Hint | Non
         elif m.n_trades < min_trades / 2:
             # Far too few trades is an entry logic that almost never fires: fix, not tune.
             s.append(
-                (Hint.TOO_FEW_TRADES,
-                 f"{e.variant_id}: far too few trades ({m.n_trades} < {min_trades}/2)")
-            )  # fmt: skip
+                (
+                    Hint.TOO_FEW_TRADES,
+                    f"{e.variant_id}: far too few trades ({m.n_trades} < {min_trades}/2)",
+                )
+            )
         if m.sharpe is None:
             s.append((None, f"{e.variant_id}: Sharpe undefined (flat returns)"))
     return s
 
 
 @dataclass
-class _Findings:
+class Findings:
+    """What the analysis found so far: evidence for people, actions, and hints for code."""
+
     evidence: list[str] = field(default_factory=list)
     actions: list[str] = field(default_factory=list)
     hints: list[Hint] = field(default_factory=list)
@@ -99,7 +106,7 @@ class _Findings:
             self.hints.append(h)
 
 
-def _design_signals(e: VariantEvaluation, criteria: Criteria, f: _Findings) -> int:
+def _design_signals(e: VariantEvaluation, criteria: Criteria, f: Findings) -> int:
     """Structural problems of one (usable) variant; returns how many were found."""
     m = e.metrics
     if m is None:
@@ -169,6 +176,31 @@ def _regime_mismatch(regime: str, families: list[str]) -> bool:
     return bool(fams) and bool(bad) and all(any(b in fam for b in bad) for fam in fams)
 
 
+@dataclass(frozen=True)
+class Situation:
+    """What the rules read: the iteration's usable variants, its best, how far that best is
+    from each failing criterion, and the search so far. Built once by ``analyse_failure``."""
+
+    evaluations: list[VariantEvaluation]
+    clean: list[VariantEvaluation]  # variants with metrics and no bug signal
+    best: VariantEvaluation
+    failing: dict[str, float]  # failing criterion label -> the best's attainment (1 = threshold)
+    design_hits: int  # structural defects of the best (``_design_signals``)
+    best_dsr: float  # the best DSR of the iteration (0 when none)
+    mismatch: bool  # every family fights the regime
+    all_far: bool  # every usable variant is far from some criterion
+    criteria: Criteria
+    history: list[IterationSummary]
+    research_confidence: float
+    regime: str
+    families: list[str]
+
+
+# A rule reads the situation, may add evidence, actions and hints, and either classifies the
+# failure or passes (None) to the next rule.
+Rule = Callable[[Situation, Findings], FailureAnalysis | None]
+
+
 def analyse_failure(
     evaluations: list[VariantEvaluation],
     *,
@@ -178,19 +210,47 @@ def analyse_failure(
     regime: str,
     families: list[str],
 ) -> FailureAnalysis:
-    """Classify this iteration's failure. ``history`` holds the *previous* iterations."""
-    f = _Findings()
+    """Classify this iteration's failure. ``history`` holds the *previous* iterations.
+
+    Broken code is judged first (nothing else is measurable until it runs and trades); then
+    ``RULES`` in order, the first that classifies wins; ``far_from_everything`` is the rest.
+    """
+    f = Findings()
     bugs = {e.variant_id: _bug_signals(e, criteria.min_trades) for e in evaluations}
-    buggy = [v for v, s in bugs.items() if s]
     clean = [e for e in evaluations if not bugs[e.variant_id] and e.metrics is not None]
+    if broken := broken_code(evaluations, bugs, clean, f):
+        return broken
+    situation = _survey(
+        evaluations,
+        clean,
+        criteria=criteria,
+        history=history,
+        research_confidence=research_confidence,
+        regime=regime,
+        families=families,
+        f=f,
+    )
+    for rule in RULES:
+        if (found := rule(situation, f)) is not None:
+            return found
+    return far_from_everything(situation, f)
+
+
+def broken_code(
+    evaluations: list[VariantEvaluation],
+    bugs: dict[str, list[tuple[Hint | None, str]]],
+    clean: list[VariantEvaluation],
+    f: Findings,
+) -> FailureAnalysis | None:
+    """ALGORITHM_BUG when no variant is usable or at least ``BROKEN_SHARE`` are broken. Every
+    variant's bug sentences go to the evidence, and its hints in ``_BUG_HINTS`` order."""
+    buggy = [v for v, s in bugs.items() if s]
     for v in buggy:
         f.evidence.extend(why for _, why in bugs[v])
     found = {h for signals in bugs.values() for h, _ in signals}
     for h in _BUG_HINTS:
         if h in found:
             f.hint(h)
-
-    # 1. Broken code first: nothing else is measurable until it runs and trades.
     if evaluations and (not clean or len(buggy) / len(evaluations) >= BROKEN_SHARE):
         share = len(buggy) / max(len(evaluations), 1)
         f.actions.insert(
@@ -207,7 +267,22 @@ def analyse_failure(
         )
     if not evaluations:
         return _out(FailureType.ALGORITHM_BUG, "no variant was evaluated", 0.9, f)
+    return None
 
+
+def _survey(
+    evaluations: list[VariantEvaluation],
+    clean: list[VariantEvaluation],
+    *,
+    criteria: Criteria,
+    history: list[IterationSummary],
+    research_confidence: float,
+    regime: str,
+    families: list[str],
+    f: Findings,
+) -> Situation:
+    """The situation of a search whose code runs: the best variant's failing criteria and
+    structural defects go to the evidence (and hints) whatever the classification."""
     best = best_evaluation(clean) or clean[0]
     assert best.metrics is not None
     failing = {
@@ -229,167 +304,220 @@ def analyse_failure(
             + ", ".join(f"{k} at {a:.2f}" for k, a in failing.items())
         )
     design_hits = _design_signals(best, criteria, f)
-    best_dsr = max((e.dsr for e in evaluations if e.dsr is not None), default=0.0)
     mismatch = _regime_mismatch(regime, families)
     if mismatch:
         f.hint(Hint.REGIME_MISMATCH)
-    all_far = all(
-        any(
-            attainment(c, metric_value(e.metrics, c.metric)) < FAR_ATTAINMENT
-            for c in criteria.rules
-        )
-        for e in clean
+    return Situation(
+        evaluations=evaluations,
+        clean=clean,
+        best=best,
+        failing=failing,
+        design_hits=design_hits,
+        best_dsr=max((e.dsr for e in evaluations if e.dsr is not None), default=0.0),
+        mismatch=mismatch,
+        all_far=all(
+            any(
+                attainment(c, metric_value(e.metrics, c.metric)) < FAR_ATTAINMENT
+                for c in criteria.rules
+            )
+            for e in clean
+        ),
+        criteria=criteria,
+        history=history,
+        research_confidence=research_confidence,
+        regime=regime,
+        families=families,
     )
 
-    # 2. A search that keeps failing everywhere with no deflated edge: stop spending trials.
-    past = history[-(FUNDAMENTAL_MIN_ITERATIONS - 1) :]
-    tried = {_norm(h.family) for h in history if h.family} | {_norm(e.family) for e in evaluations}
-    if (
-        len(history) + 1 >= FUNDAMENTAL_MIN_ITERATIONS
+
+def no_edge_anywhere(s: Situation, f: Findings) -> FailureAnalysis | None:
+    """FUNDAMENTAL_IMPOSSIBILITY: a search that keeps failing everywhere, over several
+    iterations and families, with no deflated edge: stop spending trials."""
+    past = s.history[-(FUNDAMENTAL_MIN_ITERATIONS - 1) :]
+    tried = {_norm(h.family) for h in s.history if h.family}
+    tried |= {_norm(e.family) for e in s.evaluations}
+    if not (
+        len(s.history) + 1 >= FUNDAMENTAL_MIN_ITERATIONS
         and all(h.best_score < FUNDAMENTAL_SCORE for h in past)
-        and best.score < FUNDAMENTAL_SCORE
-        and all_far
-        and best_dsr < NEAR_ZERO_DSR
+        and s.best.score < FUNDAMENTAL_SCORE
+        and s.all_far
+        and s.best_dsr < NEAR_ZERO_DSR
         and len(tried) >= 2
     ):
-        f.evidence.append(
-            f"{len(history) + 1} iterations, {len(tried)} families ({', '.join(sorted(tried))}): "
-            f"best scores {[round(h.best_score, 2) for h in past] + [round(best.score, 2)]}, "
-            f"best DSR {best_dsr:.3f}"
-        )
-        f.actions.append(
-            "stop: no family shows an edge that survives deflation on this data; "
-            "try another universe, timeframe or data source"
-        )
-        f.hint(Hint.NO_EDGE)
-        return _out(
-            FailureType.FUNDAMENTAL_IMPOSSIBILITY,
-            "every family stays far from the criteria and the deflated Sharpe is ~0",
-            0.7 + 0.1 * min(len(history) + 1 - FUNDAMENTAL_MIN_ITERATIONS, 2),
-            f,
-        )
+        return None
+    f.evidence.append(
+        f"{len(s.history) + 1} iterations, {len(tried)} families ({', '.join(sorted(tried))}): "
+        f"best scores {[round(h.best_score, 2) for h in past] + [round(s.best.score, 2)]}, "
+        f"best DSR {s.best_dsr:.3f}"
+    )
+    f.actions.append(
+        "stop: no family shows an edge that survives deflation on this data; "
+        "try another universe, timeframe or data source"
+    )
+    f.hint(Hint.NO_EDGE)
+    return _out(
+        FailureType.FUNDAMENTAL_IMPOSSIBILITY,
+        "every family stays far from the criteria and the deflated Sharpe is ~0",
+        0.7 + 0.1 * min(len(s.history) + 1 - FUNDAMENTAL_MIN_ITERATIONS, 2),
+        f,
+    )
 
-    # 3. Returns that are the benchmark's: tuning a market exposure only finds more of it.
-    if exposure := _market_exposure(best, criteria):
-        f.hint(Hint.MARKET_EXPOSURE)
-        f.evidence.append(exposure)
-        f.actions.insert(
-            0,
-            "make the returns the strategy's own: time the exposure (trend or volatility "
-            "regime filter, exits), hedge it (long/short) or rank across names, rather than "
-            "tuning a design that mostly holds the market",
+
+def market_exposure(s: Situation, f: Findings) -> FailureAnalysis | None:
+    """DESIGN_FLAW when the best's returns are its benchmark's: tuning a market exposure only
+    finds more of it."""
+    exposure = _market_exposure(s.best, s.criteria)
+    if exposure is None:
+        return None
+    f.hint(Hint.MARKET_EXPOSURE)
+    f.evidence.append(exposure)
+    f.actions.insert(
+        0,
+        "make the returns the strategy's own: time the exposure (trend or volatility "
+        "regime filter, exits), hedge it (long/short) or rank across names, rather than "
+        "tuning a design that mostly holds the market",
+    )
+    return _out(
+        FailureType.DESIGN_FLAW,
+        "the returns are market exposure: " + exposure.split(": ", 1)[1],
+        0.75,
+        f,
+    )
+
+
+def near_miss(s: Situation, f: Findings) -> FailureAnalysis | None:
+    """PARAMETER_ISSUE: the best is near every failing threshold and has no structural
+    defect, so tuning is the cheapest fix."""
+    if not (
+        s.failing and all(a >= NEAR_ATTAINMENT for a in s.failing.values()) and s.design_hits == 0
+    ):
+        return None
+    f.hint(Hint.NEAR_THRESHOLD)
+    f.actions.insert(
+        0,
+        f"tune {s.best.variant_id}'s parameters in small steps around the "
+        f"current values toward: {', '.join(s.failing)}",
+    )
+    worst = min(s.failing.values())
+    return _out(
+        FailureType.PARAMETER_ISSUE,
+        f"best variant is within {1 - worst:.1%} of every failing threshold "
+        f"({', '.join(s.failing)})",
+        min(0.9, 0.5 + worst * 0.4),
+        f,
+    )
+
+
+def met_but_not_deflated(s: Situation, f: Findings) -> FailureAnalysis | None:
+    """DESIGN_FLAW when every criterion is met but the DSR is below its bar for the trials
+    counted: more tuning would only add trials."""
+    best = s.best
+    if s.failing or best.dsr is None or best.dsr >= s.criteria.dsr_threshold:
+        return None
+    f.hint(Hint.LOW_DSR)
+    f.evidence.append(
+        f"criteria met but DSR {best.dsr:.3f} < {s.criteria.dsr_threshold} after all trials counted"
+    )
+    f.actions.insert(
+        0,
+        "strengthen the edge (filters, better entries) rather than tuning; "
+        "every further trial raises the bar",
+    )
+    return _out(
+        FailureType.DESIGN_FLAW,
+        "criteria met but the edge does not survive deflation for the trials made",
+        0.6,
+        f,
+    )
+
+
+def met_but_not_beyond_benchmark(s: Situation, f: Findings) -> FailureAnalysis | None:
+    """DESIGN_FLAW when criteria and DSR are met but the deflated alpha over the benchmark, or
+    Hansen's SPA test over every trial, is not."""
+    best, criteria = s.best, s.criteria
+    if s.failing or best.dsr is None or best.dsr < criteria.dsr_threshold:
+        return None
+    da = best.alpha.deflated_alpha if best.alpha is not None else None
+    if (
+        best.alpha is not None
+        and best.alpha.benchmark != CASH
+        and (da is None or da < criteria.deflated_alpha_threshold)
+    ):
+        f.hint(Hint.LOW_ALPHA)
+        f.evidence.append(
+            f"criteria and DSR met but the deflated alpha over {best.alpha.benchmark} is "
+            f"{_fmt(da)} < {criteria.deflated_alpha_threshold}"
         )
+        f.actions.insert(0, "strengthen the edge over the benchmark rather than tuning")
         return _out(
             FailureType.DESIGN_FLAW,
-            "the returns are market exposure: " + exposure.split(": ", 1)[1],
-            0.75,
-            f,
-        )
-
-    # 4. Near miss: tuning is the cheapest fix.
-    if failing and all(a >= NEAR_ATTAINMENT for a in failing.values()) and design_hits == 0:
-        f.hint(Hint.NEAR_THRESHOLD)
-        f.actions.insert(
-            0,
-            f"tune {best.variant_id}'s parameters in small steps around the "
-            f"current values toward: {', '.join(failing)}",
-        )
-        worst = min(failing.values())
-        return _out(
-            FailureType.PARAMETER_ISSUE,
-            f"best variant is within {1 - worst:.1%} of every failing threshold "
-            f"({', '.join(failing)})",
-            min(0.9, 0.5 + worst * 0.4),
-            f,
-        )
-    if not failing and best.dsr is not None and best.dsr < criteria.dsr_threshold:
-        # All criteria met but not significant: more tuning would only add trials.
-        f.hint(Hint.LOW_DSR)
-        f.evidence.append(
-            f"criteria met but DSR {best.dsr:.3f} < {criteria.dsr_threshold} "
-            "after all trials counted"
-        )
-        f.actions.insert(
-            0,
-            "strengthen the edge (filters, better entries) rather than tuning; "
-            "every further trial raises the bar",
-        )
-        return _out(
-            FailureType.DESIGN_FLAW,
-            "criteria met but the edge does not survive deflation for the trials made",
+            "the edge does not beat the benchmark once the trials are counted",
             0.6,
             f,
         )
-
-    if not failing and best.dsr is not None and best.dsr >= criteria.dsr_threshold:
-        da = best.alpha.deflated_alpha if best.alpha is not None else None
-        if (
-            best.alpha is not None
-            and best.alpha.benchmark != CASH
-            and (da is None or da < criteria.deflated_alpha_threshold)
-        ):
-            f.hint(Hint.LOW_ALPHA)
-            f.evidence.append(
-                f"criteria and DSR met but the deflated alpha over {best.alpha.benchmark} is "
-                f"{_fmt(da)} < {criteria.deflated_alpha_threshold}"
-            )
-            f.actions.insert(0, "strengthen the edge over the benchmark rather than tuning")
-            return _out(
-                FailureType.DESIGN_FLAW,
-                "the edge does not beat the benchmark once the trials are counted",
-                0.6,
-                f,
-            )
-        if best.spa_pvalue is not None and best.spa_pvalue > criteria.spa_threshold:
-            f.hint(Hint.REALITY_CHECK)
-            f.evidence.append(
-                f"Hansen's SPA p-value {best.spa_pvalue:.3f} > {criteria.spa_threshold}: the best "
-                "of the trials so far is not distinguishable from luck against the benchmark"
-            )
-            f.actions.insert(0, "strengthen the edge; more variations of the same idea add trials")
-            return _out(
-                FailureType.DESIGN_FLAW,
-                "the best trial does not survive the reality check over every trial",
-                0.6,
-                f,
-            )
-
-    # 5. The premise: weak research or families fighting the regime. Low research confidence
-    # alone blames the premise only while the ideas score below the bar: a design that scores
-    # above it is worth refining, and a research round re-reads the same data.
-    weak_premise = (
-        research_confidence < LOW_RESEARCH_CONFIDENCE and best.score < criteria.score_threshold
-    )
-    if weak_premise or mismatch:
-        if weak_premise:
-            f.hint(Hint.LOW_RESEARCH_CONFIDENCE)
-            f.evidence.append(
-                f"research confidence {research_confidence:.2f} < {LOW_RESEARCH_CONFIDENCE}"
-            )
-        if mismatch:
-            f.evidence.append(f"families {families} contradict the {regime} regime")
-            f.actions.append(f"research families suited to a {regime} regime")
-        f.actions.insert(0, "go back to research with this failure as feedback")
-        return _out(
-            FailureType.RESEARCH_GAP,
-            "the research premise is weak or contradicts the regime",
-            0.75 if mismatch else 0.6,
-            f,
+    if best.spa_pvalue is not None and best.spa_pvalue > criteria.spa_threshold:
+        f.hint(Hint.REALITY_CHECK)
+        f.evidence.append(
+            f"Hansen's SPA p-value {best.spa_pvalue:.3f} > {criteria.spa_threshold}: the best "
+            "of the trials so far is not distinguishable from luck against the benchmark"
         )
-
-    # 6. Structural defects, or no edge as designed.
-    if design_hits:
+        f.actions.insert(0, "strengthen the edge; more variations of the same idea add trials")
         return _out(
             FailureType.DESIGN_FLAW,
-            f"{design_hits} structural defect(s) in the best variant: "
-            + ", ".join(
-                h.value
-                for h in f.hints
-                if h in (Hint.DEEP_DRAWDOWN, Hint.FOLD_COLLAPSE, Hint.COST_DRAG)
-            ),
-            min(0.9, 0.6 + 0.1 * design_hits),
+            "the best trial does not survive the reality check over every trial",
+            0.6,
             f,
         )
+    return None
+
+
+def weak_premise(s: Situation, f: Findings) -> FailureAnalysis | None:
+    """RESEARCH_GAP: weak research or families fighting the regime. Low research confidence
+    alone blames the premise only while the ideas score below the bar: a design that scores
+    above it is worth refining, and a research round re-reads the same data."""
+    weak = (
+        s.research_confidence < LOW_RESEARCH_CONFIDENCE
+        and s.best.score < s.criteria.score_threshold
+    )
+    if not (weak or s.mismatch):
+        return None
+    if weak:
+        f.hint(Hint.LOW_RESEARCH_CONFIDENCE)
+        f.evidence.append(
+            f"research confidence {s.research_confidence:.2f} < {LOW_RESEARCH_CONFIDENCE}"
+        )
+    if s.mismatch:
+        f.evidence.append(f"families {s.families} contradict the {s.regime} regime")
+        f.actions.append(f"research families suited to a {s.regime} regime")
+    f.actions.insert(0, "go back to research with this failure as feedback")
+    return _out(
+        FailureType.RESEARCH_GAP,
+        "the research premise is weak or contradicts the regime",
+        0.75 if s.mismatch else 0.6,
+        f,
+    )
+
+
+def structural_defects(s: Situation, f: Findings) -> FailureAnalysis | None:
+    """DESIGN_FLAW naming the best's structural defects (deep drawdown, fold collapse, cost
+    drag), when it has any."""
+    if not s.design_hits:
+        return None
+    return _out(
+        FailureType.DESIGN_FLAW,
+        f"{s.design_hits} structural defect(s) in the best variant: "
+        + ", ".join(
+            h.value
+            for h in f.hints
+            if h in (Hint.DEEP_DRAWDOWN, Hint.FOLD_COLLAPSE, Hint.COST_DRAG)
+        ),
+        min(0.9, 0.6 + 0.1 * s.design_hits),
+        f,
+    )
+
+
+def far_from_everything(s: Situation, f: Findings) -> FailureAnalysis:
+    """DESIGN_FLAW, the rest: far from the criteria with no single defect to repair."""
     f.hint(Hint.FAR_FROM_THRESHOLDS)
     f.actions.insert(
         0, "change the design: add a trend/regime filter, ATR stops or different entry signals"
@@ -402,11 +530,24 @@ def analyse_failure(
     )
 
 
+# What must be fixed first comes first: a hopeless search, returns that are the market's, a
+# near miss, an edge the deflation or the benchmark takes away, a weak premise, defects.
+RULES: tuple[Rule, ...] = (
+    no_edge_anywhere,
+    market_exposure,
+    near_miss,
+    met_but_not_deflated,
+    met_but_not_beyond_benchmark,
+    weak_premise,
+    structural_defects,
+)
+
+
 def _fmt(x: float | None) -> str:
     return "n/a" if x is None else f"{x:.2f}"
 
 
-def _out(kind: FailureType, cause: str, confidence: float, f: _Findings) -> FailureAnalysis:
+def _out(kind: FailureType, cause: str, confidence: float, f: Findings) -> FailureAnalysis:
     return FailureAnalysis(
         failure_type=kind,
         root_cause=cause,

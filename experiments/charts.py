@@ -27,14 +27,28 @@ def trajectory_panels(
     *,
     dsr_threshold: float | None = None,
     min_trades: int | None = None,
+    deflated_alpha_threshold: float | None = None,
+    spa_threshold: float | None = None,
 ) -> list[tuple[str, float | None]]:
-    """(metric, threshold) per panel: the fuzzy score, every gate metric, DSR, trades."""
+    """(metric, threshold) per panel: the fuzzy score, every gate metric (the alpha rules
+    among them), DSR, the deflated alpha and SPA p-value when the run has a benchmark
+    (their thresholds given), trades."""
     panels: list[tuple[str, float | None]] = [("score", score_threshold)]
     for name in [*thresholds, *(m for m in TRAJECTORY_METRICS if m not in thresholds)]:
         panels.append((name, thresholds.get(name)))
     panels.append(("dsr", dsr_threshold))
+    if deflated_alpha_threshold is not None:
+        panels.append(("deflated_alpha", deflated_alpha_threshold))
+    if spa_threshold is not None:
+        panels.append(("spa_p", spa_threshold))
     panels.append(("n_trades", None if min_trades is None else float(min_trades)))
     return panels
+
+
+def _figure(summary: dict[str, Any], name: str) -> Any:
+    """One iteration's figure for a panel: over the benchmark if it is one, else a metric."""
+    alpha = summary.get("best_alpha") or {}
+    return alpha[name] if name in alpha else (summary.get("best_metrics") or {}).get(name)
 
 
 def plot_trajectory(
@@ -45,20 +59,29 @@ def plot_trajectory(
     *,
     dsr_threshold: float | None = None,
     min_trades: int | None = None,
+    deflated_alpha_threshold: float | None = None,
+    spa_threshold: float | None = None,
 ) -> Path:
     """Best variant's fuzzy score and gate metrics per iteration against their thresholds;
-    each point is coloured by the route the gate took after that iteration."""
+    each point is coloured by the route the gate took after that iteration. The figures over
+    the benchmark (``alpha_t``, ``beta``, ``deflated_alpha``, ``spa_p``...) come from each
+    iteration's ``best_alpha``, the rest from its ``best_metrics``."""
     iters = [h["iteration"] for h in history]
     routes = [str(h["route"]) for h in history]
     panels = trajectory_panels(
-        thresholds, score_threshold, dsr_threshold=dsr_threshold, min_trades=min_trades
+        thresholds,
+        score_threshold,
+        dsr_threshold=dsr_threshold,
+        min_trades=min_trades,
+        deflated_alpha_threshold=deflated_alpha_threshold,
+        spa_threshold=spa_threshold,
     )
     fig, axes = plt.subplots(len(panels), 1, figsize=(8, 1.9 * len(panels)), sharex=True)
     for ax, (name, limit) in zip(np.atleast_1d(axes), panels, strict=True):
         if name == "score":
             ys = [float(h["best_score"]) for h in history]
         else:
-            ys = [_nan((h.get("best_metrics") or {}).get(name)) for h in history]
+            ys = [_nan(_figure(h, name)) for h in history]
         ax.plot(iters, ys, color="0.6", linewidth=1, zorder=1)
         ax.scatter(iters, ys, c=[ROUTE_COLOURS.get(r, "black") for r in routes], zorder=2, s=28)
         if limit is not None:

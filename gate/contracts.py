@@ -171,5 +171,8 @@ class IterationSummary(BaseModel):
     family: str | None = None
     best_score: float
     best_metrics: dict[str, float | None] = Field(default_factory=dict)
+    # The best's figures over the benchmark, keyed as the criteria name them (alpha_t, beta,
+    # deflated_alpha, spa_p...): for charts and people; the trajectory reads best_metrics.
+    best_alpha: dict[str, float | None] = Field(default_factory=dict)
     best_parameters: dict[str, float | int | bool] = Field(default_factory=dict)
     n_passed: int = 0

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from gate.alpha import ALPHA_CRITERIA, criteria_value
 from gate.contracts import IterationSummary, Route, VariantEvaluation
 from gate.evaluate import best_evaluation
 
@@ -35,6 +36,11 @@ def summarise_iteration(
     if best is not None and best.metrics is not None:
         metrics = {k: getattr(best.metrics, k) for k in SUMMARY_METRICS}
         metrics["dsr"] = best.dsr
+    alpha: dict[str, float | None] = {}
+    if best is not None and best.alpha is not None:
+        alpha = {name: criteria_value(best.alpha, name) for name in ALPHA_CRITERIA}
+        alpha["deflated_alpha"] = best.alpha.deflated_alpha
+        alpha["spa_p"] = best.spa_pvalue
     return IterationSummary(
         iteration=iteration,
         route=route,
@@ -42,6 +48,7 @@ def summarise_iteration(
         family=best.family if best else None,
         best_score=best.score if best else 0.0,
         best_metrics=metrics,
+        best_alpha=alpha,
         best_parameters=dict((parameters or {}).get(best.variant_id, {})) if best else {},
         n_passed=sum(e.passed for e in evaluations),
     )

@@ -248,7 +248,7 @@ def finalize(state: DevelopState, runtime: Runtime[RunContext]) -> dict[str, Any
         plot_trajectory(
             [h.model_dump(mode="json") for h in state["history"]], thresholds, ctx.criteria.score_threshold,
             run.path("charts/trajectory.png"), dsr_threshold=ctx.criteria.dsr_threshold,
-            min_trades=ctx.criteria.min_trades,
+            min_trades=ctx.criteria.min_trades, **_alpha_thresholds(ctx),
         )  # fmt: skip
         charts.append("charts/trajectory.png")
     if windows:
@@ -351,3 +351,14 @@ def _trial_sharpes(
 
 def _f(x: float | None) -> str:
     return "–" if x is None else f"{x:.2f}"
+
+
+def _alpha_thresholds(ctx: RunContext) -> dict[str, float]:
+    """The deflated-alpha and SPA bars for the trajectory chart; none against cash, where
+    the deflated Sharpe is the test."""
+    if ctx.benchmark.is_cash:
+        return {}
+    return {
+        "deflated_alpha_threshold": ctx.criteria.deflated_alpha_threshold,
+        "spa_threshold": ctx.criteria.spa_threshold,
+    }

@@ -43,6 +43,55 @@ def test_trajectory_has_score_every_gate_metric_dsr_and_trades_against_threshold
     assert not list(tmp_path.glob("c/*.tmp*"))  # written atomically
 
 
+def test_trajectory_plots_the_alpha_figures_the_gate_uses(tmp_path, monkeypatch):
+    """The alpha-t panel read ``best_metrics``, where alpha_t never is: it was empty."""
+    import experiments.charts as charts
+
+    panels = dict(
+        trajectory_panels({"alpha_t": 2.0}, 0.6, deflated_alpha_threshold=0.95, spa_threshold=0.05)
+    )
+    assert panels["alpha_t"] == 2.0 and panels["deflated_alpha"] == 0.95
+    assert panels["spa_p"] == 0.05
+    history = [
+        dict(h, best_alpha={"alpha_t": t, "deflated_alpha": d, "spa_p": p})
+        for h, (t, d, p) in zip(_history(), [(1.2, 0.5, 0.2), (2.6, 0.97, 0.01)], strict=True)
+    ]
+    plotted: dict[str, list[float]] = {}
+    real_subplots = charts.plt.subplots
+
+    def spy_subplots(*args, **kwargs):
+        fig, axes = real_subplots(*args, **kwargs)
+        for ax in axes:
+            real_plot = ax.plot
+
+            def plot(xs, ys, *a, _ax=ax, _plot=real_plot, **kw):
+                plotted.setdefault(str(id(_ax)), list(ys))
+                return _plot(xs, ys, *a, **kw)
+
+            ax.plot = plot
+        plotted["order"] = [str(id(ax)) for ax in axes]
+        return fig, axes
+
+    monkeypatch.setattr(charts.plt, "subplots", spy_subplots)
+    charts.plot_trajectory(
+        history,
+        {"alpha_t": 2.0},
+        0.6,
+        tmp_path / "t.png",
+        deflated_alpha_threshold=0.95,
+        spa_threshold=0.05,
+    )
+    names = [
+        n
+        for n, _ in trajectory_panels(
+            {"alpha_t": 2.0}, 0.6, deflated_alpha_threshold=0.95, spa_threshold=0.05
+        )
+    ]
+    by_name = {n: plotted[k] for n, k in zip(names, plotted["order"], strict=True)}
+    assert by_name["alpha_t"] == [1.2, 2.6] and by_name["spa_p"] == [0.2, 0.01]
+    assert by_name["sharpe"] == [0.7, 1.1]
+
+
 def test_trial_sharpe_distribution_marks_the_deflation_threshold(tmp_path):
     path = plot_trial_sharpes([0.1, -0.3, 0.5, 0.9, float("nan")], threshold=0.8, best=0.9,
                               n_trials=6, path=tmp_path / "s.png")  # fmt: skip

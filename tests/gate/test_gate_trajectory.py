@@ -80,3 +80,21 @@ def test_summarise_iteration_feeds_trajectory() -> None:
     assert s.best_metrics["sharpe"] == 1.1 and s.best_metrics["dsr"] == 0.6 and s.n_passed == 0
     empty = summarise_iteration(1, [], route=Route.ABANDON)
     assert empty.best_variant_id is None and empty.best_score == 0.0
+
+
+def test_summary_carries_the_best_alpha_for_the_chart_not_the_trajectory() -> None:
+    from gate.alpha import AlphaStats
+
+    best = make_eval("b", metrics=make_metrics(sharpe=1.1), score=0.5, dsr=0.6, spa_pvalue=0.03)
+    best.alpha = AlphaStats(
+        benchmark="buy-and-hold",
+        n_obs=750,
+        alpha_annual_pct=4.0,
+        beta=0.2,
+        t_stat=2.4,
+        deflated_alpha=0.9,
+    )
+    s = summarise_iteration(1, [best], route=Route.TUNE)
+    assert s.best_alpha["alpha_t"] == 2.4 and s.best_alpha["beta"] == 0.2
+    assert s.best_alpha["deflated_alpha"] == 0.9 and s.best_alpha["spa_p"] == 0.03
+    assert "alpha_t" not in s.best_metrics  # the trajectory analysis reads the metrics only

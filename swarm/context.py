@@ -19,6 +19,7 @@ from backtest.splits import TimeSplit
 from experiments.runfolder import RunFolder
 from gate.contracts import Criteria
 from swarm.config import RunConfig
+from swarm.memo import RunMemo
 from swarm.progress import Progress
 
 
@@ -37,7 +38,7 @@ class RunContext:
     benchmark: Benchmark = field(default_factory=lambda: Benchmark(name=CASH))
     news_items: list[Any] = field(default_factory=list)
     llm: Any = None  # swarm.llm.client.LLMClient when --llm is set; None means rules brains only
-    cache: dict[str, Any] = field(default_factory=dict)  # per-run memo (feature bundles…)
+    memo: RunMemo = field(default_factory=RunMemo)  # what the run computes once
 
     @property
     def symbols(self) -> list[str]:
@@ -45,10 +46,10 @@ class RunContext:
 
     def benchmark_insample(self) -> dict[str, float]:
         """The benchmark's returns over the in-sample folds (ISO date -> return), memoised."""
-        if "benchmark_insample" not in self.cache:
+        if self.memo.benchmark_insample is None:
             rets = self.benchmark.fold_returns(self.folds, costs=self.config.costs)
-            self.cache["benchmark_insample"] = {str(k): float(v) for k, v in rets.items()}
-        return self.cache["benchmark_insample"]
+            self.memo.benchmark_insample = {str(k): float(v) for k, v in rets.items()}
+        return self.memo.benchmark_insample
 
     def insample_bars(self, symbol: str) -> pd.DataFrame:
         """The only window research may look at: the holdout stays sealed."""

@@ -79,7 +79,7 @@ def index_bars(ctx: Any, symbol: str, *, holdout: bool = False) -> pd.DataFrame 
     if bars is None or holdout:
         return bars
     # One in-sample frame per index for the run, shared by its jobs (as the universe's are).
-    sealed: dict[str, pd.DataFrame] = ctx.cache.setdefault("index_insample", {})
+    sealed = ctx.memo.index_insample
     if symbol not in sealed:
         sealed[symbol] = ctx.split.insample_bars(bars)
     return sealed[symbol]
@@ -87,11 +87,11 @@ def index_bars(ctx: Any, symbol: str, *, holdout: bool = False) -> pd.DataFrame 
 
 def _loaded(ctx: Any, symbol: str) -> LoadedBars | None:
     """The index ``symbol`` as the run loaded it before it started (``load_index_series``,
-    in ``ctx.cache["index_bars"]``), or the universe's; None: the run has no such series.
+    in ``ctx.memo.index_bars``), or the universe's; None: the run has no such series.
     Never loaded later: the manifest could not record it."""
     if symbol in ctx.data:  # an index that is also in the universe
         return ctx.data[symbol]
-    return ctx.cache.get("index_bars", {}).get(symbol)
+    return ctx.memo.index_bars.get(symbol)
 
 
 def available_indices(ctx: Any) -> list[str]:

@@ -17,6 +17,7 @@ from experiments.runfolder import RunFolder, build_manifest, new_run_id
 from gate.contracts import Criteria
 from swarm.config import RunConfig
 from swarm.errors import UserInputError
+from swarm.memo import RunMemo
 from swarm.progress import Progress
 from swarm.regime_data import load_index_series
 from swarm.state import STATE_SCHEMA
@@ -81,7 +82,7 @@ def load_data(config: RunConfig) -> tuple[dict[str, LoadedBars], dict[str, Any],
         "holdout_fold": hold,
         "periods_per_year": ppy,
         "benchmark": benchmark,
-        "cache": {"index_bars": indices},  # swarm.regime_data reads them from there
+        "memo": RunMemo(index_bars=indices),  # swarm.regime_data reads them from there
     }
     return data, pieces, data_summary
 
@@ -150,13 +151,12 @@ def _news(config: RunConfig) -> list[Any]:
 
 
 def context_kwargs(config, criteria, data, pieces, data_summary) -> dict[str, Any]:
-    cache = pieces["cache"] | {
-        "data_summary": data_summary,
-        "criteria_text": _criteria_text(config, criteria),
-    }
+    memo = pieces["memo"]
+    memo.data_summary = data_summary
+    memo.criteria_text = _criteria_text(config, criteria)
     # Old manifests (before benchmarks) show what the run now compares with.
     data_summary.setdefault("benchmark", {"name": config.benchmark})
-    return {"data": data, **pieces, "news_items": _news(config), "cache": cache}
+    return {"data": data, **pieces, "news_items": _news(config)}
 
 
 def report_data(progress: Progress, data: dict[str, LoadedBars]) -> None:

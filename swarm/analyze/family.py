@@ -43,14 +43,12 @@ from swarm.analyze.replay import (
 )
 from swarm.analyze.review_batch import DecisionReviewer
 
-_REPLAYER = "decision_replayer"  # the run's replayer, memoised in RunContext.cache
 HOLDOUT_NOT_DECIDED = (
     "holdout not judged on the winner's own decisions: the LLM token budget ran out "
     "({used} of {limit} tokens) before its holdout decisions were made, so its in-sample code "
     "ran there and placed no trade; rerun with a larger --max-llm-tokens (the decisions made "
     "so far are cached)"
 )
-_REVIEWER = "decision_reviewer"  # the run's reviewer, likewise
 
 
 def wanted(families: list[str]) -> bool:
@@ -94,19 +92,19 @@ def decision_proposals(
 
 def replayer_for(ctx: Any) -> DecisionReplayer:
     """The run's replayer: one memo and one set of counts for every variant of the run."""
-    if _REPLAYER not in ctx.cache:
+    if ctx.memo.decision_replayer is None:
         root = ctx.config.decision_cache_dir or default_decision_cache_dir()
-        ctx.cache[_REPLAYER] = DecisionReplayer(
+        ctx.memo.decision_replayer = DecisionReplayer(
             cache=DecisionCache(root), brain=Brain(llm=ctx.llm), news=ctx.news_items
         )
-    return ctx.cache[_REPLAYER]
+    return ctx.memo.decision_replayer
 
 
 def reviewer_for(ctx: Any) -> DecisionReviewer:
     """The run's reviewer, writing to the run's memory (none with ``--memory-dir off``)."""
-    if _REVIEWER not in ctx.cache:
-        ctx.cache[_REVIEWER] = DecisionReviewer(memory=_memory(ctx), llm=ctx.llm)
-    return ctx.cache[_REVIEWER]
+    if ctx.memo.decision_reviewer is None:
+        ctx.memo.decision_reviewer = DecisionReviewer(memory=_memory(ctx), llm=ctx.llm)
+    return ctx.memo.decision_reviewer
 
 
 def _memory(ctx: Any) -> Any:
@@ -187,8 +185,8 @@ def holdout_note(ctx: Any) -> str | None:
     """Why the winner's holdout ran without decisions of its own (the LLM budget ran out
     before they were made), for the verdict's reason; None otherwise. Read from the run's
     stats file when this process has no replayer (a run resumed after the holdout)."""
-    if _REPLAYER in ctx.cache:
-        return ctx.cache[_REPLAYER].stats.holdout_note
+    if ctx.memo.decision_replayer is not None:
+        return ctx.memo.decision_replayer.stats.holdout_note
     try:
         return json.loads(ctx.run.path(STATS_FILE).read_text(encoding="utf-8")).get("holdout_note")
     except (OSError, ValueError, AttributeError):
@@ -234,6 +232,6 @@ def _write_stats(ctx: Any, replayer: DecisionReplayer) -> None:
     stats = replayer.stats.model_dump(mode="json")
     if getattr(ctx, "llm", None) is not None:  # the run's LLM use so far, the holdout's too
         stats["llm"] = ctx.llm.stats()
-    if _REVIEWER in ctx.cache:
-        stats["reviews"] = ctx.cache[_REVIEWER].stats.model_dump(mode="json")
+    if ctx.memo.decision_reviewer is not None:
+        stats["reviews"] = ctx.memo.decision_reviewer.stats.model_dump(mode="json")
     ctx.run.write_json(STATS_FILE, stats)

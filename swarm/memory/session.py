@@ -17,14 +17,13 @@ OFF = ("off", "none")
 
 
 def memory_for(ctx: Any) -> ResearchMemory:
-    """The run's memory, opened once and kept in ``ctx.cache['memory']``.
+    """The run's memory, opened once and kept in ``ctx.memo.memory``.
 
     Where it lives: ``ctx.memory`` (a ResearchMemory, if the context has one), else
     ``ctx.config.memory_dir``, else :func:`swarm.memory.store.default_memory_dir`. A dir of
     ``False`` / ``"off"`` / ``"none"`` disables memory.
     """
-    cache = ctx.cache
-    mem = cache.get("memory")
+    mem = ctx.memo.memory
     if isinstance(mem, ResearchMemory):
         return mem
     mem = getattr(ctx, "memory", None)
@@ -39,7 +38,7 @@ def memory_for(ctx: Any) -> ResearchMemory:
                     ctx.progress.stage("memory", f"no memory this run: {mem.reason}")
                 elif mem.notice:  # a torn store was rebuilt: say so, once
                     ctx.progress.stage("memory", mem.notice)
-    cache["memory"] = mem
+    ctx.memo.memory = mem
     return mem
 
 

@@ -71,9 +71,7 @@ def job_bars(
 
     # One in-sample frame per symbol for the run, shared by all its jobs: the pool's batcher
     # then cuts one window per symbol and chunk, and pickles it once (backtest.batching).
-    insample: dict[str, tuple[pd.DataFrame, pd.DataFrame]] = ctx.cache.setdefault(
-        "insample_frames", {}
-    )  # symbol -> (its loaded bars, their in-sample frame)
+    insample = ctx.memo.insample_frames  # symbol -> (its loaded bars, their in-sample frame)
 
     def one(s: str) -> pd.DataFrame:
         full = ctx.data[s].bars
@@ -135,7 +133,7 @@ def load_results(ctx: RunContext, results: list[StoredResult]) -> list[BacktestR
     """Full BacktestResults (return series included) for the state's light entries, read
     from the run folder once per iteration (memoised by the entries' files)."""
     key = tuple(r.result_file for r in results)
-    cached = ctx.cache.get("loaded_results")
+    cached = ctx.memo.loaded_results
     if cached is not None and cached[0] == key:
         return cached[1]
     out = []
@@ -145,5 +143,5 @@ def load_results(ctx: RunContext, results: list[StoredResult]) -> list[BacktestR
             out.append(BacktestResult.model_validate_json(text))
         else:
             out.append(BacktestResult.model_validate(r.model_dump(exclude={"result_file"})))
-    ctx.cache["loaded_results"] = (key, out)
+    ctx.memo.loaded_results = (key, out)
     return out

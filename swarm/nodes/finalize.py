@@ -283,11 +283,11 @@ def finalize(state: DevelopState, runtime: Runtime[RunContext]) -> dict[str, Any
             synthesis=synthesis.model_dump(mode="json")
             if (synthesis := state.get("synthesis"))
             else None,
-            data=ctx.cache["data_summary"],
+            data=ctx.memo.data_summary or {},
             best_variant=best_variant,
             best_eval=best_eval.model_dump(mode="json") if best_eval else None,
             figures=figures_json,
-            criteria_text=ctx.cache["criteria_text"],
+            criteria_text=ctx.memo.criteria_text or "",
             charts=charts,
             n_records=sum(1 for _ in run.tracker.records()),
         ),

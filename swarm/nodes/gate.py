@@ -59,9 +59,9 @@ def portfolio_series(results: list[BacktestResult]) -> pd.Series:
 
 
 def _scorer(ctx: RunContext) -> FuzzyScorer:
-    if "scorer" not in ctx.cache:
-        ctx.cache["scorer"] = FuzzyScorer(ctx.criteria)
-    return ctx.cache["scorer"]
+    if ctx.memo.scorer is None:
+        ctx.memo.scorer = FuzzyScorer(ctx.criteria)
+    return ctx.memo.scorer
 
 
 def gate(state: DevelopState, runtime: Runtime[RunContext]) -> dict[str, Any]:
@@ -146,7 +146,7 @@ def _run_series(
     Kept in the run context; what is missing (a resumed run) is read back from the run
     folder's ``backtests/<variant_id>/`` files, so the figure never depends on a resume.
     """
-    cache: dict[str, dict[str, float]] = ctx.cache.setdefault("variant_series", {})
+    cache = ctx.memo.variant_series
     for vid in current:
         cache[vid] = variant_series([r for r in results if r.variant_id == vid])
     for vid in state.get("all_variants", {}):

@@ -103,9 +103,10 @@ def _brief(state, route, best, last, failure, families) -> str:
 def _pair(ctx: RunContext) -> PairChoice | None:
     """The universe's most cointegrated pair on in-sample closes (the holdout stays sealed),
     found once per run."""
-    if "pair" not in ctx.cache:
-        ctx.cache["pair"] = best_pair({s: ctx.insample_bars(s)["close"] for s in ctx.symbols})
-    return ctx.cache["pair"]
+    if not ctx.memo.pair_chosen:
+        ctx.memo.pair = best_pair({s: ctx.insample_bars(s)["close"] for s in ctx.symbols})
+        ctx.memo.pair_chosen = True
+    return ctx.memo.pair
 
 
 def _own_proposer(spec: StrategySpec) -> bool:
@@ -186,15 +187,16 @@ class ScreenTuner:
         from swarm.nodes.backtest import job_bars
 
         ctx = self.ctx
-        universe = ("screen_windows", self.scope, tuple(ctx.symbols))
-        if universe not in ctx.cache:
+        universe = (self.scope, tuple(ctx.symbols))
+        windows = ctx.memo.screen_windows
+        if universe not in windows:
             if self.scope == SCOPE:  # one job per fold on the whole universe, feeds in order
                 frames = job_bars(ctx, PORTFOLIO)
-                ctx.cache[universe] = portfolio_windows_for(frames, ctx.folds)
+                windows[universe] = portfolio_windows_for(frames, ctx.folds)
             else:
                 frames = {s: ctx.insample_bars(s) for s in ctx.symbols}
-                ctx.cache[universe] = windows_for(frames, ctx.folds)
-        return ctx.cache[universe]
+                windows[universe] = windows_for(frames, ctx.folds)
+        return windows[universe]
 
     def __call__(self, parent: StrategySpec, n: int, seen: set[str]) -> list[StrategySpec]:
         """The best ``n`` screened sets not in ``seen``. One sweep per iteration: a second

@@ -32,9 +32,7 @@ def _batch_groups(
     """Every screened batch's clusters: (member trial keys, representative series)."""
     from backtest.sweep import read_batch
 
-    memo: dict[str, list[tuple[list[str], dict[str, float]]]] = ctx.cache.setdefault(
-        ("screen_groups", benchmark is None), {}
-    )
+    memo = ctx.memo.screen_groups.setdefault(benchmark is None, {})
     folder = ctx.run.path("screens")
     out: list[tuple[list[str], dict[str, float]]] = []
     for path in sorted(folder.glob("i*.npz")) if folder.is_dir() else []:

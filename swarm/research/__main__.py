@@ -26,6 +26,7 @@ import pandas as pd
 
 from swarm.cli_args import OneLineParser, add_data_arguments, check_data_args, parse_tickers
 from swarm.errors import UserInputError
+from swarm.memo import RunMemo
 
 FAMILIES = ("momentum", "mean_reversion", "breakout", "trend", "volatility")
 
@@ -80,7 +81,7 @@ class ResearchRunContext:
     split: Any  # backtest.splits.TimeSplit
     progress: Any  # swarm.progress.Progress
     news_items: list[Any] = field(default_factory=list)
-    cache: dict[str, Any] = field(default_factory=dict)
+    memo: RunMemo = field(default_factory=RunMemo)
     llm: Any = None  # the standalone research command runs the rules brains
 
     @property

@@ -10,7 +10,7 @@ from swarm.research.runtime import ResearchRuntime
 
 def feature_bundles(ctx: ResearchRuntime) -> dict[str, FeatureBundle]:
     """Computed once per symbol and run: in-sample bars never change between research rounds."""
-    bundles = ctx.cache.setdefault("features", {})
+    bundles = ctx.memo.features
     for s in ctx.symbols:  # a universe expansion adds symbols between rounds
         if s not in bundles:
             bundles[s] = compute_features(s, ctx.insample_bars(s))
@@ -20,14 +20,14 @@ def feature_bundles(ctx: ResearchRuntime) -> dict[str, FeatureBundle]:
 def research_context(ctx: ResearchRuntime) -> ResearchContext:
     """One ResearchContext per run, shared by the 15 subagents (so the fundamentals of a
     symbol are fetched once for all five fundamental subagents)."""
-    if "research_context" not in ctx.cache:
+    if ctx.memo.research_context is None:
         offline = bool(getattr(ctx.config, "offline", True))
-        ctx.cache["research_context"] = ResearchContext(
+        ctx.memo.research_context = ResearchContext(
             news_items=list(ctx.news_items or []),
             fundamentals=fundamentals_provider(ctx, offline),
             offline=offline,
         )
-    return ctx.cache["research_context"]
+    return ctx.memo.research_context
 
 
 def fundamentals_provider(ctx: ResearchRuntime, offline: bool) -> FundamentalsProvider | None:

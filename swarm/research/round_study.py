@@ -71,7 +71,7 @@ def expand_universe(ctx: ResearchRuntime, candidates: list[str]) -> tuple[list[s
             continue
         ctx.data[symbol] = loaded
         added.append(symbol)
-        summary = ctx.cache.get("data_summary")  # the report's data section (develop runs)
+        summary = ctx.memo.data_summary  # the report's data section (develop runs)
         if isinstance(summary, dict) and isinstance(summary.get("symbols"), dict):
             summary["symbols"][symbol] = loaded.summary() | {"added_by": "research"}
     return added, notes
@@ -88,8 +88,8 @@ def widen_benchmark(ctx: ResearchRuntime, added: list[str]) -> list[str]:
         return []
     held = {**bench.held, **{s: ctx.data[s].bars for s in added}}
     ctx.benchmark = Benchmark(name=bench.name, held=held, calendar=bench.calendar)
-    ctx.cache.pop("benchmark_insample", None)  # recomputed on the wider universe
-    summary = ctx.cache.get("data_summary")
+    ctx.memo.benchmark_insample = None  # recomputed on the wider universe
+    summary = ctx.memo.data_summary
     if isinstance(summary, dict) and isinstance(summary.get("benchmark"), dict):
         summary["benchmark"]["symbols"] = sorted(held)
     return [f"the buy-and-hold benchmark now holds {', '.join(held)} (was {', '.join(bench.held)})"]

@@ -9,6 +9,8 @@ from typing import Any, Protocol
 
 import pandas as pd
 
+from swarm.memo import RunMemo
+
 
 class ResearchSettings(Protocol):
     """The config fields research reads (``swarm.config.RunConfig`` has them all)."""
@@ -29,7 +31,7 @@ class ResearchRuntime(Protocol):
     split: Any  # backtest.splits.TimeSplit
     progress: Any  # swarm.progress.Progress
     news_items: list[Any]
-    cache: dict[str, Any]  # per-run memo: feature bundles, the research context, the memory
+    memo: RunMemo  # what the run computes once: feature bundles, the research context, memory
     llm: Any  # swarm.llm.client.LLMClient or None (rules brains)
 
     @property

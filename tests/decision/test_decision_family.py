@@ -49,6 +49,7 @@ from swarm.develop import build_parser, config_from_args, main
 from swarm.directive import parse_directive
 from swarm.llm.client import LLMClient
 from swarm.llm.settings import LLMSettings
+from swarm.memo import RunMemo
 
 WINDOW = [(date(2017, 1, 1), date(2017, 12, 31))]
 CAPITAL = 100_000.0
@@ -302,7 +303,7 @@ def test_an_llm_budget_stops_the_replay_cleanly(aapl, tmp_path):
     lines: list[str] = []
     written: dict = {}
     ctx = SimpleNamespace(
-        cache={"decision_replayer": DecisionReplayer(cache=replayer.cache, brain=Brain(llm=client))},
+        memo=RunMemo(decision_replayer=DecisionReplayer(cache=replayer.cache, brain=Brain(llm=client))),
         split=TimeSplit(insample_start=date(2015, 1, 2), insample_end=date(2017, 6, 30),
                         holdout_start=date(2017, 7, 3), holdout_end=date(2017, 12, 29)),
         folds=[SimpleNamespace(start=date(2017, 1, 1),

@@ -39,6 +39,7 @@ from swarm.analyze.pipeline import decide
 from swarm.analyze.replay import DecisionReplayer, core_config
 from swarm.analyze.review import recall_reviews
 from swarm.analyze.review_batch import DecisionReviewer
+from swarm.memo import RunMemo
 
 CAPITAL = 100_000.0
 INSAMPLE_END = date(2017, 6, 30)
@@ -77,7 +78,7 @@ class _Run:
 def _ctx(tmp: Path, bars: pd.DataFrame, *, memory_dir: str = "off", cache: Path | None = None):
     lines: list[str] = []
     return SimpleNamespace(
-        cache={}, folds=FOLDS, holdout_fold=HOLDOUT, split=SPLIT,
+        memo=RunMemo(), folds=FOLDS, holdout_fold=HOLDOUT, split=SPLIT,
         data={"AAPL": SimpleNamespace(bars=bars)}, symbols=["AAPL"], llm=None, news_items=[],
         config=SimpleNamespace(costs=SimpleNamespace(cash=CAPITAL), memory_dir=memory_dir,
                                decision_cache_dir=cache or tmp / "decisions"),
@@ -122,7 +123,7 @@ def test_the_winner_gets_its_holdout_decisions_at_the_holdout_same_code_as_up_fr
     spec = decision_spec({"conviction_floor": 0.15})
     ctx = _ctx(tmp_path, aapl)
     insample_code = pipeline_code(ctx, spec)
-    calls_after_search = ctx.cache["decision_replayer"].stats.pipeline_calls
+    calls_after_search = ctx.memo.decision_replayer.stats.pipeline_calls
     variant = {"variant_id": "i01-v01-x", "spec": spec.model_dump(mode="json"),
                "code": insample_code, "code_sha256": "trial"}  # fmt: skip
     held = holdout_variant(ctx, variant)
@@ -133,7 +134,7 @@ def test_the_winner_gets_its_holdout_decisions_at_the_holdout_same_code_as_up_fr
     )  # fmt: skip
     assert held["code"] == render_decision_strategy(spec, up_front, capital=CAPITAL)
     assert held["code_sha256"] != "trial" and variant["code"] == insample_code  # trial untouched
-    stats = ctx.cache["decision_replayer"].stats
+    stats = ctx.memo.decision_replayer.stats
     holdout_weeks = 26
     assert stats.pipeline_calls - calls_after_search == holdout_weeks  # only the new dates
     assert stats.variants[-1]["window"].startswith("folds + holdout")
@@ -163,16 +164,16 @@ def test_in_sample_decisions_are_reviewed_once_and_stored_once(aapl, tmp_path):
     cache = tmp_path / "decisions"
     ctx = _ctx(tmp_path / "run1", aapl, memory_dir=memory, cache=cache)
     pipeline_code(ctx, decision_spec())
-    r1 = ctx.cache["decision_reviewer"].stats.model_copy()
+    r1 = ctx.memo.decision_reviewer.stats.model_copy()
     assert r1.memory == "on" and r1.reviewed > 20
     assert r1.realized + r1.falsified + r1.weakened == r1.reviewed
     assert r1.stored == r1.reviewed and r1.already_in_memory == 0
     # Every review ends inside the in-sample bars.
-    mem = ctx.cache["memory"]
+    mem = ctx.memo.memory
     assert mem.count() == r1.stored
     # A second variant shares the dates: nothing reviewed twice, nothing written twice.
     pipeline_code(ctx, decision_spec({"horizon_bars": 5, "conviction_floor": 0.4}))
-    r2 = ctx.cache["decision_reviewer"].stats
+    r2 = ctx.memo.decision_reviewer.stats
     assert r2.stored == r2.reviewed and mem.count() == r2.stored
     assert r2.reviewed - r1.reviewed <= r1.horizon_not_over  # only the dates that had not ended
     written = ctx.run.json["decision_pipeline.json"]
@@ -182,12 +183,12 @@ def test_in_sample_decisions_are_reviewed_once_and_stored_once(aapl, tmp_path):
     # A rerun on the same memory: the same reviews, none written again.
     rerun = _ctx(tmp_path / "run2", aapl, memory_dir=memory, cache=cache)
     pipeline_code(rerun, decision_spec())
-    r3 = rerun.cache["decision_reviewer"].stats
+    r3 = rerun.memo.decision_reviewer.stats
     assert r3.reviewed == r1.reviewed and r3.stored == 0
-    assert r3.already_in_memory == r1.reviewed and rerun.cache["memory"].count() == r2.stored
+    assert r3.already_in_memory == r1.reviewed and rerun.memo.memory.count() == r2.stored
     assert (r3.realized, r3.falsified, r3.weakened) == (r1.realized, r1.falsified, r1.weakened)
     # A later analysis of the symbol recalls the newest reviews that ended before its date.
-    recalled = recall_reviews(rerun.cache["memory"], "AAPL", "2017-07-03")
+    recalled = recall_reviews(rerun.memo.memory, "AAPL", "2017-07-03")
     assert len(recalled) == 3 and recalled[0].date >= "2017-05-01"
     assert all(r.date <= "2017-06-30" for r in recalled)
 
@@ -196,7 +197,7 @@ def test_in_sample_decisions_are_reviewed_once_and_stored_once(aapl, tmp_path):
 def test_with_memory_off_the_reviews_are_counted_and_nothing_is_stored(aapl, tmp_path):
     ctx = _ctx(tmp_path, aapl, memory_dir="off")
     assert pipeline_code(ctx, decision_spec()) is not None
-    r = ctx.cache["decision_reviewer"].stats
+    r = ctx.memo.decision_reviewer.stats
     assert r.memory.startswith("off") and r.reviewed > 20 and r.stored == 0
     assert ctx.run.json["decision_pipeline.json"]["reviews"]["stored"] == 0
 

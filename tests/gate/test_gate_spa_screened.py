@@ -12,6 +12,7 @@ import pytest
 from backtest.sweep import ScreenedSet, Sweep, write_batch
 from gate.alpha import run_spa
 from gate.effective import cluster_series, hedge_rows
+from swarm.memo import RunMemo
 from swarm.nodes.trials import SCREEN_PREFIX, screened_representatives
 
 pytestmark = pytest.mark.unit
@@ -21,7 +22,7 @@ DATES = [f"2015-{1 + d // 28:02d}-{1 + d % 28:02d}" for d in range(T)]
 
 
 def _ctx(root: Path):
-    return SimpleNamespace(cache={}, run=SimpleNamespace(path=lambda rel: root / rel))
+    return SimpleNamespace(memo=RunMemo(), run=SimpleNamespace(path=lambda rel: root / rel))
 
 
 def _batch(root: Path, name: str, rows: np.ndarray, tag: str) -> list[str]:

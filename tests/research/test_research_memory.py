@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 import swarm.memory.store as memory_mod
+from swarm.memo import RunMemo
 from swarm.memory import (
     EMBEDDING_NAME,
     FamilyRecord,
@@ -262,7 +263,7 @@ class _Cfg:
 
 class _Ctx:
     def __init__(self, memory_dir=None) -> None:
-        self.cache = {}
+        self.memo = RunMemo()
         self.config = _Cfg(memory_dir)
         self.progress = None
 

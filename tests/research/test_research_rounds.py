@@ -24,6 +24,7 @@ from conftest import DAILY_DIR
 from gate.contracts import FailureAnalysis, FailureType, Hint
 from swarm.agents.strategy_dev import preferred_order, propose
 from swarm.edges import LEADER, SUBAGENT
+from swarm.memo import RunMemo
 from swarm.nodes import research as nodes
 from swarm.research import round_study
 from swarm.research.models import DataBrief, Domain, FactSheet, Finding, ResearchSynthesis
@@ -293,7 +294,7 @@ def test_expansion_adds_related_symbols_only_with_the_flag(tmp_path, allow: bool
     ctx = _context(tmp_path, ["AAPL", "MSFT"], allow=allow, data_dir=folder)
     # What a develop run's context adds: the universe's buy & hold and the report's data.
     ctx.benchmark = Benchmark(name="buy-and-hold", held={s: d.bars for s, d in ctx.data.items()})
-    ctx.cache["data_summary"] = {
+    ctx.memo.data_summary = {
         "symbols": {s: d.summary() for s, d in ctx.data.items()},
         "benchmark": {"name": "buy-and-hold", "symbols": ["AAPL", "MSFT"]},
     }
@@ -310,7 +311,7 @@ def test_expansion_adds_related_symbols_only_with_the_flag(tmp_path, allow: bool
     # The benchmark holds what the strategies may now trade; the report lists the data.
     assert list(ctx.benchmark.held) == ctx.symbols
     assert any("benchmark now holds AAPL, MSFT, NVDA, SPY" in line for line in record.lines)
-    summary = ctx.cache["data_summary"]
+    summary = ctx.memo.data_summary
     assert summary["symbols"]["NVDA"]["added_by"] == "research"
     assert summary["benchmark"]["symbols"] == ["AAPL", "MSFT", "NVDA", "SPY"]
     brief = state["data_brief"]
@@ -353,13 +354,13 @@ def _poisoned(ctx):
             :, None
         ]
         data[s] = dataclasses.replace(loaded, bars=bars)
-    return dataclasses.replace(ctx, data=data, cache={})
+    return dataclasses.replace(ctx, data=data, memo=RunMemo())
 
 
 def _truncated(ctx):
     end = pd.Timestamp(ctx.split.insample_end)
     data = {s: dataclasses.replace(d, bars=d.bars.loc[:end]) for s, d in ctx.data.items()}
-    return dataclasses.replace(ctx, data=data, cache={})
+    return dataclasses.replace(ctx, data=data, memo=RunMemo())
 
 
 @pytest.mark.integration

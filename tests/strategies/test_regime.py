@@ -31,6 +31,7 @@ from strategies.regime import (
 from strategies.spec import Family, PortfolioFamily
 from strategies.validate import validate_code
 from swarm.directive import parse_directive
+from swarm.memo import RunMemo
 
 XS = PortfolioFamily.CROSS_SECTIONAL_MOMENTUM
 FOLD = Fold(index=0, warmup_start=date(2007, 1, 3), start=date(2008, 1, 2), end=date(2010, 12, 31))
@@ -192,7 +193,7 @@ def test_job_bars_add_the_index_feed_sealed_like_the_universe(tmp_path) -> None:
                          index=idx)  # fmt: skip
     spy = SimpleNamespace(bars=frame * 2, path=str(tmp_path / "SPY.csv"))
     ctx = SimpleNamespace(
-        data={"AAPL": SimpleNamespace(bars=frame)}, cache={"index_bars": {"SPY": spy}},
+        data={"AAPL": SimpleNamespace(bars=frame)}, memo=RunMemo(index_bars={"SPY": spy}),
         split=TimeSplit(insample_start=idx[0].date(), insample_end=idx[29].date(),
                         holdout_start=idx[30].date(), holdout_end=idx[-1].date()), config=None,
     )  # fmt: skip

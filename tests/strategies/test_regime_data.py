@@ -45,7 +45,7 @@ def _config(data: Path, **kw):
 
 
 def _ctx(data, pieces, config, **kw):
-    return SimpleNamespace(data=data, symbols=list(data), cache=pieces["cache"], config=config,
+    return SimpleNamespace(data=data, symbols=list(data), memo=pieces["memo"], config=config,
                            split=pieces["split"], **kw)  # fmt: skip
 
 

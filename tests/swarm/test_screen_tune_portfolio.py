@@ -38,6 +38,7 @@ from strategies.portfolio import (
 )
 from strategies.regime import INDEX_REGIME
 from strategies.spec import PortfolioFamily
+from swarm.memo import RunMemo
 from swarm.nodes.strategy import ScreenTuner, _screens_portfolio
 
 pytestmark = pytest.mark.integration
@@ -60,7 +61,7 @@ def _ctx(tmp: Path, *, seed: int = 7, screen_size: int = 24, min_trades: int = 1
         config=SimpleNamespace(screen_size=screen_size, seed=seed, costs=COSTS),
         symbols=list(SYMBOLS),
         folds=FOLDS,
-        cache={},
+        memo=RunMemo(),
         periods_per_year=252,
         criteria=SimpleNamespace(min_trades=min_trades),
         data={s: SimpleNamespace(bars=b) for s, b in bars.items()},

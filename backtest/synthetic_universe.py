@@ -1,6 +1,6 @@
 """Seeded synthetic universes for calibrating the quality gate.
 
-Three kinds, same machinery:
+Five kinds, same machinery:
 
 ``null``  (no edge)  — each symbol's daily simple return is ``drift + sigma_t * z_t``:
     GARCH(1,1) volatility clustering around a per-symbol long-run volatility drawn from
@@ -64,6 +64,19 @@ Three kinds, same machinery:
     and 1.9-3.1 long/short (alpha t 4.7-8.4, beta ~0). At ``xs_sharpe`` 0.75: 0.7-1.1 long
     only (alpha t 1.9-4.5).
 
+``vol_regime`` (known edge: momentum in calm markets only) — a market-wide two-state
+    volatility chain (calm ``calm_days`` ~250 days, storm ``storm_days`` ~100 days, a storm's
+    volatility ``storm_vol_mult`` 3x the calm one) multiplies every symbol's GARCH volatility;
+    ``planted``'s momentum drift regimes act only while it is calm. A plain momentum rule
+    carries the storms' whipsaw and drawdowns; a volatility target or filter keeps the calm
+    edge. The ``planted-vol-regime`` scenario (calm volatility 15-25%, ``regime_sharpe`` 4),
+    measured on 10 seeds of 3 symbols x 8 years (in-sample 80%) with the 60-day rule after
+    0.15% per unit of turnover: raw portfolio Sharpe median 1.07 (maximum drawdown 26%),
+    volatility-targeted at 15% 1.79 (13%), an ATR(14)/close < 4% filter 1.41 (17%). The
+    ``planted-drawdown`` scenario is ``planted`` on volatile, correlated names (45-65%,
+    ``market_corr`` 0.6): raw drawdown median 33% (over 20% in 9 of 10 seeds), volatility
+    targeted 11% (all under 20%), Sharpe 1.78 raw, 2.0 targeted.
+
 Bars are realistic enough for the engine and the quality report: the close-to-close
 return is split into an overnight gap (the open is near the previous close) and an
 intraday move; highs and lows extend beyond the body by a half-normal amount scaled by
@@ -84,9 +97,15 @@ from typing import Literal
 import numpy as np
 import pandas as pd
 
-Kind = Literal["null", "planted", "reversion", "cross_sectional"]
+Kind = Literal["null", "planted", "reversion", "cross_sectional", "vol_regime"]
 # Each kind draws from its own random stream: the same seed never gives two kinds the same shocks.
-_KIND_STREAM: dict[str, int] = {"null": 0, "planted": 1, "reversion": 2, "cross_sectional": 3}
+_KIND_STREAM: dict[str, int] = {
+    "null": 0,
+    "planted": 1,
+    "reversion": 2,
+    "cross_sectional": 3,
+    "vol_regime": 4,
+}
 TRADING_DAYS = 252
 _MAX_VOL_MULT = 4.0  # GARCH variance is capped at (4 x long-run vol)^2: no runaway paths
 _MAX_ABS_Z = 12.0  # t(4) tails are fat, not infinite: clip absurd single-day shocks
@@ -118,6 +137,11 @@ class UniverseSpec:
     xs_lookback: int = 126  # trading days of the ranking return
     xs_skip: int = 21  # most recent days left out of it
     xs_rebalance: int = 21  # days between re-rankings
+    # volatility regimes (kind="vol_regime" only): a market-wide calm / storm chain; the
+    # momentum drift regimes (regime_sharpe, regime_days) act only while it is calm
+    storm_vol_mult: float = 3.0  # a storm's volatility as a multiple of the calm one
+    calm_days: float = 250.0  # expected duration of a calm, trading days
+    storm_days: float = 100.0  # expected duration of a storm
     symbols: tuple[str, ...] = field(default=())
 
     def symbol_names(self) -> list[str]:
@@ -149,6 +173,22 @@ def _regime_path(rng: np.random.Generator, n: int, mean_days: float) -> np.ndarr
     flips[0] = False
     first = 1.0 if rng.random() < 0.5 else -1.0
     return first * np.where(np.cumsum(flips) % 2 == 0, 1.0, -1.0)
+
+
+def _two_state_path(
+    rng: np.random.Generator, n: int, off_days: float, on_days: float
+) -> np.ndarray:
+    """A two-state Markov chain (False / True) with expected durations ``off_days`` and
+    ``on_days``, started in its stationary distribution."""
+    p_on, p_off = 1.0 / max(off_days, 1.0), 1.0 / max(on_days, 1.0)
+    u = rng.random(n)
+    out = np.empty(n, dtype=bool)
+    on = bool(rng.random() < p_on / (p_on + p_off))
+    for t in range(n):
+        if t and u[t] < (p_off if on else p_on):
+            on = not on
+        out[t] = on
+    return out
 
 
 def _garch_sigma(shock: np.ndarray, s_lr: float, spec: UniverseSpec) -> np.ndarray:
@@ -233,6 +273,13 @@ def generate_universe(spec: UniverseSpec) -> Universe:
     drift = spec.drift_annual / TRADING_DAYS
     if spec.kind == "cross_sectional":
         return _cross_sectional(rng, spec, shocks, dates, names, drift)
+    if spec.storm_vol_mult < 1.0:
+        raise ValueError(f"storm_vol_mult must be >= 1, got {spec.storm_vol_mult}")
+    # Market-wide calm (1) / storm (storm_vol_mult) volatility multiplier, vol_regime only.
+    vol_mult = np.ones(n)
+    if spec.kind == "vol_regime":
+        storm = _two_state_path(rng, n, spec.calm_days, spec.storm_days)
+        vol_mult = np.where(storm, spec.storm_vol_mult, 1.0)
     for j, sym in enumerate(names):
         vol_a = float(rng.uniform(*spec.vol_range))
         s_lr = vol_a / math.sqrt(TRADING_DAYS)
@@ -241,10 +288,12 @@ def generate_universe(spec: UniverseSpec) -> Universe:
         if spec.kind == "reversion":
             ret, sigma, deviation[sym] = _reverting_returns(z, dev_shocks[:, j], s_lr, drift, spec)
         else:
-            sigma = _garch_sigma(z, s_lr, spec)
+            sigma = _garch_sigma(z, s_lr, spec) * vol_mult
             mu = np.full(n, drift)
-            if spec.kind == "planted":
+            if spec.kind in ("planted", "vol_regime"):
                 state = _regime_path(rng, n, spec.regime_days)
+                if spec.kind == "vol_regime":  # the edge lives in the calm regime only
+                    state = np.where(vol_mult > 1.0, 0.0, state)
                 mu = drift + state * spec.regime_sharpe * s_lr / math.sqrt(TRADING_DAYS)
             ret = np.maximum(mu + sigma * z, -0.5)  # simple close-to-close returns
         bars[sym] = _ohlcv(rng, ret, sigma, dates, vol_a)

@@ -66,7 +66,7 @@ def plan_runs(args: argparse.Namespace, out: Path) -> list[RunSpec]:
             seed = universe_seed(args.seed, name, i)
             universe = replace(
                 base, kind=scenario.universe_kind, seed=seed, drift_annual=scenario.drift_annual,
-                n_symbols=scenario.n_symbols or base.n_symbols,
+                n_symbols=scenario.n_symbols or base.n_symbols, **dict(scenario.universe),
             )  # fmt: skip
             specs.append(
                 RunSpec(

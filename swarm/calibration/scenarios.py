@@ -7,6 +7,7 @@ slot fixes its seeds, so a scenario's runs are reproducible and no two scenarios
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from typing import Any
 
 from backtest.synthetic_universe import Kind
 
@@ -28,6 +29,8 @@ class Scenario:
     slot: int  # fixes the scenario's seeds (universe_seed); never renumber one
     edge: str  # what a rule could find in it, for the summary lines
     n_symbols: int | None = None  # None: --symbols; a cross-sectional edge needs a broad universe
+    # UniverseSpec fields the scenario sets itself (they win over the CLI's universe options)
+    universe: tuple[tuple[str, Any], ...] = ()
 
     @property
     def is_null(self) -> bool:
@@ -60,6 +63,26 @@ SCENARIOS: dict[str, Scenario] = {
             n_symbols=10,
         ),
         Scenario("null-drift-10", "null", 0.05, 7, "no edge", n_symbols=10),
+        # Regime momentum on volatile, correlated names: the raw rule's drawdown breaks a 20%
+        # limit (median 33% over 10 seeds), a volatility-targeted one passes it (median 11%).
+        Scenario(
+            "planted-drawdown",
+            "planted",
+            0.05,
+            8,
+            "regime momentum, raw drawdown too deep",
+            universe=(("vol_range", (0.45, 0.65)), ("market_corr", 0.6)),
+        ),
+        # Momentum drift only while the market is calm; storms (3x the volatility, a third of
+        # the time) hold no edge: a volatility filter or target is what makes it pass.
+        Scenario(
+            "planted-vol-regime",
+            "vol_regime",
+            0.05,
+            9,
+            "momentum in calm markets only",
+            universe=(("vol_range", (0.15, 0.25)), ("regime_sharpe", 4.0)),
+        ),
     )
 }
 DEFAULT_SCENARIOS = (

@@ -81,6 +81,8 @@ def test_the_five_scenarios_and_their_drifts() -> None:
         "planted-momentum-zero": ("planted", 0.0, False),
         "planted-cross-sectional": ("cross_sectional", 0.05, False),
         "null-drift-10": ("null", 0.05, True),
+        "planted-drawdown": ("planted", 0.05, False),
+        "planted-vol-regime": ("vol_regime", 0.05, False),
     }
     assert ALIASES == {"null": "null-zero", "planted": "planted-momentum-zero"}
 
@@ -381,3 +383,81 @@ def test_run_one_records_the_scenario_and_the_verdicts_benchmark_keys(
     from swarm.directive import parse_directive
 
     assert parse_directive(calibrate.DEFAULT_DIRECTIVE).preferred_families == []
+
+
+# ------------------------------------------------------- the repair-needing planted kinds
+
+
+def _scenario_spec(name: str, seed: int) -> UniverseSpec:
+    sc = SCENARIOS[name]
+    return UniverseSpec(
+        kind=sc.universe_kind, seed=seed, drift_annual=sc.drift_annual, years=8.0,
+        **dict(sc.universe),
+    )  # fmt: skip
+
+
+def _momentum_book(uni, *, target_vol: float | None) -> np.ndarray:
+    """Equal-weight long-only 60-day momentum, 0.95 of equity or volatility-targeted (20-day
+    realised, capped at 0.95), after 0.15% per unit of turnover: the lab's own sizings."""
+    books = []
+    for df in uni.bars.values():
+        c = df["close"].to_numpy()
+        r = c[1:] / c[:-1] - 1.0
+        trail = np.full(len(c), np.nan)
+        trail[60:] = c[60:] / c[:-60] - 1.0
+        pos = np.nan_to_num(np.maximum(np.sign(trail), 0.0)) * 0.95
+        if target_vol is not None:
+            vol = pd.Series(np.r_[np.nan, r]).rolling(20).std().to_numpy() * np.sqrt(252)
+            pos = pos / 0.95 * np.nan_to_num(np.minimum(0.95, target_vol / vol))
+        pos = pos[:-1]
+        books.append((pos * r - 0.0015 * np.abs(np.diff(np.r_[0.0, pos])))[60:])
+    return np.mean(books, axis=0)
+
+
+def _max_drawdown_pct(r: np.ndarray) -> float:
+    equity = np.cumprod(1.0 + r)
+    return float((1.0 - equity / np.maximum.accumulate(equity)).max() * 100.0)
+
+
+def test_planted_drawdown_breaks_the_limit_raw_and_passes_it_volatility_targeted() -> None:
+    raw, targeted = [], []
+    for seed in range(6):
+        uni = generate_universe(_scenario_spec("planted-drawdown", seed))
+        raw.append(_momentum_book(uni, target_vol=None))
+        targeted.append(_momentum_book(uni, target_vol=0.15))
+    raw_dd = [_max_drawdown_pct(r) for r in raw]
+    vt_dd = [_max_drawdown_pct(r) for r in targeted]
+    assert np.median(raw_dd) > 25.0 and sum(d > 20.0 for d in raw_dd) >= 5
+    assert max(vt_dd) < 20.0
+    assert np.median([sharpe_annual(r) for r in targeted]) > 1.5
+
+
+def test_planted_vol_regime_holds_its_edge_in_calm_markets_only() -> None:
+    uni = generate_universe(_scenario_spec("planted-vol-regime", 4))
+    for sym, df in uni.bars.items():
+        r = df["close"].pct_change().to_numpy()[1:]
+        vol = pd.Series(r).rolling(20).std().to_numpy() * np.sqrt(252)
+        storm = vol > 0.45  # calm 15-25%, storms 3x
+        assert 0.05 < np.nanmean(storm) < 0.6, sym  # storms last ~100 days, calms ~250
+        state = uni.regimes[sym][1:]
+        assert not np.any(state[vol > 0.9])  # no drift regime deep inside a storm
+    sharpes = []
+    for seed in range(6):
+        u = generate_universe(_scenario_spec("planted-vol-regime", seed))
+        sharpes.append(
+            (sharpe_annual(_momentum_book(u, target_vol=None)),
+             sharpe_annual(_momentum_book(u, target_vol=0.15)))
+        )  # fmt: skip
+    raw, targeted = np.median(sharpes, axis=0)
+    assert targeted > raw + 0.3 and targeted > 1.2
+
+
+def test_new_planted_kinds_are_planted_and_set_their_universe(tmp_path: Path) -> None:
+    args = build_parser().parse_args(
+        ["--runs", "1", "--kinds", "planted-drawdown,planted-vol-regime", "--strength", "2"]
+    )
+    dd, vr = _plan(args, tmp_path)
+    assert not SCENARIOS["planted-drawdown"].is_null and not SCENARIOS["planted-vol-regime"].is_null
+    assert dd.universe.kind == "planted" and dd.universe.vol_range == (0.45, 0.65)
+    assert dd.universe.regime_sharpe == 2.0  # the CLI's strength where the scenario sets none
+    assert vr.universe.kind == "vol_regime" and vr.universe.regime_sharpe == 4.0

@@ -56,7 +56,7 @@ def test_same_seed_same_bars_different_seed_different_bars() -> None:
         np.testing.assert_array_equal(a.regimes[sym], b.regimes[sym])
 
 
-@pytest.mark.parametrize("kind", ["null", "planted", "reversion"])
+@pytest.mark.parametrize("kind", ["null", "planted", "reversion", "vol_regime"])
 def test_ohlcv_is_valid(kind: str) -> None:
     spec = UniverseSpec(kind=kind, seed=3, n_symbols=4, years=6)
     uni = generate_universe(spec)

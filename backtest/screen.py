@@ -181,6 +181,7 @@ def evaluate(
     knobs[sf.K_CASH] = costs.cash
     knobs[sf.K_RATE] = costs.commission_pct / 100.0
     knobs[sf.K_SLIP] = costs.slippage_pct / 100.0
+    knobs[sf.K_MAX_LEVERAGE] = costs.max_gross_leverage
     ready = np.isnan(cond.checks[0])  # in place: stacking the checks would copy them all
     for a in cond.checks[1:]:
         ready |= np.isnan(a)

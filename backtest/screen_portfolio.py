@@ -47,6 +47,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from backtest import margin
 from backtest import screen_indicators as ind
 from backtest.books import Position, broker_values, feed_frames, forward_fill
 from backtest.contracts import BacktestResult, CostModel, Fold, JobStatus
@@ -344,6 +345,20 @@ def evaluate(
                 price = o * (1 - slip) if slip else o
                 price = price if price >= lows[j][t] else lows[j][t]
             pos = positions[j]
+            if margin.opens(pos.size, size) and margin.margin_refuses(
+                *margin.exposure_after(
+                    cash,
+                    [p.size for p in positions],
+                    [opens[k][t] for k in range(len(positions))],
+                    j,
+                    size,
+                    price,
+                    abs(size) * rate * price,
+                ),
+                costs.max_gross_leverage,
+            ):
+                refused += 1  # the broker's initial margin refuses the whole order
+                continue
             pprice_orig = pos.price
             opened, closed = Position(pos.size, pos.price).update(size, price)
             pnl = -closed * (price - pprice_orig) * 1.0

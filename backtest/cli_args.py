@@ -67,8 +67,8 @@ def checked_tickers(prog: str, args: argparse.Namespace) -> list[str]:
     for name in ("commission", "slippage"):
         if not 0 <= getattr(args, name) <= 5:
             refuse(prog, f"--{name}", "must be a percentage between 0 and 5")
-    if not 0 < args.max_gross_leverage <= 100:
-        refuse(prog, "--max-gross-leverage", "must be above 0 and at most 100 (e.g. 2 or 4)")
+    if not 0 < args.max_gross_leverage <= 1000:
+        refuse(prog, "--max-gross-leverage", "must be above 0 and at most 1000 (e.g. 2 or 4)")
     return tickers
 
 

@@ -25,7 +25,7 @@ class CostModel(BaseModel):
     # The initial margin (``backtest.margin``): gross exposure after an opening fill over
     # equity. The broker refuses an order beyond it; the books call a fill beyond it an
     # integrity error. Above the default is deliberate leverage.
-    max_gross_leverage: float = Field(MAX_GROSS_LEVERAGE, gt=0, le=100)
+    max_gross_leverage: float = Field(MAX_GROSS_LEVERAGE, gt=0, le=1000)
 
 
 class Fold(BaseModel):

@@ -151,24 +151,35 @@ class MarginedBroker(bt.brokers.BackBroker):
     """backtrader's ``BackBroker`` with the lab's initial margin (``backtest.margin``).
 
     A stock-like broker checks only cash, and a short sale credits it: without this, any
-    short was affordable. An order whose fill would open exposure beyond
-    ``max_gross_leverage`` times the equity is refused whole when it would execute, exactly
-    as the broker refuses one the cash cannot pay (status ``Margin``, its bracket cancelled).
-    Every other order executes as in ``BackBroker``, float for float.
+    short was affordable. When an order's fill would open exposure beyond
+    ``max_gross_leverage`` times the equity, its opening part is refused, exactly as the
+    broker refuses an opening part the cash cannot pay: the part that covers a position held
+    the other way still fills, the rest is refused (status ``Margin``, its bracket
+    cancelled). Every other order executes as in ``BackBroker``, float for float.
     """
 
     params = (("max_gross_leverage", MAX_GROSS_LEVERAGE),)
 
     def _execute(self, order, ago=None, price=None, cash=None, position=None, dtcoc=None):  # type: ignore[no-untyped-def]
-        if ago is not None and price is not None and self._over_margin(order, price):
-            order.margin()
-            self.notify(order)
-            self._ococheck(order)
-            self._bracketize(order, cancel=True)
-            return None
-        return super()._execute(
-            order, ago=ago, price=price, cash=cash, position=position, dtcoc=dtcoc
-        )
+        if ago is None or price is None or not self._over_margin(order, price):
+            return super()._execute(
+                order, ago=ago, price=price, cash=cash, position=position, dtcoc=dtcoc
+            )
+        held = self.positions[order.data].size
+        if held and (held > 0) != (order.executed.remsize > 0):
+            # A reversal: the cover fills alone. backtrader sizes a fill by its ``filler``
+            # (unsigned); the broker's own code then books it, float for float.
+            cover, filler = abs(held), self.p.filler
+            self.p.filler = lambda order, price, ago: cover
+            try:
+                super()._execute(order, ago=ago, price=price, dtcoc=dtcoc)
+            finally:
+                self.p.filler = filler
+        order.margin()
+        self.notify(order)
+        self._ococheck(order)
+        self._bracketize(order, cancel=True)
+        return None
 
     def _over_margin(self, order: Any, price: float) -> bool:
         size = order.executed.remsize

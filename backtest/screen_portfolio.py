@@ -19,8 +19,8 @@ module replays that code and the engine's broker (``backtest.engine``) as they r
   orders in submission order at their created price (the signal bar's close) on a running
   cash, refusing any order that leaves it negative (and carrying the negative cash on, as
   backtrader does); the accepted ones fill at the open with the slippage (capped by the bar),
-  an opening part the cash cannot pay is dropped (the closing part of the same order still
-  fills). The cash arithmetic is the broker's, in its order of float operations;
+  an opening part the initial margin refuses (``backtest.margin``) or the cash cannot pay is
+  dropped (the closing part of the same order still fills). The cash arithmetic is the broker's, in its order of float operations;
 * the books (``backtest.books``): the value at every bar's close summed feed by feed, and, as a
   portfolio job has several feeds, every fill that reduces a position realises a trade
   (the part sold or covered against the average price, net of that fill's commission).
@@ -345,7 +345,8 @@ def evaluate(
                 price = o * (1 - slip) if slip else o
                 price = price if price >= lows[j][t] else lows[j][t]
             pos = positions[j]
-            if margin.opens(pos.size, size) and margin.margin_refuses(
+            # the broker's initial margin refuses the opening part (a cover still fills)
+            beyond = margin.opens(pos.size, size) and margin.margin_refuses(
                 *margin.exposure_after(
                     cash,
                     [p.size for p in positions],
@@ -356,9 +357,7 @@ def evaluate(
                     abs(size) * rate * price,
                 ),
                 costs.max_gross_leverage,
-            ):
-                refused += 1  # the broker's initial margin refuses the whole order
-                continue
+            )
             pprice_orig = pos.price
             opened, closed = Position(pos.size, pos.price).update(size, price)
             pnl = -closed * (price - pprice_orig) * 1.0
@@ -375,6 +374,8 @@ def evaluate(
                 c += 0.0
                 cash = c
             popened = opened
+            if opened and beyond:
+                opened = 0.0  # beyond the margin: the opening part is dropped
             if opened:
                 openedvalue = opened * price
                 opencash = openedvalue

@@ -19,10 +19,13 @@ import numpy as np
 import pandas as pd
 import pytest
 from conftest import read_real_bars
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from test_bt_hostile import MODES, Payload, _strategy, bars  # noqa: F401  (bars: a fixture)
 
 from backtest.books import ClaimedFill, FillLog, IntegrityError, keep_books
 from backtest.contracts import BacktestJob, BacktestResult, CostModel, Fold, JobStatus
+from backtest.engine import execute
 from backtest.executor import ProcessPoolBackend
 from backtest.margin import (
     MAX_GROSS_LEVERAGE,
@@ -269,3 +272,42 @@ def test_huge_shorts_through_the_pools_walk_forward(mode: str) -> None:
             _expect(res, MAX_GROSS_LEVERAGE)
     # Deliberate leverage on a rising AAPL: at least one fold goes through zero, and ends.
     assert any(r.status == JobStatus.BANKRUPT for r in results)
+
+
+# ---------------------------------------------------------------------------- random leverage
+
+
+@pytest.mark.integration
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    targets=st.lists(
+        st.tuples(st.integers(0, 180), st.sampled_from([-8.0, -3.0, -1.5, 0.0, 1.0, 2.5])),
+        min_size=1, max_size=20,
+    ),
+    cap=st.sampled_from([MAX_GROSS_LEVERAGE, 5.0, DELIBERATE]),
+    commission=st.sampled_from([0.0, 0.1]),
+)  # fmt: skip
+def test_leveraged_paths_are_refused_or_booked_and_never_go_through_zero(
+    targets: list[tuple[int, float]], cap: float, commission: float
+) -> None:
+    """Targets of up to 8x the equity, long and short, on NVDA's 2016 (it tripled): whatever
+    the cap, the margined broker's run is one the books accept (an honest broker is never an
+    integrity error), booked bit for bit, and no figure comes from non-positive equity.
+    (``test_bt_books``'s random paths stay far inside the cap: they pin the replay itself.)"""
+    nvda = read_real_bars("NVDA", "2016-01-01", "2016-12-31")
+    code = (
+        "import backtrader as bt\n\n\nclass S(bt.Strategy):\n"
+        f"    plan = {dict(targets)!r}\n\n"
+        "    def next(self):\n"
+        "        target = self.plan.get(len(self))\n"
+        "        if target is not None:\n"
+        "            self.order_target_value(target=target * self.broker.getvalue())\n"
+    )
+    fold = Fold(index=0, warmup_start=date(2016, 1, 4), start=date(2016, 1, 4),
+                end=date(2016, 12, 30))  # fmt: skip
+    job = BacktestJob(job_id="r", variant_id="v", code=code, symbol="NVDA", bars=nvda, fold=fold,
+                      costs=CostModel(commission_pct=commission, max_gross_leverage=cap))  # fmt: skip
+    run = execute(job)
+    assert run.result.status in (JobStatus.OK, JobStatus.BANKRUPT), run.result.error
+    assert np.array_equal(run.log.values, np.asarray(run.values))
+    _never_through_zero(run.result)

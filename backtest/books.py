@@ -9,12 +9,15 @@ module, which holds the same bars and the same cost model, then
    placed on, on or after the fold's start; a market order's price is the bar's open with
    the slippage (capped by the bar's range, as the broker does), a close order's the bar's
    close, any other order's within the bar's range; its commission is the cost model's;
-   the cash it needs is there;
+   the cash it needs is there; a fill that opens exposure leaves it within the initial
+   margin (``backtest.margin``: the broker refuses the opening part of an order beyond it);
 2. replays cash, positions and equity itself, with backtrader's own arithmetic (the same
    float operations in the same order, so an honest run's figures are bit-identical);
 3. compares the value the child saw at every bar with the replay: a difference is a cash
    change no fill explains (``broker.add_cash``, an edited analyzer);
-4. computes the metrics from its own replay (``backtest.metrics``).
+4. computes the metrics from its own replay (``backtest.metrics``); a run whose equity
+   reaches zero or below is ``status: "bankrupt"`` and ends on that bar, at zero: no return
+   is computed on non-positive equity.
 
 Any failed check raises ``IntegrityError`` naming the first discrepancy; ``account`` turns it
 into a ``status: "integrity_error"`` result, which the gate treats as a veto.

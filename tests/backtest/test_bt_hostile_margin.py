@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 from datetime import date
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pandas as pd
@@ -37,6 +38,7 @@ from backtest.margin import (
 from backtest.metrics import equity_from_returns
 from backtest.run import main
 from backtest.sandbox import run_sandboxed
+from backtest.screen_equity import BooksEquity
 from backtest.splits import split_holdout, walk_forward_folds
 
 # Sell 40x the equity every bar (the short piles up), and 100x the equity once.
@@ -145,6 +147,23 @@ def test_bankruptcy_is_the_first_bar_at_or_below_zero() -> None:
     assert bankrupt_at([1.0, 0.0, -1.0, 2.0]) == 1
     assert bankrupt_at([-1.0, 1.0, -2.0], first=1) == 2
     assert bankrupt_at(np.array([5.0, np.nan])) == 1
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("first", [0, 1])
+def test_the_screens_equity_ends_at_a_bankruptcy_as_the_books(first: int) -> None:
+    """The screens' equity (``BooksEquity``) ends at the bust at zero, as the books: a
+    screened set that went through zero never ranks on returns from negative equity."""
+
+    class Run(BooksEquity):
+        window = SimpleNamespace(first=first)
+        values = np.array([100.0, 50.0, -10.0, 20.0])
+        cash = 100.0
+
+    assert Run().bankrupt_at() == 2
+    base = [100.0] if first else [Run.cash, 100.0]  # the value before the fold's first bar
+    assert Run().equity().tolist() == [*base, 50.0, 0.0]
+    assert Run().returns().tolist()[-2:] == [-0.5, -1.0]
 
 
 # ---------------------------------------------------------------------------- the books

@@ -9,12 +9,15 @@ module, which holds the same bars and the same cost model, then
    placed on, on or after the fold's start; a market order's price is the bar's open with
    the slippage (capped by the bar's range, as the broker does), a close order's the bar's
    close, any other order's within the bar's range; its commission is the cost model's;
-   the cash it needs is there;
+   the cash it needs is there; a fill that opens exposure leaves it within the initial
+   margin (``backtest.margin``: the broker refuses the opening part of an order beyond it);
 2. replays cash, positions and equity itself, with backtrader's own arithmetic (the same
    float operations in the same order, so an honest run's figures are bit-identical);
 3. compares the value the child saw at every bar with the replay: a difference is a cash
    change no fill explains (``broker.add_cash``, an edited analyzer);
-4. computes the metrics from its own replay (``backtest.metrics``).
+4. computes the metrics from its own replay (``backtest.metrics``); a run whose equity
+   reaches zero or below is ``status: "bankrupt"`` and ends on that bar, at zero: no return
+   is computed on non-positive equity.
 
 Any failed check raises ``IntegrityError`` naming the first discrepancy; ``account`` turns it
 into a ``status: "integrity_error"`` result, which the gate treats as a veto.
@@ -43,6 +46,7 @@ import numpy as np
 import pandas as pd
 
 from backtest.contracts import BacktestJob, BacktestResult, CostModel, Fold, JobStatus
+from backtest.margin import MARGIN_RTOL, bankrupt_at, exposure_after, margin_refuses, opens
 from backtest.metrics import compute_metrics
 from backtest.period_keys import index_keys
 from backtest.quality import OHLCV
@@ -356,6 +360,32 @@ def _check_fill(
     return f.price
 
 
+def _beyond_margin(
+    f: ClaimedFill, price: float, book: _Replay, feeds: list[_Bars], rate: float, cap: float
+) -> str | None:
+    """The initial margin (``backtest.margin``) before the fill: why the broker refuses a fill
+    that opens exposure beyond ``cap`` times the equity (claimed, an integrity error)."""
+    held = book.positions[f.data].size
+    if not opens(held, f.size):
+        return None
+    gross, equity = exposure_after(
+        book.cash,
+        [p.size for p in book.positions],
+        [b.open[f.executed] for b in feeds],
+        f.data,
+        f.size,
+        price,
+        abs(f.size) * rate * price,
+    )
+    if not margin_refuses(gross, equity, cap, rtol=MARGIN_RTOL):
+        return None
+    return (
+        f"beyond the margin: gross exposure {gross:.2f} on equity {equity:.2f} after it, "
+        f"the cap is {cap:g}x equity (the broker refuses it; deliberate leverage: raise "
+        "max_gross_leverage)"
+    )
+
+
 def _execute(
     k: int, f: ClaimedFill, price: float, book: _Replay, rate: float, day: date
 ) -> tuple[float, float]:
@@ -467,6 +497,7 @@ def keep_books(job: BacktestJob, log: FillLog, *, duration_s: float = 0.0) -> Bo
         realise_reductions=read_only.count(False) > 1,
     )
     fills: list[Fill] = []
+    realised: list[tuple[int, int]] = []  # (bar, trades realised by then) after each fill
     # State after each bar that had fills: (bar, cash, sizes, average prices).
     marks: list[tuple[int, float, list[float], list[float]]] = []
     last = 0
@@ -478,7 +509,10 @@ def keep_books(job: BacktestJob, log: FillLog, *, duration_s: float = 0.0) -> Bo
             )
         price = _check_fill(k, claimed, feeds, n, first, costs, last)
         day = bars.dates[claimed.executed]
-        size, commission = _execute(k, claimed, price, book, rate, day)
+        beyond = _beyond_margin(claimed, price, book, feeds, rate, costs.max_gross_leverage)
+        size, commission = _execute(k, claimed, price, book, rate, day)  # cash first
+        if beyond:
+            raise IntegrityError(f"fill #{k} ({claimed.side} {claimed.size:g} on {day}): {beyond}")
         if not _same(claimed.commission, commission, PRICE_RTOL):
             raise IntegrityError(
                 f"fill #{k} ({claimed.side} {claimed.size:g} on {day}): commission "
@@ -510,6 +544,7 @@ def keep_books(job: BacktestJob, log: FillLog, *, duration_s: float = 0.0) -> Bo
             )
         )
         last = claimed.executed
+        realised.append((claimed.executed, len(book.pnls)))
 
     cash, sizes, avgs = forward_fill(marks, n, costs.cash, len(feeds))
     values = broker_values([f.close[:n] for f in feeds], cash, sizes, avgs)
@@ -522,14 +557,31 @@ def keep_books(job: BacktestJob, log: FillLog, *, duration_s: float = 0.0) -> Bo
             f"{claimed_values[i]!r}, the books {values[i]!r}"
         )
 
+    # Bankrupt: the equity reached zero or below. The run ends on that bar, at zero (the loss
+    # stops at the capital): no return is computed on non-positive equity.
+    status, error, end, pnls = JobStatus.OK, None, n, book.pnls
+    bust = bankrupt_at(values[:n], first)
+    if bust is not None:
+        end = bust + 1
+        pnls = book.pnls[: max((c for bar, c in realised if bar <= bust), default=0)]
+        status = JobStatus.BANKRUPT
+        error = (
+            f"bankrupt on {bars.dates[bust]}: the equity reached {float(values[bust]):.2f}; "
+            "the run ends there (total return -100 %)"
+        )
     base = float(values[first - 1]) if first > 0 else costs.cash
-    equity = np.concatenate([[base], values[first:n]])
-    in_market = (sizes[first:n] != 0).any(axis=1)
+    equity = np.concatenate([[base], values[first:end]])
+    if bust is not None:
+        equity[-1] = 0.0
+    in_market = (sizes[first:end] != 0).any(axis=1)
     bars_in_market = int(in_market.sum())
-    traded = float(sum(abs(f.size) * f.price for f in fills if f.executed >= fold_start))
+    last_day = bars.dates[end - 1]
+    traded = float(
+        sum(abs(f.size) * f.price for f in fills if fold_start <= f.executed <= last_day)
+    )
     metrics = compute_metrics(
         equity,
-        trade_pnls=book.pnls,
+        trade_pnls=pnls,
         bars_in_market=bars_in_market,
         periods_per_year=job.periods_per_year,
         traded_notional=traded,
@@ -540,11 +592,12 @@ def keep_books(job: BacktestJob, log: FillLog, *, duration_s: float = 0.0) -> Bo
         variant_id=job.variant_id,
         symbol=job.symbol,
         fold=job.fold.index,
-        status=JobStatus.OK,
+        status=status,
         metrics=metrics,
-        return_dates=index_keys(frame.index[first:n]),
+        error=error,
+        return_dates=index_keys(frame.index[first:end]),
         returns=returns,
-        trade_pnls=list(book.pnls),
+        trade_pnls=list(pnls),
         bars_in_market=bars_in_market,
         traded_notional=traded,
         duration_s=duration_s,

@@ -10,6 +10,8 @@ from datetime import date, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
 
+from backtest.margin import MAX_GROSS_LEVERAGE
+
 if TYPE_CHECKING:
     import pandas as pd
 
@@ -46,6 +48,13 @@ def add_window_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--commission", type=float, default=0.1, help="percent per side (0.1)")
     p.add_argument("--slippage", type=float, default=0.05, help="percent per side (0.05)")
     p.add_argument("--cash", type=float, default=100_000.0)
+    p.add_argument(
+        "--max-gross-leverage",
+        type=float,
+        default=MAX_GROSS_LEVERAGE,
+        help=f"initial margin: gross exposure over equity after an opening fill "
+        f"({MAX_GROSS_LEVERAGE:g}; above it is deliberate leverage; backtest.margin)",
+    )
 
 
 def checked_tickers(prog: str, args: argparse.Namespace) -> list[str]:
@@ -58,6 +67,8 @@ def checked_tickers(prog: str, args: argparse.Namespace) -> list[str]:
     for name in ("commission", "slippage"):
         if not 0 <= getattr(args, name) <= 5:
             refuse(prog, f"--{name}", "must be a percentage between 0 and 5")
+    if not 0 < args.max_gross_leverage <= 1000:
+        refuse(prog, "--max-gross-leverage", "must be above 0 and at most 1000 (e.g. 2 or 4)")
     return tickers
 
 
@@ -81,7 +92,12 @@ def load_window(
             msg = str(exc)
             arg, _, rest = msg.partition(": ")
             refuse(prog, arg if arg.startswith("--") else "--tickers", rest if rest else msg)
-    costs = CostModel(commission_pct=args.commission, slippage_pct=args.slippage, cash=args.cash)
+    costs = CostModel(
+        commission_pct=args.commission,
+        slippage_pct=args.slippage,
+        cash=args.cash,
+        max_gross_leverage=args.max_gross_leverage,
+    )
     fold = Fold(index=0, warmup_start=warmup_start, start=args.start, end=args.end)
     return bars, fold, costs, periods_per_year(next(iter(bars.values())))
 

@@ -13,6 +13,8 @@ from enum import StrEnum
 import pandas as pd
 from pydantic import BaseModel, Field
 
+from backtest.margin import MAX_GROSS_LEVERAGE
+
 
 class CostModel(BaseModel):
     """Execution costs. Percentages are per side, of traded notional."""
@@ -20,6 +22,10 @@ class CostModel(BaseModel):
     commission_pct: float = Field(0.1, ge=0, le=5)
     slippage_pct: float = Field(0.05, ge=0, le=5)
     cash: float = Field(100_000.0, gt=0)
+    # The initial margin (``backtest.margin``): gross exposure after an opening fill over
+    # equity. The broker refuses an order beyond it; the books call a fill beyond it an
+    # integrity error. Above the default is deliberate leverage.
+    max_gross_leverage: float = Field(MAX_GROSS_LEVERAGE, gt=0, le=1000)
 
 
 class Fold(BaseModel):
@@ -71,6 +77,9 @@ class JobStatus(StrEnum):
     # The child's fill log failed the trusted side's books (an impossible fill, a cash change
     # no fill explains, a log of another job): its figures are not believed, the variant is out.
     INTEGRITY_ERROR = "integrity_error"
+    # The equity reached zero or below (``backtest.margin``): the run ends on that bar, its
+    # metrics (total return -100 %) are of the equity until then, and the variant is out.
+    BANKRUPT = "bankrupt"
 
 
 class Metrics(BaseModel):

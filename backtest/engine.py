@@ -35,6 +35,7 @@ from backtest.books import ClaimedFill, Fill, FillLog, account, feed_frame, feed
 from backtest.compat import import_backtrader
 from backtest.contracts import BacktestJob, BacktestResult, CostModel, Fold, JobStatus
 from backtest.feed import FramePandasData
+from backtest.margin import MAX_GROSS_LEVERAGE, exposure_after, margin_refuses, opens
 from strategies.parsing import compile_source
 
 bt = import_backtrader()
@@ -141,6 +142,61 @@ class _Recorder(bt.Analyzer):
 
     def get_analysis(self) -> dict[str, Any]:
         return {"n_bars": len(self.values), "n_fills": len(self.fills)}
+
+
+# ---------------------------------------------------------------------------- broker
+
+
+class MarginedBroker(bt.brokers.BackBroker):
+    """backtrader's ``BackBroker`` with the lab's initial margin (``backtest.margin``).
+
+    A stock-like broker checks only cash, and a short sale credits it: without this, any
+    short was affordable. When an order's fill would open exposure beyond
+    ``max_gross_leverage`` times the equity, its opening part is refused, exactly as the
+    broker refuses an opening part the cash cannot pay: the part that covers a position held
+    the other way still fills, the rest is refused (status ``Margin``, its bracket
+    cancelled). Every other order executes as in ``BackBroker``, float for float.
+    """
+
+    params = (("max_gross_leverage", MAX_GROSS_LEVERAGE),)
+
+    def _execute(self, order, ago=None, price=None, cash=None, position=None, dtcoc=None):  # type: ignore[no-untyped-def]
+        if ago is None or price is None or not self._over_margin(order, price):
+            return super()._execute(
+                order, ago=ago, price=price, cash=cash, position=position, dtcoc=dtcoc
+            )
+        held = self.positions[order.data].size
+        if held and (held > 0) != (order.executed.remsize > 0):
+            # A reversal: the cover fills alone. backtrader sizes a fill by its ``filler``
+            # (unsigned); the broker's own code then books it, float for float.
+            cover, filler = abs(held), self.p.filler
+            self.p.filler = lambda order, price, ago: cover
+            try:
+                super()._execute(order, ago=ago, price=price, dtcoc=dtcoc)
+            finally:
+                self.p.filler = filler
+        order.margin()
+        self.notify(order)
+        self._ococheck(order)
+        self._bracketize(order, cancel=True)
+        return None
+
+    def _over_margin(self, order: Any, price: float) -> bool:
+        size = order.executed.remsize
+        data = order.data
+        if not opens(self.positions[data].size, size):
+            return False
+        datas = list(self.positions)  # every feed the strategy touched (the recorder: all)
+        gross, equity = exposure_after(
+            self.cash,
+            [self.positions[d].size for d in datas],
+            [d.open[0] for d in datas],
+            datas.index(data),
+            size,
+            price,
+            self.getcommissioninfo(data).getcommission(size, price),
+        )
+        return margin_refuses(gross, equity, self.p.max_gross_leverage)
 
 
 # ---------------------------------------------------------------------------- code loading
@@ -354,6 +410,7 @@ def _simulate(job: BacktestJob, run: EngineRun, code_file_box: list[str], books:
         cerebro.addstrategy(_gated(user_cls, fold_start), **params)
         cerebro.addanalyzer(_Recorder, _name="recorder", stop_after=job.stop_after)
         costs = job.costs
+        cerebro.setbroker(MarginedBroker(max_gross_leverage=costs.max_gross_leverage))
         cerebro.broker.setcash(costs.cash)
         cerebro.broker.setcommission(commission=costs.commission_pct / 100.0)
         cerebro.broker.set_slippage_perc(

@@ -3,7 +3,7 @@
 Prints ONE JSON object on stdout and nothing else:
 
     {"file": ..., "tickers": [...], "start": ..., "end": ..., "warmup_start": ...,
-     "status": "ok" | "error" | "timeout" | "rejected" | "integrity_error",
+     "status": "ok" | "error" | "timeout" | "rejected" | "integrity_error" | "bankrupt",
      "metrics": {...} | null,          # one ticker: its metrics; several: see below
      "error": str | null,
      "lookahead": {"biased": bool, "mismatches": [...], "n_cuts": int,
@@ -13,7 +13,8 @@ Prints ONE JSON object on stdout and nothing else:
      "warnings": [str, ...]}           # e.g. orders the broker refused; also on stderr
 
 With several tickers the top-level ``status`` is the worst one (integrity_error >
-rejected > error > timeout > ok), ``metrics`` is the equal-weight portfolio of the tickers that
+bankrupt > rejected > error > timeout > ok; bankrupt: the equity reached zero, the run
+ended there, its metrics are of the equity until then: ``backtest.margin``), ``metrics`` is the equal-weight portfolio of the tickers that
 ran ok (daily mean of their returns) and ``lookahead.biased`` is true when any
 ticker's check was. Exit 0 whenever the file could be judged (whatever the
 status), 2 on bad arguments (one line on stderr naming the argument).
@@ -56,7 +57,8 @@ from backtest.metrics import strict_json
 
 PROG = "backtest.run"
 _WORST = {
-    JobStatus.INTEGRITY_ERROR: 4,
+    JobStatus.INTEGRITY_ERROR: 5,
+    JobStatus.BANKRUPT: 4,
     JobStatus.REJECTED: 3,
     JobStatus.ERROR: 2,
     JobStatus.TIMEOUT: 1,

@@ -181,6 +181,7 @@ def evaluate(
     knobs[sf.K_CASH] = costs.cash
     knobs[sf.K_RATE] = costs.commission_pct / 100.0
     knobs[sf.K_SLIP] = costs.slippage_pct / 100.0
+    knobs[sf.K_MAX_LEVERAGE] = costs.max_gross_leverage
     ready = np.isnan(cond.checks[0])  # in place: stacking the checks would copy them all
     for a in cond.checks[1:]:
         ready |= np.isnan(a)
@@ -318,9 +319,11 @@ def books_result(
         variant_id=spec.trial_key(),
         symbol=window.symbol,
         fold=0,
-        status=JobStatus.OK,
+        # Bankrupt: the books' status; its returns end at the bust (the trades and turnover
+        # are the run's: a bankrupt set only has to rank last, Backtrader's books judge it).
+        status=JobStatus.OK if run.bankrupt_at() is None else JobStatus.BANKRUPT,
         metrics=metrics,
-        return_dates=window.return_keys[: n - first],
+        return_dates=window.return_keys[: len(equity) - 1],
         returns=(equity[1:] / equity[:-1] - 1.0).tolist(),
         trade_pnls=pnls,
         bars_in_market=bars_in_market,

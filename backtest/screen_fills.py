@@ -6,7 +6,8 @@ One pass over the bars does, per bar, what ``backtest.engine`` runs in backtrade
    price it was created with (the signal bar's close, ``check_submitted``): if the cash after it
    would be negative the order is refused (``Margin``); else it fills at this bar's open with the
    slippage (``slip_open``, ``slip_match`` without ``slip_out``: capped at the high / low), and an
-   opening fill the cash cannot pay at that price is refused too. The cash arithmetic is the
+   opening fill the cash cannot pay at that price, or the initial margin refuses
+   (``backtest.margin``), is refused too. The cash arithmetic is the
    broker's (``backtest.books._execute``), in the same order of float operations;
 2. ``notify_order``: an opening fill records the entry price (the order's ``executed.price``,
    ``(0.0 + size * price) / size``), the entry bar, the best close and the ATR stop level;
@@ -136,7 +137,8 @@ def _exit_due(
 # instead of two dozen scalars keeps numba's per-call dispatch cheap.
 K_STOP_LOSS, K_TAKE_PROFIT, K_ATR_MULT, K_TRAIL, K_MAX_HOLD = 0, 1, 2, 3, 4
 K_FRACTION, K_RISK, K_TARGET_VOL, K_SQRT_BPY, K_CASH, K_RATE, K_SLIP = 5, 6, 7, 8, 9, 10, 11
-N_KNOBS = 12
+K_MAX_LEVERAGE = 12
+N_KNOBS = 13
 M_START, M_FIRST, M_SHORTS, M_EXITS, M_SIZING, M_STOP = 0, 1, 2, 3, 4, 5
 N_MODES = 6
 
@@ -166,7 +168,7 @@ def simulate(
     atr_mult, trail_pct, max_hold = knobs[K_ATR_MULT], knobs[K_TRAIL], knobs[K_MAX_HOLD]
     fraction, risk_pct, target_vol = knobs[K_FRACTION], knobs[K_RISK], knobs[K_TARGET_VOL]
     sqrt_bars_per_year, cash0 = knobs[K_SQRT_BPY], knobs[K_CASH]
-    rate, slip = knobs[K_RATE], knobs[K_SLIP]
+    rate, slip, max_leverage = knobs[K_RATE], knobs[K_SLIP], knobs[K_MAX_LEVERAGE]
     n = close.size
     fill_created = np.empty(n, np.int64)
     fill_bar = np.empty(n, np.int64)
@@ -209,7 +211,9 @@ def simulate(
                 if pos == 0.0:
                     after = cash - order * price
                     after -= abs(order) * rate * price
-                    if after < 0.0:
+                    # the initial margin (backtest.margin.exposure_after from flat, its floats)
+                    gross = 0.0 + abs(order) * price
+                    if after < 0.0 or not gross <= max_leverage * (after + (0.0 + order * price)):
                         refused += 1
                     else:
                         cash = after

@@ -19,8 +19,8 @@ module replays that code and the engine's broker (``backtest.engine``) as they r
   orders in submission order at their created price (the signal bar's close) on a running
   cash, refusing any order that leaves it negative (and carrying the negative cash on, as
   backtrader does); the accepted ones fill at the open with the slippage (capped by the bar),
-  an opening part the cash cannot pay is dropped (the closing part of the same order still
-  fills). The cash arithmetic is the broker's, in its order of float operations;
+  an opening part the initial margin refuses (``backtest.margin``) or the cash cannot pay is
+  dropped (the closing part of the same order still fills). The cash arithmetic is the broker's, in its order of float operations;
 * the books (``backtest.books``): the value at every bar's close summed feed by feed, and, as a
   portfolio job has several feeds, every fill that reduces a position realises a trade
   (the part sold or covered against the average price, net of that fill's commission).
@@ -47,6 +47,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from backtest import margin
 from backtest import screen_indicators as ind
 from backtest.books import Position, broker_values, feed_frames, forward_fill
 from backtest.contracts import BacktestResult, CostModel, Fold, JobStatus
@@ -344,6 +345,19 @@ def evaluate(
                 price = o * (1 - slip) if slip else o
                 price = price if price >= lows[j][t] else lows[j][t]
             pos = positions[j]
+            # the broker's initial margin refuses the opening part (a cover still fills)
+            beyond = margin.opens(pos.size, size) and margin.margin_refuses(
+                *margin.exposure_after(
+                    cash,
+                    [p.size for p in positions],
+                    [opens[k][t] for k in range(len(positions))],
+                    j,
+                    size,
+                    price,
+                    abs(size) * rate * price,
+                ),
+                costs.max_gross_leverage,
+            )
             pprice_orig = pos.price
             opened, closed = Position(pos.size, pos.price).update(size, price)
             pnl = -closed * (price - pprice_orig) * 1.0
@@ -360,6 +374,8 @@ def evaluate(
                 c += 0.0
                 cash = c
             popened = opened
+            if opened and beyond:
+                opened = 0.0  # beyond the margin: the opening part is dropped
             if opened:
                 openedvalue = opened * price
                 opencash = openedvalue
@@ -455,9 +471,11 @@ def books_result(
         variant_id=spec.trial_key(),
         symbol=LABEL,
         fold=0,
-        status=JobStatus.OK,
+        # Bankrupt: the books' status; its returns end at the bust (the trades and turnover
+        # are the run's: a bankrupt set only has to rank last, Backtrader's books judge it).
+        status=JobStatus.OK if run.bankrupt_at() is None else JobStatus.BANKRUPT,
         metrics=metrics,
-        return_dates=window.return_keys[: n - first],
+        return_dates=window.return_keys[: len(equity) - 1],
         returns=(equity[1:] / equity[:-1] - 1.0).tolist(),
         trade_pnls=list(run.pnls),
         bars_in_market=bars_in_market,

@@ -41,6 +41,7 @@ class Veto(StrEnum):
     ALL_FAILED = "all_failed"
     ERROR_RATE = "error_rate"
     INTEGRITY = "integrity"  # a job's fill log failed the trusted books: nothing it says counts
+    BANKRUPT = "bankrupt"  # a job's equity reached zero (backtest.margin): its run ended there
     LOOKAHEAD = "lookahead"  # measured: orders or indicators change when the future is cut
     LOOKAHEAD_UNCHECKED = "lookahead_unchecked"  # the check could not run: not evidence of bias
     NO_RETURNS = "no_returns"

@@ -30,10 +30,13 @@ def _vetoes(
     n_errors: int,
     criteria: Criteria,
     integrity: str | None = None,
+    bankrupt: str | None = None,
 ) -> list[tuple[Veto, str]]:
     v: list[tuple[Veto, str]] = []
     if integrity:
         v.append((Veto.INTEGRITY, f"integrity error: {integrity}"))
+    if bankrupt:
+        v.append((Veto.BANKRUPT, bankrupt))
     if n_jobs == 0:
         v.append((Veto.NO_RESULTS, "no backtest results for this variant"))
     elif n_errors == n_jobs:
@@ -131,12 +134,15 @@ def evaluate_variants(
             )
         )[:MAX_ERRORS_KEPT]
         broken = next((r for r in jobs if r.status == JobStatus.INTEGRITY_ERROR), None)
+        # A bankrupt job is not averaged away with the others: its equity went to zero.
+        bust = next((r for r in jobs if r.status == JobStatus.BANKRUPT), None)
         vetoes = _vetoes(
             metrics,
             len(jobs),
             len(failed),
             criteria,
             None if broken is None else f"{broken.symbol}/fold{broken.fold}: {broken.error}",
+            None if bust is None else f"{bust.symbol}/fold{bust.fold} {bust.error}",
         )
         alpha = _alpha(jobs, metrics, benchmark, benchmark_name, periods_per_year)
         evals.append(

@@ -73,6 +73,8 @@ def _bug_signals(e: VariantEvaluation, min_trades: int) -> list[tuple[Hint | Non
             s.append((Hint.LOOKAHEAD, f"{e.variant_id}: {why}"))
         elif kind == Veto.INTEGRITY:  # code whose claims fail the books is broken code: FIX
             s.append((Hint.EXCEPTIONS, f"{e.variant_id}: {why}"))
+        elif kind == Veto.BANKRUPT:  # sizing that can lose the whole capital is broken: FIX
+            s.append((None, f"{e.variant_id}: {why}"))
     m = e.metrics
     if m is None:
         if not (e.n_jobs and e.n_errors == e.n_jobs):

@@ -200,6 +200,7 @@ STRATEGIES = {
     "close_stop_trail": """
         def __init__(self):
             self.sma = bt.ind.SMA(period=7)
+            self.trail = None
 
         def next(self):
             if not self.position:
@@ -207,8 +208,10 @@ STRATEGIES = {
                     self.buy(size=20, exectype=bt.Order.Close)
                 else:
                     self.buy(size=20, exectype=bt.Order.Stop, price=self.data.high[0], valid=2)
-            else:
-                self.sell(size=20, exectype=bt.Order.StopTrail, trailpercent=0.02)
+            elif self.trail is None or not self.trail.alive():
+                # One trailing stop at a time: a new one every bar piled up shorts until the
+                # equity went through zero, which the margin now refuses (test_bt_hostile_margin).
+                self.trail = self.sell(size=20, exectype=bt.Order.StopTrail, trailpercent=0.02)
     """,
     "fractional_many_per_bar": """
         def next(self):

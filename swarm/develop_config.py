@@ -22,18 +22,15 @@ def config_from_args(args: argparse.Namespace):
     from gate.criteria import parse_criteria
     from gate.errors import CriteriaError
     from swarm.config import RunConfig
-    from swarm.directive import parse_directive
+    from swarm.directive import DirectiveError
+    from swarm.plan import build_plan, llm_client_for_plan, plan_summary
 
     directive = (args.directive or "").strip()
     if not directive:
         raise UserInputError(
             '--directive: empty; say what to look for, e.g. "momentum alpha in tech"'
         )
-    plan = parse_directive(directive)
-    tickers, universe_source = plan.tickers, plan.universe_source
-    if args.tickers is not None:
-        tickers = parse_tickers(args.tickers)
-        universe_source = "--tickers"
+    timeframe_arg = args.timeframe  # None: the directive's (check_data_args fills in 1d)
     start, end = check_data_args(args)
     if args.variants < 1:
         raise UserInputError(f"--variants: {args.variants} must be at least 1 (default 5)")
@@ -78,6 +75,16 @@ def config_from_args(args: argparse.Namespace):
     if llm_settings.provider == "openai" and not os.environ.get("OPENAI_API_KEY"):
         raise UserInputError("--llm openai:…: set OPENAI_API_KEY, or use --llm none")
     try:
+        plan = build_plan(
+            directive, data_dir=args.data_dir, source=args.source, offline=args.offline,
+            timeframe=timeframe_arg,
+            tickers=parse_tickers(args.tickers) if args.tickers is not None else None,
+            llm=llm_client_for_plan(llm_settings) if llm_settings.enabled else None,
+        )  # fmt: skip
+    except DirectiveError as exc:
+        raise UserInputError(str(exc)) from None
+    tickers, universe_source = plan.tickers, plan.universe_source
+    try:
         criteria = parse_criteria(args.criteria)
     except CriteriaError as exc:
         raise UserInputError(f"--criteria: {exc}") from None
@@ -94,14 +101,17 @@ def config_from_args(args: argparse.Namespace):
     check_regime_data(  # a regime filter asked for needs its index files (swarm.regime_data)
         styles, data_dir=args.data_dir, source=args.source, timeframe=args.timeframe,
     )  # fmt: skip
+    summary = plan_summary(plan, start=start, end=end, benchmark=benchmark, families=families)
     config = RunConfig(
         directive=directive,
+        styles=plan.styles,
+        plan=summary,
         tickers=tickers,
         universe_source=universe_source,
         preferred_families=styles,
         start=start,
         end=end,
-        timeframe=args.timeframe,
+        timeframe=plan.timeframe,
         data_dir=args.data_dir.resolve() if args.data_dir else None,
         source=args.source,
         news_file=args.news_file.resolve() if args.news_file else None,

@@ -32,9 +32,7 @@ class LLMPlan(BaseModel):
     )
     tickers: list[str] = Field(description="explicit ticker symbols named, upper case")
     timeframe: Literal["1d", "1h"] = Field(description="bar size: 1h for hourly/intraday")
-    scope: list[str] = Field(
-        description="from: long_only, long_short, market_neutral, portfolio"
-    )
+    scope: list[str] = Field(description="from: long_only, long_short, market_neutral, portfolio")
     benchmark: str | None = Field(
         None, description="cash (absolute return, market neutral), buy-and-hold, or a symbol"
     )
@@ -125,9 +123,12 @@ def _llm_plan(client: Any, rules: Plan) -> Plan | None:
     from swarm.llm.retry import ask_with_retry
 
     messages = [
-        ("system", "You read a quant researcher's directive into a typed plan. Use only the "
-                   "vocabulary each field lists; leave a field empty when the directive is "
-                   "silent."),  # fmt: skip
+        (
+            "system",
+            "You read a quant researcher's directive into a typed plan. Use only the "
+            "vocabulary each field lists; leave a field empty when the directive is "
+            "silent.",
+        ),  # fmt: skip
         ("human", f"Directive: {rules.directive}"),
     ]
 

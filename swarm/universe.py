@@ -155,7 +155,9 @@ def _gics_names(path: Path | None, term: str) -> list[str]:
         return []
     if kind == "sector":
         return [r["ticker"] for r in rows if r.get("gics_sector") == value]
-    return [r["ticker"] for r in rows if value.lower() in (r.get("gics_sub_industry") or "").lower()]
+    return [
+        r["ticker"] for r in rows if value.lower() in (r.get("gics_sub_industry") or "").lower()
+    ]
 
 
 def _coin_series(inv: Inventory, coins: tuple[str, ...]) -> list[str]:
@@ -187,7 +189,7 @@ def _term_symbols(term: str, inv: Inventory) -> tuple[list[str], str]:
 
 
 def suggestions(word: str, inv: Inventory) -> str:
-    """"did you mean …" among the data's symbols, else a few of them."""
+    """ "did you mean …" among the data's symbols, else a few of them."""
     if inv.symbols is None:
         return ""
     close = difflib.get_close_matches(word.upper(), inv.symbols, n=3, cutoff=0.5)
@@ -217,8 +219,11 @@ def resolve_universe(plan: Plan, inv: Inventory) -> Plan:
         for term in plan.universe_terms:
             found, origin = _term_symbols(term, inv)
             if not found:
-                label = "GICS sector map and built-in list" if term not in ASSET_CLASSES else (
-                    "built-in list")
+                label = (
+                    "GICS sector map and built-in list"
+                    if term not in ASSET_CLASSES
+                    else ("built-in list")
+                )
                 raise DirectiveError(
                     f"--directive: {term!r} has no symbols with data at {plan.timeframe} in "
                     f"{inv.describe()} (looked up in the {label}; understood: "

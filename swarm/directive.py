@@ -590,6 +590,8 @@ def parse_directive(directive: str) -> Plan:
             )
         ignored.append(token)
 
+    low = original.lower()
+    understood.sort(key=lambda w: low.find(w.lower()))
     if explicit:
         tickers, source = explicit, "directive"
     elif terms:

@@ -83,14 +83,14 @@ class Inventory:
 
 
 def _intraday(path: Path) -> bool:
-    """Whether a plain SYMBOL.csv holds bars with times of day (read its first data line)."""
+    """Whether a plain SYMBOL.csv holds bars with times of day (read its first data lines)."""
     try:
         with path.open(encoding="utf-8", errors="replace") as fh:
             fh.readline()
-            first = fh.readline().split(",")[0].strip()
+            stamps = [fh.readline().split(",")[0].strip() for _ in range(3)]
     except OSError:
         return False
-    return len(first) > 10 and first[10] in " T" and first[11:16] not in ("", "00:00")
+    return any(len(s) > 15 and s[10] in " T" and s[11:16] != "00:00" for s in stamps)
 
 
 def csv_symbols(data_dir: Path, timeframe: str) -> list[str]:

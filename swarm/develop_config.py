@@ -22,7 +22,7 @@ def config_from_args(args: argparse.Namespace):
     from gate.criteria import parse_criteria
     from gate.errors import CriteriaError
     from swarm.config import RunConfig
-    from swarm.directive import DirectiveError
+    from swarm.directive import DirectiveError, parse_directive
     from swarm.plan import build_plan, llm_client_for_plan, plan_summary
 
     directive = (args.directive or "").strip()
@@ -74,11 +74,16 @@ def config_from_args(args: argparse.Namespace):
         raise UserInputError(str(exc)) from None
     if llm_settings.provider == "openai" and not os.environ.get("OPENAI_API_KEY"):
         raise UserInputError("--llm openai:…: set OPENAI_API_KEY, or use --llm none")
+    tickers_arg = parse_tickers(args.tickers) if args.tickers is not None else None
     try:
+        # A portfolio family on one named symbol says so before any data is looked at.
+        read = parse_directive(directive)
+        named = tickers_arg or read.explicit_tickers or None
+        _check_portfolio_universe(_families(args.families, read.preferred_families), named)
         plan = build_plan(
             directive, data_dir=args.data_dir, source=args.source, offline=args.offline,
             timeframe=timeframe_arg,
-            tickers=parse_tickers(args.tickers) if args.tickers is not None else None,
+            tickers=tickers_arg,
             llm=llm_client_for_plan(llm_settings) if llm_settings.enabled else None,
         )  # fmt: skip
     except DirectiveError as exc:

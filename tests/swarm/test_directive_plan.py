@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
+from strategies.taxonomy import within_directive
 from swarm.directive import DirectiveError, parse_directive
 from swarm.plan import build_plan, plan_summary
-from strategies.taxonomy import within_directive
 
 pytestmark = pytest.mark.unit
 
@@ -82,59 +82,178 @@ TABLE = [
     ("mean reversion in semiconductors", "daily", SEMIS, "1d", ["mean_reversion"], None, []),
     ("breakout in chips", "daily", SEMIS, "1d", ["breakout"], None, []),
     ("semiconductors", "daily", SEMIS, "1d", [], None, []),
-    ("momentum in software", "daily", ["MSFT", "ORCL", "ADBE", "CRM"], "1d", ["momentum"],
-     None, []),  # fmt: skip
-    ("trend following in internet stocks", "daily", ["GOOGL", "AMZN", "FB", "NFLX"], "1d",
-     ["trend"], None, []),  # fmt: skip
+    (
+        "momentum in software",
+        "daily",
+        ["MSFT", "ORCL", "ADBE", "CRM"],
+        "1d",
+        ["momentum"],
+        None,
+        [],
+    ),  # fmt: skip
+    (
+        "trend following in internet stocks",
+        "daily",
+        ["GOOGL", "AMZN", "FB", "NFLX"],
+        "1d",
+        ["trend"],
+        None,
+        [],
+    ),  # fmt: skip
     ("ETFs", "daily", ETFS, "1d", [], None, []),
     ("low volatility ETFs", "daily", ETFS, "1d", ["low_volatility"], None, ["portfolio"]),
     ("low-vol stocks in tech", "daily", TECH, "1d", ["low_volatility"], None, ["portfolio"]),
     ("minimum volatility tech", "daily", TECH, "1d", ["low_volatility"], None, ["portfolio"]),
-    ("trend following on US indices", "daily", ETFS, "1d", ["trend", "index_regime"], None,
-     []),  # fmt: skip
+    (
+        "trend following on US indices",
+        "daily",
+        ETFS,
+        "1d",
+        ["trend", "index_regime"],
+        None,
+        [],
+    ),  # fmt: skip
     ("bitcoin", "crypto", ["BTC-USD"], "1d", [], None, []),
     ("crypto momentum", "crypto", ["BTC-USD", "ETH-USD"], "1d", ["momentum"], None, []),
     ("ether mean reversion", "crypto", ["ETH-USD"], "1d", ["mean_reversion"], None, []),
     ("hourly breakout on BTC", "crypto", ["BTCUSD"], "1h", ["breakout"], None, []),
-    ("intraday momentum in crypto", "crypto", ["BTCUSD", "ETHUSDT"], "1h", ["momentum"], None,
-     []),  # fmt: skip
+    (
+        "intraday momentum in crypto",
+        "crypto",
+        ["BTCUSD", "ETHUSDT"],
+        "1h",
+        ["momentum"],
+        None,
+        [],
+    ),  # fmt: skip
     ("1h trend on ethereum", "crypto", ["ETHUSDT"], "1h", ["trend"], None, []),
     ("daily bitcoin breakout", "crypto", ["BTC-USD"], "1d", ["breakout"], None, []),
-    ("hourly momentum on AAPL and MSFT", "hourly", ["AAPL", "MSFT"], "1h", ["momentum"], None,
-     []),  # fmt: skip
-    ("pairs trading MSFT GOOGL", "daily", ["MSFT", "GOOGL"], "1d", ["pairs"], None,
-     ["portfolio"]),  # fmt: skip
+    (
+        "hourly momentum on AAPL and MSFT",
+        "hourly",
+        ["AAPL", "MSFT"],
+        "1h",
+        ["momentum"],
+        None,
+        [],
+    ),  # fmt: skip
+    (
+        "pairs trading MSFT GOOGL",
+        "daily",
+        ["MSFT", "GOOGL"],
+        "1d",
+        ["pairs"],
+        None,
+        ["portfolio"],
+    ),  # fmt: skip
     ("pairs trading in semis", "daily", SEMIS, "1d", ["pairs"], None, ["portfolio"]),
-    ("cross-sectional momentum in tech", "daily", TECH, "1d",
-     ["cross_sectional_momentum", "momentum"], None, ["portfolio"]),  # fmt: skip
-    ("relative strength rotation of indices", "daily", ETFS, "1d",
-     ["rotation", "cross_sectional_momentum"], None, ["portfolio"]),  # fmt: skip
-    ("breakout on $AAPL and MSFT hourly", "hourly", ["AAPL", "MSFT"], "1h", ["breakout"], None,
-     []),  # fmt: skip
-    ("trend following with a volatility squeeze", "daily", TECH, "1d", ["trend", "volatility"],
-     None, []),  # fmt: skip
+    (
+        "cross-sectional momentum in tech",
+        "daily",
+        TECH,
+        "1d",
+        ["cross_sectional_momentum", "momentum"],
+        None,
+        ["portfolio"],
+    ),  # fmt: skip
+    (
+        "relative strength rotation of indices",
+        "daily",
+        ETFS,
+        "1d",
+        ["rotation", "cross_sectional_momentum"],
+        None,
+        ["portfolio"],
+    ),  # fmt: skip
+    (
+        "breakout on $AAPL and MSFT hourly",
+        "hourly",
+        ["AAPL", "MSFT"],
+        "1h",
+        ["breakout"],
+        None,
+        [],
+    ),  # fmt: skip
+    (
+        "trend following with a volatility squeeze",
+        "daily",
+        TECH,
+        "1d",
+        ["trend", "volatility"],
+        None,
+        [],
+    ),  # fmt: skip
     ("momentum in tech vs SPY", "daily", TECH, "1d", ["momentum"], "SPY", []),
     ("trend on AAPL MSFT against QQQ", "daily", ["AAPL", "MSFT"], "1d", ["trend"], "QQQ", []),
     ("absolute return momentum on AAPL", "daily", ["AAPL"], "1d", ["momentum"], "cash", []),
-    ("market-neutral mean reversion in semis", "daily", SEMIS, "1d", ["mean_reversion"], "cash",
-     ["market_neutral"]),  # fmt: skip
-    ("breakout on NVDA vs buy and hold", "daily", ["NVDA"], "1d", ["breakout"], "buy-and-hold",
-     []),  # fmt: skip
+    (
+        "market-neutral mean reversion in semis",
+        "daily",
+        SEMIS,
+        "1d",
+        ["mean_reversion"],
+        "cash",
+        ["market_neutral"],
+    ),  # fmt: skip
+    (
+        "breakout on NVDA vs buy and hold",
+        "daily",
+        ["NVDA"],
+        "1d",
+        ["breakout"],
+        "buy-and-hold",
+        [],
+    ),  # fmt: skip
     ("long-only momentum in tech", "daily", TECH, "1d", ["momentum"], None, ["long_only"]),
-    ("long/short cross-sectional momentum in semis", "daily", SEMIS, "1d",
-     ["cross_sectional_momentum", "momentum"], None, ["long_short", "portfolio"]),  # fmt: skip
-    ("momentum in tech, regime filtered", "daily", TECH, "1d", ["momentum", "index_regime"],
-     None, []),  # fmt: skip
-    ("agents decide on AAPL and MSFT", "daily", ["AAPL", "MSFT"], "1d", ["decision_pipeline"],
-     None, []),  # fmt: skip
+    (
+        "long/short cross-sectional momentum in semis",
+        "daily",
+        SEMIS,
+        "1d",
+        ["cross_sectional_momentum", "momentum"],
+        None,
+        ["long_short", "portfolio"],
+    ),  # fmt: skip
+    (
+        "momentum in tech, regime filtered",
+        "daily",
+        TECH,
+        "1d",
+        ["momentum", "index_regime"],
+        None,
+        [],
+    ),  # fmt: skip
+    (
+        "agents decide on AAPL and MSFT",
+        "daily",
+        ["AAPL", "MSFT"],
+        "1d",
+        ["decision_pipeline"],
+        None,
+        [],
+    ),  # fmt: skip
     ("time-series momentum on QQQ", "daily", ["QQQ"], "1d", ["momentum"], None, []),
-    ("cross-sectional momentum with monthly rebalancing in tech", "daily", TECH, "1d",
-     ["cross_sectional_momentum", "momentum"], None, ["portfolio"]),  # fmt: skip
+    (
+        "cross-sectional momentum with monthly rebalancing in tech",
+        "daily",
+        TECH,
+        "1d",
+        ["cross_sectional_momentum", "momentum"],
+        None,
+        ["portfolio"],
+    ),  # fmt: skip
     ("banks", "banks", ["KEY", "RF"], "1d", [], None, []),
     ("momentum in regional banks", "banks", ["KEY", "RF"], "1d", ["momentum"], None, []),
     ("oversold bounces in tech", "daily", TECH, "1d", ["mean_reversion"], None, []),
-    ("tech and semis momentum", "daily", [*TECH, "AMD", "INTC", "QCOM", "TXN", "AVGO"], "1d",
-     ["momentum"], None, []),  # fmt: skip
+    (
+        "tech and semis momentum",
+        "daily",
+        [*TECH, "AMD", "INTC", "QCOM", "TXN", "AVGO"],
+        "1d",
+        ["momentum"],
+        None,
+        [],
+    ),  # fmt: skip
 ]
 
 

@@ -425,3 +425,37 @@ def test_plan_summary_has_the_contract_fields():
     for key in ("universe", "timeframe", "start", "end", "families", "benchmark", "scope",
                 "understood", "ignored"):  # fmt: skip
         assert key in summary
+
+
+def test_the_calibration_config_is_unchanged(tmp_path, monkeypatch):
+    """What swarm.develop builds for the calibration's directive and --tickers: no family
+    named, none opted in, buy and hold, daily bars (swarm.calibration.runner builds the same)."""
+    from swarm.develop import build_parser, config_from_args
+
+    monkeypatch.setattr("backtest.data_cache.default_cache_dir", lambda: tmp_path / "cache")
+    data = tmp_path / "u"
+    data.mkdir()
+    for s in ("SYNA", "SYNB", "SYNC"):
+        (data / f"{s}.csv").write_text(DAY)
+    args = build_parser().parse_args([
+        "--directive", "alpha", "--tickers", "SYNA,SYNB,SYNC", "--data-dir", str(data),
+        "--source", "csv", "--offline", "--start", "2010-01-01", "--end", "2018-01-01",
+    ])  # fmt: skip
+    config, _ = config_from_args(args)
+    assert config.preferred_families == [] and config.families == [] and config.styles == []
+    assert config.benchmark == "buy-and-hold" and config.timeframe == "1d"
+    assert config.tickers == ["SYNA", "SYNB", "SYNC"] and config.universe_source == "--tickers"
+
+
+def test_the_readme_command_keeps_its_universe_and_families(daily_dir, tmp_path, monkeypatch):
+    from swarm.develop import build_parser, config_from_args
+
+    monkeypatch.setattr("backtest.data_cache.default_cache_dir", lambda: tmp_path / "cache")
+    args = build_parser().parse_args([
+        "--directive", "momentum alpha in tech", "--data-dir", str(daily_dir),
+        "--start", "2012-01-01", "--end", "2020-12-01",
+    ])  # fmt: skip
+    config, _ = config_from_args(args)
+    assert config.tickers == TECH and config.universe_source == "sector:tech"
+    assert config.preferred_families == ["momentum"] and config.families == []
+    assert config.timeframe == "1d" and config.benchmark == "buy-and-hold"

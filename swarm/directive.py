@@ -57,6 +57,8 @@ STYLE_PHRASES: list[tuple[str, tuple[str, ...], tuple[str, ...]]] = [
     (r"mean[\s-]*reversion", ("mean_reversion",), ("mean_reversion",)),
     ("reversion", ("mean_reversion",), ("mean_reversion",)),
     (r"revert\w*", ("mean_reversion",), ("mean_reversion",)),
+    (r"reversals?", ("mean_reversion",), ("mean_reversion",)),
+    ("contrarian", ("mean_reversion",), ("mean_reversion",)),
     ("oversold", ("mean_reversion",), ("mean_reversion",)),
     ("overbought", ("mean_reversion",), ("mean_reversion",)),
     ("pullbacks?", ("mean_reversion", "momentum"), ("mean_reversion", "momentum")),
@@ -439,6 +441,41 @@ FILLER = frozenset(
 )
 
 
+# Style and universe words a quant would use that the lab has no family or data for: refused
+# by name (exit 2) rather than ignored, so "value investing in tech" never runs momentum.
+UNSUPPORTED_STYLES = frozenset(
+    [
+        "value",
+        "quality",
+        "growth",
+        "carry",
+        "dividend",
+        "dividends",
+        "seasonality",
+        "seasonal",
+        "arbitrage",
+        "fundamental",
+        "fundamentals",
+        "earnings",
+    ]
+)
+UNSUPPORTED_UNIVERSES = frozenset(
+    [
+        "forex",
+        "fx",
+        "currencies",
+        "currency",
+        "futures",
+        "bonds",
+        "bond",
+        "treasuries",
+        "commodities",
+        "commodity",
+        "options",
+    ]
+)
+
+
 class Plan(BaseModel):
     """The typed plan a directive becomes (DESIGN "Wave 3: The plan is a typed contract")."""
 
@@ -579,6 +616,20 @@ def parse_directive(directive: str) -> Plan:
             terms += [key] if key not in terms else []
             understood.append(token)
             continue
+        if word in UNSUPPORTED_STYLES or word in UNSUPPORTED_UNIVERSES:
+            what = "style" if word in UNSUPPORTED_STYLES else "universe"
+            known = (
+                "momentum, trend, breakout, mean reversion, pairs, volatility, low volatility, "
+                "cross-sectional momentum, rotation, analyst debate"
+                if what == "style"
+                else "sectors (tech, semis, software, banks…), crypto, bitcoin, ether, ETFs, "
+                "indices, or tickers"
+            )
+            raise DirectiveError(
+                f"--directive: {token!r} is a {what} the lab has no "
+                f"{'family' if what == 'style' else 'data'} for; it knows {known} "
+                f"(understood so far: {', '.join(understood) or 'nothing'})"
+            )
         if word in FILLER or word.isdigit() or re.fullmatch(r"\d{4}(-\d\d){0,2}", word):
             ignored.append(token)
             continue

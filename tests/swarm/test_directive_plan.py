@@ -245,6 +245,7 @@ TABLE = [
     ("banks", "banks", ["KEY", "RF"], "1d", [], None, []),
     ("momentum in regional banks", "banks", ["KEY", "RF"], "1d", ["momentum"], None, []),
     ("oversold bounces in tech", "daily", TECH, "1d", ["mean_reversion"], None, []),
+    ("short-term reversal in semis", "daily", SEMIS, "1d", ["mean_reversion"], None, []),
     (
         "tech and semis momentum",
         "daily",
@@ -284,6 +285,8 @@ REFUSED = [
     ("momentum on ZZZZ", "daily", ["ZZZZ", "no data"]),
     ("banks", "daily", ["banks", "GICS"]),
     ("hourly momentum in tech", "daily", ["tech", "1h"]),
+    ("value investing in tech", "daily", ["value", "style"]),
+    ("forex carry", "daily", ["forex", "universe"]),
 ]
 
 

@@ -219,11 +219,7 @@ def resolve_universe(plan: Plan, inv: Inventory) -> Plan:
         for term in plan.universe_terms:
             found, origin = _term_symbols(term, inv)
             if not found:
-                label = (
-                    "GICS sector map and built-in list"
-                    if term not in ASSET_CLASSES
-                    else ("built-in list")
-                )
+                label = "built-in list" if term in ASSET_CLASSES else "built-in list and GICS map"
                 raise DirectiveError(
                     f"--directive: {term!r} has no symbols with data at {plan.timeframe} in "
                     f"{inv.describe()} (looked up in the {label}; understood: "

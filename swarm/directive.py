@@ -35,6 +35,10 @@ class DirectiveError(ValueError):
 # (phrase, style nodes, families to try), longest phrases first so "mean reversion" wins over
 # a bare "reversion". Matched as whole words on the lower-cased text and consumed; the
 # families keep this list's order (the search order a directive's styles get).
+def _words(text: str) -> frozenset[str]:
+    return frozenset(text.split())
+
+
 STYLE_PHRASES: list[tuple[str, tuple[str, ...], tuple[str, ...]]] = [
     # The analyst -> debate -> trader -> risk pipeline, replayed as a strategy family.
     ("agents decide", ("decision_pipeline",), ("decision_pipeline",)),
@@ -72,38 +76,13 @@ STYLE_PHRASES: list[tuple[str, tuple[str, ...], tuple[str, ...]]] = [
 ]
 
 # The style phrases' words, for "did you mean" (a typo of one is refused, not ignored).
-STYLE_WORDS = frozenset(
-    [
-        "momentum",
-        "volatility",
-        "breakout",
-        "breakouts",
-        "reversion",
-        "revert",
-        "reverting",
-        "cointegration",
-        "cointegrated",
-        "trend",
-        "trending",
-        "following",
-        "rotation",
-        "pairs",
-        "neutral",
-        "cross-sectional",
-        "sectional",
-        "oversold",
-        "overbought",
-        "pullback",
-        "squeeze",
-        "channel",
-        "analyst",
-        "analysts",
-        "debate",
-        "relative",
-        "strength",
-        "intraday",
-        "hourly",
-    ]
+STYLE_WORDS = _words(
+    """
+    momentum volatility breakout breakouts reversion revert reverting cointegration
+    cointegrated trend trending following rotation pairs neutral cross-sectional sectional
+    oversold overbought pullback squeeze channel analyst analysts debate relative strength
+    intraday hourly
+    """
 )
 
 # A few liquid names per sector or industry word: the built-in map, used first (a curated
@@ -135,47 +114,33 @@ SECTORS: dict[str, list[str]] = {
     "ether": ["ETH-USD"],
 }
 # Every word (lower case, after plural folding) that names one of the keys above.
-UNIVERSE_WORDS: dict[str, str] = {
-    **{w: "tech" for w in ("tech", "technology")},
-    **{
-        w: "semis"
-        for w in (
-            "semis",
-            "semi",
-            "semiconductor",
-            "semiconductors",
-            "chip",
-            "chips",
-            "chipmaker",
-            "chipmakers",
-        )
-    },  # fmt: skip
+_SYNONYMS: dict[str, str] = {
+    "tech": "tech technology",
+    "semis": "semis semi semiconductor semiconductors chip chips chipmaker chipmakers",
     "software": "software",
-    **{w: "internet" for w in ("internet", "web", "online")},
+    "internet": "internet web online",
     "hardware": "hardware",
-    **{w: "banks" for w in ("bank", "banks", "banking")},
-    **{w: "financials" for w in ("financial", "financials", "finance", "fintech")},
-    **{w: "energy" for w in ("energy", "oil", "gas")},
-    **{w: "healthcare" for w in ("healthcare", "health")},
-    **{w: "pharma" for w in ("pharma", "pharmaceutical", "pharmaceuticals", "drug", "drugs")},
-    **{w: "biotech" for w in ("biotech", "biotechnology")},
-    **{w: "utilities" for w in ("utility", "utilities")},
-    **{w: "staples" for w in ("staples",)},
-    **{w: "discretionary" for w in ("discretionary",)},
-    **{w: "retail" for w in ("retail", "retailer", "retailers")},
-    **{w: "industrials" for w in ("industrial", "industrials")},
-    **{w: "materials" for w in ("materials",)},
-    **{w: "realestate" for w in ("reit", "reits", "realestate")},
-    **{w: "telecom" for w in ("telecom", "telecoms", "telecommunications")},
-    **{w: "index" for w in ("index", "indices", "indexes")},
-    **{w: "etf" for w in ("etf", "etfs", "fund", "funds")},
-    **{
-        w: "crypto"
-        for w in ("crypto", "cryptos", "cryptocurrency", "cryptocurrencies", "coin", "coins")
-    },  # fmt: skip
-    **{w: "bitcoin" for w in ("bitcoin", "bitcoins", "btc")},
-    **{w: "ether" for w in ("ether", "ethereum", "eth")},
+    "banks": "bank banks banking",
+    "financials": "financial financials finance fintech",
+    "energy": "energy oil gas",
+    "healthcare": "healthcare health",
+    "pharma": "pharma pharmaceutical pharmaceuticals drug drugs",
+    "biotech": "biotech biotechnology",
+    "utilities": "utility utilities",
+    "staples": "staples",
+    "discretionary": "discretionary",
+    "retail": "retail retailer retailers",
+    "industrials": "industrial industrials",
+    "materials": "materials",
+    "realestate": "reit reits realestate",
+    "telecom": "telecom telecoms telecommunications",
+    "index": "index indices indexes",
+    "etf": "etf etfs",
+    "crypto": "crypto cryptos cryptocurrency cryptocurrencies coin coins",
+    "bitcoin": "bitcoin bitcoins btc",
+    "ether": "ether ethereum eth",
 }
+UNIVERSE_WORDS: dict[str, str] = {w: key for key, words in _SYNONYMS.items() for w in words.split()}
 # Two-word universe phrases, joined before the words are read.
 _UNIVERSE_PHRASES = {
     r"health[\s-]+care": "healthcare",
@@ -230,249 +195,38 @@ _VS_HOLD = re.compile(r"\b(?:vs\.?|versus|against)\s+buy[\s-]*(?:and|&)?[\s-]*ho
 
 # Ordinary words: never an error, never a near miss. Unknown words outside this list are
 # ignored too unless they are a near miss of the vocabulary (see the module docstring).
-FILLER = frozenset(
-    [
-        "a",
-        "an",
-        "the",
-        "in",
-        "on",
-        "of",
-        "for",
-        "to",
-        "from",
-        "by",
-        "at",
-        "with",
-        "without",
-        "into",
-        "onto",
-        "over",
-        "under",
-        "across",
-        "among",
-        "between",
-        "via",
-        "using",
-        "use",
-        "based",
-        "and",
-        "or",
-        "but",
-        "not",
-        "no",
-        "any",
-        "all",
-        "some",
-        "each",
-        "every",
-        "this",
-        "that",
-        "these",
-        "those",
-        "it",
-        "its",
-        "their",
-        "my",
-        "our",
-        "your",
-        "me",
-        "us",
-        "we",
-        "i",
-        "you",
-        "find",
-        "search",
-        "look",
-        "looking",
-        "seek",
-        "try",
-        "test",
-        "build",
-        "make",
-        "give",
-        "want",
-        "need",
-        "show",
-        "run",
-        "backtest",
-        "alpha",
-        "strategy",
-        "strategies",
-        "system",
-        "systems",
-        "signal",
-        "signals",
-        "edge",
-        "idea",
-        "ideas",
-        "approach",
-        "model",
-        "models",
-        "rule",
-        "rules",
-        "method",
-        "stock",
-        "stocks",
-        "share",
-        "shares",
-        "equity",
-        "equities",
-        "name",
-        "names",
-        "universe",
-        "sector",
-        "sectors",
-        "industry",
-        "industries",
-        "group",
-        "trade",
-        "trades",
-        "trading",
-        "trader",
-        "traders",
-        "invest",
-        "investing",
-        "investment",
-        "investments",
-        "return",
-        "returns",
-        "profit",
-        "profits",
-        "good",
-        "best",
-        "better",
-        "robust",
-        "simple",
-        "strong",
-        "smart",
-        "new",
-        "big",
-        "large",
-        "small",
-        "mid",
-        "cap",
-        "caps",
-        "largecap",
-        "smallcap",
-        "short",
-        "long",
-        "term",
-        "horizon",
-        "following",
-        "follow",
-        "filter",
-        "filtered",
-        "regime",
-        "risk",
-        "above",
-        "below",
-        "average",
-        "moving",
-        "day",
-        "days",
-        "week",
-        "weeks",
-        "month",
-        "months",
-        "year",
-        "years",
-        "bar",
-        "bars",
-        "price",
-        "prices",
-        "market",
-        "markets",
-        "american",
-        "global",
-        "world",
-        "us",
-        "when",
-        "while",
-        "where",
-        "which",
-        "what",
-        "who",
-        "how",
-        "that",
-        "than",
-        "then",
-        "only",
-        "also",
-        "just",
-        "more",
-        "less",
-        "most",
-        "least",
-        "high",
-        "higher",
-        "low",
-        "lower",
-        "calm",
-        "calmest",
-        "quiet",
-        "stable",
-        "defensive",
-        "steady",
-        "names",
-        "leader",
-        "leaders",
-        "laggard",
-        "laggards",
-        "top",
-        "bottom",
-        "buy",
-        "sell",
-        "hold",
-        "holding",
-        "holdings",
-        "rebalance",
-        "rebalancing",
-        "rebalanced",
-        "decide",
-        "decides",
-        "decision",
-        "decisions",
-        "let",
-        "agent",
-        "agents",
-        "ai",
-    ]
+FILLER = _words(
+    """
+    a an the in on of for to from by at with without into onto over under across among between
+    via using use based and or but not no any all some each every this that these those it its
+    their my our your me us we i you find search look looking seek try test build make give
+    want need show run backtest alpha strategy strategies system systems signal signals edge
+    idea ideas approach model models rule rules method stock stocks share shares equity
+    equities name names universe sector sectors industry industries group trade trades trading
+    trader traders invest investing investment investments return returns profit profits good
+    best better robust simple strong smart new big large small mid cap caps largecap smallcap
+    short long term horizon following follow filter filtered regime risk above below average
+    moving day days week weeks month months year years bar bars price prices market markets
+    american global world us when while where which what who how that than then only also just
+    more less most least high higher low lower calm calmest quiet stable defensive steady names
+    leader leaders laggard laggards top bottom buy sell hold holding holdings rebalance
+    rebalancing rebalanced decide decides decision decisions let agent agents ai
+    """
 )
 
 
 # Style and universe words a quant would use that the lab has no family or data for: refused
 # by name (exit 2) rather than ignored, so "value investing in tech" never runs momentum.
-UNSUPPORTED_STYLES = frozenset(
-    [
-        "value",
-        "quality",
-        "growth",
-        "carry",
-        "dividend",
-        "dividends",
-        "seasonality",
-        "seasonal",
-        "arbitrage",
-        "fundamental",
-        "fundamentals",
-        "earnings",
-    ]
+UNSUPPORTED_STYLES = _words(
+    """
+    value quality growth carry dividend dividends seasonality seasonal arbitrage fundamental
+    fundamentals earnings
+    """
 )
-UNSUPPORTED_UNIVERSES = frozenset(
-    [
-        "forex",
-        "fx",
-        "currencies",
-        "currency",
-        "futures",
-        "bonds",
-        "bond",
-        "treasuries",
-        "commodities",
-        "commodity",
-        "options",
-    ]
+UNSUPPORTED_UNIVERSES = _words(
+    """
+    forex fx currencies currency futures bonds bond treasuries commodities commodity options
+    """
 )
 
 

@@ -176,6 +176,13 @@ def _check_portfolio_universe(families: list[str], tickers: list[str] | None) ->
 
     asked = [f for f in families if f in portfolio_families()]
     if asked and tickers is not None and len(tickers) < MIN_SYMBOLS:
+        if asked[0] == "low_volatility":  # the one-symbol design is not built
+            raise UserInputError(
+                f"--directive: low volatility holds the calmest of a universe's symbols and "
+                f"the universe has {len(tickers)} symbol; scaling one symbol's exposure down "
+                f"as its volatility rises is not a family yet: give at least {MIN_SYMBOLS} "
+                "tickers (e.g. 'low volatility ETFs'), or use --families momentum,trend"
+            )
         raise UserInputError(
             f"--families: {asked[0]} is a portfolio family (it ranks the universe's symbols "
             f"against each other) and the universe has {len(tickers)} symbol: give at least "

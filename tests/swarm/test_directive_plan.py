@@ -462,3 +462,26 @@ def test_the_readme_command_keeps_its_universe_and_families(daily_dir, tmp_path,
     assert config.tickers == TECH and config.universe_source == "sector:tech"
     assert config.preferred_families == ["momentum"] and config.families == []
     assert config.timeframe == "1d" and config.benchmark == "buy-and-hold"
+
+
+def test_offline_without_a_folder_the_cache_is_the_data(tmp_path):
+    cache = tmp_path / "cache"
+    (cache / "ohlcv").mkdir(parents=True)
+    (cache / "ohlcv" / "AAPL_1d.parquet").touch()  # the inventory reads names only
+    kw = {"data_dir": None, "source": "auto", "offline": True, "cache_dir": cache}
+    assert build_plan("momentum on AAPL", **kw).tickers == ["AAPL"]
+    assert build_plan("momentum in tech", **kw).tickers == ["AAPL"]  # what the cache holds
+    with pytest.raises(DirectiveError, match="the cache"):
+        build_plan("momentum on MSFT", **kw)
+    online = build_plan("momentum on MSFT", **{**kw, "offline": False})
+    assert online.tickers == ["MSFT"]  # yfinance may load any symbol
+
+
+def test_low_volatility_on_one_symbol_says_what_is_missing(tmp_path, capsys, monkeypatch):
+    from swarm.develop import main
+
+    monkeypatch.setattr("backtest.data_cache.default_cache_dir", lambda: tmp_path / "cache")
+    code = main(["--directive", "low volatility on SPY", "--offline", "--out", str(tmp_path)])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and len(err.splitlines()) == 1
+    assert "low volatility" in err and "not a family yet" in err

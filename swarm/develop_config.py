@@ -104,7 +104,7 @@ def config_from_args(args: argparse.Namespace):
                                  *(f for f in families if f in REGIME_FILTERS)]))  # fmt: skip
     families = [f for f in families if f not in REGIME_FILTERS or f == REGIME_STYLE]
     check_regime_data(  # a regime filter asked for needs its index files (swarm.regime_data)
-        styles, data_dir=args.data_dir, source=args.source, timeframe=args.timeframe,
+        styles, data_dir=args.data_dir, source=args.source, timeframe=plan.timeframe,
     )  # fmt: skip
     summary = plan_summary(plan, start=start, end=end, benchmark=benchmark, families=families)
     config = RunConfig(

@@ -230,7 +230,9 @@ def resolve_universe(plan: Plan, inv: Inventory) -> Plan:
             if left_out and term not in _COIN_WORDS and term != "etf":
                 notes.append(f"{term}: no data for {', '.join(left_out)}; left out")
             tickers += [s for s in found if s not in tickers]
-            sources.append(term if origin == "built-in" else f"{term} (GICS)")
+            sources.append(term)  # the memory's sector scope (swarm.memory.session)
+            if origin == "GICS":
+                notes.append(f"{term}: {', '.join(found)} from the GICS table {inv.gics_file}")
         return plan.model_copy(update={
             "tickers": tickers, "universe_source": "sector:" + "+".join(sources), "notes": notes,
         })  # fmt: skip

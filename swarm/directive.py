@@ -308,7 +308,7 @@ def parse_directive(directive: str) -> Plan:
     understood: list[str] = []
     benchmark, text = parse_benchmark_phrase(original)
     if benchmark is not None:
-        understood.append(_phrase_removed(original, text))
+        understood.append(_phrase_removed(original))
 
     regime = bool(_REGIME.search(text))
     if regime:
@@ -431,7 +431,7 @@ def parse_directive(directive: str) -> Plan:
 _PORTFOLIO_STYLES = frozenset({"cross_sectional_momentum", "rotation", "pairs", "low_volatility"})
 
 
-def _phrase_removed(original: str, remaining: str) -> str:
+def _phrase_removed(original: str) -> str:
     """The benchmark phrase parse_benchmark_phrase cut out of ``original``."""
     for rx in (_ABSOLUTE, _VS_HOLD, _VS_SYMBOL):
         if m := rx.search(original):

@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from gate.effective import CORRELATION_DISTANCE
+from strategies.taxonomy import within_directive
 
 
 def _f(x: Any, nd: int = 2) -> str:
@@ -77,6 +78,7 @@ def render_report(
         f"{verdict['n_backtests']} backtests, {verdict['n_trials']} trials counted.  ",
         f"**Reason:** {verdict['reason']}",
         "",
+        *_plan_block(config),
         "## Set-up",
         "",
         f"- Directive read as: {_directive_reading(config)}",
@@ -149,10 +151,10 @@ def render_report(
     out += ["", "## Best variant", ""]
     if best_variant and best_eval:
         spec = best_variant["spec"]
-        named = config.get("preferred_families") or []
+        named = config.get("styles") or config.get("preferred_families") or []
         outside = (
             f" — **outside the directive** (it asked for {', '.join(named)})"
-            if named and spec["family"] not in named
+            if not within_directive(spec, named)
             else ""
         )
         out += [
@@ -326,6 +328,16 @@ def _rejected_warning(best_eval: dict[str, Any], figures: dict[str, Any]) -> lis
         "100% of equity (costs included) to trade every signal.",
         "",
     ]
+
+
+def _plan_block(config: dict[str, Any]) -> list[str]:
+    """The resolved plan (swarm.plan.plan_summary) as JSON, heading the report."""
+    plan = config.get("plan")
+    if not plan:
+        return []
+    import json
+
+    return ["## Plan", "", "```json", json.dumps(plan, indent=2), "```", ""]
 
 
 def _directive_reading(config: dict[str, Any]) -> str:

@@ -128,6 +128,15 @@ PORTFOLIO_PARAMS: dict[PortfolioFamily, dict[str, ParamValue]] = {
         "vol_lookback": 60,
         "gross": 0.95,
     },
+    PortfolioFamily.LOW_VOLATILITY: {
+        "xs_top_n": 2,
+        "rebalance_bars": 21,
+        "inverse_vol": False,
+        "vol_target": False,
+        "target_vol": 0.15,
+        "vol_lookback": 60,
+        "gross": 0.95,
+    },
     PortfolioFamily.PAIRS: {
         "pair_a": 0,
         "pair_b": 1,

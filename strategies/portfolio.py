@@ -14,6 +14,10 @@ Families (data, not prose: ``TEMPLATES``; every numeric parameter in ``PARAM_SPA
   weights (``inverse_vol``); optionally scaled to a volatility target (``vol_target``).
 * ``rotation``: relative-strength rotation into the single strongest symbol, or into cash when
   even the strongest has a negative return (``cash_filter``).
+* ``low_volatility``: the low-volatility anomaly: every ``rebalance_bars`` bars, rank on the
+  daily-return volatility over ``vol_lookback`` bars and hold the ``xs_top_n`` calmest (long
+  only; equal or inverse-volatility weights, optionally scaled to ``target_vol``). Tried only
+  when asked for ("low volatility"), never in the unnamed portfolio slot.
 * ``pairs``: spread mean reversion on the universe's most cointegrated pair (Engle-Granger on
   in-sample prices, ``strategies.pairs``): short the rich leg and buy the cheap one when the
   spread's z-score over ``pair_lookback`` bars passes ``entry_z``, flat again inside ``exit_z``.
@@ -53,6 +57,11 @@ APPROACH = {
     PortfolioFamily.ROTATION: (
         "Relative-strength rotation: hold the universe's strongest symbol, or cash when even "
         "the strongest is falling; rebalance on a fixed schedule."
+    ),
+    PortfolioFamily.LOW_VOLATILITY: (
+        "Low volatility: rank the universe on its realised volatility, hold the calmest "
+        "(equal or inverse-volatility weights, optionally scaled to a volatility target), "
+        "rebalance on a fixed schedule; the low-volatility anomaly, not a volatility breakout."
     ),
     PortfolioFamily.PAIRS: (
         "Pairs: trade the spread of the universe's most cointegrated pair (Engle-Granger, "
@@ -98,7 +107,23 @@ TEMPLATES: tuple[Template, ...] = (
         False,
         "strongest over 3 months, always invested",
     ),  # fmt: skip
+    # Tried only when asked for ("low volatility"): a directive that names no portfolio
+    # family keeps the momentum designs above.
+    Template(PortfolioFamily.LOW_VOLATILITY, {}, False, "calmest n, equal weight"),
+    Template(
+        PortfolioFamily.LOW_VOLATILITY,
+        {"inverse_vol": True},
+        False,
+        "calmest n, inverse-volatility weights",
+    ),  # fmt: skip
+    Template(
+        PortfolioFamily.LOW_VOLATILITY,
+        {"vol_target": True},
+        False,
+        "calmest n, volatility-targeted",
+    ),  # fmt: skip
 )
+
 
 # REFINE: design switches (a bool flipped, or the long/short side) tried on the best.
 SWITCHES: tuple[str, ...] = ("inverse_vol", "vol_target", "cash_filter", "long_short")
@@ -202,7 +227,8 @@ def propose_portfolio_specs(
         elif route == Origin.FIX:  # too few trades: rebalance more often, look back less far
             params = dict(base.parameters)
             params["rebalance_bars"] = max(5, int(params["rebalance_bars"]) // 2)
-            params["xs_lookback"] = max(20, int(params["xs_lookback"]) // 2)
+            if "xs_lookback" in params:  # the low-volatility family ranks on vol_lookback
+                params["xs_lookback"] = max(20, int(params["xs_lookback"]) // 2)
             why = "fix: rebalance more often, shorter lookback"
             add(_named(reconcile_portfolio(base.model_copy(update={"parameters": params})), why),
                 best_id, why)  # fmt: skip
@@ -218,7 +244,10 @@ def propose_portfolio_specs(
         note = f"{pair.names[0]}/{pair.names[1]} spread (EG p {pair.pvalue:.3f})"
         templates.insert(2, Template(PortfolioFamily.PAIRS, pair_params, False, note))
     pool = [t for t in templates if t.family in wanted] or [
-        t for t in templates if t.family != PortfolioFamily.PAIRS or pair is not None
+        t
+        for t in templates
+        if t.family != PortfolioFamily.LOW_VOLATILITY
+        and (t.family != PortfolioFamily.PAIRS or pair is not None)
     ]
     if regime_wanted(families):  # each design, then the same design risk-on only
         pool = [

@@ -30,6 +30,7 @@ def render_portfolio(spec: StrategySpec, *, bars_per_year: int = 252, class_name
         for k, v in spec.parameters.items()
     )
     rotation = family == PortfolioFamily.ROTATION
+    calm = family == PortfolioFamily.LOW_VOLATILITY
     body = (
         _PAIRS_BODY
         if family == PortfolioFamily.PAIRS
@@ -38,6 +39,8 @@ def render_portfolio(spec: StrategySpec, *, bars_per_year: int = 252, class_name
             shorts="False" if rotation else repr(spec.long_short),
             cash_filter="self.p.cash_filter" if rotation else "False",
             inverse_vol="False" if rotation else "self.p.inverse_vol",
+            score="self.calm(i)" if calm else "self.momentum(d)",
+            calm_method=_CALM if calm else "",
         )
     )
     body = body.replace("@TRADED@", _traded(spec)) + _risk_on(spec)
@@ -114,7 +117,7 @@ _BODY = '''
             for d in self.traded
         ]
 
-    def momentum(self, d):
+{calm_method}    def momentum(self, d):
         """Return over xs_lookback bars, ending xs_skip bars ago (NaN until there is history)."""
         span = self.p.xs_lookback + self.p.xs_skip
         if len(d) <= span:
@@ -129,7 +132,7 @@ _BODY = '''
         """Target weight of each feed (by position in self.datas): the rebalance's decision."""
         ranked = []
         for i, d in enumerate(self.traded):
-            score = self.momentum(d)
+            score = {score}
             if not math.isnan(score):
                 ranked.append((score, i))
         if len(ranked) < 2:
@@ -189,6 +192,13 @@ _BODY = '''
         for i, d in enumerate(self.traded):
             if weights.get(i, 0.0) > now[i]:
                 self.order_target_percent(data=d, target=weights.get(i, 0.0))
+'''
+
+_CALM = '''    def calm(self, i):
+        """Minus the daily-return volatility over vol_lookback bars: the calmest rank first."""
+        v = self.vol[i][0]
+        return -v if v > 0 else math.nan
+
 '''
 
 _PAIRS_BODY = '''

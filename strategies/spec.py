@@ -38,6 +38,8 @@ class PortfolioFamily(StrEnum):
     CROSS_SECTIONAL_MOMENTUM = "cross_sectional_momentum"
     ROTATION = "rotation"
     PAIRS = "pairs"
+    # The low-volatility anomaly: hold the universe's calmest symbols.
+    LOW_VOLATILITY = "low_volatility"
 
 
 class Origin(StrEnum):

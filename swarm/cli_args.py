@@ -30,7 +30,9 @@ def add_data_arguments(p: argparse.ArgumentParser) -> None:
     """The data arguments both entry points take; ``check_data_args`` validates them."""
     p.add_argument("--start", default="2012-01-01", help="first date, ISO (default 2012-01-01)")
     p.add_argument("--end", default=None, help="last date, ISO (default today)")
-    p.add_argument("--timeframe", default="1d", help="bar size: 1d (default) or 1h")
+    p.add_argument(
+        "--timeframe", default=None, help="bar size: 1d or 1h (default: the directive's, else 1d)"
+    )
     p.add_argument(
         "--data-dir", type=Path, help="folder of SYMBOL.csv files (date,open,high,low,close,volume)"
     )
@@ -66,6 +68,7 @@ def check_data_args(args: argparse.Namespace) -> tuple[date, date]:
         raise UserInputError(
             f"--end {end} is not after --start {start}; swap them or widen the range"
         )
+    args.timeframe = args.timeframe or "1d"
     if args.timeframe not in TIMEFRAMES:
         raise UserInputError(f"--timeframe: {args.timeframe!r} is not supported; use 1d or 1h")
     if args.source not in SOURCES:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import date
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -21,6 +21,11 @@ class RunConfig(BaseModel):
     tickers: list[str]
     universe_source: str
     preferred_families: list[str]
+    # The taxonomy nodes the directive named (strategies.taxonomy): what "outside the
+    # directive" is judged on; empty for a run recorded before the tree (its families then).
+    styles: list[str] = Field(default_factory=list)
+    # The resolved plan as --dry-run prints it (swarm.plan.plan_summary); heads report.md.
+    plan: dict[str, Any] | None = None
     start: date
     end: date
     timeframe: str = "1d"

@@ -14,6 +14,7 @@ the config recorded in its manifest; a finished run is only reported.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 import traceback
@@ -128,6 +129,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="a RESEARCH round may add related symbols from --data-dir (same sector, the "
         "index ETFs) to the universe; the report says so",
     )
+    p.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="print the resolved plan as JSON (universe, timeframe, dates, families, benchmark, "
+        "scope, words understood and ignored) and exit without running anything",
+    )
     p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     p.add_argument("--print-graph", action="store_true", help="print the graph as mermaid and exit")
     p.add_argument(
@@ -162,6 +169,12 @@ def main(argv: list[str] | None = None) -> int:
             prepared = prepare_resume(args.resume, quiet=args.quiet, workers=args.workers)
         else:
             config, criteria = config_from_args(args)
+            if not args.quiet:
+                for note in (config.plan or {}).get("notes", []):
+                    print(f"[plan] {note}", file=sys.stderr)
+            if args.dry_run:
+                print(json.dumps(config.plan, indent=2))
+                return 0
             from swarm.run import prepare
 
             prepared = prepare(config, criteria, argv=argv, quiet=args.quiet)

@@ -22,18 +22,15 @@ def config_from_args(args: argparse.Namespace):
     from gate.criteria import parse_criteria
     from gate.errors import CriteriaError
     from swarm.config import RunConfig
-    from swarm.directive import parse_directive
+    from swarm.directive import DirectiveError, parse_directive
+    from swarm.plan import build_plan, llm_client_for_plan, plan_summary
 
     directive = (args.directive or "").strip()
     if not directive:
         raise UserInputError(
             '--directive: empty; say what to look for, e.g. "momentum alpha in tech"'
         )
-    plan = parse_directive(directive)
-    tickers, universe_source = plan.tickers, plan.universe_source
-    if args.tickers is not None:
-        tickers = parse_tickers(args.tickers)
-        universe_source = "--tickers"
+    timeframe_arg = args.timeframe  # None: the directive's (check_data_args fills in 1d)
     start, end = check_data_args(args)
     if args.variants < 1:
         raise UserInputError(f"--variants: {args.variants} must be at least 1 (default 5)")
@@ -77,6 +74,21 @@ def config_from_args(args: argparse.Namespace):
         raise UserInputError(str(exc)) from None
     if llm_settings.provider == "openai" and not os.environ.get("OPENAI_API_KEY"):
         raise UserInputError("--llm openai:…: set OPENAI_API_KEY, or use --llm none")
+    tickers_arg = parse_tickers(args.tickers) if args.tickers is not None else None
+    try:
+        # A portfolio family on one named symbol says so before any data is looked at.
+        read = parse_directive(directive)
+        named = tickers_arg or read.explicit_tickers or None
+        _check_portfolio_universe(_families(args.families, read.preferred_families), named)
+        plan = build_plan(
+            directive, data_dir=args.data_dir, source=args.source, offline=args.offline,
+            timeframe=timeframe_arg,
+            tickers=tickers_arg,
+            llm=llm_client_for_plan(llm_settings) if llm_settings.enabled else None,
+        )  # fmt: skip
+    except DirectiveError as exc:
+        raise UserInputError(str(exc)) from None
+    tickers, universe_source = plan.tickers, plan.universe_source
     try:
         criteria = parse_criteria(args.criteria)
     except CriteriaError as exc:
@@ -92,16 +104,19 @@ def config_from_args(args: argparse.Namespace):
                                  *(f for f in families if f in REGIME_FILTERS)]))  # fmt: skip
     families = [f for f in families if f not in REGIME_FILTERS or f == REGIME_STYLE]
     check_regime_data(  # a regime filter asked for needs its index files (swarm.regime_data)
-        styles, data_dir=args.data_dir, source=args.source, timeframe=args.timeframe,
+        styles, data_dir=args.data_dir, source=args.source, timeframe=plan.timeframe,
     )  # fmt: skip
+    summary = plan_summary(plan, start=start, end=end, benchmark=benchmark, families=families)
     config = RunConfig(
         directive=directive,
+        styles=plan.styles,
+        plan=summary,
         tickers=tickers,
         universe_source=universe_source,
         preferred_families=styles,
         start=start,
         end=end,
-        timeframe=args.timeframe,
+        timeframe=plan.timeframe,
         data_dir=args.data_dir.resolve() if args.data_dir else None,
         source=args.source,
         news_file=args.news_file.resolve() if args.news_file else None,
@@ -161,6 +176,13 @@ def _check_portfolio_universe(families: list[str], tickers: list[str] | None) ->
 
     asked = [f for f in families if f in portfolio_families()]
     if asked and tickers is not None and len(tickers) < MIN_SYMBOLS:
+        if asked[0] == "low_volatility":  # the one-symbol design is not built
+            raise UserInputError(
+                f"--directive: low volatility holds the calmest of a universe's symbols and "
+                f"the universe has {len(tickers)} symbol; scaling one symbol's exposure down "
+                f"as its volatility rises is not a family yet: give at least {MIN_SYMBOLS} "
+                "tickers (e.g. 'low volatility ETFs'), or use --families momentum,trend"
+            )
         raise UserInputError(
             f"--families: {asked[0]} is a portfolio family (it ranks the universe's symbols "
             f"against each other) and the universe has {len(tickers)} symbol: give at least "

@@ -35,6 +35,7 @@ from gate.contracts import Route
 from gate.evaluate import deflated_sharpe_of
 from gate.ledger import TrialLedger
 from gate.stats import expected_max_sharpe
+from strategies.taxonomy import within_directive
 from swarm.analyze.family import holdout_note, holdout_variant, with_holdout_code
 from swarm.context import RunContext
 from swarm.nodes.backtest import PORTFOLIO, data_sha256, job_bars, job_symbols
@@ -203,8 +204,9 @@ def finalize(state: DevelopState, runtime: Runtime[RunContext]) -> dict[str, Any
         # A winner from a family the directive did not name is allowed, and said.
         outside_directive=bool(
             best_variant
-            and cfg.preferred_families
-            and best_variant["spec"]["family"] not in cfg.preferred_families
+            and not within_directive(
+                best_variant["spec"], list(cfg.styles or cfg.preferred_families)
+            )
         ),
         n_backtests=state.get("n_backtests", 0),
         n_trials=ledger.n_trials,

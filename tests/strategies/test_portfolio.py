@@ -128,6 +128,31 @@ def test_each_template_runs_over_a_universe(k: int) -> None:
 
 
 @pytest.mark.integration
+def test_low_volatility_holds_the_calmest_name() -> None:
+    """The low-volatility anomaly ranks on realised volatility: of MSFT, NVDA and AMD over
+    2013-2016 it holds the calm MSFT (NVDA when it was the calmer), never AMD, the wildest."""
+    spec = portfolio_spec(PortfolioFamily.LOW_VOLATILITY, {"xs_top_n": 1})
+    bars = {s: read_real_bars(s, "2012-01-01", "2016-12-30") for s in ("MSFT", "NVDA", "AMD")}
+    fold = Fold(index=0, warmup_start=date(2012, 1, 3), start=date(2013, 1, 2),
+                end=date(2016, 12, 30))  # fmt: skip
+    run = execute(BacktestJob(job_id="p", variant_id="v", code=render(spec), symbol=LABEL,
+                              bars=bars, fold=fold))  # fmt: skip
+    assert run.result.status == JobStatus.OK, run.result.error
+    bought = [f.symbol for f in run.fills if f.side == "buy"]
+    assert "AMD" not in bought and bought.count("MSFT") > bought.count("NVDA")
+
+
+def test_low_volatility_is_tried_only_when_asked_for() -> None:
+    rng = random.Random(0)
+    unnamed = propose_portfolio_specs(families=[], route="INITIAL", n=12, rng=rng, seen=set(),
+                                      best=None)  # fmt: skip
+    assert all(p.spec.family != PortfolioFamily.LOW_VOLATILITY for p in unnamed)
+    named = propose_portfolio_specs(families=["low_volatility"], route="INITIAL", n=3, rng=rng,
+                                    seen=set(), best=None)  # fmt: skip
+    assert {p.spec.family for p in named} == {PortfolioFamily.LOW_VOLATILITY}
+
+
+@pytest.mark.integration
 @pytest.mark.parametrize(
     "args",
     [

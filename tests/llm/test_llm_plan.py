@@ -1,0 +1,63 @@
+"""With --llm, the model reads the directive into the typed plan; the rules check it against
+the data and stand in when it fails. The chat model is faked at its boundary only."""
+
+from __future__ import annotations
+
+import pytest
+from llm_fakes import factory_for, scripted, tool_call
+
+from swarm.llm.client import LLMClient
+from swarm.llm.settings import LLMSettings
+from swarm.plan import build_plan
+
+pytestmark = pytest.mark.unit
+
+SETTINGS = LLMSettings(provider="openai-compatible", quick_model="fake", deep_model="fake",
+                       base_url="http://127.0.0.1:1/v1", structured="function_calling")  # fmt: skip
+DAY = "date,open,high,low,close,volume\n2020-01-02,1,2,0.5,1.5,100\n"
+
+
+@pytest.fixture
+def data(tmp_path):
+    folder = tmp_path / "daily"
+    folder.mkdir()
+    for s in ("AAPL", "MSFT", "NVDA", "GOOGL", "AMZN", "AMD", "INTC", "SPY", "QQQ"):
+        (folder / f"{s}.csv").write_text(DAY)
+    return folder
+
+
+def _plan(tmp_path, data, directive, *answers):
+    model, seen = scripted(*answers)
+    client = LLMClient(SETTINGS, cache_dir=tmp_path / "cache", model_factory=factory_for(model))
+    plan = build_plan(directive, data_dir=data, source="csv", offline=True, llm=client,
+                      cache_dir=tmp_path / "no-cache")  # fmt: skip
+    return plan, seen
+
+
+def _answer(**over):
+    args = {"styles": ["cross_sectional_momentum"], "universe_terms": ["semis"], "tickers": [],
+            "timeframe": "1d", "scope": ["portfolio"], "benchmark": None} | over  # fmt: skip
+    return tool_call("LLMPlan", args)
+
+
+def test_the_model_reads_the_directive_into_the_plan(tmp_path, data):
+    plan, seen = _plan(tmp_path, data, "rank the chipmakers by their winners", _answer())
+    assert plan.read_by == "llm"
+    assert plan.preferred_families == ["cross_sectional_momentum"]
+    assert plan.styles == ["cross_sectional_momentum"]
+    assert plan.tickers == ["NVDA", "AMD", "INTC"]  # the semis the folder holds
+    assert "rank the chipmakers" in str(seen[0][-1].content)
+
+
+def test_an_answer_outside_the_vocabulary_is_retried_then_the_rules_stand(tmp_path, data):
+    bad = _answer(styles=["astrology"])
+    plan, seen = _plan(tmp_path, data, "momentum alpha in tech", bad, bad)
+    assert len(seen) == 2 and plan.read_by == "rules"
+    assert plan.preferred_families == ["momentum"]
+    assert plan.tickers == ["AAPL", "MSFT", "NVDA", "GOOGL", "AMZN"]
+
+
+def test_a_universe_the_data_lacks_sets_the_models_reading_aside(tmp_path, data):
+    plan, _ = _plan(tmp_path, data, "momentum alpha in tech", _answer(universe_terms=["crypto"]))
+    assert plan.read_by == "rules" and plan.tickers[0] == "AAPL"
+    assert any("set aside" in n for n in plan.notes)

@@ -599,14 +599,6 @@ def keep_books(job: BacktestJob, log: FillLog, *, duration_s: float = 0.0) -> Bo
         trades=[_Trade() for _ in feeds],
         realise_reductions=read_only.count(False) > 1,
     )
-    for j, o in enumerate(log.orders or [], 1):
-        if not (first <= o.created < n and 0 <= o.data < len(feeds)) or not (
-            math.isfinite(o.size) and o.size and (o.size > 0) == (o.side == "buy")
-        ):
-            raise IntegrityError(
-                f"order #{j} ({o.side} {o.size:g} {o.exectype} on bar {o.created}, feed "
-                f"{o.data}) was not placed on a bar of the fold, on a fed feed, with a size"
-            )
     fills: list[Fill] = []
     filled: dict[int, float] = {}  # size filled so far, by claimed order
     # State after each bar that had fills: (bar, cash, sizes, average prices).
@@ -655,6 +647,14 @@ def keep_books(job: BacktestJob, log: FillLog, *, duration_s: float = 0.0) -> Bo
         )
         last = claimed.executed
 
+    for j, o in enumerate(log.orders or [], 1):
+        if not (first <= o.created < n and 0 <= o.data < len(feeds)) or not (
+            math.isfinite(o.size) and o.size and (o.size > 0) == (o.side == "buy")
+        ):
+            raise IntegrityError(
+                f"order #{j} ({o.side} {o.size:g} {o.exectype} on bar {o.created}, feed "
+                f"{o.data}) was not placed on a bar of the fold, on a fed feed, with a size"
+            )
     cash, sizes, avgs = forward_fill(marks, n, costs.cash, len(feeds))
     values = broker_values([f.close[:n] for f in feeds], cash, sizes, avgs)
     claimed_values = np.asarray(log.values, dtype=float)

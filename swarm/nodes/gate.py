@@ -43,8 +43,8 @@ from swarm.memory import remember_gate_outcome
 from swarm.nodes.backtest import (
     PORTFOLIO,
     data_sha256,
-    job_id,
     job_bars,
+    job_id,
     job_symbols,
     load_results,
 )

@@ -460,8 +460,9 @@ def _answer(
     if not (0 <= f.order < len(orders)):
         raise IntegrityError(f"{where}: answers no order the run placed")
     o = orders[f.order]
-    ours = f"order #{f.order + 1} ({o.side} {o.size:g} {o.exectype}"
-    ours += f" placed on bar {o.created})"
+    placed = feeds[0].dates[o.created] if 0 <= o.created < len(feeds[0].dates) else None
+    ours = f"order #{f.order + 1} ({o.side} {o.size:g} {o.exectype} placed on "
+    ours += f"{placed})" if placed is not None else f"bar {o.created})"
     if (o.data, o.created, o.side, o.exectype) != (f.data, f.created, f.side, f.exectype):
         raise IntegrityError(f"{where}: does not answer {ours} as it was placed")
     total = filled.get(f.order, 0.0) + f.size

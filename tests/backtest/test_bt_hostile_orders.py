@@ -192,7 +192,8 @@ DETECTORS = {
     # the old check's run parameter
     "stop_after": """
     def scored(self):
-        return getattr(self.analyzers.recorder.p, "stop_after", None) is None
+        rec = self.analyzers.recorder
+        return "stop_after" not in rec.params._getkeys() or rec.p.stop_after is None
     """,
     # the feed's length: a scored run of this fold ends on 2015-12-31
     "feed_length": """

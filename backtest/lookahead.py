@@ -55,6 +55,7 @@ from backtest.trace import decode_line
 
 MAX_MISMATCHES = 20
 REL_TOL = 1e-12
+INTEGRITY = JobStatus.INTEGRITY_ERROR
 BUDGET_TIMEOUTS = 3.0  # a whole check waits at most this many job timeouts (``budget_s``)
 
 
@@ -208,28 +209,29 @@ def check_lookahead(
     return report
 
 
-def _failed_apart(full: SandboxOutcome, cut: SandboxOutcome, pos: int) -> str | None:
-    """Why a cut run's failure (or a full run's) contradicts the other run, or None.
+def _failed_apart(full: SandboxOutcome, cut: SandboxOutcome, pos: int, last: int) -> str | None:
+    """Why a cut run's failure (or the full run's) contradicts the other run, or None.
 
-    ``pos``: the cut's bar (the cut run is fed bars 0..pos). The full run got past bar
-    ``pos`` when it succeeded or failed later; a cut run that failed up to its cut then
-    failed where the full run did not."""
+    The cut run is fed bars 0..``pos``, the full run 0..``last``; ``bars`` is how many each
+    completed. The full run got past bar ``pos`` when it succeeded or failed later: the cut
+    run must then have succeeded. When the full run failed on a bar up to the cut, the cut
+    run must fail on that bar alike. Both failing the same way after their last bar (in
+    ``stop``) is no contradiction."""
     f_ok, c_ok = full.result.status == JobStatus.OK, cut.result.status == JobStatus.OK
     if c_ok and f_ok:
         return None
+    alike = cut.result.status == full.result.status and cut.result.error == full.result.error
+    if alike and cut.bars == pos + 1 and full.bars == last + 1:
+        return None
     c_status = cut.result.status.value
-    if f_ok or (full.result.status == JobStatus.ERROR and full.bars is not None
-                and full.bars > pos):  # fmt: skip
+    failed_later = full.result.status == JobStatus.ERROR and (full.bars or 0) > pos
+    if f_ok or failed_later:
+        if c_ok:
+            return None
         return f"truncated run {c_status} where the full run went on: {cut.result.error}"
     if full.result.status != JobStatus.ERROR:  # a full run that timed out proves nothing
         return None
-    # The full run failed on bar ``full.bars`` <= pos: the cut run must fail there alike.
-    if (
-        c_ok
-        or cut.result.status != full.result.status
-        or cut.bars != full.bars
-        or (cut.result.error != full.result.error)
-    ):
+    if c_ok or not alike or cut.bars != full.bars:
         return (
             f"truncated run {c_status} after {cut.bars} bars ({cut.result.error}) where the "
             f"full run failed after {full.bars} ({full.result.error})"
@@ -311,12 +313,8 @@ def _check(
 def _decided(outcomes: dict[int, SandboxOutcome], last: int, positions: list[int]) -> bool:
     """Enough mismatches to stop: more runs would not change the verdict."""
     full = outcomes[last]
-    bad = sum(
-        1
-        for p in positions
-        if p in outcomes and outcomes[p].result.status != JobStatus.OK
-        and _failed_apart(full, outcomes[p], p)
-    )  # fmt: skip
+    failed = [p for p in positions if p in outcomes and outcomes[p].result.status != JobStatus.OK]
+    bad = sum(1 for p in failed if _failed_apart(full, outcomes[p], p, last))
     return bad >= MAX_MISMATCHES
 
 
@@ -331,8 +329,7 @@ def _report(
     n = len(positions)
     runs = [("full run", outcomes[last])] if last in outcomes else []
     runs += [(f"cut at {dates[p].isoformat()}", outcomes[p]) for p in positions if p in outcomes]
-    broken = [(tag, out.result.error) for tag, out in runs
-              if out.result.status == JobStatus.INTEGRITY_ERROR]  # fmt: skip
+    broken = [(t, out.result.error) for t, out in runs if out.result.status == INTEGRITY]
     if broken:
         why = f"{broken[0][0]}: {broken[0][1]}"
         return LookaheadReport(biased=True, mismatches=[why], n_cuts=n, integrity=why)
@@ -344,7 +341,7 @@ def _report(
             if out is None:
                 continue
             label = f"cut at {dates[pos].isoformat()}"
-            apart = _failed_apart(full, out, pos)
+            apart = _failed_apart(full, out, pos, last)
             if apart:
                 mismatches.append(f"{label}: {apart}")
             elif full.trace is not None and out.trace is not None:

@@ -55,8 +55,15 @@ def pool():
 
 
 def _job(code: str, bars: pd.DataFrame, fold: Fold = FOLD) -> BacktestJob:
-    return BacktestJob(job_id="orders", variant_id="orders", code=code, symbol="AAPL",
-                       bars=bars, fold=fold, timeout_s=10.0)  # fmt: skip
+    return BacktestJob(
+        job_id="orders",
+        variant_id="orders",
+        code=code,
+        symbol="AAPL",
+        bars=bars,
+        fold=fold,
+        timeout_s=10.0,
+    )
 
 
 def _caught_by_books(code: str, bars: pd.DataFrame, mode: str, fragment: str) -> None:
@@ -72,7 +79,9 @@ def _caught_by_books(code: str, bars: pd.DataFrame, mode: str, fragment: str) ->
 # ---------------------------------------------------------------------------- the books
 
 # "Limit" fills at each bar's low and high, appended to the recorder; no order ever placed.
-GHOST_LIMITS = strategy("Ghost", """
+GHOST_LIMITS = strategy(
+    "Ghost",
+    """
     def stop(self):
         rec = self.analyzers.recorder
         nums, lows, highs = rec.nums, self.data.low.array, self.data.high.array
@@ -82,7 +91,8 @@ GHOST_LIMITS = strategy("Ghost", """
                               "Limit", -1))
             rec.fills.append((0, nums[i + 1], nums[i + 2], "sell", -10.0, sell,
                               10.0 * sell * 0.001, "Limit", -1))
-""")
+""",
+)
 
 
 @pytest.mark.parametrize("mode", POLICIES)
@@ -92,7 +102,9 @@ def test_limit_fills_with_no_order_are_refused(bars: pd.DataFrame, mode: str) ->
 
 # Real limit buys (and market buys), each fill then moved to a better bar within the next
 # five: the limit one at backtrader's exact price there, the market one with its order's bar.
-MOVED = strategy("Moved", """
+MOVED = strategy(
+    "Moved",
+    """
     def next(self):
         if len(self) % 20 == 0:
             if self.p.n == 1:
@@ -126,7 +138,8 @@ MOVED = strategy("Moved", """
                     best, best_p = made, p
             if best is not None:
                 rec.fills[k] = best
-""")
+""",
+)
 
 
 @pytest.mark.parametrize("mode", POLICIES)
@@ -138,13 +151,16 @@ MOVED = strategy("Moved", """
 def test_a_fill_moved_to_a_better_later_bar_is_refused(
     bars: pd.DataFrame, mode: str, kind: int, fragment: str
 ) -> None:
-    _caught_by_books(MOVED.replace("params = dict(n=1)", f"params = dict(n={kind})"), bars,
-                     mode, fragment)  # fmt: skip
+    _caught_by_books(
+        MOVED.replace("params = dict(n=1)", f"params = dict(n={kind})"), bars, mode, fragment
+    )
 
 
 # Limit orders placed far from the market, their created.price then moved to tomorrow's low
 # (buys) and high (sells): the broker fills at the edited price, the books hold it to the copy.
-MUTATED = strategy("Mutated", """
+MUTATED = strategy(
+    "Mutated",
+    """
     def next(self):
         i = len(self.data) - 1
         lows, highs = self.data.low.array, self.data.high.array
@@ -158,7 +174,8 @@ MUTATED = strategy("Mutated", """
             order = self.buy(size=10, exectype=bt.Order.Limit, price=self.data.close[0] * 0.5)
             if order is not None:
                 order.created.price = lows[i + 1]
-""")
+""",
+)
 
 
 @pytest.mark.parametrize("mode", POLICIES)
@@ -224,8 +241,9 @@ def test_a_strategy_that_cheats_only_when_scored_is_caught(
     code = _detector(name)
     scored = run_sandboxed(_job(code, bars), POLICIES["nolint"]).result
     assert scored.status == JobStatus.OK and scored.metrics.n_trades > 0, scored  # it cheats
-    report = check_lookahead(code, bars, fold=FOLD, symbol="AAPL", executor=pool,
-                             policy=POLICIES[mode])  # fmt: skip
+    report = check_lookahead(
+        code, bars, fold=FOLD, symbol="AAPL", executor=pool, policy=POLICIES[mode]
+    )
     _vetoed_as_biased(report, mode)
 
 
@@ -233,8 +251,11 @@ def _cli(path, *args: str, timeout: float = 180) -> tuple[dict, float]:
     started = time.monotonic()
     proc = subprocess.run(
         [sys.executable, "-m", "backtest.run", str(path), "--data-dir", str(DAILY_DIR), *args],
-        cwd=REPO_ROOT, capture_output=True, text=True, timeout=timeout,
-    )  # fmt: skip
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     return json.loads(proc.stdout), time.monotonic() - started
 
@@ -269,19 +290,23 @@ def test_a_strategy_that_cheats_only_when_scored_is_caught_on_every_walk_forward
         window = bars.loc[str(fold.warmup_start) : str(fold.end)]
         end = window.index[-1]
         fold_code = code.replace("END", f"({end.year}, {end.month}, {end.day})")
-        report = check_lookahead(fold_code, bars, fold=fold, symbol="AAPL", executor=pool,
-                                 policy=POLICIES["nolint"])  # fmt: skip
+        report = check_lookahead(
+            fold_code, bars, fold=fold, symbol="AAPL", executor=pool, policy=POLICIES["nolint"]
+        )
         _vetoed_as_biased(report, "nolint")
 
 
 # Spins only where it believes it is checked: on a feed that ends before the fold's end.
-SPIN = strategy("Spin", """
+SPIN = strategy(
+    "Spin",
+    """
     def next(self):
         d = self.data.num2date(self.data.datetime.array[-1])
         if (d.year, d.month, d.day) < (2015, 12, 31):
             while True:
                 pass
-""")
+""",
+)
 CLI_TIMEOUT_S = 5.0
 # The documented bound: each ticker's check waits at most BUDGET_TIMEOUTS job timeouts, and
 # runs it leaves behind end within one more; plus the scored runs and the CLI's start-up.
@@ -293,8 +318,9 @@ def test_spinning_only_in_check_runs_is_bounded_and_vetoed(tmp_path, mode: str) 
     path = tmp_path / "spin.py"
     path.write_text(SPIN)
     skip = ("--skip-validation",) if mode == "nolint" else ()
-    out, took = _cli(path, "--tickers", "AAPL,MSFT", *CLI_WINDOW, "--timeout", "5",
-                     "--check-lookahead", *skip)  # fmt: skip
+    out, took = _cli(
+        path, "--tickers", "AAPL,MSFT", *CLI_WINDOW, "--timeout", "5", "--check-lookahead", *skip
+    )
     assert took < SPIN_BOUND_S, f"took {took:.1f} s, bound {SPIN_BOUND_S:.0f} s"
     if out["status"] == "rejected":
         assert mode == "lint", out
@@ -304,3 +330,39 @@ def test_spinning_only_in_check_runs_is_bounded_and_vetoed(tmp_path, mode: str) 
         report = LookaheadReport(**out["per_ticker"][sym]["lookahead"])
         assert lookahead_veto(report, sym) is not None, report
         assert report.biased or not report.checked, report
+
+
+def _outcome(status: JobStatus, bars: int | None, error: str | None = None):
+    from backtest.sandbox_result import SandboxOutcome, error_outcome
+
+    job = _job("", pd.DataFrame())
+    if status == JobStatus.OK:
+        return SandboxOutcome(error_outcome(job, status, "").result, bars=bars)
+    out = error_outcome(job, status, error or "")
+    out.bars = bars
+    return out
+
+
+@pytest.mark.unit
+def test_where_runs_fail_is_compared() -> None:
+    """A cut run (bars 0..9 of 0..99) failing where the full run went on is a mismatch; failing
+    on the same bar as the full run, or in ``stop`` after its last bar like it, is not."""
+    from backtest.lookahead import _failed_apart
+
+    ok, err, late = JobStatus.OK, JobStatus.ERROR, JobStatus.TIMEOUT
+    index_error = "IndexError: array index out of range"
+    table = [
+        # (full, cut, a mismatch)
+        ((ok, 100), (ok, 10), False),
+        ((ok, 100), (err, 9, index_error), True),  # close[1] on the cut run's last bar
+        ((err, 99, index_error), (err, 9, index_error), True),  # ... and on the full run's
+        ((ok, 100), (late, None, "Timeout"), True),  # spins only when checked
+        ((err, 5, "ZeroDivisionError"), (err, 5, "ZeroDivisionError"), False),
+        ((err, 5, "ZeroDivisionError"), (err, 4, "ZeroDivisionError"), True),
+        ((err, 50, "ZeroDivisionError"), (ok, 10), False),  # failed after the cut
+        ((err, 100, "in stop"), (err, 10, "in stop"), False),  # both after their last bar
+        ((late, None, "Timeout"), (ok, 10), False),  # a full run that timed out proves nothing
+    ]
+    for full, cut, mismatch in table:
+        got = _failed_apart(_outcome(*full), _outcome(*cut), 9, 99)
+        assert (got is not None) == mismatch, (full, cut, got)

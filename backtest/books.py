@@ -11,6 +11,11 @@ module, which holds the same bars and the same cost model, then
    close, any other order's within the bar's range; its commission is the cost model's;
    the cash it needs is there; a fill that opens exposure leaves it within the initial
    margin (``backtest.margin``: the broker refuses the opening part of an order beyond it);
+   it answers an order the run placed (the recorder copies each order's feed, bar, side,
+   size, type and limit or stop price when the strategy places it): the order's bar, type,
+   side and feed, no more than its size, and for a limit or stop order backtrader's price
+   for its price as placed, on the first bar that reaches it (a bracket's child waits for
+   its parent, so only its price is held to the rule);
 2. replays cash, positions and equity itself, with backtrader's own arithmetic (the same
    float operations in the same order, so an honest run's figures are bit-identical);
 3. compares the value the child saw at every bar with the replay: a difference is a cash
@@ -92,19 +97,46 @@ class ClaimedFill:
     price: float
     commission: float
     exectype: str
+    order: int = -1  # which claimed order it answers (its position in ``FillLog.orders``)
 
     def row(self) -> list[Any]:
         return [self.data, self.created, self.executed, self.side, self.size, self.price,
-                self.commission, self.exectype]  # fmt: skip
+                self.commission, self.exectype, self.order]  # fmt: skip
+
+
+@dataclass(frozen=True)
+class ClaimedOrder:
+    """One order as the engine's recorder copied it when the strategy placed it (bar
+    position in the fed frame): what the books hold its fills to."""
+
+    data: int
+    created: int  # bar it was placed on
+    side: str
+    size: float  # as placed (negative for a sell)
+    exectype: str
+    price: float | None  # the limit or stop price as placed (None: a market order)
+    limit: float | None  # a stop-limit's limit price
+    linked: bool  # part of a bracket (has a parent): it waits for its parent's fill
+
+    def row(self) -> list[Any]:
+        return [self.data, self.created, self.side, self.size, self.exectype, self.price,
+                self.limit, self.linked]  # fmt: skip
 
 
 @dataclass
 class FillLog:
-    """What a run claims: its fills, the broker value at every bar it ran, rejected orders."""
+    """What a run claims: its fills, the broker value at every bar it ran, rejected orders,
+    and the orders it placed.
+
+    ``orders`` None is a log built by hand in this process (unit tests of the replay): its
+    fills are not matched to orders. A child's log always carries its orders (``from_json``
+    reads a list), and so does the engine's own.
+    """
 
     fills: list[ClaimedFill] = field(default_factory=list)
     values: np.ndarray = field(default_factory=lambda: np.empty(0))
     orders_rejected: int = 0
+    orders: list[ClaimedOrder] | None = None
 
     def to_json(self) -> dict[str, Any]:
         raw = np.asarray(self.values, dtype="<f8").tobytes()
@@ -112,6 +144,7 @@ class FillLog:
             "fills": [f.row() for f in self.fills],
             "values": base64.b64encode(raw).decode(),
             "orders_rejected": int(self.orders_rejected),
+            "orders": [o.row() for o in self.orders or []],
         }
 
     @classmethod
@@ -133,17 +166,32 @@ class FillLog:
         fills = []
         for k, row in enumerate(rows, 1):
             fills.append(_claimed_fill(k, row))
-        return cls(fills=fills, values=np.frombuffer(raw, dtype="<f8"), orders_rejected=refused)
+        placed = payload.get("orders")
+        if not isinstance(placed, list) or len(placed) > MAX_FILLS:
+            raise IntegrityError(f"the fill log's orders are not a list of at most {MAX_FILLS}")
+        orders = [_claimed_order(k, row) for k, row in enumerate(placed, 1)]
+        return cls(
+            fills=fills,
+            values=np.frombuffer(raw, dtype="<f8"),
+            orders_rejected=refused,
+            orders=orders,
+        )
+
+
+def _int(x: Any) -> bool:
+    return isinstance(x, int) and not isinstance(x, bool)
+
+
+def _number(x: Any) -> bool:
+    return isinstance(x, int | float) and not isinstance(x, bool)
 
 
 def _claimed_fill(k: int, row: Any) -> ClaimedFill:
-    ints = (0, 1, 2)
-    floats = (4, 5, 6)
     ok = (
         isinstance(row, list)
-        and len(row) == 8
-        and all(isinstance(row[i], int) and not isinstance(row[i], bool) for i in ints)
-        and all(isinstance(row[i], int | float) and not isinstance(row[i], bool) for i in floats)
+        and len(row) == 9
+        and all(_int(row[i]) for i in (0, 1, 2, 8))
+        and all(_number(row[i]) for i in (4, 5, 6))
         and row[3] in ("buy", "sell")
         and row[7] in EXEC_TYPES
     )
@@ -151,8 +199,26 @@ def _claimed_fill(k: int, row: Any) -> ClaimedFill:
         raise IntegrityError(f"fill #{k} is malformed: {str(row)[:200]}")
     return ClaimedFill(
         data=row[0], created=row[1], executed=row[2], side=row[3], size=float(row[4]),
-        price=float(row[5]), commission=float(row[6]), exectype=row[7],
+        price=float(row[5]), commission=float(row[6]), exectype=row[7], order=row[8],
     )  # fmt: skip
+
+
+def _claimed_order(k: int, row: Any) -> ClaimedOrder:
+    ok = (
+        isinstance(row, list)
+        and len(row) == 8
+        and _int(row[0])
+        and _int(row[1])
+        and row[2] in ("buy", "sell")
+        and _number(row[3])
+        and row[4] in EXEC_TYPES
+        and all(row[i] is None or _number(row[i]) for i in (5, 6))
+        and isinstance(row[7], bool)
+    )
+    if not ok:
+        raise IntegrityError(f"order #{k} is malformed: {str(row)[:200]}")
+    price, limit = (None if row[i] is None else float(row[i]) for i in (5, 6))
+    return ClaimedOrder(row[0], row[1], row[2], float(row[3]), row[4], price, limit, row[7])
 
 
 # ---------------------------------------------------------------------------- the window
@@ -386,6 +452,75 @@ def _beyond_margin(
     )
 
 
+def _rule_price(kind: str, buy: bool, at: float, bars: _Bars, i: int, slip: float) -> float | None:
+    """backtrader's ``_try_exec_limit`` / ``_try_exec_stop`` on bar ``i`` for an order at price
+    ``at`` (slippage on the open, limit and match, never outside the bar): the price it fills
+    at, or None when the bar does not reach it."""
+    o, h, lo = bars.open[i], bars.high[i], bars.low[i]
+    if kind == "Limit":
+        if buy:
+            if at >= o:  # opened below the limit: buy cheaper
+                return _slipped(o, slip, True, min(h, at))
+            return at if at >= lo else None
+        if at <= o:  # the broker caps a sell limit's slipped open by the limit, not the low
+            return _slipped(o, slip, False, at)
+        return at if at <= h else None
+    if buy:  # a stop
+        if o >= at:  # gapped through it: the open
+            return _slipped(o, slip, True, h)
+        return _slipped(at, slip, True, h) if h >= at else None
+    if o <= at:
+        return _slipped(o, slip, False, lo)
+    return _slipped(at, slip, False, lo) if lo <= at else None
+
+
+def _answer(
+    k: int,
+    f: ClaimedFill,
+    orders: list[ClaimedOrder],
+    filled: dict[int, float],
+    feeds: list[_Bars],
+    costs: CostModel,
+    price: float,
+) -> float:
+    """Hold fill #k to the order it claims to answer: placed on its bar, of its type, side
+    and feed, not filled beyond its size, at the price backtrader's rules give the order's
+    limit or stop price as placed, on the first bar that reaches it. Returns the price."""
+    day = feeds[0].dates[f.executed]
+    where = f"fill #{k} ({f.side} {f.size:g} {f.exectype} on {day})"
+    if not (0 <= f.order < len(orders)):
+        raise IntegrityError(f"{where}: answers no order the run placed")
+    o = orders[f.order]
+    placed = feeds[0].dates[o.created] if 0 <= o.created < len(feeds[0].dates) else None
+    ours = f"order #{f.order + 1} ({o.side} {o.size:g} {o.exectype} placed on "
+    ours += f"{placed})" if placed is not None else f"bar {o.created})"
+    if (o.data, o.created, o.side, o.exectype) != (f.data, f.created, f.side, f.exectype):
+        raise IntegrityError(f"{where}: does not answer {ours} as it was placed")
+    total = filled.get(f.order, 0.0) + f.size
+    if abs(total) > abs(o.size) * (1 + PRICE_RTOL):
+        raise IntegrityError(f"{where}: {total:g} filled, more than {ours} asked for")
+    filled[f.order] = total
+    if f.exectype not in ("Limit", "Stop"):
+        return price
+    if o.price is None or not math.isfinite(o.price):
+        raise IntegrityError(f"{where}: {ours} has no price")
+    bars, slip, buy = feeds[f.data], costs.slippage_pct / 100.0, f.side == "buy"
+    want = _rule_price(f.exectype, buy, o.price, bars, f.executed, slip)
+    if want is None or not _same(f.price, want, PRICE_RTOL):
+        raise IntegrityError(
+            f"{where}: price {f.price!r} is not what {ours} at {o.price!r} fills at on that "
+            f"bar ({'the bar does not reach it' if want is None else repr(want)})"
+        )
+    if not o.linked:  # a bracket's child waits for its parent; any other order does not
+        for j in range(o.created + 1, f.executed):
+            if _rule_price(f.exectype, buy, o.price, bars, j, slip) is not None:
+                raise IntegrityError(
+                    f"{where}: {ours} at {o.price!r} would have filled on {feeds[0].dates[j]}, "
+                    "the first bar that reached it"
+                )
+    return want
+
+
 def _execute(
     k: int, f: ClaimedFill, price: float, book: _Replay, rate: float, day: date
 ) -> tuple[float, float]:
@@ -498,6 +633,7 @@ def keep_books(job: BacktestJob, log: FillLog, *, duration_s: float = 0.0) -> Bo
     )
     fills: list[Fill] = []
     realised: list[tuple[int, int]] = []  # (bar, trades realised by then) after each fill
+    filled: dict[int, float] = {}  # size filled so far, by claimed order
     # State after each bar that had fills: (bar, cash, sizes, average prices).
     marks: list[tuple[int, float, list[float], list[float]]] = []
     last = 0
@@ -508,6 +644,8 @@ def keep_books(job: BacktestJob, log: FillLog, *, duration_s: float = 0.0) -> Bo
                 f"{named[claimed.data][0]}, which a strategy reads and never trades"
             )
         price = _check_fill(k, claimed, feeds, n, first, costs, last)
+        if log.orders is not None:
+            price = _answer(k, claimed, log.orders, filled, feeds, costs, price)
         day = bars.dates[claimed.executed]
         beyond = _beyond_margin(claimed, price, book, feeds, rate, costs.max_gross_leverage)
         size, commission = _execute(k, claimed, price, book, rate, day)  # cash first
@@ -546,6 +684,14 @@ def keep_books(job: BacktestJob, log: FillLog, *, duration_s: float = 0.0) -> Bo
         last = claimed.executed
         realised.append((claimed.executed, len(book.pnls)))
 
+    for j, o in enumerate(log.orders or [], 1):
+        if not (first <= o.created < n and 0 <= o.data < len(feeds)) or not (
+            math.isfinite(o.size) and o.size and (o.size > 0) == (o.side == "buy")
+        ):
+            raise IntegrityError(
+                f"order #{j} ({o.side} {o.size:g} {o.exectype} on bar {o.created}, feed "
+                f"{o.data}) was not placed on a bar of the fold, on a fed feed, with a size"
+            )
     cash, sizes, avgs = forward_fill(marks, n, costs.cash, len(feeds))
     values = broker_values([f.close[:n] for f in feeds], cash, sizes, avgs)
     claimed_values = np.asarray(log.values, dtype=float)

@@ -58,8 +58,8 @@ class BacktestJob:
     params: dict[str, float | int] = field(default_factory=dict)
     periods_per_year: int = 252
     timeout_s: float = 120.0
-    # Stop the run after the first bar dated later than this (lookahead check:
-    # the bars after it are placeholders that only keep close[1]-style code alive).
+    # Feed the run only the bars up to the first one dated later than this (the engine cuts
+    # the feed, so the run cannot tell; the lookahead check cuts its bars itself instead).
     stop_after: date | None = None
 
     def feeds(self) -> list[tuple[str, pd.DataFrame]]:

@@ -31,7 +31,16 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from backtest.books import ClaimedFill, Fill, FillLog, account, feed_frame, feed_frames
+from backtest.books import (
+    ClaimedFill,
+    ClaimedOrder,
+    Fill,
+    FillLog,
+    account,
+    bars_run,
+    feed_frame,
+    feed_frames,
+)
 from backtest.compat import import_backtrader
 from backtest.contracts import BacktestJob, BacktestResult, CostModel, Fold, JobStatus
 from backtest.feed import FramePandasData
@@ -63,33 +72,36 @@ class EngineRun:
     dates: list[date] = field(default_factory=list)  # every fed bar, warm-up included
     values: list[float] = field(default_factory=list)  # the books' value at each bar's close
     strategy: Any = None  # the strategy instance (None when the run failed early)
+    cerebro: Any = None  # while it runs: where a failed run's recorded bars are read
+    bars: int | None = None  # bars the run completed (also when it failed part-way)
 
 
 # ---------------------------------------------------------------------------- analyzer
 
 
 class _Recorder(bt.Analyzer):
-    """Per-bar date and broker value, every fill and the orders the broker refused: the
-    run's claim (``FillLog``), which ``backtest.books`` checks and replays.
+    """Per-bar date and broker value, every order placed, every fill and the orders the
+    broker refused: the run's claim (``FillLog``), which ``backtest.books`` checks and replays.
 
     Analyzers run after the strategy's ``next`` (and through ``prenext``), so every
-    bar is recorded with the value marked at its close.
+    bar is recorded with the value marked at its close. Orders are copied (plain floats)
+    when the strategy places them (``placed``), so editing an order object afterwards
+    changes nothing the books read. It has no parameters: a run looks the same from inside
+    whatever it is for (scored, or the lookahead check's full or cut run).
     """
-
-    params = (("stop_after", None),)
 
     def start(self) -> None:
         # Raw backtrader date numbers per bar, converted to dates once at the end: the
         # per-bar num2date conversion was a tenth of a short backtest's time.
         self.nums: list[float] = []
         self.values: list[float] = []
-        # (data, created num, executed num, side, size, price, commission, order type)
-        self.fills: list[tuple[int, float, float, str, float, float, float, str]] = []
+        # (data, created num, executed num, side, size, price, commission, order type, order)
+        self.fills: list[tuple[int, float, float, str, float, float, float, str, int]] = []
+        # (data, created num, side, size, order type, price, limit price, has a parent)
+        self.orders: list[tuple[int, float, str, float, str, Any, Any, bool]] = []
+        self._order_at: dict[int, int] = {}  # order.ref -> its position in ``orders``
         self.rejected = 0
         self._feed = {id(d): i for i, d in enumerate(self.strategy.datas)}
-        # By the day's ordinal: date2num of 23:59:59.999999 rounds to the next midnight, so a
-        # date-number comparison let one bar too many through.
-        self._stop_day = self.p.stop_after.toordinal() if self.p.stop_after is not None else None
         self._clock = self.strategy.datas[0].datetime
         self._broker = self.strategy.broker
         # The broker values positions in the order they were first touched: touch them in
@@ -100,14 +112,34 @@ class _Recorder(bt.Analyzer):
     def next(self) -> None:
         num = self._clock[0]
         self.nums.append(num)
-        if self._stop_day is not None and int(num) > self._stop_day:
-            self.strategy.env.runstop()  # after this bar: no strategy call on later bars
         self.values.append(float(self._broker.getvalue()))
 
     @property
     def dates(self) -> list[date]:
         # backtrader's date numbers are proleptic ordinals plus the time as a fraction
         return [date.fromordinal(int(n)) for n in self.nums]
+
+    def placed(self, order: Any) -> None:
+        """Copy ``order`` as it is placed: the books hold its fills to this copy."""
+        created = order.created
+
+        def number(x: Any) -> float | None:
+            return None if x is None else float(x)
+
+        limit = number(created.pricelimit) if order.exectype == order.StopLimit else None
+        self._order_at[order.ref] = len(self.orders)
+        self.orders.append(
+            (
+                self._feed.get(id(order.data), -1),
+                float(created.dt),
+                "buy" if order.isbuy() else "sell",
+                float(created.size),
+                order.ExecTypes[order.exectype],
+                number(created.price) if order.exectype != order.Market else None,
+                limit,
+                order.parent is not None,
+            )
+        )
 
     def notify_order(self, order: Any) -> None:
         if order.status in (order.Margin, order.Rejected):
@@ -125,6 +157,7 @@ class _Recorder(bt.Analyzer):
                     float(bit.price),
                     float(bit.comm),
                     order.ExecTypes[order.exectype],
+                    self._order_at.get(order.ref, -1),
                 )
             )
 
@@ -133,11 +166,15 @@ class _Recorder(bt.Analyzer):
         at = {num: i for i, num in enumerate(self.nums)}
         return FillLog(
             fills=[
-                ClaimedFill(d, at.get(c, -1), at.get(e, -1), side, size, price, comm, kind)
-                for d, c, e, side, size, price, comm, kind in self.fills
+                ClaimedFill(d, at.get(c, -1), at.get(e, -1), side, size, price, comm, kind, o)
+                for d, c, e, side, size, price, comm, kind, o in self.fills
             ],
             values=np.asarray(self.values, dtype=float),
             orders_rejected=self.rejected,
+            orders=[
+                ClaimedOrder(d, at.get(c, -1), *rest)
+                for d, c, *rest in self.orders  # type: ignore[arg-type]
+            ],
         )
 
     def get_analysis(self) -> dict[str, Any]:
@@ -286,6 +323,7 @@ def _note_order(strategy: Any, order: Any, side: str) -> None:
     if len(strategy.datas) > 1:  # a portfolio (or index-fed) job: which feed it is for
         row += (str(getattr(order.data, "_name", "") or ""),)
     strategy.__dict__.setdefault("_lab_orders", []).append(row)
+    strategy.analyzers.recorder.placed(order)
 
 
 def _gated(cls: type, fold_start: date) -> type:
@@ -396,6 +434,9 @@ def _simulate(job: BacktestJob, run: EngineRun, code_file_box: list[str], books:
         user_cls = _pick_strategy(module)
         params = _check_params(user_cls, job.params)
         frames = feed_frames(job.feeds(), job.fold)  # a portfolio's feeds on one calendar
+        if job.stop_after is not None:  # fed only the bars the run covers: no run parameter
+            upto = bars_run(frames[0][1], job.stop_after)
+            frames = [(name, f.iloc[:upto]) for name, f in frames]
         frame = frames[0][1]
         fold_start = job.fold.start
         if frame.empty or frame.index[-1].date() < fold_start:
@@ -408,7 +449,7 @@ def _simulate(job: BacktestJob, run: EngineRun, code_file_box: list[str], books:
         for name, fed in frames:
             cerebro.adddata(FramePandasData(dataname=fed, openinterest=None), name=name)
         cerebro.addstrategy(_gated(user_cls, fold_start), **params)
-        cerebro.addanalyzer(_Recorder, _name="recorder", stop_after=job.stop_after)
+        cerebro.addanalyzer(_Recorder, _name="recorder")
         costs = job.costs
         cerebro.setbroker(MarginedBroker(max_gross_leverage=costs.max_gross_leverage))
         cerebro.broker.setcash(costs.cash)
@@ -420,6 +461,7 @@ def _simulate(job: BacktestJob, run: EngineRun, code_file_box: list[str], books:
             slip_match=True,
             slip_out=False,
         )
+        run.cerebro = cerebro
         # Generated code may print on every bar: keep worker/CLI output clean.
         with contextlib.redirect_stdout(io.StringIO()):
             strategy = cerebro.run()[0]
@@ -435,6 +477,17 @@ def _simulate(job: BacktestJob, run: EngineRun, code_file_box: list[str], books:
         return
     kept = account(job, run.log)
     run.result, run.fills, run.values = kept.result, kept.fills, kept.values.tolist()
+
+
+def _bars_recorded(run: EngineRun) -> int | None:
+    """How many bars the run completed: all it recorded, also when it failed part-way (the
+    lookahead check compares where a cut run failed with where the full run did)."""
+    if run.log is not None:
+        return len(run.log.values)
+    try:
+        return len(run.cerebro.runningstrats[0].analyzers.recorder.nums)
+    except Exception:  # it failed before the recorder started
+        return None
 
 
 def execute(job: BacktestJob, *, books: bool = True) -> EngineRun:
@@ -460,6 +513,8 @@ def execute(job: BacktestJob, *, books: bool = True) -> EngineRun:
     finally:
         if code_file:
             linecache.cache.pop(code_file[0], None)
+    run.bars = _bars_recorded(run)
+    run.cerebro = None
     run.result.duration_s = round(time.perf_counter() - started, 4)
     return run
 

@@ -5,7 +5,8 @@ whether or not bars after t exist. So: run the full window once, then re-run on
 the data cut at ``n_cuts`` points spread over the fold, and require that up to
 each cut
 
-* the orders placed (created date, side, size, price),
+* the orders placed (date, side, size, limit or stop price, type, as the engine's recorder
+  copied them at placement; the books matched every fill to one),
 * the fills (created and executed dates, side, size, price, commission),
   both with the symbol when the job has several feeds (a portfolio, or a symbol with a
   regime filter's index feed, which is cut with it),
@@ -16,17 +17,31 @@ are identical between the cut run and the full run. The fills compared are the o
 the trusted side's books accepted (``backtest.books``), on bars the trusted side cut:
 nothing a run clears or edits inside its child can hide a difference, and a run whose
 claimed fills do not match its books (an integrity error) fails the check closed
-(``biased`` with ``integrity`` naming it). A cut run that fails while
-the full run succeeds (``close[1]`` on the last bar is an IndexError) is a
-mismatch too. Each cut run only gets the bars up to its cut, so the check costs
-about ``n_cuts / 2`` full runs of CPU, spread over the executor's workers; every
-run is sandboxed like any backtest.
+(``biased`` with ``integrity`` naming it).
+
+No run can tell it is checked: every run, scored or not, is fed its window's real bars and
+nothing else (a cut run: the bars up to its cut), with the same job parameters; no
+placeholder bars, no check-only parameter. Code that reads ahead (``close[1]``) therefore
+fails on the last bar of every run alike; the check compares where runs fail: a cut run
+that fails or times out on a bar the full run got past is a mismatch (the full run saw a
+bar the cut run could not), one that fails on the same bar as the full run with the same
+error is not. When the full run failed and no cut run contradicts it, the check could not
+run (``checked`` False: the gate vetoes it too).
+
+Bounded: the check waits at most ``budget_s`` (default ``BUDGET_TIMEOUTS`` job timeouts)
+and keeps at most one run per worker in flight, so a check ends within about
+``budget_s + timeout_s``; a check that did not finish is not ``checked``, one with
+mismatches already found is ``biased``. Each cut run only gets the bars up to its cut, so
+a whole check costs about ``n_cuts / 2`` full runs of CPU; every run is sandboxed like any
+backtest.
 """
 
 from __future__ import annotations
 
 import math
-from concurrent.futures import Future
+import os
+import time
+from concurrent.futures import FIRST_COMPLETED, Future, wait
 from datetime import date
 from typing import Any
 
@@ -39,8 +54,9 @@ from backtest.sandbox import DEFAULT_POLICY, SandboxOutcome, SandboxPolicy
 from backtest.trace import decode_line
 
 MAX_MISMATCHES = 20
-PAD_BARS = 5  # placeholders after every run's last real bar (see ``padded``)
 REL_TOL = 1e-12
+INTEGRITY = JobStatus.INTEGRITY_ERROR
+BUDGET_TIMEOUTS = 3.0  # a whole check waits at most this many job timeouts (``budget_s``)
 
 
 class LookaheadReport(BaseModel):
@@ -75,10 +91,8 @@ def cut_positions(index: pd.DatetimeIndex, fold: Fold, n_cuts: int) -> list[int]
 def padded(frame: pd.DataFrame, pos: int, pad: int) -> pd.DataFrame:
     """Bars up to ``pos`` plus ``pad`` copies of bar ``pos`` dated the following days.
 
-    The placeholders keep ``close[1]``-style code from crashing on the last real
-    bar, so it makes (different) decisions instead and gets compared; they are
-    dated after the cut, never enter the comparison, and the run stops after the
-    first of them (``BacktestJob.stop_after``), so up to ``close[pad - 1]`` is safe.
+    Not used by the check any more (placeholder bars told a cut run from a scored run);
+    kept for callers that want such a frame.
     """
     real = frame.iloc[: pos + 1]
     if pad <= 0:
@@ -166,22 +180,26 @@ def check_lookahead(
     symbol: str = "SYMBOL",
     timeout_s: float = 120.0,
     policy: SandboxPolicy | None = None,
+    budget_s: float | None = None,
+    job_id: str | None = None,
+    variant_id: str | None = None,
 ) -> LookaheadReport:
     """Compare the full run with ``n_cuts`` truncated runs; never raises.
 
     ``executor``: any backend with ``submit_trace`` (``ProcessPoolBackend``,
-    ``RayBackend``, ``SerialBackend``); cut runs are submitted together so they
-    run in parallel. None: a sandboxed ``SerialBackend`` in this process.
-    ``policy`` (default: the executor's own) applies to every run of the check;
-    ``SandboxPolicy(validate=False)`` (tests only) lets deliberately biased fixtures run.
+    ``RayBackend``, ``SerialBackend``); cut runs are submitted one per worker at a time
+    so they run in parallel and a check can stop. None: a sandboxed ``SerialBackend`` in
+    this process. ``policy`` (default: the executor's own) applies to every run of the
+    check; ``SandboxPolicy(validate=False)`` (tests only) lets deliberately biased fixtures
+    run. ``budget_s``: the most the check waits (default ``BUDGET_TIMEOUTS * timeout_s``).
+    ``job_id``/``variant_id``: the scored job's, so every run carries the same ones.
     """
-    import time
-
     started = time.perf_counter()
+    budget = BUDGET_TIMEOUTS * timeout_s if budget_s is None else budget_s
     try:
         report = _check(
             code, bars, fold, costs or CostModel(), n_cuts, dict(params or {}), executor,
-            symbol, timeout_s, policy,
+            symbol, timeout_s, policy, started + budget, (job_id, variant_id),
         )  # fmt: skip
     except Exception as exc:  # never raise into the gate
         report = LookaheadReport(
@@ -189,6 +207,36 @@ def check_lookahead(
         )
     report.duration_s = round(time.perf_counter() - started, 3)
     return report
+
+
+def _failed_apart(full: SandboxOutcome, cut: SandboxOutcome, pos: int, last: int) -> str | None:
+    """Why a cut run's failure (or the full run's) contradicts the other run, or None.
+
+    The cut run is fed bars 0..``pos``, the full run 0..``last``; ``bars`` is how many each
+    completed. The full run got past bar ``pos`` when it succeeded or failed later: the cut
+    run must then have succeeded. When the full run failed on a bar up to the cut, the cut
+    run must fail on that bar alike. Both failing the same way after their last bar (in
+    ``stop``) is no contradiction."""
+    f_ok, c_ok = full.result.status == JobStatus.OK, cut.result.status == JobStatus.OK
+    if c_ok and f_ok:
+        return None
+    alike = cut.result.status == full.result.status and cut.result.error == full.result.error
+    if alike and cut.bars == pos + 1 and full.bars == last + 1:
+        return None
+    c_status = cut.result.status.value
+    failed_later = full.result.status == JobStatus.ERROR and (full.bars or 0) > pos
+    if f_ok or failed_later:
+        if c_ok:
+            return None
+        return f"truncated run {c_status} where the full run went on: {cut.result.error}"
+    if full.result.status != JobStatus.ERROR:  # a full run that timed out proves nothing
+        return None
+    if c_ok or not alike or cut.bars != full.bars:
+        return (
+            f"truncated run {c_status} after {cut.bars} bars ({cut.result.error}) where the "
+            f"full run failed after {full.bars} ({full.result.error})"
+        )
+    return None
 
 
 def _check(
@@ -202,6 +250,8 @@ def _check(
     symbol: str,
     timeout_s: float,
     policy: SandboxPolicy | None,
+    deadline: float,
+    ids: tuple[str | None, str | None],
 ) -> LookaheadReport:
     from backtest.books import feed_frames
     from backtest.executor import SerialBackend
@@ -211,75 +261,109 @@ def _check(
     frame = feeds[0][1]
     dates = [ts.date() for ts in frame.index]
     positions = cut_positions(pd.DatetimeIndex(frame.index), fold, n_cuts)
+    last = len(frame) - 1
 
-    def cut(pos: int) -> pd.DataFrame | dict[str, pd.DataFrame]:
-        if not isinstance(bars, dict):
-            return padded(frame, pos, PAD_BARS)
-        return {name: padded(f, pos, PAD_BARS) for name, f in feeds}
-
-    def end_of(data: pd.DataFrame | dict[str, pd.DataFrame]) -> date:
-        first = next(iter(data.values())) if isinstance(data, dict) else data
-        return first.index[-1].date()
-
-    def job(tag: str, data: Any, end: date, cut_day: date) -> BacktestJob:
+    def job(pos: int) -> BacktestJob:
+        # The same kind of job as a scored one: the window's real bars (up to the cut),
+        # the scored job's ids, no other parameter.
+        data: Any = (
+            {name: f.iloc[: pos + 1] for name, f in feeds}
+            if isinstance(bars, dict)
+            else frame.iloc[: pos + 1]
+        )
         return BacktestJob(
-            job_id=f"lookahead-{tag}",
-            variant_id="lookahead",
+            job_id=ids[0] or f"{ids[1] or 'lookahead'}|{symbol}",
+            variant_id=ids[1] or "lookahead",
             code=code,
             symbol=symbol,
             bars=data,
-            fold=fold.model_copy(update={"end": end}),
+            fold=fold if pos == last else fold.model_copy(update={"end": dates[pos]}),
             costs=costs,
             params=params,
             timeout_s=timeout_s,
-            stop_after=cut_day,
         )
 
     own = executor is None
     ex = SerialBackend(policy=policy or DEFAULT_POLICY) if own else executor
-    last = len(frame) - 1
+    slots = max(1, int(getattr(ex, "workers", 0) or os.cpu_count() or 1))
+    outcomes: dict[int, SandboxOutcome] = {}
+    pending: dict[Future[SandboxOutcome], int] = {}
+    queue = [last, *positions]  # the full run first
     try:
-        full_bars = cut(last)
-        full_fut: Future[SandboxOutcome] = ex.submit_trace(
-            job("full", full_bars, end_of(full_bars), dates[last]), policy=policy
-        )
-        cut_futs = []
-        for p in positions:
-            cut_bars = cut(p)
-            cut_futs.append(
-                ex.submit_trace(job(f"cut{p}", cut_bars, end_of(cut_bars), dates[p]), policy=policy)
-            )
-        full = full_fut.result()
-        cuts = [f.result() for f in cut_futs]
+        while queue or pending:
+            while queue and len(pending) < slots and time.perf_counter() < deadline:
+                pos = queue.pop(0)
+                pending[ex.submit_trace(job(pos), policy=policy)] = pos
+            if not pending:
+                break
+            left = deadline - time.perf_counter()
+            done, _ = wait(list(pending), timeout=max(0.0, left), return_when=FIRST_COMPLETED)
+            for fut in done:
+                outcomes[pending.pop(fut)] = fut.result()
+            if not done:  # the budget is spent: what still runs is not waited for
+                break
+            if last in outcomes and _decided(outcomes, last, positions):
+                break
     finally:
         if own:
             ex.close()
+    return _report(outcomes, last, positions, dates, finished=not queue and not pending)
 
-    broken = [
-        (tag, out.result.error)
-        for tag, out in [("full run", full)]
-        + [(f"cut at {dates[p].isoformat()}", c) for p, c in zip(positions, cuts, strict=True)]
-        if out.result.status == JobStatus.INTEGRITY_ERROR
-    ]
+
+def _decided(outcomes: dict[int, SandboxOutcome], last: int, positions: list[int]) -> bool:
+    """Enough mismatches to stop: more runs would not change the verdict."""
+    full = outcomes[last]
+    failed = [p for p in positions if p in outcomes and outcomes[p].result.status != JobStatus.OK]
+    bad = sum(1 for p in failed if _failed_apart(full, outcomes[p], p, last))
+    return bad >= MAX_MISMATCHES
+
+
+def _report(
+    outcomes: dict[int, SandboxOutcome],
+    last: int,
+    positions: list[int],
+    dates: list[date],
+    *,
+    finished: bool,
+) -> LookaheadReport:
+    n = len(positions)
+    runs = [("full run", outcomes[last])] if last in outcomes else []
+    runs += [(f"cut at {dates[p].isoformat()}", outcomes[p]) for p in positions if p in outcomes]
+    broken = [(t, out.result.error) for t, out in runs if out.result.status == INTEGRITY]
     if broken:
         why = f"{broken[0][0]}: {broken[0][1]}"
-        return LookaheadReport(biased=True, mismatches=[why], n_cuts=len(positions), integrity=why)
-    if full.result.status != JobStatus.OK or full.trace is None:
+        return LookaheadReport(biased=True, mismatches=[why], n_cuts=n, integrity=why)
+    full = outcomes.get(last)
+    mismatches: list[str] = []
+    if full is not None:
+        for pos in positions:
+            out = outcomes.get(pos)
+            if out is None:
+                continue
+            label = f"cut at {dates[pos].isoformat()}"
+            apart = _failed_apart(full, out, pos, last)
+            if apart:
+                mismatches.append(f"{label}: {apart}")
+            elif full.trace is not None and out.trace is not None:
+                diff = compare_traces(full.trace, out.trace, pos, dates)
+                if diff:
+                    mismatches.append(diff)
+            if len(mismatches) >= MAX_MISMATCHES:
+                break
+    if mismatches:
+        return LookaheadReport(biased=True, mismatches=mismatches, n_cuts=n)
+    if full is None or full.result.status != JobStatus.OK or full.trace is None:
+        status = "not run" if full is None else full.result.status.value
+        error = None if full is None else full.result.error
+        return LookaheadReport(
+            biased=False, checked=False, n_cuts=0, error=f"full run {status}: {error}"
+        )
+    if not finished:
+        done = sum(1 for p in positions if p in outcomes)
         return LookaheadReport(
             biased=False,
             checked=False,
-            n_cuts=0,
-            error=f"full run {full.result.status.value}: {full.result.error}",
+            n_cuts=n,
+            error=f"the check did not finish within its time budget ({done} of {n} cuts run)",
         )
-    mismatches: list[str] = []
-    for pos, out in zip(positions, cuts, strict=True):
-        if out.result.status != JobStatus.OK or out.trace is None:
-            why = f"cut at {dates[pos].isoformat()}: truncated run {out.result.status.value}"
-            mismatches.append(f"{why}: {out.result.error}")
-        else:
-            diff = compare_traces(full.trace, out.trace, pos, dates)
-            if diff:
-                mismatches.append(diff)
-        if len(mismatches) >= MAX_MISMATCHES:
-            break
-    return LookaheadReport(biased=bool(mismatches), mismatches=mismatches, n_cuts=len(positions))
+    return LookaheadReport(biased=False, mismatches=[], n_cuts=n)

@@ -140,6 +140,7 @@ def _run_job(job: BacktestJob, trace: bool, nonce: str) -> bytes:
         "status": res.status.value,
         "error": res.error,
         "duration_s": res.duration_s,
+        "bars": run.bars,  # bars completed, also by a run that failed part-way
         "log": run.log.to_json() if run.log is not None else None,
     }
     if trace:

@@ -14,7 +14,7 @@ from typing import Any
 
 from backtest.books import FillLog, IntegrityError, account
 from backtest.contracts import BacktestJob, BacktestResult, JobStatus
-from backtest.trace import fill_rows
+from backtest.trace import fill_rows, order_rows
 
 
 @dataclass
@@ -23,6 +23,9 @@ class SandboxOutcome:
 
     result: BacktestResult
     trace: dict[str, Any] | None = None
+    # Bars the run completed (the books' count; a failed run's own word, None when unknown):
+    # the lookahead check compares where a cut run failed with where the full run did.
+    bars: int | None = None
 
 
 OnOutcome = Callable[[int, SandboxOutcome], None]  # (index of the job in its batch, outcome)
@@ -61,7 +64,10 @@ def _parse(job: BacktestJob, line: bytes, trace: bool, nonce: str) -> tuple[Sand
             )
         status = payload.get("status")
         if status in (JobStatus.ERROR, JobStatus.TIMEOUT):
-            return error_outcome(job, JobStatus(status), str(payload.get("error"))), False
+            failed = error_outcome(job, JobStatus(status), str(payload.get("error")))
+            bars = payload.get("bars")
+            failed.bars = bars if isinstance(bars, int) and not isinstance(bars, bool) else None
+            return failed, False
         if status != JobStatus.OK:
             raise IntegrityError(f"a result line with status {str(status)[:40]!r}")
         log = FillLog.from_json(payload.get("log"))
@@ -72,10 +78,15 @@ def _parse(job: BacktestJob, line: bytes, trace: bool, nonce: str) -> tuple[Sand
     duration = payload.get("duration_s")
     books = account(job, log, duration_s=duration if isinstance(duration, float) else 0.0)
     out = SandboxOutcome(books.result)
+    if books.result.status == JobStatus.OK:
+        out.bars = len(books.values)
     if trace and books.result.status == JobStatus.OK and isinstance(claimed_trace, dict):
-        orders, lines = claimed_trace.get("orders"), claimed_trace.get("lines")
-        if isinstance(orders, list) and isinstance(lines, dict):
-            rows = fill_rows(books.fills, symbols=len(job.feeds()) > 1)
-            out.trace = {"orders": orders, "lines": lines, "fills": rows,
+        lines = claimed_trace.get("lines")
+        if isinstance(lines, dict):
+            # Orders and fills as the books hold them: the orders the recorder copied at
+            # placement (every fill answered one), not the child's own list.
+            symbols = len(job.feeds()) > 1
+            out.trace = {"orders": order_rows(log, job, symbols=symbols), "lines": lines,
+                         "fills": fill_rows(books.fills, symbols=symbols),
                          "n_bars": len(books.values)}  # fmt: skip
     return out, False

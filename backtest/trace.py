@@ -42,6 +42,24 @@ def fill_rows(fills: list[Any], *, symbols: bool = False) -> list[list[Any]]:
     ]
 
 
+def order_rows(log: Any, job: Any, *, symbols: bool = False) -> list[list[Any]]:
+    """The orders of a booked fill log as trace rows: the date placed, side, size, limit or
+    stop price, type and stop-limit price as the recorder copied them at placement (and,
+    for a portfolio job, the symbol). The lookahead check compares these up to each cut."""
+    from backtest.books import feed_frames
+
+    named = feed_frames(job.feeds(), job.fold)
+    dates = [ts.date().isoformat() for ts in named[0][1].index]
+    rows = []
+    for o in log.orders or []:
+        day = dates[o.created] if 0 <= o.created < len(dates) else f"bar {o.created}"
+        row = [day, o.side, o.size, o.price, o.exectype, o.limit]
+        if symbols:
+            row.append(named[o.data][0] if 0 <= o.data < len(named) else f"feed {o.data}")
+        rows.append(row)
+    return rows
+
+
 def collect_trace(run: Any) -> dict[str, Any]:
     """Orders and every indicator line of a finished run (JSON-able).
 

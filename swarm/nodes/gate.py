@@ -44,6 +44,7 @@ from swarm.nodes.backtest import (
     PORTFOLIO,
     data_sha256,
     job_bars,
+    job_id,
     job_symbols,
     load_results,
 )
@@ -181,6 +182,8 @@ def _lookahead_veto(
             code_by_id[ev.variant_id], job_bars(ctx, on, code=code_by_id[ev.variant_id]),
             fold=fold,
             costs=ctx.config.costs, executor=ctx.executor, symbol=on,
+            # the scored job's ids: a check run carries nothing a scored run does not
+            job_id=job_id(0, ev.variant_id, on, fold.index), variant_id=ev.variant_id,
         )  # fmt: skip
         reports[ev.variant_id] = report
         if (veto := lookahead_veto(report, symbol)) is not None:

@@ -66,7 +66,7 @@ def lib(body: str) -> str:
 def forge(fills: str) -> str:
     """A payload that writes its job's line itself: the nonce and job from the child's stack,
     ``fills`` (a Python expression over the bars' OPEN/HIGH/LOW lists and BUY(i), the honest
-    market buy price of bar i) and values that claim
+    market buy price of bar i; each with an order forged to match it) and values that claim
     100,000 growing 0.1% a bar, then exits before the real line."""
     return """
         import base64, json, os, struct, sys
@@ -79,7 +79,11 @@ def forge(fills: str) -> str:
         OPEN, HIGH, LOW = list(d.open.array), list(d.high.array), list(d.low.array)
         BUY = lambda i: min(OPEN[i] * (1 + 0.0005), HIGH[i])  # the broker's market buy price
         values = struct.pack("<%dd" % n, *[100000.0 * 1.001 ** i for i in range(n)])
-        log = {"fills": FILLS, "values": base64.b64encode(values).decode(), "orders_rejected": 0}
+        fills = [r + [k] for k, r in enumerate(FILLS)]  # each answers an order it forges
+        orders = [[r[0], r[1], r[3], r[4], r[7], None if r[7] == "Market" else r[5], None,
+                   False] for r in fills]
+        log = {"fills": fills, "values": base64.b64encode(values).decode(), "orders_rejected": 0,
+               "orders": orders}
         line = {"job_id": job.job_id, "nonce": nonce, "status": "ok", "error": None,
                 "duration_s": 0.1, "log": log}
         os.write(3, json.dumps(line).encode() + b"\\n")
@@ -753,10 +757,12 @@ HIDE_ALL = (
 
 def test_lookahead_hidden_by_rewriting_the_whole_claim(bars: pd.DataFrame) -> None:
     """A claim rewritten to be consistent (no fills, a flat value) is booked as what it says:
-    a strategy that never traded. No figure of the peeking strategy survives."""
+    a strategy that never traded. No figure of the peeking strategy survives, and the orders
+    the recorder copied at placement (not cleared) still show the peek to the check."""
     code = PEEK + HIDE_ALL
     report = check_lookahead(code, bars, fold=FOLD, symbol="AAPL")
-    assert not report.biased and report.checked, report
+    assert report.biased and report.checked and not report.integrity, report
+    assert "orders up to the cut" in report.mismatches[0], report
     res = run_sandboxed(_job(code, bars)).result
     assert res.status == JobStatus.OK, res.error
     assert res.metrics.n_trades == 0 and res.metrics.total_return_pct == 0.0

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 
 from backtest.benchmark import CASH
@@ -22,6 +22,10 @@ if TYPE_CHECKING:  # the check itself runs in backtest; the gate only judges its
 MAX_ERROR_RATE = 0.5
 MAX_ERRORS_KEPT = 5
 PBO_MIN_VARIANTS = 8  # CSCV ranks are too coarse with fewer strategies
+
+# The lookahead check of a variant about to pass (truncated re-runs, ``backtest.lookahead``):
+# its report and the symbol (or the portfolio label) it ran on.
+LookaheadCheck = Callable[[VariantEvaluation], "tuple[LookaheadReport, str]"]
 
 
 def _vetoes(
@@ -106,8 +110,10 @@ def evaluate_variants(
     benchmark: Mapping[str, float] | None = None,
     benchmark_name: str = CASH,
     spa_pvalue: float | None = None,
+    lookahead: LookaheadCheck | None = None,
 ) -> list[VariantEvaluation]:
-    """One evaluation per ``(variant_id, family, trial_key)``, in input order.
+    """One evaluation per ``(variant_id, family, trial_key)``, in input order; the one place
+    a pass is decided.
 
     Records every variant in ``ledger`` (mutated) before any DSR is computed, so
     this iteration's trials deflate this iteration's winner too.
@@ -117,6 +123,9 @@ def evaluate_variants(
     the mean return and the absolute DSR is the test, as it always was.
     ``spa_pvalue`` is the run's reality check over every trial so far; when given, a
     pass needs it at or below ``criteria.spa_threshold`` (None: not run, not required).
+    ``lookahead`` checks each variant that passes everything else, in input order (the
+    check is costly, so only those); a report that is biased, unchecked or an integrity
+    error puts it out (``lookahead_veto``). None: no check (tests of the rest).
     """
     scorer = scorer or FuzzyScorer(criteria)
     by_variant: dict[str, list[BacktestResult]] = {}
@@ -194,6 +203,10 @@ def evaluate_variants(
             and alpha_ok(e, criteria, cash=benchmark is None)
             and (spa_pvalue is None or spa_pvalue <= criteria.spa_threshold)
         )
+        if e.passed and lookahead is not None:
+            report, symbol = lookahead(e)
+            if (veto := lookahead_veto(report, symbol)) is not None:
+                e.veto(*veto)
     return evals
 
 

@@ -28,7 +28,7 @@ from gate.contracts import (
     Route,
     VariantEvaluation,
 )
-from gate.evaluate import best_evaluation, evaluate_variants, lookahead_veto, run_pbo
+from gate.evaluate import LookaheadCheck, best_evaluation, evaluate_variants, run_pbo
 from gate.failure import analyse_failure
 from gate.fuzzy import FuzzyScorer
 from gate.ledger import TrialLedger
@@ -87,6 +87,7 @@ def gate(state: DevelopState, runtime: Runtime[RunContext]) -> dict[str, Any]:
         variant_trial_keys(state.get("all_variants", {}), variants),
         None if ctx.benchmark.is_cash else bench,
     )
+    lookahead: dict[str, LookaheadReport] = {}  # the checks the gate asks for, by variant
     evaluated = evaluate_variants(
         [(v.variant_id, v.spec.family.value, v.spec.trial_key()) for v in variants],
         results,
@@ -98,9 +99,9 @@ def gate(state: DevelopState, runtime: Runtime[RunContext]) -> dict[str, Any]:
         benchmark_name=ctx.benchmark.name,
         # Not computable (too few shared dates) is not evidence: no pass on it.
         spa_pvalue=1.0 if spa_p is None else spa_p,
+        lookahead=_lookahead_check(ctx, variants, lookahead),
     )
     evaluations = [Evaluation(**dict(e)) for e in evaluated]
-    lookahead = _lookahead_veto(ctx, evaluations, variants)
     best = state.get("best")
     top = best_evaluation(evaluations)
     if top is not None and (best is None or best_evaluation([best, top]) is top):
@@ -161,39 +162,39 @@ def _run_series(
     return cache
 
 
-def _lookahead_veto(
-    ctx: RunContext, evaluations: list[VariantEvaluation], variants: list[StrategyVariant]
-) -> dict[str, LookaheadReport]:
-    """Measure lookahead (truncated re-runs) on every variant about to pass; veto the biased.
+def _lookahead_check(
+    ctx: RunContext, variants: list[StrategyVariant], reports: dict[str, LookaheadReport]
+) -> LookaheadCheck:
+    """The check the gate runs on every variant about to pass (truncated re-runs); each
+    report is kept in ``reports`` for the run folder, and the gate judges it.
 
     Static validation already refused visible tricks such as ``close[1]``; this catches what
     only shows when the future is cut off. One symbol and the last in-sample fold suffice:
-    lookahead is a property of the code. A variant the check cannot judge does not pass.
+    lookahead is a property of the code. A portfolio variant is checked on its whole
+    universe, its feeds cut together.
     """
     code_by_id = {v.variant_id: v.code for v in variants}
     symbol, fold = ctx.symbols[0], ctx.folds[-1]
-    reports: dict[str, LookaheadReport] = {}
-    for ev in evaluations:
-        if not ev.passed or ev.variant_id not in code_by_id:
-            continue
-        # A portfolio variant is checked on its whole universe, its feeds cut together.
+
+    def check(ev: VariantEvaluation) -> tuple[LookaheadReport, str]:
+        code = code_by_id[ev.variant_id]
         on = PORTFOLIO if ev.family in portfolio_families() else symbol
         report = check_lookahead(
-            code_by_id[ev.variant_id], job_bars(ctx, on, code=code_by_id[ev.variant_id]),
+            code, job_bars(ctx, on, code=code),
             fold=fold,
             costs=ctx.config.costs, executor=ctx.executor, symbol=on,
             # the scored job's ids: a check run carries nothing a scored run does not
             job_id=job_id(0, ev.variant_id, on, fold.index), variant_id=ev.variant_id,
         )  # fmt: skip
         reports[ev.variant_id] = report
-        if (veto := lookahead_veto(report, symbol)) is not None:
-            ev.veto(*veto)
         ctx.progress.stage(
             "lookahead",
             f"{ev.variant_id}: {_verdict_word(report)} "
             f"({report.n_cuts} cuts, {report.duration_s:.1f}s)",
         )
-    return reports
+        return report, symbol
+
+    return check
 
 
 def _verdict_word(report: LookaheadReport) -> str:

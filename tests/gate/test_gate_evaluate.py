@@ -64,12 +64,18 @@ def scenario():
 def test_vetoes_and_pass(scenario) -> None:
     variants, results = scenario
     ledger = TrialLedger()
-    ev = {e.variant_id: e for e in evaluate_variants(variants, results, CRITERIA, ledger)}
-    # The lookahead check runs after the evaluation, on variants about to pass; the node puts
-    # a biased one out through the same function (swarm.nodes.gate).
-    assert ev["peeker"].passed
-    biased = LookaheadReport(biased=True, mismatches=["cut 2019-03-01: 3 orders differ"])
-    ev["peeker"].veto(*lookahead_veto(biased, "A"))
+    # The gate asks for the lookahead check of each variant about to pass, and judges it.
+    checked: list[str] = []
+
+    def check(e):
+        checked.append(e.variant_id)
+        if e.variant_id == "peeker":
+            return LookaheadReport(biased=True, mismatches=["cut 2019-03-01: 3 orders differ"]), "A"
+        return LookaheadReport(biased=False, n_cuts=20), "A"
+
+    evaluated = evaluate_variants(variants, results, CRITERIA, ledger, lookahead=check)
+    ev = {e.variant_id: e for e in evaluated}
+    assert checked == ["good", "peeker"]  # only those that pass everything else
     good = ev["good"]
     assert good.vetoes == [] and all(good.criteria_met.values())
     assert good.score >= CRITERIA.score_threshold and good.dsr is not None and good.dsr >= 0.95

@@ -338,6 +338,7 @@ def window_job(job: BacktestJob) -> BacktestJob:
     """``job`` carrying fresh copies of only the bars its run reads (warm-up start to fold
     end): what a sandboxed child is sent for the job, so nothing reachable from the job
     holds a bar outside its window. Malformed bars travel as they are, for the run to report.
+    Any data a job comes to carry besides its bars (alt data) must be cut and copied here too.
     """
     try:
         if isinstance(job.bars, dict):

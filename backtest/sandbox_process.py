@@ -189,7 +189,8 @@ def _collect(
             else:
                 buf += chunk
                 while (nl := buf.find(b"\n")) >= 0 and len(child.outcomes) < len(jobs):
-                    line = bytes(buf[:nl])
+                    with memoryview(buf) as view:  # no intermediate copy of the line
+                        line = bytes(view[:nl])
                     del buf[: nl + 1]
                     k = len(child.outcomes)
                     if _temp_full(child, policy):  # before its result is believed

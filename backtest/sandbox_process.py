@@ -172,9 +172,12 @@ def _collect(
         if remaining <= 0:
             child.stopped = "timeout"
             break
-        if bool(outbox) != sending:
+        if bool(outbox) != sending:  # watch the job pipe only while a job is on its way
             sending = bool(outbox)
-            poller.register(job_w, select.POLLOUT) if sending else poller.unregister(job_w)
+            if sending:
+                poller.register(job_w, select.POLLOUT)
+            else:
+                poller.unregister(job_w)
         for fd, _ in poller.poll(math.ceil(remaining * 1000)):
             if fd == job_w:
                 _send_some(job_w, outbox)

@@ -23,8 +23,8 @@ What the child gets, in this order, before any strategy code is compiled:
 8. as root, a uid/gid of its own with no groups; in any case no capabilities (every set),
    no_new_privs, non-dumpable, SIGKILL when the worker dies;
 9. the Python-level guards (``backtest.python_guards``), then Landlock and seccomp
-   (``backtest.kernel_guards``) when ``policy.kernel``: the seccomp filter here still lets
-   the child fork, because
+   (``backtest.kernel_guards``) when ``policy.kernel``: a batch child's seccomp filter still lets
+   it fork, because
 10. with the kernel guards and more than one job, each job runs in a process of its own
     (~20-30 ms of CPU: a fresh fork's copy-on-write faults), forked from this confined
     child when its message arrives: it closes the job pipe, stacks its own Landlock domain
@@ -109,7 +109,7 @@ def run_child(
         python_guards(tmpdir)
         if policy.kernel:
             kg.landlock(read_roots(), tmpdir)
-            kg.seccomp(processes=True)
+            kg.seccomp(processes=n_jobs > 1)  # a batch child forks one process per job
     except BaseException as exc:
         error = json.dumps({"error": f"SandboxError: {type(exc).__name__}: {exc}"}).encode()
         payloads, n_jobs, code = [error] * n_jobs, 0, 1

@@ -23,14 +23,15 @@ What the child gets, in this order, before any strategy code is compiled:
 8. as root, a uid/gid of its own with no groups; in any case no capabilities (every set),
    no_new_privs, non-dumpable, SIGKILL when the worker dies;
 9. the Python-level guards (``backtest.python_guards``), then Landlock and seccomp
-   (``backtest.kernel_guards``) when ``policy.kernel``: a batch child's seccomp filter still lets
-   it fork, because
-10. with the kernel guards and more than one job, each job runs in a process of its own
-    (~20-30 ms of CPU: a fresh fork's copy-on-write faults), forked from this confined
-    child when its message arrives: it closes the job pipe, stacks its own Landlock domain
-    (scoped signals: it cannot signal this child) and the full seccomp filter (no
-    processes), and writes its line. Nothing a job leaves (threads, patched modules, hooks) reaches the next job,
-    which is not even in this process before the previous one has ended.
+   (``backtest.kernel_guards``) when ``policy.kernel``; a batch child's seccomp filter still
+   lets it fork, because
+10. with the kernel guards, more than one job and ``policy.isolate_jobs`` (the default), each
+    job runs in a process of its own (~20-30 ms of CPU: a fresh fork's copy-on-write faults),
+    forked from this confined child when its message arrives: it closes the job pipe, stacks
+    its own Landlock domain (scoped signals: it cannot signal this child) and the full
+    seccomp filter (no processes), and writes its line. Nothing a job leaves (threads,
+    patched modules, hooks) reaches the next job, which is not even in this process before
+    the previous one has ended.
 
 Any failure of 1-9 fails the jobs closed (one error line each, exit 1): a job never runs
 with fewer guards than asked for.
@@ -87,6 +88,7 @@ def run_child(
     """
     code = 0
     payloads: list[bytes] = []
+    forks = policy.kernel and policy.isolate_jobs and n_jobs > 1
     try:
         parent = os.getppid()
         _isolate_fds(*pipes)  # first: a failure below is reported on fd 3
@@ -109,7 +111,7 @@ def run_child(
         python_guards(tmpdir)
         if policy.kernel:
             kg.landlock(read_roots(), tmpdir)
-            kg.seccomp(processes=n_jobs > 1)  # a batch child forks one process per job
+            kg.seccomp(processes=forks)  # a batch child forks one process per job
     except BaseException as exc:
         error = json.dumps({"error": f"SandboxError: {type(exc).__name__}: {exc}"}).encode()
         payloads, n_jobs, code = [error] * n_jobs, 0, 1
@@ -120,9 +122,9 @@ def run_child(
         for payload in payloads:
             _write_line(payload)
         for _ in range(n_jobs):  # each result leaves as soon as it exists: a crash keeps it
-            if policy.kernel and n_jobs > 1:
+            if forks:
                 _run_forked(trace, tmpdir)
-            else:  # one job (no next job to reach), or no kernel guards (tests of the rest)
+            else:  # one job (no next job to reach), no kernel guards or isolation not asked
                 nonce, job = _read_job()
                 _write_line(_run_job(job, trace, nonce))
                 del nonce, job

@@ -416,6 +416,33 @@ def trim_bars(job: BacktestJob) -> BacktestJob:
     return replace(job, bars=frame) if len(frame) < len(job.bars) else job
 
 
+def fresh_frame(frame: pd.DataFrame) -> pd.DataFrame:
+    """A deep copy of a fed window that shares no buffer with the frame it was cut from.
+
+    Why: a window cut by ``iloc`` is a view, and ``.to_numpy().base`` (or the index's data,
+    or the block manager) then reaches every bar of the frame behind it, holdout included.
+    The copy's blocks and index own exactly the window's rows.
+    """
+    out = frame.copy(deep=True)
+    out.index = frame.index.copy(deep=True)
+    return out
+
+
+def window_job(job: BacktestJob) -> BacktestJob:
+    """``job`` carrying fresh copies of only the bars its run reads (warm-up start to fold
+    end): what a sandboxed child is sent for the job, so nothing reachable from the job
+    holds a bar outside its window. Malformed bars travel as they are, for the run to report.
+    Any data a job comes to carry besides its bars (alt data) must be cut and copied here too.
+    """
+    try:
+        if isinstance(job.bars, dict):
+            bars = {s: fresh_frame(feed_frame(b, job.fold)) for s, b in job.bars.items()}
+            return replace(job, bars=bars)
+        return replace(job, bars=fresh_frame(feed_frame(job.bars, job.fold)))
+    except Exception:
+        return job
+
+
 def _result(job: BacktestJob, status: JobStatus, **kw: Any) -> BacktestResult:
     return BacktestResult(
         job_id=job.job_id,
@@ -433,10 +460,11 @@ def _simulate(job: BacktestJob, run: EngineRun, code_file_box: list[str], books:
     try:
         user_cls = _pick_strategy(module)
         params = _check_params(user_cls, job.params)
-        frames = feed_frames(job.feeds(), job.fold)  # a portfolio's feeds on one calendar
+        # a portfolio's feeds on one calendar; each a copy that reaches no bar outside it
+        frames = [(n, fresh_frame(f)) for n, f in feed_frames(job.feeds(), job.fold)]
         if job.stop_after is not None:  # fed only the bars the run covers: no run parameter
             upto = bars_run(frames[0][1], job.stop_after)
-            frames = [(name, f.iloc[:upto]) for name, f in frames]
+            frames = [(name, fresh_frame(f.iloc[:upto])) for name, f in frames]
         frame = frames[0][1]
         fold_start = job.fold.start
         if frame.empty or frame.index[-1].date() < fold_start:

@@ -339,21 +339,44 @@ BLOCKED_SYSCALLS = {
     "syslog": 103, "vhangup": 153, "quotactl": 179, "iopl": 172, "ioperm": 173,
     # System V IPC and POSIX message queues outlive the job
     "shmget": 29, "semget": 64, "msgget": 68, "mq_open": 240,
+    # memory no rlimit counts (a memfd's pages are in no address space), and file locks: a
+    # lock on a readable file is a channel between children and jams host writers (SQLite)
+    "memfd_create": 319, "memfd_secret": 447, "flock": 73,
 }  # fmt: skip
-_SYS_CLONE, _SYS_CLONE3, _SYS_IOCTL, _SYS_SETPRIORITY = 56, 435, 16, 141
+_PROCESS_SYSCALLS = ("fork", "vfork")  # allowed in a batch child (it forks one per job)
+_SYS_CLONE, _SYS_CLONE3, _SYS_IOCTL, _SYS_SETPRIORITY, _SYS_FCNTL = 56, 435, 16, 141, 72
 # ioctl requests refused on any descriptor: typing into a terminal, console tricks.
 BLOCKED_IOCTLS = {"TIOCSTI": 0x5412, "TIOCLINUX": 0x541C, "TIOCCONS": 0x541D}
+# fcntl commands refused: record locks (POSIX and open-file-description, set and probe),
+# leases and directory notifications (each one a channel through a shared file).
+BLOCKED_FCNTLS = {
+    "F_GETLK": 5, "F_SETLK": 6, "F_SETLKW": 7, "F_OFD_GETLK": 36, "F_OFD_SETLK": 37,
+    "F_OFD_SETLKW": 38, "F_SETLEASE": 1024, "F_NOTIFY": 1026,
+}  # fmt: skip
+# clone flags that make namespaces: refused even where processes are allowed
+_CLONE_NEW_ANY = 0x7E020000  # NEWNS, NEWCGROUP, NEWUTS, NEWIPC, NEWUSER, NEWPID, NEWNET
 
 
 def _bpf(code: int, k: int, jt: int = 0, jf: int = 0) -> tuple[int, int, int, int]:
     return (code, jt, jf, k)
 
 
-def seccomp_program() -> list[tuple[int, int, int, int]]:
+def _refuse_arg(nr: int, offset: int, values: list[int]) -> list[tuple[int, int, int, int]]:
+    """Syscall ``nr`` refused when the 32-bit argument at ``offset`` is one of ``values``."""
+    ld_abs, jeq, ret = 0x20, 0x15, 0x06
+    prog = [_bpf(jeq, nr, jf=len(values) + 3), _bpf(ld_abs, offset)]
+    for i, value in enumerate(values):
+        prog.append(_bpf(jeq, value, jt=len(values) - i))
+    return [*prog, _bpf(ret, 0x7FFF0000), _bpf(ret, 0x00050000 | _EPERM)]
+
+
+def seccomp_program(*, processes: bool = False) -> list[tuple[int, int, int, int]]:
     """The classic-BPF seccomp filter (x86-64) as (code, jt, jf, k) tuples.
 
     Arguments are read as their low 32 bits (``seccomp_data.args[i]`` at ``16 + 8 i``):
     the kernel truncates ioctl's request and setpriority's value to 32 bits too.
+    ``processes=True`` is the batch child's filter: it may fork (no namespaces), because it
+    runs each job in a process of its own, which adds the full filter before the job runs.
     """
     ld_abs, jeq, jge, jset, ret = 0x20, 0x15, 0x35, 0x45, 0x06
     allow, deny = 0x7FFF0000, 0x00050000 | _EPERM
@@ -365,14 +388,11 @@ def seccomp_program() -> list[tuple[int, int, int, int]]:
         _bpf(jge, _X32_SYSCALL_BIT, jf=1),
         _bpf(ret, deny),
     ]
-    for nr in sorted(BLOCKED_SYSCALLS.values()):
+    allowed = _PROCESS_SYSCALLS if processes else ()
+    for nr in sorted(v for k, v in BLOCKED_SYSCALLS.items() if k not in allowed):
         prog += [_bpf(jeq, nr, jf=1), _bpf(ret, deny)]
-    ioctls = sorted(BLOCKED_IOCTLS.values())
-    prog.append(_bpf(jeq, _SYS_IOCTL, jf=len(ioctls) + 3))
-    prog.append(_bpf(ld_abs, 24))  # args[1]: the request
-    for i, request in enumerate(ioctls):
-        prog.append(_bpf(jeq, request, jt=len(ioctls) - i))
-    prog += [_bpf(ret, allow), _bpf(ret, deny)]
+    prog += _refuse_arg(_SYS_IOCTL, 24, sorted(BLOCKED_IOCTLS.values()))  # args[1]: request
+    prog += _refuse_arg(_SYS_FCNTL, 24, sorted(BLOCKED_FCNTLS.values()))  # args[1]: command
     prog += [
         _bpf(jeq, _SYS_SETPRIORITY, jf=4),
         _bpf(ld_abs, 32),  # args[2]: the nice value; negative (more priority) is refused
@@ -381,11 +401,13 @@ def seccomp_program() -> list[tuple[int, int, int, int]]:
         _bpf(ret, allow),
         _bpf(jeq, _SYS_CLONE3, jf=1),
         _bpf(ret, 0x00050000 | _ENOSYS),  # glibc falls back to clone(), checked below
-        _bpf(jeq, _SYS_CLONE, jf=4),
+        _bpf(jeq, _SYS_CLONE, jf=6),
         _bpf(ld_abs, 16),  # low half of args[0]: the clone flags
-        _bpf(jset, _CLONE_THREAD, jf=1),
+        _bpf(jset, _CLONE_NEW_ANY, jt=3),  # a namespace: refused
+        _bpf(jset, _CLONE_THREAD, jt=1),
+        _bpf(ret, allow if processes else deny),  # a process
         _bpf(ret, allow),  # a thread
-        _bpf(ret, deny),  # a process
+        _bpf(ret, deny),
         _bpf(ret, allow),
     ]
     return prog
@@ -404,12 +426,13 @@ class _SockFprog(ctypes.Structure):
     _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.POINTER(_SockFilter))]
 
 
-def seccomp() -> None:
-    """Install ``seccomp_program`` (needs no_new_privs, set by ``drop_privileges``)."""
+def seccomp(*, processes: bool = False) -> None:
+    """Install ``seccomp_program`` (needs no_new_privs, set by ``drop_privileges``). Filters
+    stack: a process that installed ``processes=True`` can add the full one later."""
     lib = libc()
     if lib is None or platform.machine() != "x86_64":
         return
-    prog = seccomp_program()
+    prog = seccomp_program(processes=processes)
     filters = (_SockFilter * len(prog))(*[_SockFilter(c, jt, jf, k) for c, jt, jf, k in prog])
     fprog = _SockFprog(len(prog), filters)
     installed = lib.prctl(_PR_SET_SECCOMP, _SECCOMP_MODE_FILTER, ctypes.byref(fprog), 0, 0) == 0

@@ -24,25 +24,63 @@ def _denied(what: str):
     return refuse
 
 
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+SYSTEM_LIBRARIES = ("/usr/lib", "/usr/lib64", "/lib", "/lib64", "/usr/share/zoneinfo")
+
+
+def _fenced_off() -> list[str]:
+    """What a job must not read: the project (its source, ``.git``, ``runs/``), the working
+    directory (``python -m`` puts it on ``sys.path``; it may hold data or secrets) and the
+    user's cache (``~/.cache/swarm-lab``: other runs' bars, decisions, memory)."""
+    out = [str(PROJECT_ROOT), os.getcwd()]
+    try:
+        from backtest.data_cache import default_cache_dir
+
+        out.append(str(default_cache_dir()))
+    except Exception:  # no platformdirs: the usual place
+        out.append(os.path.expanduser("~/.cache/swarm-lab"))
+    return [os.path.realpath(p) for p in out]
+
+
+def _inside(path: str, folder: str) -> bool:
+    return (path.rstrip(os.sep) + os.sep).startswith(folder.rstrip(os.sep) + os.sep)
+
+
 @functools.lru_cache(maxsize=1)
 def read_roots() -> tuple[str, ...]:
-    """Folders the job may read: the interpreter, its libraries and the import path.
+    """Folders a job may read: the Python installation (standard library, site-packages,
+    the shared libraries), nothing of the project, the working directory or the cache.
 
-    Cached: the warm worker computes it once (a child without privileges may not be able
-    to resolve them all).
+    The child imports everything it runs before the fence: the warm worker imports the
+    engine, and a strategy may only import what is already loaded (``backtrader``, ``math``)
+    or the installation's own packages. A root that contains a fenced-off folder is
+    dropped; one inside it is kept only when it is the interpreter's own installation (a
+    ``.venv`` inside the project). Cached: the warm worker computes it once.
     """
-    here = Path(__file__).resolve().parent.parent  # the project (backtest/, strategies/)
-    roots = {sys.prefix, sys.base_prefix, sys.exec_prefix, str(here)}
-    roots.update(p for p in sys.path if p)
-    roots.update(("/usr/lib", "/usr/lib64", "/lib", "/lib64", "/usr/share/zoneinfo"))
+    import site
+    import sysconfig
+
+    base = {"base": sys.base_prefix, "platbase": sys.base_exec_prefix,
+            "installed_base": sys.base_prefix, "installed_platbase": sys.base_exec_prefix}  # fmt: skip
+    roots: set[str] = set(SYSTEM_LIBRARIES)
+    for scheme in (sysconfig.get_paths(), sysconfig.get_paths(vars=base)):
+        roots.update(scheme[k] for k in ("stdlib", "platstdlib", "purelib", "platlib"))
+    roots.update(site.getsitepackages())
+    installs = [os.path.realpath(p) for p in (sys.prefix, sys.base_prefix, sys.exec_prefix)]
+    fenced = _fenced_off()
     out = []
     for root in roots:
         try:
             real = os.path.realpath(root)
         except (OSError, ValueError):
             continue
-        if real != "/" and os.path.isdir(real):
-            out.append(real)
+        if real == "/" or not os.path.isdir(real):
+            continue
+        if any(_inside(f, real) for f in fenced):
+            continue  # it would open the project, the cwd or the cache
+        if any(_inside(real, f) for f in fenced) and not any(_inside(real, i) for i in installs):
+            continue
+        out.append(real)
     return tuple(sorted(set(out)))
 
 
@@ -72,6 +110,13 @@ def python_guards(tmpdir: str) -> None:
             setattr(sub, name, proc)
     if "_posixsubprocess" in sys.modules:
         sys.modules["_posixsubprocess"].fork_exec = proc
+
+    import gc
+
+    # The process holds what its worker held (unreachable from the stack, see
+    # ``sandbox_child``): no walking the heap to it from Python.
+    for name in ("get_objects", "get_referrers", "get_referents"):
+        setattr(gc, name, _denied(f"gc.{name}"))
 
     real_open, real_os_open = builtins.open, os.open
     sandbox = os.path.realpath(tmpdir) + os.sep

@@ -4,24 +4,36 @@
 What the child gets, in this order, before any strategy code is compiled:
 
 1. stdin on ``/dev/null``; stdout and stderr on a pipe the parent drains (it keeps a short
-   tail for crash messages); the result pipe on fd 3, the nonce pipe on fd 4; every other
+   tail for crash messages); the result pipe on fd 3, the job pipe on fd 4; every other
    descriptor closed;
-2. a new session (``setsid``): its own process group, which the parent kills whole, and no
+2. the parent's frames forgotten: the locals of every frame above ``run_child`` (the
+   worker's or the CLI's, holding whole histories and the other jobs) are cleared, since
+   they never resume; the jobs themselves arrive one at a time on the job pipe
+   (``window_job``: fresh copies of their windows, nothing more);
+3. a new session (``setsid``): its own process group, which the parent kills whole, and no
    controlling terminal;
-3. the worker's multiprocessing semaphores (the pool's queue locks) replaced by private
+4. the worker's multiprocessing semaphores (the pool's queue locks) replaced by private
    copies, so nothing the child does with them reaches the worker;
-4. a private tmpfs on its temp dir (as root: capped bytes and files, gone with the child);
-5. rlimits, soft = hard: core 0, CPU, address space, file size, open files, real-time
+5. a private tmpfs on its temp dir (as root: capped bytes and files, gone with the child);
+6. rlimits, soft = hard: core 0, CPU, address space, file size, open files, real-time
    priority 0, nice 0, no locked memory or message queues, and (as root, where the count is
    the child's own) processes and threads;
-6. an environment cleared to an allowlist, the launch environment block zeroed, the temp
+7. an environment cleared to an allowlist, the launch environment block zeroed, the temp
    dir as cwd, ``HOME`` and ``TMPDIR``;
-7. as root, a uid/gid of its own with no groups; in any case no capabilities (every set),
+8. as root, a uid/gid of its own with no groups; in any case no capabilities (every set),
    no_new_privs, non-dumpable, SIGKILL when the worker dies;
-8. the Python-level guards (``backtest.python_guards``), then Landlock and seccomp
-   (``backtest.kernel_guards``) when ``policy.kernel``.
+9. the Python-level guards (``backtest.python_guards``), then Landlock and seccomp
+   (``backtest.kernel_guards``) when ``policy.kernel``; a batch child's seccomp filter still
+   lets it fork, because
+10. with the kernel guards, more than one job and ``policy.isolate_jobs`` (the default), each
+    job runs in a process of its own (~20-30 ms of CPU: a fresh fork's copy-on-write faults),
+    forked from this confined child when its message arrives: it closes the job pipe, stacks
+    its own Landlock domain (scoped signals: it cannot signal this child) and the full
+    seccomp filter (no processes), and writes its line. Nothing a job leaves (threads,
+    patched modules, hooks) reaches the next job, which is not even in this process before
+    the previous one has ended.
 
-Any failure of 1-8 fails the jobs closed (one error line each, exit 1): a job never runs
+Any failure of 1-9 fails the jobs closed (one error line each, exit 1): a job never runs
 with fewer guards than asked for.
 """
 
@@ -33,10 +45,12 @@ import gc
 import io
 import json
 import os
+import pickle
 import resource
 import signal
 import sys
 import tempfile
+import types
 from typing import TYPE_CHECKING, Any
 
 from backtest import kernel_guards as kg
@@ -47,13 +61,15 @@ if TYPE_CHECKING:
     from backtest.sandbox_policy import SandboxPolicy
 
 RESULT_FD = 3
-NONCE_FD = 4  # the parent sends each job's nonce here when that job is due
-NONCE_BYTES = 33  # 32 hex digits and a newline
+JOB_FD = 4  # the parent sends each job (its nonce and its window) here when it is due
+NONCE_CHARS = 32  # hex digits
+HEADER_BYTES = NONCE_CHARS + 14  # "<nonce> <12-digit size>\n", then the pickled job
 ENV_ALLOWLIST = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ")
+_fork = os.fork  # before the Python guards replace it: the child forks one process per job
 
 
 def run_child(
-    jobs: list[BacktestJob],
+    n_jobs: int,
     policy: SandboxPolicy,
     trace: bool,
     tmpdir: str,
@@ -61,20 +77,22 @@ def run_child(
     cpu_s: int,
     as_limit: int,
 ) -> None:
-    """Confine this process, run ``jobs`` one after another, write one JSON line per job to
-    the result pipe, ``_exit``. Several jobs share a child only when they share their code.
-    ``pipes``: the write ends of (result pipe, output pipe) and the read end of the nonce
-    pipe.
+    """Confine this process, then run ``n_jobs`` jobs as they arrive on the job pipe, each in
+    a forked process of its own that writes one JSON line to the result pipe; ``_exit``.
+    Several jobs share a child only when they share their code. ``pipes``: the write ends of
+    (result pipe, output pipe) and the read end of the job pipe.
 
     A job's line is its claim, not its result: its status and, when it ran, its fill log
-    (``backtest.books.FillLog``) with the nonce the parent sent for it. The parent checks
-    and replays the log and computes every figure itself.
+    (``backtest.books.FillLog``) with the nonce the parent sent with the job. The parent
+    checks and replays the log and computes every figure itself.
     """
     code = 0
     payloads: list[bytes] = []
+    forks = policy.kernel and policy.isolate_jobs and n_jobs > 1
     try:
         parent = os.getppid()
         _isolate_fds(*pipes)  # first: a failure below is reported on fd 3
+        _forget_the_callers(sys._getframe(1))
         os.setsid()  # before seccomp, which refuses it
         signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # too-big writes raise instead
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's business
@@ -93,21 +111,56 @@ def run_child(
         python_guards(tmpdir)
         if policy.kernel:
             kg.landlock(read_roots(), tmpdir)
-            kg.seccomp()
+            kg.seccomp(processes=forks)  # a batch child forks one process per job
     except BaseException as exc:
         error = json.dumps({"error": f"SandboxError: {type(exc).__name__}: {exc}"}).encode()
-        payloads, jobs, code = [error] * len(jobs), [], 1
+        payloads, n_jobs, code = [error] * n_jobs, 0, 1
     # Fewer young-generation collections: a short-lived child's cycles are reclaimed at exit,
     # and each collection would also copy-on-write pages shared with the worker.
     gc.set_threshold(50_000, 50, 50)
     try:
         for payload in payloads:
             _write_line(payload)
-        for job in jobs:  # each result leaves as soon as it exists: a later crash keeps it
-            _write_line(_run_job(job, trace, _read_nonce()))
+        for _ in range(n_jobs):  # each result leaves as soon as it exists: a crash keeps it
+            if forks:
+                _run_forked(trace, tmpdir)
+            else:  # one job (no next job to reach), no kernel guards or isolation not asked
+                nonce, job = _read_job()
+                _write_line(_run_job(job, trace, nonce))
+                del nonce, job
     except BaseException:
         code = 2
     os._exit(code)
+
+
+def _forget_the_callers(frame: types.FrameType | None) -> None:
+    """Make the locals of ``frame`` and every frame above it unreachable from the stack.
+
+    They are the worker's (or the CLI's) frames, copied by ``fork``: a strategy walking
+    ``f_back`` would find whole histories and the batch's other jobs there. They never
+    resume (``run_child`` ends in ``_exit``). Each value is leaked (one reference more)
+    before its name is cleared, so nothing is finalized here: a finalizer could close a
+    descriptor the child now uses, or delete a host's temporary folder. Module frames are
+    left alone: their locals are the module's globals.
+    """
+    incref = ctypes.pythonapi.Py_IncRef
+    incref.argtypes = [ctypes.py_object]
+    while frame is not None:
+        if frame.f_locals is not frame.f_globals:
+            for value in frame.f_locals.values():
+                incref(value)
+            _clear_locals(frame)
+        frame = frame.f_back
+
+
+def _clear_locals(frame: types.FrameType) -> None:
+    if sys.version_info >= (3, 13):  # PEP 667: f_locals writes through
+        for name in list(frame.f_locals):
+            with contextlib.suppress(Exception):
+                frame.f_locals[name] = None
+        return
+    frame.f_locals.clear()
+    ctypes.pythonapi.PyFrame_LocalsToFast(ctypes.py_object(frame), ctypes.c_int(1))
 
 
 def _write_line(payload: bytes) -> None:
@@ -117,15 +170,53 @@ def _write_line(payload: bytes) -> None:
         view = view[n:]
 
 
-def _read_nonce() -> str:
-    """The next job's nonce (blocks until the parent has the previous job's line)."""
-    got = b""
-    while len(got) < NONCE_BYTES:
-        chunk = os.read(NONCE_FD, NONCE_BYTES - len(got))
+def _read_exactly(size: int) -> bytearray:
+    got = bytearray()
+    while len(got) < size:
+        chunk = os.read(JOB_FD, min(size - len(got), 1 << 20))
         if not chunk:
-            raise EOFError("the nonce pipe closed")
+            raise EOFError("the job pipe closed")
         got += chunk
-    return got.decode("ascii").strip()
+    return got
+
+
+def _read_job() -> tuple[str, BacktestJob]:
+    """The next job and its nonce (blocks until the parent has the previous job's line)."""
+    header = _read_exactly(HEADER_BYTES)
+    nonce = header[:NONCE_CHARS].decode("ascii")
+    job = pickle.loads(_read_exactly(int(header[NONCE_CHARS + 1 : -1])))
+    return nonce, job
+
+
+def _run_forked(trace: bool, tmpdir: str) -> None:
+    """Read the next job, run it in a forked process, wait for it. A process that ended
+    abnormally ends this child the same way (the parent's verdict reads its status).
+
+    The job's process stacks a Landlock domain of its own (the same rules; its scoped
+    signals keep it from signalling this child) and the full seccomp filter (no processes).
+    """
+    nonce, job = _read_job()
+    pid = _fork()
+    if pid == 0:
+        code = 0
+        try:
+            os.close(JOB_FD)  # the next job's nonce is not this process's to read
+            kg.landlock(read_roots(), tmpdir)
+            kg.seccomp()
+            _write_line(_run_job(job, trace, nonce))
+        except BaseException:
+            code = 2
+        os._exit(code)
+    del job, nonce
+    _, status = os.waitpid(pid, 0)
+    if os.WIFSIGNALED(status):
+        sig = os.WTERMSIG(status)
+        with contextlib.suppress(Exception):
+            signal.signal(sig, signal.SIG_DFL)
+            os.kill(os.getpid(), sig)
+        os._exit(128 + sig)
+    if os.WEXITSTATUS(status):
+        os._exit(os.WEXITSTATUS(status))
 
 
 def _run_job(job: BacktestJob, trace: bool, nonce: str) -> bytes:
@@ -148,24 +239,24 @@ def _run_job(job: BacktestJob, trace: bool, nonce: str) -> bytes:
     return json.dumps(out).encode()
 
 
-def _isolate_fds(result_w: int, output_w: int, nonce_r: int) -> None:
+def _isolate_fds(result_w: int, output_w: int, job_r: int) -> None:
     """stdin on /dev/null, stdout+stderr on the output pipe, the result pipe on fd 3, the
-    nonce pipe on fd 4, every other descriptor closed (the terminal, the pool's pipes, the
+    job pipe on fd 4, every other descriptor closed (the terminal, the pool's pipes, the
     worker's files)."""
     import fcntl
 
     result = fcntl.fcntl(result_w, fcntl.F_DUPFD, 10)  # out of the way of 0..4
     output = fcntl.fcntl(output_w, fcntl.F_DUPFD, 10)
-    nonce = fcntl.fcntl(nonce_r, fcntl.F_DUPFD, 10)
+    job = fcntl.fcntl(job_r, fcntl.F_DUPFD, 10)
     devnull = os.open(os.devnull, os.O_RDONLY)
     os.dup2(devnull, 0)
     os.dup2(output, 1)
     os.dup2(output, 2)
     os.dup2(result, RESULT_FD)
-    os.dup2(nonce, NONCE_FD)
+    os.dup2(job, JOB_FD)
     soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
     high = soft if soft != resource.RLIM_INFINITY else 1 << 20
-    os.closerange(NONCE_FD + 1, max(high, 1 << 16))  # close_range(2): cost ~ open fds
+    os.closerange(JOB_FD + 1, max(high, 1 << 16))  # close_range(2): cost ~ open fds
     sys.stdout = io.TextIOWrapper(io.FileIO(1, "w", closefd=False), write_through=True)
     sys.stderr = io.TextIOWrapper(io.FileIO(2, "w", closefd=False), write_through=True)
 

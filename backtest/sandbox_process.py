@@ -1,7 +1,8 @@
-"""The parent side of a sandboxed run: fork confined children, feed them nonces, collect.
+"""The parent side of a sandboxed run: fork confined children, feed them jobs, collect.
 
 ``_run_in_children`` forks one confined child (``backtest.sandbox_child``) for a list of
-same-code jobs, reads its result pipe and its stdout/stderr through ``poll`` with bounded
+same-code jobs, sends it each job (a nonce and a fresh copy of the job's window) only when the
+previous job's line is booked, reads its result pipe and its stdout/stderr through ``poll`` with bounded
 buffers, enforces the per-job and whole-child wall clocks and the temporary-file quota, kills
 the child's process group (and, as root, its uid) when it stops, and gives the job that was
 running when it stopped its verdict; whatever it left runs in a fresh child.
@@ -12,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import math
 import os
+import pickle
 import resource
 import secrets
 import select
@@ -23,8 +25,9 @@ import time
 from dataclasses import dataclass, field
 
 from backtest.contracts import BacktestJob, JobStatus
+from backtest.engine import window_job
 from backtest.kernel_guards import sandbox_uid
-from backtest.sandbox_child import run_child
+from backtest.sandbox_child import NONCE_CHARS, run_child
 from backtest.sandbox_policy import SandboxPolicy
 from backtest.sandbox_result import OnOutcome, SandboxOutcome, _parse, error_outcome
 
@@ -103,21 +106,21 @@ def _spawn(
         fds += [result_r, result_w]
         output_r, output_w = os.pipe()
         fds += [output_r, output_w]
-        nonce_r, nonce_w = os.pipe()
-        fds += [nonce_r, nonce_w]
+        job_r, job_w = os.pipe()
+        fds += [job_r, job_w]
         sys.stdout.flush()
         sys.stderr.flush()
         pid = os.fork()
         if pid == 0:  # child: never returns
             os.close(result_r)
             os.close(output_r)
-            os.close(nonce_w)
-            pipes = (result_w, output_w, nonce_r)
-            run_child(jobs, policy, trace, tmpdir, pipes, child.cpu_s, as_limit)
-        for fd in (result_w, output_w, nonce_r):
+            os.close(job_w)
+            pipes = (result_w, output_w, job_r)
+            run_child(len(jobs), policy, trace, tmpdir, pipes, child.cpu_s, as_limit)
+        for fd in (result_w, output_w, job_r):
             os.close(fd)
             fds.remove(fd)
-        _collect(child, pid, result_r, output_r, nonce_w, jobs, timeouts, policy, trace, booked)
+        _collect(child, pid, result_r, output_r, job_w, jobs, timeouts, policy, trace, booked)
         # Without a private tmpfs (not root) the files are in the shared directory: measured
         # at each result line (``_collect``) and here, for a child that stopped part-way.
         if not child.stopped and len(child.outcomes) < len(jobs) and _temp_full(child, policy):
@@ -135,23 +138,25 @@ def _collect(
     pid: int,
     result_r: int,
     output_r: int,
-    nonce_w: int,
+    job_w: int,
     jobs: list[BacktestJob],
     timeouts: list[float],
     policy: SandboxPolicy,
     trace: bool,
     booked: OnOutcome,
 ) -> None:
-    """Send each job's nonce when it is due, read result lines (each checked and booked as
-    soon as it is complete, then handed to ``booked``) and output, bounded; reap.
+    """Send each job (its nonce and window) when it is due, read result lines (each checked
+    and booked as soon as it is complete, then handed to ``booked``) and output, bounded; reap.
+    A job is sent through a non-blocking outbox: a child that stops reading stalls nothing.
 
     The parent never holds more than one result line (``policy.result_mb``) and a tail
     of output. Deadlines: each job's limit + grace from the previous line, and the sum
     of all for the child; at either, on a too-long line or on a line that is not the
     running job's, the group is killed.
     """
-    nonces = [secrets.token_hex(16) for _ in jobs]  # 32 hex digits: NONCE_BYTES with "\n"
-    _send(nonce_w, nonces[0])
+    nonces = [secrets.token_hex(NONCE_CHARS // 2) for _ in jobs]
+    outbox = bytearray(_message(nonces[0], jobs[0]))
+    os.set_blocking(job_w, False)
     cap = policy.result_mb << 20
     start = time.monotonic()
     end_all = start + sum(timeouts) + policy.grace_s
@@ -161,12 +166,22 @@ def _collect(
     open_fds = {result_r, output_r}
     for fd in open_fds:
         poller.register(fd, select.POLLIN)
+    sending = False
     while result_r in open_fds and len(child.outcomes) < len(jobs) and not child.stopped:
         remaining = min(end_job, end_all) - time.monotonic()
         if remaining <= 0:
             child.stopped = "timeout"
             break
+        if bool(outbox) != sending:  # watch the job pipe only while a job is on its way
+            sending = bool(outbox)
+            if sending:
+                poller.register(job_w, select.POLLOUT)
+            else:
+                poller.unregister(job_w)
         for fd, _ in poller.poll(math.ceil(remaining * 1000)):
+            if fd == job_w:
+                _send_some(job_w, outbox)
+                continue
             chunk = os.read(fd, 1 << 20)
             if not chunk:
                 poller.unregister(fd)
@@ -177,7 +192,8 @@ def _collect(
             else:
                 buf += chunk
                 while (nl := buf.find(b"\n")) >= 0 and len(child.outcomes) < len(jobs):
-                    line = bytes(buf[:nl])
+                    with memoryview(buf) as view:  # no intermediate copy of the line
+                        line = bytes(view[:nl])
                     del buf[: nl + 1]
                     k = len(child.outcomes)
                     if _temp_full(child, policy):  # before its result is believed
@@ -190,7 +206,7 @@ def _collect(
                         child.stopped = "integrity"
                         break
                     if k + 1 < len(jobs):
-                        _send(nonce_w, nonces[k + 1])
+                        outbox += _message(nonces[k + 1], jobs[k + 1])
                         end_job = time.monotonic() + timeouts[k + 1] + policy.grace_s
                     booked(k, outcome)  # after the next nonce: the child runs meanwhile
                 if child.stopped:
@@ -269,10 +285,21 @@ def _dir_bytes(path: str, *, limit: int) -> int:
     return total
 
 
-def _send(fd: int, nonce: str) -> None:
-    """A job's nonce to the child (33 bytes: never blocks on an empty pipe)."""
-    with contextlib.suppress(OSError):  # a child that is gone reads nothing
-        os.write(fd, nonce.encode("ascii") + b"\n")
+def _message(nonce: str, job: BacktestJob) -> bytes:
+    """What the child is sent for a job: its nonce, then the job with fresh copies of only
+    its window's bars (``window_job``), pickled: nothing it can reach holds another bar."""
+    body = pickle.dumps(window_job(job), protocol=4)  # 5 would flatten the blocks' buffers
+    return f"{nonce} {len(body):012d}\n".encode("ascii") + body
+
+
+def _send_some(fd: int, outbox: bytearray) -> None:
+    """As much of ``outbox`` as the job pipe takes now (non-blocking)."""
+    try:
+        del outbox[: os.write(fd, outbox[: 1 << 20])]
+    except BlockingIOError:
+        pass
+    except OSError:  # a child that is gone reads nothing
+        outbox.clear()
 
 
 def _verdict(job: BacktestJob, child: _Child, policy: SandboxPolicy) -> SandboxOutcome:

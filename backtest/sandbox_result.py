@@ -8,13 +8,25 @@ job's and hands the fill log to the books (``backtest.books``), which compute ev
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from backtest.batching import window_bars
 from backtest.books import FillLog, IntegrityError, account
 from backtest.contracts import BacktestJob, BacktestResult, JobStatus
 from backtest.trace import fill_rows, order_rows
+
+# What a line may hold, checked on its bytes before ``json.loads`` builds anything: JSON
+# arrays, objects and commas per fed bar and feed (a fill is ~10, an order ~6: a strategy
+# filling and ordering three times a bar on every feed fits), plus a fixed part.
+ITEMS_PER_BAR = 64
+ITEMS_FIXED = 4096
+# A child's error is its exception's type and message, one line, at most this long: enough
+# for "NameError: name 'x' is not defined [line 12 in next: ...]", too short to be a channel.
+CHILD_ERROR_CHARS = 300
+_ERROR_SHAPE = re.compile(r"[A-Za-z_][\w.]*(:| |$)")  # "Type: message", "Type [line 3 ...]"
 
 
 @dataclass
@@ -44,6 +56,31 @@ def error_outcome(job: BacktestJob, status: JobStatus, message: str) -> SandboxO
     )
 
 
+def claimed_error(raw: Any) -> str:
+    """A child's error as the parent keeps it: one line, an exception's shape, capped."""
+    text = " ".join(str(raw)[: CHILD_ERROR_CHARS * 4].split())
+    if not _ERROR_SHAPE.match(text):
+        text = "Error: (the job's message was not an exception's type and message)"
+    return text[:CHILD_ERROR_CHARS]
+
+
+def items_bound(job: BacktestJob) -> int:
+    """The most JSON items (arrays, objects, commas) a result line of ``job`` may hold."""
+    bars = sum(window_bars(frame, job.fold) for _, frame in job.feeds())
+    return ITEMS_PER_BAR * bars + ITEMS_FIXED
+
+
+def _check_size(job: BacktestJob, line: bytes) -> None:
+    """Refuse a line with more structure than the job's bars can explain, before parsing
+    it: two million empty arrays are 6 MB of text but gigabytes of Python objects."""
+    items = line.count(b",") + line.count(b"[") + line.count(b"{")
+    bound = items_bound(job)
+    if items > bound:
+        raise IntegrityError(
+            f"a result line of {items} JSON items, over the {bound} this job's bars allow"
+        )
+
+
 def _parse(job: BacktestJob, line: bytes, trace: bool, nonce: str) -> tuple[SandboxOutcome, bool]:
     """One result line of ``job``, booked: (its outcome, whether the line was foreign).
 
@@ -52,11 +89,12 @@ def _parse(job: BacktestJob, line: bytes, trace: bool, nonce: str) -> tuple[Sand
     it is (it can only hurt the job), a fill log goes to the books.
     """
     try:
+        _check_size(job, line)
         payload = json.loads(line)
         if not isinstance(payload, dict):
             raise IntegrityError("a result line that is not a JSON object")
         if set(payload) == {"error"}:  # the child's confinement failed before any job ran
-            return error_outcome(job, JobStatus.ERROR, str(payload["error"])), False
+            return error_outcome(job, JobStatus.ERROR, claimed_error(payload["error"])), False
         if payload.get("job_id") != job.job_id or payload.get("nonce") != nonce:
             raise IntegrityError(
                 "a result line that is not this job's (its job id or nonce differs from the "
@@ -64,7 +102,7 @@ def _parse(job: BacktestJob, line: bytes, trace: bool, nonce: str) -> tuple[Sand
             )
         status = payload.get("status")
         if status in (JobStatus.ERROR, JobStatus.TIMEOUT):
-            failed = error_outcome(job, JobStatus(status), str(payload.get("error")))
+            failed = error_outcome(job, JobStatus(status), claimed_error(payload.get("error")))
             bars = payload.get("bars")
             failed.bars = bars if isinstance(bars, int) and not isinstance(bars, bool) else None
             return failed, False
@@ -72,7 +110,7 @@ def _parse(job: BacktestJob, line: bytes, trace: bool, nonce: str) -> tuple[Sand
             raise IntegrityError(f"a result line with status {str(status)[:40]!r}")
         log = FillLog.from_json(payload.get("log"))
         claimed_trace = payload.get("trace") if trace else None
-    except (ValueError, IntegrityError) as exc:
+    except (ValueError, RecursionError, IntegrityError) as exc:
         why = exc if isinstance(exc, IntegrityError) else f"a malformed result line ({exc})"
         return error_outcome(job, JobStatus.INTEGRITY_ERROR, f"IntegrityError: {why}"), True
     duration = payload.get("duration_s")

@@ -307,6 +307,10 @@ ALLOW, EPERM, ENOSYS = 0x7FFF0000, 0x00050001, 0x00050026
         (56, (0x00010000 | 0x00000100,), 0xC000003E, ALLOW),  # clone of a thread
         (56, (17,), 0xC000003E, EPERM),  # clone of a process (SIGCHLD)
         (435, (), 0xC000003E, ENOSYS),  # clone3: glibc falls back to clone
+        (56, (0x10000000 | 17,), 0xC000003E, EPERM),  # clone into a new user namespace
+        (72, (3, 1), 0xC000003E, ALLOW),  # fcntl F_GETFD
+        (72, (3, 4), 0xC000003E, ALLOW),  # fcntl F_SETFL
+        *[(72, (3, cmd), 0xC000003E, EPERM) for cmd in (5, 6, 7, 36, 37, 38, 1024, 1026)],
         (0x40000000 | 59, (), 0xC000003E, EPERM),  # x32 ABI
         (1, (), 0x40000003, EPERM),  # i386 ABI
         *[(nr, (), 0xC000003E, EPERM) for nr in sorted(BLOCKED_SYSCALLS.values())],
@@ -314,6 +318,23 @@ ALLOW, EPERM, ENOSYS = 0x7FFF0000, 0x00050001, 0x00050026
 )
 def test_seccomp_program_decides(nr: int, args: tuple, arch: int, want: int) -> None:
     assert _run_bpf(seccomp_program(), nr, args, arch) == want
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize(
+    ("nr", "args", "want"),
+    [
+        (56, (17,), ALLOW),  # a batch child forks one process per job
+        (57, (), ALLOW),  # fork
+        (56, (0x00010000 | 0x00000100,), ALLOW),  # a thread
+        (56, (0x00020000 | 17,), EPERM),  # but no namespace
+        (59, (), EPERM),  # nor exec
+        (319, (), EPERM),  # memfd_create
+        (72, (3, 6), EPERM),  # F_SETLK
+    ],
+)
+def test_the_batch_childs_filter_allows_processes_only(nr: int, args: tuple, want: int) -> None:
+    assert _run_bpf(seccomp_program(processes=True), nr, args) == want
 
 
 @pytest.mark.integration

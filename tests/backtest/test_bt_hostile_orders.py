@@ -366,3 +366,57 @@ def test_where_runs_fail_is_compared() -> None:
     for full, cut, mismatch in table:
         got = _failed_apart(_outcome(*full), _outcome(*cut), 9, 99)
         assert (got is not None) == mismatch, (full, cut, got)
+
+
+# ------------------------------------------- the books' classes as the lab and the CLI run them
+
+BOOKS_CLASSES = {
+    "ghost_limits": (GHOST_LIMITS, "answers no order the run placed"),
+    "moved_limit": (MOVED, "the first bar that reached it"),
+    "moved_market": (MOVED.replace("params = dict(n=1)", "params = dict(n=2)"), "as it was placed"),
+    "mutated_price": (MUTATED, "the bar does not reach it"),
+}
+
+
+@pytest.mark.parametrize("mode", POLICIES)
+@pytest.mark.parametrize("name", BOOKS_CLASSES)
+def test_the_books_classes_through_the_cli(tmp_path, name: str, mode: str) -> None:
+    code, fragment = BOOKS_CLASSES[name]
+    path = tmp_path / f"{name}.py"
+    path.write_text(code)
+    skip = ("--skip-validation",) if mode == "nolint" else ()
+    out, _ = _cli(path, "--tickers", "AAPL", *CLI_WINDOW, *skip)
+    if out["status"] == "rejected":
+        assert mode == "lint", out
+        return
+    assert out["status"] == "integrity_error", out
+    assert fragment in json.dumps(out), out
+
+
+@pytest.mark.parametrize("mode", POLICIES)
+@pytest.mark.parametrize("name", BOOKS_CLASSES)
+def test_the_books_classes_through_the_pools_walk_forward(name: str, mode: str) -> None:
+    code, fragment = BOOKS_CLASSES[name]
+    bars = read_real_bars("AAPL", "2013-01-01", "2015-12-31")
+    index = pd.DatetimeIndex(bars.index)
+    folds = walk_forward_folds(index, split_holdout(index, 0.2), n_folds=3, warmup_bars=60)
+    jobs = [
+        BacktestJob(
+            job_id=f"wf{f.index}",
+            variant_id="orders",
+            code=code,
+            symbol="AAPL",
+            bars=bars,
+            fold=f,
+            timeout_s=20.0,
+        )  # fmt: skip
+        for f in folds
+    ]
+    with ProcessPoolBackend(2, policy=POLICIES[mode]) as ex:
+        results = [fut.result(timeout=180) for fut in [ex.submit(j) for j in jobs]]
+    for res in results:
+        if res.status == JobStatus.REJECTED:
+            assert mode == "lint", res
+            continue
+        assert res.status == JobStatus.INTEGRITY_ERROR, (res.fold, res.status, res.error)
+        assert fragment in (res.error or "") and res.metrics is None, res.error

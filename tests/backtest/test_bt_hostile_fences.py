@@ -21,6 +21,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 from conftest import REPO_ROOT, SHARED_DATA, read_real_bars
+from hostile_paths import walk_forward_jobs
 from test_bt_hostile import lib
 
 from backtest.contracts import BacktestJob, Fold, JobStatus
@@ -223,18 +224,7 @@ def _folds(bars: pd.DataFrame) -> list[Fold]:
 
 def _walk_forward(code: str, bars: pd.DataFrame, policy: SandboxPolicy, backend=None) -> list:
     """Every fold's result, the jobs submitted together (one batch child on the pool)."""
-    jobs = [
-        BacktestJob(
-            job_id=f"f{f.index}",
-            variant_id="hostile",
-            code=code,
-            symbol="AAPL",
-            bars=bars,
-            fold=f,
-            timeout_s=20.0,
-        )  # fmt: skip
-        for f in _folds(bars)
-    ]
+    jobs = walk_forward_jobs(code, bars, _folds(bars))
     with backend or ProcessPoolBackend(1, policy=policy) as pool:
         return pool.map(jobs)
 

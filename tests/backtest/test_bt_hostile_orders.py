@@ -19,6 +19,7 @@ from datetime import date
 import pandas as pd
 import pytest
 from conftest import DAILY_DIR, REPO_ROOT, read_real_bars
+from hostile_paths import walk_forward_jobs
 
 from backtest.contracts import BacktestJob, Fold, JobStatus
 from backtest.executor import ProcessPoolBackend
@@ -400,18 +401,7 @@ def test_the_books_classes_through_the_pools_walk_forward(name: str, mode: str) 
     bars = read_real_bars("AAPL", "2013-01-01", "2015-12-31")
     index = pd.DatetimeIndex(bars.index)
     folds = walk_forward_folds(index, split_holdout(index, 0.2), n_folds=3, warmup_bars=60)
-    jobs = [
-        BacktestJob(
-            job_id=f"wf{f.index}",
-            variant_id="orders",
-            code=code,
-            symbol="AAPL",
-            bars=bars,
-            fold=f,
-            timeout_s=20.0,
-        )  # fmt: skip
-        for f in folds
-    ]
+    jobs = walk_forward_jobs(code, bars, folds, variant_id="orders")
     with ProcessPoolBackend(2, policy=POLICIES[mode]) as ex:
         results = [fut.result(timeout=180) for fut in [ex.submit(j) for j in jobs]]
     for res in results:

@@ -206,8 +206,7 @@ def _prepare_job_guards(source: tuple[str, str] | None) -> tuple[int, kg.Prepare
         with contextlib.suppress(Exception):  # a job reports its own SyntaxError
             _compile(source[0], f"<variant {source[1]}>")
     guards = (kg.job_scope_ruleset(), kg.PreparedFilter(kg.job_seccomp_program()))
-    gc.collect()
-    gc.freeze()
+    gc.freeze()  # no collection first: it could finalize the worker's garbage here
     return guards
 
 
@@ -228,7 +227,10 @@ def _run_forked(trace: bool, tmpdir: str, guards: tuple[int, kg.PreparedFilter])
             kg.job_landlock(ruleset, read_roots(), tmpdir)  # closes this process's copy
             seccomp.install()
             nonce, job = _read_job()
-            os.close(JOB_FD)  # before any strategy code runs
+            # The job pipe closed before any strategy code runs, its number kept taken (by
+            # the result pipe's write end, already fd 3): a read of fd 4 fails, rather than
+            # reading whatever file the run opens next under that number.
+            os.dup2(RESULT_FD, JOB_FD)
             _write_line(_run_job(job, trace, nonce))
         except BaseException:
             code = 2

@@ -302,6 +302,42 @@ def landlock(read_roots: tuple[str, ...], tmpdir: str) -> None:
         os.close(ruleset)
 
 
+def job_scope_ruleset() -> int:
+    """A Landlock ruleset that only scopes signals and abstract unix sockets (ABI >= 6), for
+    the job processes of a batch child; -1 when the kernel cannot scope (``job_landlock``
+    then stacks the full rules). Made once, before any job: a job process only restricts
+    itself with it (``job_landlock``), which costs one syscall.
+
+    A nested domain keeps every rule of the batch child's (domains only intersect), so this
+    one adds exactly the scope: the job cannot signal the batch child, which is outside it.
+    """
+    lib = libc()
+    if lib is None or landlock_abi() < 6:
+        return -1
+    attr = _RulesetAttr(scoped=_SCOPE_ABSTRACT_UNIX_SOCKET | _SCOPE_SIGNAL)
+    ruleset = lib.syscall(
+        _SYS_LANDLOCK_CREATE_RULESET, ctypes.byref(attr), ctypes.c_size_t(24), ctypes.c_uint32(0)
+    )
+    return int(ruleset) if ruleset >= 0 else -1
+
+
+def job_landlock(ruleset: int, read_roots: tuple[str, ...], tmpdir: str) -> None:
+    """A job process's own Landlock domain: ``ruleset`` (from ``job_scope_ruleset``) when
+    there is one, else the batch child's full rules stacked again. Closes ``ruleset``."""
+    if ruleset < 0:
+        landlock(read_roots, tmpdir)
+        return
+    try:
+        lib = libc()
+        restricted = (
+            lib is not None
+            and lib.syscall(_SYS_LANDLOCK_RESTRICT_SELF, ctypes.c_int(ruleset), 0) == 0
+        )
+        _check(restricted, "landlock_restrict_self (job)")
+    finally:
+        os.close(ruleset)
+
+
 # ---------------------------------------------------------------------------- seccomp
 
 _AUDIT_ARCH_X86_64 = 0xC000003E
@@ -411,6 +447,48 @@ def seccomp_program(*, processes: bool = False) -> list[tuple[int, int, int, int
         _bpf(ret, allow),
     ]
     return prog
+
+
+def job_seccomp_program() -> list[tuple[int, int, int, int]]:
+    """What a job process of a batch child adds to the batch child's filter
+    (``seccomp_program(processes=True)``, which it inherits): no processes (``fork``,
+    ``vfork``, ``clone`` without ``CLONE_THREAD``). Stacked filters all run and the most
+    restrictive answer wins, so the two together decide every syscall as
+    ``seccomp_program()`` does; this one is a few instructions per syscall, not the
+    full filter twice."""
+    ld_abs, jeq, jset, ret = 0x20, 0x15, 0x45, 0x06
+    allow, deny = 0x7FFF0000, 0x00050000 | _EPERM
+    return [
+        _bpf(ld_abs, 4),  # seccomp_data.arch
+        _bpf(jeq, _AUDIT_ARCH_X86_64, jt=1),
+        _bpf(ret, deny),
+        _bpf(ld_abs, 0),  # seccomp_data.nr (x32 numbers are refused by the batch filter)
+        _bpf(jeq, BLOCKED_SYSCALLS["fork"], jt=5),
+        _bpf(jeq, BLOCKED_SYSCALLS["vfork"], jt=4),
+        _bpf(jeq, _SYS_CLONE, jf=2),
+        _bpf(ld_abs, 16),  # low half of args[0]: the clone flags
+        _bpf(jset, _CLONE_THREAD, jf=1),
+        _bpf(ret, allow),  # a thread (or not clone): the batch filter decides
+        _bpf(ret, deny),  # a process
+    ]
+
+
+class PreparedFilter:
+    """A seccomp program turned into the kernel's structure ahead of time (before a fork),
+    so installing it in the forked process is one ``prctl``."""
+
+    def __init__(self, prog: list[tuple[int, int, int, int]]) -> None:
+        self.filters = (_SockFilter * len(prog))(
+            *[_SockFilter(c, jt, jf, k) for c, jt, jf, k in prog]
+        )
+        self.fprog = _SockFprog(len(prog), self.filters)
+
+    def install(self) -> None:
+        lib = libc()
+        if lib is None or platform.machine() != "x86_64":
+            return
+        ok = lib.prctl(_PR_SET_SECCOMP, _SECCOMP_MODE_FILTER, ctypes.byref(self.fprog), 0, 0) == 0
+        _check(ok, "seccomp filter (job)")
 
 
 class _SockFilter(ctypes.Structure):

@@ -26,12 +26,16 @@ What the child gets, in this order, before any strategy code is compiled:
    (``backtest.kernel_guards``) when ``policy.kernel``; a batch child's seccomp filter still
    lets it fork, because
 10. with the kernel guards, more than one job and ``policy.isolate_jobs`` (the default), each
-    job runs in a process of its own (~20-30 ms of CPU: a fresh fork's copy-on-write faults),
-    forked from this confined child when its message arrives: it closes the job pipe, stacks
-    its own Landlock domain (scoped signals: it cannot signal this child) and the full
-    seccomp filter (no processes), and writes its line. Nothing a job leaves (threads,
-    patched modules, hooks) reaches the next job, which is not even in this process before
-    the previous one has ended.
+    job runs in a process of its own, forked from this confined child, which never reads a
+    job: the strategy's code (the batch's one code, no job's data) is compiled here once,
+    confined, before the first fork (compiling runs none of it), and the heap is frozen for
+    cheap forks. The job's process stacks its own Landlock domain (scoped signals: it cannot
+    signal this child; made before the fork, one syscall after it) and a seccomp filter
+    refusing processes (stacked on this child's, whose other rules it inherits), then reads
+    its own message (nonce and window) from the job pipe, closes the pipe before any strategy
+    code runs, and writes its line. The next job's process is forked only after it has
+    ended: nothing a job leaves (threads, patched modules, hooks, freed memory) reaches the
+    next job, whose data was never in this child.
 
 Any failure of 1-9 fails the jobs closed (one error line each, exit 1): a job never runs
 with fewer guards than asked for.
@@ -76,11 +80,13 @@ def run_child(
     pipes: tuple[int, int, int],
     cpu_s: int,
     as_limit: int,
+    source: tuple[str, str] | None = None,
 ) -> None:
     """Confine this process, then run ``n_jobs`` jobs as they arrive on the job pipe, each in
     a forked process of its own that writes one JSON line to the result pipe; ``_exit``.
     Several jobs share a child only when they share their code. ``pipes``: the write ends of
-    (result pipe, output pipe) and the read end of the job pipe.
+    (result pipe, output pipe) and the read end of the job pipe. ``source``: the batch's
+    strategy code and its variant id, compiled once before the first job's process forks.
 
     A job's line is its claim, not its result: its status and, when it ran, its fill log
     (``backtest.books.FillLog``) with the nonce the parent sent with the job. The parent
@@ -121,9 +127,10 @@ def run_child(
     try:
         for payload in payloads:
             _write_line(payload)
+        job_guards = _prepare_job_guards(source) if forks and n_jobs else None
         for _ in range(n_jobs):  # each result leaves as soon as it exists: a crash keeps it
-            if forks:
-                _run_forked(trace, tmpdir)
+            if job_guards is not None:
+                _run_forked(trace, tmpdir, job_guards)
             else:  # one job (no next job to reach), no kernel guards or isolation not asked
                 nonce, job = _read_job()
                 _write_line(_run_job(job, trace, nonce))
@@ -188,26 +195,46 @@ def _read_job() -> tuple[str, BacktestJob]:
     return nonce, job
 
 
-def _run_forked(trace: bool, tmpdir: str) -> None:
-    """Read the next job, run it in a forked process, wait for it. A process that ended
-    abnormally ends this child the same way (the parent's verdict reads its status).
+def _prepare_job_guards(source: tuple[str, str] | None) -> tuple[int, kg.PreparedFilter]:
+    """Once per batch child, confined, before any job's process exists (no job's data is in
+    this child, ever): compile the batch's code (what each job would compile; compiling
+    executes nothing), make the job processes' Landlock ruleset and seccomp filter, and
+    freeze the heap so a job's collections do not touch (and copy) this child's pages."""
+    if source is not None:
+        from backtest.engine import _compile
 
-    The job's process stacks a Landlock domain of its own (the same rules; its scoped
-    signals keep it from signalling this child) and the full seccomp filter (no processes).
+        with contextlib.suppress(Exception):  # a job reports its own SyntaxError
+            _compile(source[0], f"<variant {source[1]}>")
+    guards = (kg.job_scope_ruleset(), kg.PreparedFilter(kg.job_seccomp_program()))
+    gc.freeze()  # no collection first: it could finalize the worker's garbage here
+    return guards
+
+
+def _run_forked(trace: bool, tmpdir: str, guards: tuple[int, kg.PreparedFilter]) -> None:
+    """Run the next job in a forked process, wait for it. A process that ended abnormally
+    ends this child the same way (the parent's verdict reads its status).
+
+    The job's process stacks a Landlock domain of its own (its scoped signals keep it from
+    signalling this child) and a seccomp filter refusing processes, then reads its own job
+    and closes the job pipe: the next job's nonce is not this process's to read, and it
+    arrives only after this process has written its line and the parent has read it.
     """
-    nonce, job = _read_job()
+    ruleset, seccomp = guards
     pid = _fork()
     if pid == 0:
         code = 0
         try:
-            os.close(JOB_FD)  # the next job's nonce is not this process's to read
-            kg.landlock(read_roots(), tmpdir)
-            kg.seccomp()
+            kg.job_landlock(ruleset, read_roots(), tmpdir)  # closes this process's copy
+            seccomp.install()
+            nonce, job = _read_job()
+            # The job pipe closed before any strategy code runs, its number kept taken (by
+            # the result pipe's write end, already fd 3): a read of fd 4 fails, rather than
+            # reading whatever file the run opens next under that number.
+            os.dup2(RESULT_FD, JOB_FD)
             _write_line(_run_job(job, trace, nonce))
         except BaseException:
             code = 2
         os._exit(code)
-    del job, nonce
     _, status = os.waitpid(pid, 0)
     if os.WIFSIGNALED(status):
         sig = os.WTERMSIG(status)

@@ -26,9 +26,9 @@ class SandboxPolicy:
     cpu_s: int | None = None  # CPU seconds; None: ceil(job.timeout_s) + 1
     grace_s: float = 2.0  # wall slack after job.timeout_s before SIGKILL of the group
     kernel: bool = True  # Landlock + seccomp when available
-    # With the kernel guards, each job of a batch in a process of its own (~20-30 ms of CPU a
-    # job): nothing a job leaves reaches the next job's nonce or window. False: the jobs share
-    # their batch child (cheaper; a job's threads or patches then see the next job).
+    # With the kernel guards, each job of a batch in a process of its own (a fork a job, its
+    # copy-on-write faults): nothing a job leaves reaches the next job's nonce or window.
+    # False: the jobs share their batch child (a job's threads or patches then see the next).
     isolate_jobs: bool = True
 
 

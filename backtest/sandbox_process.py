@@ -116,7 +116,8 @@ def _spawn(
             os.close(output_r)
             os.close(job_w)
             pipes = (result_w, output_w, job_r)
-            run_child(len(jobs), policy, trace, tmpdir, pipes, child.cpu_s, as_limit)
+            code = (jobs[0].code, jobs[0].variant_id)  # the batch's one code, no job's data
+            run_child(len(jobs), policy, trace, tmpdir, pipes, child.cpu_s, as_limit, code)
         for fd in (result_w, output_w, job_r):
             os.close(fd)
             fds.remove(fd)

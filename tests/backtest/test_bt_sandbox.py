@@ -23,7 +23,7 @@ from conftest import REPO_ROOT, read_real_bars
 
 from backtest.contracts import BacktestJob, Fold, JobStatus
 from backtest.engine import run_job
-from backtest.kernel_guards import BLOCKED_SYSCALLS
+from backtest.kernel_guards import BLOCKED_SYSCALLS, job_seccomp_program
 from backtest.sandbox import SandboxPolicy, landlock_abi, run_sandboxed, seccomp_program
 
 FOLD = Fold(index=0, warmup_start=date(2015, 1, 2), start=date(2015, 3, 2), end=date(2015, 12, 31))
@@ -335,6 +335,41 @@ def test_seccomp_program_decides(nr: int, args: tuple, arch: int, want: int) -> 
 )
 def test_the_batch_childs_filter_allows_processes_only(nr: int, args: tuple, want: int) -> None:
     assert _run_bpf(seccomp_program(processes=True), nr, args) == want
+
+
+def _stacked(nr: int, args: tuple = (), arch: int = 0xC000003E) -> int:
+    """What the kernel answers a job process of a batch child: every stacked filter runs and
+    the most restrictive action wins (an errno is more restrictive than allow)."""
+    answers = [
+        _run_bpf(p, nr, args, arch)
+        for p in (seccomp_program(processes=True), job_seccomp_program())
+    ]
+    refused = [a for a in answers if a != ALLOW]
+    return refused[0] if refused else ALLOW
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize(
+    ("nr", "args", "arch"),
+    [
+        (0, (), 0xC000003E),
+        (56, (17,), 0xC000003E),  # clone of a process
+        (56, (0x00010000 | 0x00000100,), 0xC000003E),  # a thread
+        (56, (0x00010000 | 0x00020000,), 0xC000003E),  # a thread in a new namespace
+        (56, (0x1_0000_0000 | 17,), 0xC000003E),  # high bits of the flags ignored
+        (435, (), 0xC000003E),  # clone3
+        (16, (2, 0x5412), 0xC000003E),
+        (141, (0, 0, (-15) & 0xFFFFFFFF), 0xC000003E),
+        (72, (3, 6), 0xC000003E),
+        (0x40000000 | 57, (), 0xC000003E),  # x32 fork
+        (57, (), 0x40000003),  # i386
+        *[(nr, (), 0xC000003E) for nr in sorted(BLOCKED_SYSCALLS.values())],
+    ],
+)
+def test_a_job_process_filter_stacked_on_the_batch_childs_is_the_full_filter(
+    nr: int, args: tuple, arch: int
+) -> None:
+    assert _stacked(nr, args, arch) == _run_bpf(seccomp_program(), nr, args, arch)
 
 
 @pytest.mark.integration

@@ -14,6 +14,7 @@ from datetime import date
 from pathlib import Path
 from typing import Any
 
+from backtest.lifeline import die_with_parent
 from backtest.synthetic_universe import write_universe
 from swarm.calibration.jobs import RunSpec
 from swarm.calibration.scenarios import DEFAULT_DIRECTIVE
@@ -166,7 +167,10 @@ def run_all(
             except Exception as exc:  # one broken run must not lose the others
                 collect(failed_record(spec, exc))
     else:
-        with ProcessPoolExecutor(max_workers=workers, mp_context=mp.get_context("spawn")) as pool:
+        # The runs die with this process (killed or crashed), as the backtest pool's workers do.
+        with ProcessPoolExecutor(
+            max_workers=workers, mp_context=mp.get_context("spawn"), initializer=die_with_parent
+        ) as pool:
             futures = {pool.submit(run_one, s): s for s in specs}
             for fut in as_completed(futures):
                 try:

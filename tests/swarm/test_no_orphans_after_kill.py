@@ -52,3 +52,27 @@ def test_killed_develop_leaves_no_workers(daily_dir, tmp_path):
         time.sleep(0.2)
     alive = [p for p in helpers if Path(f"/proc/{p}").exists() and _ppid(p) is not None]
     assert not alive, f"left behind: {alive}"
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="uses /proc")
+def test_killed_calibration_leaves_no_runs(tmp_path):
+    """Its runs are spawned processes (orphaned, they went on to the end of their run)."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "swarm.calibrate", "--runs", "1", "--workers", "2",
+         "--kinds", "null-zero,null-bull", "--symbols", "2", "--years", "3", "--quiet",
+         "--out", str(tmp_path)],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    deadline = time.monotonic() + 60
+    helpers: set[int] = set()
+    while time.monotonic() < deadline and len(helpers) < 2:
+        time.sleep(0.5)
+        helpers = _descendants(proc.pid)
+    assert len(helpers) >= 2, "the calibration's run processes never started"
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline and any(Path(f"/proc/{p}").exists() for p in helpers):
+        time.sleep(0.2)
+    alive = [p for p in helpers if Path(f"/proc/{p}").exists() and _ppid(p) is not None]
+    assert not alive, f"left behind: {alive}"

@@ -460,11 +460,12 @@ def _simulate(job: BacktestJob, run: EngineRun, code_file_box: list[str], books:
     try:
         user_cls = _pick_strategy(module)
         params = _check_params(user_cls, job.params)
-        # a portfolio's feeds on one calendar; each a copy that reaches no bar outside it
-        frames = [(n, fresh_frame(f)) for n, f in feed_frames(job.feeds(), job.fold)]
+        frames = feed_frames(job.feeds(), job.fold)  # a portfolio's feeds on one calendar
         if job.stop_after is not None:  # fed only the bars the run covers: no run parameter
             upto = bars_run(frames[0][1], job.stop_after)
-            frames = [(name, fresh_frame(f.iloc[:upto])) for name, f in frames]
+            frames = [(name, f.iloc[:upto]) for name, f in frames]
+        # each fed frame a copy, made once, that reaches no bar outside what the run covers
+        frames = [(name, fresh_frame(f)) for name, f in frames]
         frame = frames[0][1]
         fold_start = job.fold.start
         if frame.empty or frame.index[-1].date() < fold_start:

@@ -31,6 +31,17 @@ def _descendants(root: int) -> set[int]:
     return found
 
 
+def _kill_and_expect_gone(proc: subprocess.Popen, helpers: set[int]) -> None:
+    """SIGKILL ``proc``; every one of ``helpers`` must be gone within 15 s."""
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline and any(Path(f"/proc/{p}").exists() for p in helpers):
+        time.sleep(0.2)
+    alive = [p for p in helpers if Path(f"/proc/{p}").exists() and _ppid(p) is not None]
+    assert not alive, f"left behind: {alive}"
+
+
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="uses /proc")
 def test_killed_develop_leaves_no_workers(daily_dir, tmp_path):
     proc = subprocess.Popen(
@@ -45,13 +56,7 @@ def test_killed_develop_leaves_no_workers(daily_dir, tmp_path):
             break
     helpers = _descendants(proc.pid)
     assert helpers, "no worker processes found while backtests ran"
-    proc.send_signal(signal.SIGKILL)
-    proc.wait()
-    deadline = time.monotonic() + 15
-    while time.monotonic() < deadline and any(Path(f"/proc/{p}").exists() for p in helpers):
-        time.sleep(0.2)
-    alive = [p for p in helpers if Path(f"/proc/{p}").exists() and _ppid(p) is not None]
-    assert not alive, f"left behind: {alive}"
+    _kill_and_expect_gone(proc, helpers)
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="uses /proc")
@@ -69,10 +74,4 @@ def test_killed_calibration_leaves_no_runs(tmp_path):
         time.sleep(0.5)
         helpers = _descendants(proc.pid)
     assert len(helpers) >= 2, "the calibration's run processes never started"
-    proc.send_signal(signal.SIGKILL)
-    proc.wait()
-    deadline = time.monotonic() + 15
-    while time.monotonic() < deadline and any(Path(f"/proc/{p}").exists() for p in helpers):
-        time.sleep(0.2)
-    alive = [p for p in helpers if Path(f"/proc/{p}").exists() and _ppid(p) is not None]
-    assert not alive, f"left behind: {alive}"
+    _kill_and_expect_gone(proc, helpers)

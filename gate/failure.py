@@ -287,10 +287,11 @@ def _survey(
     structural defects go to the evidence (and hints) whatever the classification."""
     best = best_evaluation(clean) or clean[0]
     assert best.metrics is not None
+    # Alpha criteria (alpha_t, beta...) are read from the variant's AlphaStats, not Metrics.
     failing = {
-        rule_label(c): attainment(c, metric_value(best.metrics, c.metric))
+        rule_label(c): attainment(c, metric_value(best.metrics, c.metric, best.alpha))
         for c in criteria.rules
-        if not is_met(c, metric_value(best.metrics, c.metric))
+        if not is_met(c, metric_value(best.metrics, c.metric, best.alpha))
     }
     if best.metrics.n_trades < criteria.min_trades:  # the trade floor is a criterion too
         failing[f"min_trades>={criteria.min_trades}"] = best.metrics.n_trades / criteria.min_trades
@@ -319,7 +320,7 @@ def _survey(
         mismatch=mismatch,
         all_far=all(
             any(
-                attainment(c, metric_value(e.metrics, c.metric)) < FAR_ATTAINMENT
+                attainment(c, metric_value(e.metrics, c.metric, e.alpha)) < FAR_ATTAINMENT
                 for c in criteria.rules
             )
             for e in clean

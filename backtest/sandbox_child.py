@@ -33,9 +33,10 @@ What the child gets, in this order, before any strategy code is compiled:
     signal this child; made before the fork, one syscall after it) and a seccomp filter
     refusing processes (stacked on this child's, whose other rules it inherits), then reads
     its own message (nonce and window) from the job pipe, closes the pipe before any strategy
-    code runs, and writes its line. The next job's process is forked only after it has
-    ended: nothing a job leaves (threads, patched modules, hooks, freed memory) reaches the
-    next job, whose data was never in this child.
+    code runs, and writes its line. The next job's process is forked (from this child) while
+    a job runs, but reads its job only after that job's process has ended: nothing a job
+    leaves (threads, patched modules, hooks, freed memory) reaches the next job, whose data
+    was never in this child.
 
 Any failure of 1-9 fails the jobs closed (one error line each, exit 1): a job never runs
 with fewer guards than asked for.
@@ -127,14 +128,13 @@ def run_child(
     try:
         for payload in payloads:
             _write_line(payload)
-        job_guards = _prepare_job_guards(source) if forks and n_jobs else None
-        for _ in range(n_jobs):  # each result leaves as soon as it exists: a crash keeps it
-            if job_guards is not None:
-                _run_forked(trace, tmpdir, job_guards)
-            else:  # one job (no next job to reach), no kernel guards or isolation not asked
-                nonce, job = _read_job()
-                _write_line(_run_job(job, trace, nonce))
-                del nonce, job
+        if forks and n_jobs:  # each result leaves as soon as it exists: a crash keeps it
+            _run_forked(n_jobs, trace, tmpdir, _prepare_job_guards(source))
+        for _ in range(0 if forks else n_jobs):
+            # one job (no next job to reach), no kernel guards or isolation not asked
+            nonce, job = _read_job()
+            _write_line(_run_job(job, trace, nonce))
+            del nonce, job
     except BaseException:
         code = 2
     os._exit(code)
@@ -210,22 +210,66 @@ def _prepare_job_guards(source: tuple[str, str] | None) -> tuple[int, kg.Prepare
     return guards
 
 
-def _run_forked(trace: bool, tmpdir: str, guards: tuple[int, kg.PreparedFilter]) -> None:
-    """Run the next job in a forked process, wait for it. A process that ended abnormally
-    ends this child the same way (the parent's verdict reads its status).
+def _run_forked(
+    n_jobs: int, trace: bool, tmpdir: str, guards: tuple[int, kg.PreparedFilter]
+) -> None:
+    """Run the next ``n_jobs`` jobs, each in a forked process of its own, one after the other.
+    A process that ended abnormally ends this child the same way (the parent's verdict reads
+    its status).
 
-    The job's process stacks a Landlock domain of its own (its scoped signals keep it from
-    signalling this child) and a seccomp filter refusing processes, then reads its own job
-    and closes the job pipe: the next job's nonce is not this process's to read, and it
-    arrives only after this process has written its line and the parent has read it.
+    Job k+1's process is forked while job k's runs (the fork's page-table copy then costs no
+    job any wall time), from this child, which no job's code ever reached: nothing of job k
+    is in it. It confines itself at once, then waits on a go pipe of its own, which this
+    child writes only after job k's process has ended and been reaped: a job's process
+    reads its job only once the previous one is gone, as if forked after it. Job k's process
+    holds no end of that pipe (it was made after job k's fork), cannot signal or trace its
+    sibling (Landlock's scoped signals, seccomp) and has closed the job pipe.
     """
+    waiting = _fork_job(trace, tmpdir, guards)
+    for k in range(n_jobs):
+        pid, go = waiting
+        os.write(go, b"g")
+        os.close(go)
+        waiting = _fork_job(trace, tmpdir, guards) if k + 1 < n_jobs else None
+        _, status = os.waitpid(pid, 0)
+        if os.WIFSIGNALED(status) or os.WEXITSTATUS(status):
+            if waiting is not None:  # its go pipe closes with this child: it exits unrun
+                with contextlib.suppress(OSError):
+                    os.kill(waiting[0], signal.SIGKILL)
+            _end_like(status)
+
+
+def _end_like(status: int) -> None:
+    """End this child as its job's process ended (a signal, or an exit code)."""
+    if os.WIFSIGNALED(status):
+        sig = os.WTERMSIG(status)
+        with contextlib.suppress(Exception):
+            signal.signal(sig, signal.SIG_DFL)
+            os.kill(os.getpid(), sig)
+        os._exit(128 + sig)
+    os._exit(os.WEXITSTATUS(status))
+
+
+def _fork_job(trace: bool, tmpdir: str, guards: tuple[int, kg.PreparedFilter]) -> tuple[int, int]:
+    """Fork one job's process, confined and waiting for its go: (its pid, the go pipe's
+    write end). In the process: its own Landlock domain (its scoped signals keep it from
+    signalling this child and its siblings) and a seccomp filter refusing processes, the go
+    awaited, then its own job read and the job pipe closed before any strategy code runs:
+    the next job's nonce is not this process's to read, and it arrives only after this
+    process has written its line, the parent has read it, and this process has ended."""
     ruleset, seccomp = guards
+    go_r, go_w = os.pipe()
     pid = _fork()
     if pid == 0:
         code = 0
         try:
+            os.close(go_w)
             kg.job_landlock(ruleset, read_roots(), tmpdir)  # closes this process's copy
             seccomp.install()
+            go = os.read(go_r, 1)
+            os.close(go_r)
+            if go != b"g":  # this child ended first: no job for this process
+                os._exit(0)
             nonce, job = _read_job()
             # The job pipe closed before any strategy code runs, its number kept taken (by
             # the result pipe's write end, already fd 3): a read of fd 4 fails, rather than
@@ -235,15 +279,8 @@ def _run_forked(trace: bool, tmpdir: str, guards: tuple[int, kg.PreparedFilter])
         except BaseException:
             code = 2
         os._exit(code)
-    _, status = os.waitpid(pid, 0)
-    if os.WIFSIGNALED(status):
-        sig = os.WTERMSIG(status)
-        with contextlib.suppress(Exception):
-            signal.signal(sig, signal.SIG_DFL)
-            os.kill(os.getpid(), sig)
-        os._exit(128 + sig)
-    if os.WEXITSTATUS(status):
-        os._exit(os.WEXITSTATUS(status))
+    os.close(go_r)
+    return pid, go_w
 
 
 def _run_job(job: BacktestJob, trace: bool, nonce: str) -> bytes:

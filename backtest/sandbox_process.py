@@ -11,6 +11,7 @@ running when it stopped its verdict; whatever it left runs in a fresh child.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import math
 import os
 import pickle
@@ -29,9 +30,17 @@ from backtest.engine import window_job
 from backtest.kernel_guards import sandbox_uid
 from backtest.sandbox_child import NONCE_CHARS, run_child
 from backtest.sandbox_policy import SandboxPolicy
-from backtest.sandbox_result import OnOutcome, SandboxOutcome, _parse, error_outcome
+from backtest.sandbox_result import (
+    Claim,
+    OnOutcome,
+    SandboxOutcome,
+    _claim,
+    book,
+    error_outcome,
+)
 
 OUTPUT_TAIL_BYTES = 4096  # of the child's stdout/stderr, kept for crash messages
+JOB_PIPE_BYTES = 1 << 20  # the unprivileged maximum (/proc/sys/fs/pipe-max-size)
 
 
 @dataclass
@@ -108,6 +117,8 @@ def _spawn(
         fds += [output_r, output_w]
         job_r, job_w = os.pipe()
         fds += [job_r, job_w]
+        with contextlib.suppress(OSError):  # a job's window in one write, where allowed
+            fcntl.fcntl(job_w, fcntl.F_SETPIPE_SZ, JOB_PIPE_BYTES)
         sys.stdout.flush()
         sys.stderr.flush()
         pid = os.fork()
@@ -200,16 +211,18 @@ def _collect(
                     if _temp_full(child, policy):  # before its result is believed
                         child.stopped = "temp_full"
                         break
-                    outcome, foreign = _parse(jobs[k], line, trace, nonces[k])
-                    child.outcomes.append(outcome)
+                    claim, foreign = _claim(jobs[k], line, trace, nonces[k])
                     if foreign:
-                        booked(k, outcome)
+                        child.outcomes.append(_booked(jobs[k], claim, trace))
+                        booked(k, child.outcomes[-1])
                         child.stopped = "integrity"
                         break
-                    if k + 1 < len(jobs):
+                    if k + 1 < len(jobs):  # the next job runs while this one is booked
                         outbox += _message(nonces[k + 1], jobs[k + 1])
                         end_job = time.monotonic() + timeouts[k + 1] + policy.grace_s
-                    booked(k, outcome)  # after the next nonce: the child runs meanwhile
+                        _send_some(job_w, outbox)
+                    child.outcomes.append(_booked(jobs[k], claim, trace))
+                    booked(k, child.outcomes[-1])
                 if child.stopped:
                     break
                 if len(buf) > cap:
@@ -284,6 +297,10 @@ def _dir_bytes(path: str, *, limit: int) -> int:
                 if entry.is_dir(follow_symlinks=False):
                     stack.append(entry.path)
     return total
+
+
+def _booked(job: BacktestJob, claim: SandboxOutcome | Claim, trace: bool) -> SandboxOutcome:
+    return book(job, claim, trace) if isinstance(claim, Claim) else claim
 
 
 def _message(nonce: str, job: BacktestJob) -> bytes:

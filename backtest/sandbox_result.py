@@ -81,12 +81,32 @@ def _check_size(job: BacktestJob, line: bytes) -> None:
         )
 
 
+@dataclass
+class Claim:
+    """A well-formed OK line of the running job, not yet booked: its fill log and what came
+    with it. ``book`` replays it; the parent sends the next job first (the replay is the
+    costly part, and the next job's run need not wait for it)."""
+
+    log: FillLog
+    duration_s: float
+    trace: Any
+
+
 def _parse(job: BacktestJob, line: bytes, trace: bool, nonce: str) -> tuple[SandboxOutcome, bool]:
-    """One result line of ``job``, booked: (its outcome, whether the line was foreign).
+    """One result line of ``job``, checked and booked: (its outcome, whether it was foreign)."""
+    claim, foreign = _claim(job, line, trace, nonce)
+    return (book(job, claim, trace) if isinstance(claim, Claim) else claim), foreign
+
+
+def _claim(
+    job: BacktestJob, line: bytes, trace: bool, nonce: str
+) -> tuple[SandboxOutcome | Claim, bool]:
+    """One result line of ``job``, checked: (its outcome or its claim to book, whether the
+    line was foreign).
 
     A foreign line (malformed, another job's, a wrong nonce) is an integrity error and stops
     the child. A well-formed line of this job is a claim: an error or timeout is taken as
-    it is (it can only hurt the job), a fill log goes to the books.
+    it is (it can only hurt the job), a fill log is returned for the books (``book``).
     """
     try:
         _check_size(job, line)
@@ -114,17 +134,22 @@ def _parse(job: BacktestJob, line: bytes, trace: bool, nonce: str) -> tuple[Sand
         why = exc if isinstance(exc, IntegrityError) else f"a malformed result line ({exc})"
         return error_outcome(job, JobStatus.INTEGRITY_ERROR, f"IntegrityError: {why}"), True
     duration = payload.get("duration_s")
-    books = account(job, log, duration_s=duration if isinstance(duration, float) else 0.0)
+    return Claim(log, duration if isinstance(duration, float) else 0.0, claimed_trace), False
+
+
+def book(job: BacktestJob, claim: Claim, trace: bool) -> SandboxOutcome:
+    """A claim booked: the books replay its fill log and compute every figure."""
+    books = account(job, claim.log, duration_s=claim.duration_s)
     out = SandboxOutcome(books.result)
     if books.result.status == JobStatus.OK:
         out.bars = len(books.values)
-    if trace and books.result.status == JobStatus.OK and isinstance(claimed_trace, dict):
-        lines = claimed_trace.get("lines")
+    if trace and books.result.status == JobStatus.OK and isinstance(claim.trace, dict):
+        lines = claim.trace.get("lines")
         if isinstance(lines, dict):
             # Orders and fills as the books hold them: the orders the recorder copied at
             # placement (every fill answered one), not the child's own list.
             symbols = len(job.feeds()) > 1
-            out.trace = {"orders": order_rows(log, job, symbols=symbols), "lines": lines,
+            out.trace = {"orders": order_rows(claim.log, job, symbols=symbols), "lines": lines,
                          "fills": fill_rows(books.fills, symbols=symbols),
                          "n_bars": len(books.values)}  # fmt: skip
-    return out, False
+    return out

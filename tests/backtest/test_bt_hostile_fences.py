@@ -163,6 +163,17 @@ raise RuntimeError("nonces seen %d" % len(set(seen)))
 """
 
 
+# A job's process signals every nearby pid (the next job's process waits, forked, beside it)
+# with libc's kill, past the Python guards: none may be reached.
+SIBLINGS = """
+me = os.getpid()
+hit = [p for p in range(me - 8, me + 9) if p != me and libc.kill(p, 19) == 0]
+for p in hit:
+    libc.kill(p, 18)
+raise RuntimeError("signalled %d" % len(hit))
+"""
+
+
 @pytest.fixture(scope="module")
 def bars() -> pd.DataFrame:
     warm_worker()
@@ -366,3 +377,17 @@ def test_the_cwd_is_not_a_read_root(cwd: Path) -> None:
         assert not (project + os.sep).startswith(root + os.sep), root
         assert not (root + os.sep).startswith(real_cwd + os.sep), root
     assert out  # the installation stays readable
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_job_cannot_signal_the_next_jobs_waiting_process(
+    mode: str, bars: pd.DataFrame, cwd: Path
+) -> None:
+    """Job k+1's process is forked while job k runs: job k reaches no process with a signal
+    (not the waiting sibling, not the batch child), and every job still runs its own fold."""
+    code = _strategy(lib(SIBLINGS))
+    results = _walk_forward(code, bars, _policy(mode))
+    assert len(results) == 3
+    for res in results:
+        if _ran(res, mode):
+            assert res.status == JobStatus.ERROR and "signalled 0" in res.error, res.error

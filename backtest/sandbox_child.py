@@ -35,8 +35,8 @@ What the child gets, in this order, before any strategy code is compiled:
     its own message (nonce and window) from the job pipe, closes the pipe before any strategy
     code runs, and writes its line. The next job's process is forked (from this child) while
     a job runs, but reads its job only after that job's process has ended: nothing a job
-    leaves (threads, patched modules, hooks, freed memory) reaches the next job, whose data
-    was never in this child.
+    leaves (threads, patched modules, hooks, freed memory, files: the temp dir is emptied
+    between jobs) reaches the next job, whose data was never in this child.
 
 Any failure of 1-9 fails the jobs closed (one error line each, exit 1): a job never runs
 with fewer guards than asked for.
@@ -52,6 +52,7 @@ import json
 import os
 import pickle
 import resource
+import shutil
 import signal
 import sys
 import tempfile
@@ -237,6 +238,18 @@ def _run_forked(
                 with contextlib.suppress(OSError):
                     os.kill(waiting[0], signal.SIGKILL)
             _end_like(status)
+        if waiting is not None:
+            _empty_dir(tmpdir)  # the files a job left are the last thing it could pass on
+
+
+def _empty_dir(path: str) -> None:
+    """Remove everything in ``path`` (links unlinked, never followed). A failure raises: the
+    next job never runs beside files another job left (its window's bars, say)."""
+    for entry in os.scandir(path):
+        if entry.is_dir(follow_symlinks=False):
+            shutil.rmtree(entry.path)
+        else:
+            os.unlink(entry.path)
 
 
 def _end_like(status: int) -> None:

@@ -174,6 +174,18 @@ raise RuntimeError("signalled %d" % len(hit))
 """
 
 
+# A job leaves its window's last close in a file of its working (temp) directory, after
+# counting what the previous jobs of its batch left there: none may be found.
+LEFTOVERS = """
+import os
+seen = [n for n in os.listdir(".") if n.startswith("left-")]
+with open("left-%d" % os.getpid(), "w") as fh:
+    fh.write(str(self.data.close[0]))
+os.makedirs("left-dir-%d/deeper" % os.getpid(), exist_ok=True)
+raise RuntimeError("files seen %d" % len(seen))
+"""
+
+
 @pytest.fixture(scope="module")
 def bars() -> pd.DataFrame:
     warm_worker()
@@ -391,3 +403,15 @@ def test_a_job_cannot_signal_the_next_jobs_waiting_process(
     for res in results:
         if _ran(res, mode):
             assert res.status == JobStatus.ERROR and "signalled 0" in res.error, res.error
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_job_finds_no_file_another_job_left(mode: str, bars: pd.DataFrame, cwd: Path) -> None:
+    """The temp dir is emptied between the jobs of a batch: a later fold finds nothing an
+    earlier one wrote (its bars, its window's future for a fold that runs after it)."""
+    code = _strategy(LEFTOVERS)
+    results = _walk_forward(code, bars, _policy(mode))
+    assert len(results) == 3
+    for res in results:
+        if _ran(res, mode):
+            assert res.status == JobStatus.ERROR and "files seen 0" in res.error, res.error

@@ -3,9 +3,12 @@ last round changed the plan, and what a plan is."""
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import pytest
 
-from gate.contracts import FailureAnalysis, FailureType, Hint
+from gate.contracts import FailureAnalysis, FailureType, Hint, LoopCounters
+from swarm.nodes.research import _plan_change
 from swarm.research.models import (
     DataBrief,
     Regime,
@@ -82,3 +85,26 @@ def test_plan_is_what_the_strategy_half_reads() -> None:
     assert plan_of(_synthesis(["trend", "momentum"]), _brief()) != base
     assert plan_of(_synthesis(["momentum", "trend"], signal=-0.3), _brief()) != base
     assert plan_of(_synthesis(["momentum", "trend"]), _brief(lookback=20)) != base
+
+
+class _Progress:
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+
+    def stage(self, name: str, text: str) -> None:
+        self.lines.append(text)
+
+
+def test_a_round_that_changed_nothing_is_not_charged_to_the_research_loops() -> None:
+    ctx = SimpleNamespace(progress=_Progress())
+    syn, brief = _synthesis(["momentum", "trend"]), _brief()
+    first = _plan_change(ctx, {"data_brief": brief}, syn)
+    assert first["research_changed"] and "counters" not in first
+    counters = LoopCounters(iteration=4, strategy_iterations=1, research_loops=1)
+    state = {"data_brief": brief, "research_plan": first["research_plan"], "counters": counters}
+    same = _plan_change(ctx, state, _synthesis(["momentum", "trend"], summary="reworded"))
+    assert same["research_changed"] is False
+    assert same["counters"].research_loops == 0 and same["counters"].iteration == 4
+    assert "left the plan unchanged" in ctx.progress.lines[-1]
+    moved = _plan_change(ctx, state, _synthesis(["trend", "momentum"]))
+    assert moved["research_changed"] and "counters" not in moved

@@ -135,7 +135,13 @@ def render_report(
             "## Research summary",
             "",
             f"Regime **{synthesis['regime']}**, signal {synthesis['signal']:+.2f}, confidence "
-            f"{synthesis['confidence']:.2f} ({synthesis['quality']} quality)"
+            f"{synthesis['confidence']:.2f} over the domains with data ({synthesis['quality']} "
+            "quality)"
+            + (
+                f", coverage {synthesis['coverage']:.2f} of domains"
+                if synthesis.get("coverage") is not None
+                else ""
+            )
             + (" — research degraded" if synthesis.get("degraded") else "")
             + ". Recommended families: "
             + ", ".join(synthesis.get("recommended_families", []))

@@ -193,9 +193,10 @@ class Situation:
     all_far: bool  # every usable variant is far from some criterion
     criteria: Criteria
     history: list[IterationSummary]
-    research_confidence: float
+    research_confidence: float  # over the research domains that had data
     regime: str
     families: list[str]
+    research_coverage: float | None = None  # share of research domains with data
 
 
 # A rule reads the situation, may add evidence, actions and hints, and either classifies the
@@ -211,8 +212,11 @@ def analyse_failure(
     research_confidence: float,
     regime: str,
     families: list[str],
+    research_coverage: float | None = None,
 ) -> FailureAnalysis:
-    """Classify this iteration's failure. ``history`` holds the *previous* iterations.
+    """Classify this iteration's failure. ``history`` holds the *previous* iterations;
+    ``research_confidence`` is over the research domains that had data, and
+    ``research_coverage`` the share of domains that had any (for the evidence).
 
     Broken code is judged first (nothing else is measurable until it runs and trades); then
     ``RULES`` in order, the first that classifies wins; ``far_from_everything`` is the rest.
@@ -230,6 +234,7 @@ def analyse_failure(
         research_confidence=research_confidence,
         regime=regime,
         families=families,
+        research_coverage=research_coverage,
         f=f,
     )
     for rule in RULES:
@@ -282,6 +287,7 @@ def _survey(
     regime: str,
     families: list[str],
     f: Findings,
+    research_coverage: float | None = None,
 ) -> Situation:
     """The situation of a search whose code runs: the best variant's failing criteria and
     structural defects go to the evidence (and hints) whatever the classification."""
@@ -330,6 +336,7 @@ def _survey(
         research_confidence=research_confidence,
         regime=regime,
         families=families,
+        research_coverage=research_coverage,
     )
 
 
@@ -486,8 +493,13 @@ def weak_premise(s: Situation, f: Findings) -> FailureAnalysis | None:
         return None
     if weak:
         f.hint(Hint.LOW_RESEARCH_CONFIDENCE)
+        seen = (
+            ""
+            if s.research_coverage is None
+            else f" over the domains with data (coverage {s.research_coverage:.2f})"
+        )
         f.evidence.append(
-            f"research confidence {s.research_confidence:.2f} < {LOW_RESEARCH_CONFIDENCE}"
+            f"research confidence {s.research_confidence:.2f} < {LOW_RESEARCH_CONFIDENCE}{seen}"
         )
     if s.mismatch:
         f.evidence.append(f"families {s.families} contradict the {s.regime} regime")

@@ -51,6 +51,7 @@ from swarm.research.models import (
     FactSheet,
     Finding,
     Regime,
+    ResearchPlan,
     ResearchSynthesis,
 )
 from swarm.research.rounds import StudyKind, StudyRecord
@@ -138,6 +139,8 @@ class DevelopState(TypedDict, total=False):
     llm_events: Annotated[list[dict[str, Any]], extend_or_reset]  # subagents' LLM fallbacks
     synthesis: ResearchSynthesis
     research_studies: list[StudyRecord]  # one per research round: what it studied, or skipped
+    research_plan: ResearchPlan  # what the last round handed the strategy half
+    research_changed: bool  # the last round changed that plan (the first round always does)
 
     variants: list[StrategyVariant]  # this iteration's runnable variants (with code)
     all_variants: dict[str, StoredVariant]  # every variant ever built, by id (lineage, export)
@@ -171,7 +174,7 @@ CHECKPOINT_TYPES: tuple[type, ...] = (
     Evaluation, BestSoFar, StoredResult, BacktestTask, SubagentTask, SpaResult, LoopCounters,
     TrialLedger, FailureAnalysis, TrajectoryAnalysis, IterationSummary, GateDecision,
     HoldoutResult, Verdict, Series, Origin, Route, Hint, Veto, StudyRecord, StudyKind,
-    DataBrief, Finding, FactSheet, ResearchSynthesis, Domain, Regime,
+    DataBrief, Finding, FactSheet, ResearchSynthesis, ResearchPlan, Domain, Regime,
     StrategyVariant, StoredVariant, LookaheadReport, Family, PipelineFamily, PortfolioFamily,
     JobStatus, FailureType, TrajectoryStatus,
 )  # fmt: skip

@@ -22,6 +22,7 @@ from gate.aggregate import aggregate_variant
 from gate.aggregate import portfolio_series as variant_series
 from gate.alpha import run_spa
 from gate.contracts import (
+    FailureAnalysis,
     GateDecision,
     IterationSummary,
     LoopCounters,
@@ -32,7 +33,8 @@ from gate.evaluate import LookaheadCheck, best_evaluation, evaluate_variants, ru
 from gate.failure import analyse_failure
 from gate.fuzzy import FuzzyScorer
 from gate.ledger import TrialLedger
-from gate.routing import Budget, advance, current_line, decide_route
+from gate.pursuit import pursuit_of
+from gate.routing import Budget, ResearchOutlook, advance, current_line, decide_route
 from gate.summary import summarise_iteration
 from gate.trajectory import analyse_trajectory
 from strategies.portfolio import portfolio_families
@@ -50,6 +52,8 @@ from swarm.nodes.backtest import (
 )
 from swarm.nodes.llm_log import llm_logger, log_usage
 from swarm.nodes.trials import measure_effective, screened_representatives, variant_trial_keys
+from swarm.research.round_start import plan_next
+from swarm.research.rounds import research_outlook
 from swarm.state import BestSoFar, DevelopState, Evaluation, SpaResult
 
 
@@ -212,6 +216,7 @@ def failure_analysis(state: DevelopState, runtime: Runtime[RunContext]) -> dict[
         criteria=ctx.criteria,
         history=state.get("history", []),
         research_confidence=synthesis.confidence if synthesis else 0.0,
+        research_coverage=synthesis.coverage if synthesis else None,
         regime=synthesis.regime.value if synthesis else "",
         families=sorted({e.family for e in evaluations}),
     )
@@ -277,6 +282,8 @@ def router(state: DevelopState, runtime: Runtime[RunContext]) -> dict[str, Any]:
         counters=counters,
         limits=cfg.limits,
         budget=budget,
+        research=_research_outlook(ctx, state, failure),
+        pursuit=pursuit_of(state.get("best") or best_evaluation(evaluations), ctx.criteria),
     )
     ledger = state.get("ledger") or TrialLedger()
     spa = state.get("spa") or SpaResult()
@@ -301,13 +308,30 @@ def router(state: DevelopState, runtime: Runtime[RunContext]) -> dict[str, Any]:
     ctx.progress.stage("route", f"iteration {iteration} -> {route.value}: {reason}")
 
     update: dict[str, Any] = {"decisions": [decision], "history": history, "route": route}
-    nxt = advance(counters, route)
+    nxt = advance(counters, route, cfg.limits)
     if nxt is not None:
         update["iteration"] = nxt.iteration
         update["counters"] = nxt
     if route == Route.RESEARCH:
         update["feedback"] = [*state.get("feedback", []), reason]
     return update
+
+
+def _research_outlook(
+    ctx: RunContext, state: DevelopState, failure: FailureAnalysis | None
+) -> ResearchOutlook:
+    """Whether a research round now could change the plan: the study the next round would
+    run for this failure, and whether the last round changed anything."""
+    last = state.get("synthesis")
+    nxt = plan_next(
+        ctx,
+        research_round=state.get("research_round", 0) + 1,
+        failure=failure,
+        done=list(state.get("research_studies") or []),
+        previous=state.get("data_brief"),
+        ranking=[r.symbol for r in last.universe_ranking] if last else [],
+    )
+    return research_outlook(nxt, last_changed=state.get("research_changed"))
 
 
 def _record_iteration(ctx: RunContext, state: DevelopState, decision: GateDecision) -> None:

@@ -31,7 +31,7 @@ from strategies.spec import Origin
 from swarm.edges import DATA_EXTRACTOR, LEADER, SUBAGENT, SYNTH
 from swarm.nodes.llm_log import llm_logger
 from swarm.research.leader_round import keep_advice, lead_round
-from swarm.research.models import Domain
+from swarm.research.models import Domain, ResearchSynthesis, plan_of
 from swarm.research.round_start import start_round
 from swarm.research.runtime import ResearchRuntime
 from swarm.research.specialist import run_specialist
@@ -127,7 +127,7 @@ def leader(state: DevelopState, runtime: Runtime[ResearchRuntime]) -> dict[str, 
         synthesis = keep_advice(
             ctx, state["synthesis"], state["research_studies"], state.get("findings", [])
         )
-        return {"synthesis": synthesis}
+        return {"synthesis": synthesis, **_plan_change(ctx, state, synthesis)}
     llm_log = None
     if getattr(ctx, "llm", None) is not None:
         llm_log = llm_logger(
@@ -149,9 +149,32 @@ def leader(state: DevelopState, runtime: Runtime[ResearchRuntime]) -> dict[str, 
         llm_events=state.get("llm_events", []),
         llm_log=llm_log,
     )
-    out: dict[str, Any] = {"synthesis": synthesis}
+    out: dict[str, Any] = {"synthesis": synthesis, **_plan_change(ctx, state, synthesis)}
     if studies:
         out["research_studies"] = studies
+    return out
+
+
+def _plan_change(
+    ctx: ResearchRuntime, state: DevelopState, synthesis: ResearchSynthesis
+) -> dict[str, Any]:
+    """Whether this round changed the plan the strategy half reads. A RESEARCH round that
+    changed nothing is not charged to the research loops (the router will not choose
+    another: ``swarm.research.rounds.research_outlook``)."""
+    plan = plan_of(synthesis, state.get("data_brief"))
+    previous = state.get("research_plan")
+    changed = previous is None or plan != previous
+    out: dict[str, Any] = {"research_plan": plan, "research_changed": changed}
+    counters = state.get("counters")
+    if not changed and counters is not None and counters.research_loops > 0:
+        out["counters"] = counters.model_copy(
+            update={"research_loops": counters.research_loops - 1}
+        )
+        ctx.progress.stage(
+            "research",
+            f"round {state.get('research_round', 1)} left the plan unchanged (families "
+            f"{plan.families}, regime {plan.regime.value}): not counted as a research loop",
+        )
     return out
 
 

@@ -3,8 +3,10 @@
 Only domains that took a side (confidence > 0 and |signal| >= 0.05) vote. Final signal =
 confidence-weighted mean of their signals; confidence = their mean confidence x (1 - weight
 share of the sided domains opposing the final sign). An abstaining domain is left out of
-both, so it neither dilutes nor adds disagreement. The families to try: the technical
-sheet's, then the data brief's suggestion, then the regime's.
+both, so it neither dilutes nor adds disagreement: the confidence is over the domains that
+have data, and what the others could not see is the coverage (share of domains with data,
+:func:`coverage_of`), its own field. The families to try: the technical sheet's, then the
+data brief's suggestion, then the regime's.
 """
 
 from __future__ import annotations
@@ -29,6 +31,21 @@ def took_side(fs: FactSheet) -> bool:
     return fs.confidence > 0 and abs(fs.signal) >= SIDE_THRESHOLD
 
 
+def has_data(fs: FactSheet) -> bool:
+    """At least one of the domain's findings did not abstain."""
+    return fs.n_findings > fs.n_abstained
+
+
+def coverage_of(fact_sheets: list[FactSheet]) -> tuple[float, float]:
+    """(share of domains with data, share of findings with data over every domain)."""
+    if not fact_sheets:
+        return 0.0, 0.0
+    domains = sum(has_data(fs) for fs in fact_sheets) / len(fact_sheets)
+    n = sum(fs.n_findings for fs in fact_sheets)
+    findings = sum(fs.n_findings - fs.n_abstained for fs in fact_sheets) / n if n else 0.0
+    return domains, findings
+
+
 def lead(fact_sheets: list[FactSheet], data_brief: DataBrief) -> ResearchSynthesis:
     """Final synthesis over the domain fact sheets (see the module docstring for the math)."""
     sided = [fs for fs in fact_sheets if took_side(fs)]
@@ -39,6 +56,8 @@ def lead(fact_sheets: list[FactSheet], data_brief: DataBrief) -> ResearchSynthes
     disagreement = opposing / w if w else 0.0
     base_conf = w / len(sided) if sided else 0.0
     confidence = max(0.0, min(1.0, base_conf * (1 - disagreement)))
+    coverage, finding_coverage = coverage_of(fact_sheets)
+    n_data = sum(has_data(fs) for fs in fact_sheets)
 
     degraded_domains = [
         fs.domain.value for fs in fact_sheets if len(fs.subagents_ok) < MIN_OK_SUBAGENTS
@@ -80,7 +99,9 @@ def lead(fact_sheets: list[FactSheet], data_brief: DataBrief) -> ResearchSynthes
     sp = data_brief.suggested
     summary = (
         f"Final signal {signal:+.2f} at confidence {confidence:.2f} ({quality} quality) from "
-        f"{len(sided)} domain(s) taking a side, disagreement {disagreement:.2f}: "
+        f"{len(sided)} domain(s) taking a side, disagreement {disagreement:.2f}; coverage "
+        f"{coverage:.2f} ({n_data} of {len(fact_sheets)} domains with data, "
+        f"{finding_coverage:.0%} of findings): "
         f"{'; '.join(parts)}. Data regime {data_brief.regime.value} (confidence "
         f"{data_brief.regime_confidence:.2f}) across {len(data_brief.symbols)} symbol(s); "
         f"suggested {sp.family} with lookback {sp.lookback}, stop {sp.stop_loss_pct:.2f}%, "
@@ -95,7 +116,8 @@ def lead(fact_sheets: list[FactSheet], data_brief: DataBrief) -> ResearchSynthes
             f"window's {data_brief.regime.value} regime."
         )
     return ResearchSynthesis(
-        fact_sheets=fact_sheets, confidence=confidence, quality=quality,
+        fact_sheets=fact_sheets, confidence=confidence, quality=quality, coverage=coverage,
+        finding_coverage=finding_coverage,
         signal=max(-1.0, min(1.0, signal)), gaps=gaps, regime=data_brief.regime,
         recommended_families=families, summary=summary, degraded=bool(degraded_domains),
     )  # fmt: skip

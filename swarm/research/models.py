@@ -63,6 +63,9 @@ class FactSheet(BaseModel):
     opportunities: list[str] = Field(default_factory=list)
     n_findings: int = 0
     n_abstained: int = 0
+    # Share of findings with data (not abstained): what the domain could see, kept apart from
+    # ``confidence``, which is about what it saw.
+    coverage: float = Field(0.0, ge=0, le=1)
     # Subagents (specializations) of this domain that returned findings vs raised.
     subagents_ok: list[str] = Field(default_factory=list)
     subagents_failed: list[str] = Field(default_factory=list)
@@ -142,7 +145,13 @@ class SymbolRank(BaseModel):
 
 class ResearchSynthesis(BaseModel):
     fact_sheets: list[FactSheet]
+    # Confidence in the premise over the domains that have data; an abstaining domain lowers
+    # ``coverage``, never this.
     confidence: float = Field(ge=0, le=1)
+    # Share of domains with data (at least one finding not abstained), and of findings with
+    # data over every domain's findings.
+    coverage: float = Field(0.0, ge=0, le=1)
+    finding_coverage: float = Field(0.0, ge=0, le=1)
     quality: str  # high / medium / low
     signal: float = Field(ge=-1, le=1)
     gaps: list[str] = Field(default_factory=list)
@@ -165,3 +174,27 @@ class ResearchSynthesis(BaseModel):
     # How the fundamental and sentiment findings steered the families and the universe.
     steering: list[str] = Field(default_factory=list)
     universe_ranking: list[SymbolRank] = Field(default_factory=list)
+
+
+class ResearchPlan(BaseModel):
+    """What the strategy half reads from a research round: the families in order, the
+    regime, the side of the signal and the starting parameters. Two rounds with equal plans
+    changed nothing the strategy half can act on."""
+
+    families: list[str]
+    regime: Regime
+    side: int  # -1, 0, +1
+    suggested: dict[str, float | int | str | bool | None] = Field(default_factory=dict)
+
+
+def plan_of(synthesis: ResearchSynthesis, brief: DataBrief | None) -> ResearchPlan:
+    """The plan a synthesis and its data brief hand to strategy development."""
+    suggested = brief.suggested.model_dump(mode="json") if brief is not None else {}
+    suggested.pop("reasoning", None)
+    side = (synthesis.signal > 0) - (synthesis.signal < 0)
+    return ResearchPlan(
+        families=list(synthesis.recommended_families),
+        regime=synthesis.regime,
+        side=side,
+        suggested={k: v for k, v in suggested.items() if isinstance(v, float | int | str | bool)},
+    )

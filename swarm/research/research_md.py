@@ -68,9 +68,10 @@ def render_research_md(
         "",
         _md(syn.summary),
         "",
-        f"- signal **{syn.signal:+.2f}**, confidence **{syn.confidence:.2f}**, quality "
-        f"**{syn.quality}**, regime **{syn.regime.value}**"
-        + (", **degraded**" if syn.degraded else ""),
+        f"- signal **{syn.signal:+.2f}**, confidence **{syn.confidence:.2f}** (over the "
+        f"domains with data), coverage **{syn.coverage:.2f}** of domains "
+        f"({syn.finding_coverage:.0%} of findings), quality **{syn.quality}**, regime "
+        f"**{syn.regime.value}**" + (", **degraded**" if syn.degraded else ""),
         f"- recommended families: {', '.join(syn.recommended_families) or 'none'}"
         + (
             f" (demoted by memory: {', '.join(syn.demoted_families)})"
@@ -117,7 +118,7 @@ def render_research_md(
         lines += [
             f"## {fs.domain.value.capitalize()} (signal {fs.signal:+.2f}, confidence "
             f"{fs.confidence:.2f}; {fs.n_findings - fs.n_abstained}/{fs.n_findings} findings "
-            f"active)",
+            f"active, coverage {fs.coverage:.2f})",
             "",
             f"Approach: {_md(fs.recommended_approach)}",
             "",

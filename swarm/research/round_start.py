@@ -39,6 +39,30 @@ def write_brief(ctx: ResearchRuntime, brief: DataBrief, studies: list[StudyRecor
     ctx.run.write_json("research/rounds.json", [r.model_dump(mode="json") for r in studies])
 
 
+def plan_next(
+    ctx: ResearchRuntime,
+    *,
+    research_round: int,
+    failure: FailureAnalysis | None,
+    done: list[StudyRecord],
+    previous: DataBrief | None,
+    ranking: list[str],
+) -> StudyRecord:
+    """The study round ``research_round`` would run (skipped when it would repeat one);
+    plans only: nothing is read but the data folder's listing, nothing is written."""
+    cfg = ctx.config
+    allow = bool(getattr(cfg, "allow_universe_expansion", False))
+    expansion = (
+        related_symbols(ctx.symbols, getattr(cfg, "data_dir", None), SECTORS, ranking=ranking)
+        if allow and research_round > 1 else []
+    )  # fmt: skip
+    return plan_round(
+        research_round=research_round, failure=failure, done=done, symbols=ctx.symbols,
+        window=window_of(ctx), current_lookback=previous.suggested.lookback if previous else None,
+        expansion=expansion, allow_expansion=allow,
+    )  # fmt: skip
+
+
 def start_round(
     ctx: ResearchRuntime,
     *,
@@ -52,16 +76,9 @@ def start_round(
     studies of the earlier rounds; ``previous``: the last brief; ``ranking``: the universe's
     symbols by the last synthesis's fundamental / sentiment views (expansion order)."""
     round_ = research_round
-    cfg = ctx.config
-    allow = bool(getattr(cfg, "allow_universe_expansion", False))
-    expansion = (
-        related_symbols(ctx.symbols, getattr(cfg, "data_dir", None), SECTORS, ranking=ranking)
-        if allow and round_ > 1 else []
-    )  # fmt: skip
-    plan = plan_round(
-        research_round=round_, failure=failure, done=done, symbols=ctx.symbols,
-        window=window_of(ctx), current_lookback=previous.suggested.lookback if previous else None,
-        expansion=expansion, allow_expansion=allow,
+    plan = plan_next(
+        ctx, research_round=round_, failure=failure, done=done, previous=previous,
+        ranking=ranking,
     )  # fmt: skip
     if plan.skipped and previous is not None:
         ctx.progress.stage("research", f"round {round_} skipped: {plan.skip_reason}")

@@ -22,6 +22,7 @@ from typing import Any
 from pydantic import BaseModel, Field, field_validator
 
 from gate.contracts import FailureAnalysis, Hint
+from gate.routing import ResearchOutlook
 
 
 class StudyKind(StrEnum):
@@ -246,6 +247,26 @@ def plan_round(
         kind=last.kind, why="nothing new to study", hints=hints, params=last.params,
         signature=last.signature, skipped=True, skip_reason=reason, **base,
     )  # fmt: skip
+
+
+def research_outlook(next_study: StudyRecord, *, last_changed: bool | None) -> ResearchOutlook:
+    """Whether a research round now can change the plan the strategy half reads.
+
+    ``next_study``: what the next round would study (:func:`plan_round` for the current
+    failure); ``last_changed``: whether the last round changed the plan (None: no round has
+    been compared yet). A round that would only repeat a study cannot; nor can one after a
+    round that changed nothing: a study that moved nothing is not followed by another.
+    """
+    if next_study.skipped:
+        return ResearchOutlook(can_change=False, why=next_study.skip_reason or "nothing new")
+    if last_changed is False:
+        return ResearchOutlook(
+            can_change=False,
+            why=f"research round {next_study.research_round - 1} left the plan unchanged",
+        )
+    return ResearchOutlook(
+        can_change=True, why=f"the {next_study.kind.value} study has not been run"
+    )
 
 
 def related_symbols(

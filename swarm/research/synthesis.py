@@ -1,9 +1,10 @@
 """Domain synthesizers (rules brains): one fact sheet per domain from its findings.
 
 Domain vote: signal = sum(c_i s_i) / sum(c_i) over non-abstained findings.
-Domain confidence = mean conviction x (0.5 + 0.5 consensus) x (0.5 + 0.5 coverage), where
-consensus = |sum(c_i s_i)| / sum(c_i |s_i|) (1 when every finding points the same way) and
-coverage = share of findings that did not abstain.
+Domain confidence = mean conviction x (0.5 + 0.5 consensus) over the findings with data, where
+consensus = |sum(c_i s_i)| / sum(c_i |s_i|) (1 when every finding points the same way).
+Coverage = share of findings that did not abstain, its own field: an abstaining specialist
+says what the domain could not see, not how sure it is of what it saw.
 
 The leader's rules live in ``swarm.research.leader``, the fundamental / sentiment steering in
 ``swarm.research.steering`` and research.md in ``swarm.research.research_md``; their names are
@@ -141,6 +142,7 @@ def synthesize_domain(
     base = dict(
         domain=domain, n_findings=len(own), n_abstained=len(own) - len(active),
         subagents_ok=ok, subagents_failed=failed_set, gaps=gaps,
+        coverage=len(active) / len(own) if own else 0.0,
     )  # fmt: skip
     w = sum(f.confidence for f in active)
     if not active or w == 0:
@@ -159,8 +161,7 @@ def synthesize_domain(
     spread = sum(f.confidence * abs(f.signal) for f in active)
     consensus = abs(signal * w) / spread if spread else 0.0
     conviction = w / len(active)
-    coverage = len(active) / len(own)
-    confidence = min(1.0, conviction * (0.5 + 0.5 * consensus) * (0.5 + 0.5 * coverage))
+    confidence = min(1.0, conviction * (0.5 + 0.5 * consensus))
     s = sign(signal)
     agree = [f for f in active if s != 0 and sign(f.signal) == s]
     oppose = [f for f in active if s != 0 and sign(f.signal) == -s]
@@ -170,8 +171,8 @@ def synthesize_domain(
     n_bear = sum(f.signal < 0 for f in active)
     insights = [
         f"{domain.value} vote {signal:+.2f} (confidence {confidence:.2f}) from {len(active)} "
-        f"of {len(own)} findings: {n_bull} bullish, {n_bear} bearish, consensus "
-        f"{consensus:.2f}, {len(own) - len(active)} abstained"
+        f"of {len(own)} findings (coverage {len(active) / len(own):.2f}): {n_bull} bullish, "
+        f"{n_bear} bearish, consensus {consensus:.2f}, {len(own) - len(active)} abstained"
     ]
     insights += [
         f"{_label(f)} (signal {f.signal:+.2f}, confidence {f.confidence:.2f}): {f.interpretation}"

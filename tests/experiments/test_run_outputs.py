@@ -139,7 +139,7 @@ def test_report_states_verdict_routes_research_best_variant_statistics_and_cavea
               "timeframe": "1d", "start": "2013-01-01", "end": "2018-12-31", "seed": 4,
               "costs": {"commission_pct": 0.1, "slippage_pct": 0.05}}  # fmt: skip
     synthesis = {"regime": "trending-up", "signal": 0.2, "confidence": 0.4, "quality": "medium",
-                 "recommended_families": ["momentum"], "summary": "Momentum leads.", "gaps": ["no news"]}  # fmt: skip
+                 "coverage": 1 / 3, "recommended_families": ["momentum"], "summary": "Momentum leads.", "gaps": ["no news"]}  # fmt: skip
     best_eval = {"variant_id": "i01-v01-momentum-abc123", "score": 0.3, "dsr": 0.4,
                  "fold_sharpes": [0.5, 0.7], "metrics": METRICS}  # fmt: skip
     text = render_report(
@@ -149,7 +149,8 @@ def test_report_states_verdict_routes_research_best_variant_statistics_and_cavea
     )  # fmt: skip
     for needle in (
         "**Verdict:** ABANDON", "**Reason:** iteration limit reached", "## Route history",
-        "PARAMETER_ISSUE", "## Research summary", "trending-up", "## Best variant",
+        "PARAMETER_ISSUE", "## Research summary", "trending-up", "coverage 0.33 of domains",
+        "## Best variant",
         "(strategies/i01-v01-momentum-abc123.py)", "roc_period=12", "in-sample (buy-and-hold)", "Reality check", "deflated alpha",
         "holdout stays sealed", "Trials counted", "Deflated Sharpe", "PBO", "0.74",
         "![trajectory](charts/trajectory.png)", "Survivorship", "Costs are assumptions",

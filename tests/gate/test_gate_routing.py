@@ -72,8 +72,17 @@ CASES = [
     ("strategy budget exhausted -> research", False, BUG, None, (3, 3, 0), Route.RESEARCH, "1/2"),
     ("research gap -> research", False, GAP, None, (1, 1, 0), Route.RESEARCH, "research gap"),
     ("research gap, last research loop", False, GAP, None, (4, 1, 1), Route.RESEARCH, "2/2"),
-    ("research gap, loops exhausted", False, GAP, None, (4, 1, 2), Route.ABANDON, "(2/2)"),
-    ("budget and research exhausted", False, DESIGN, None, (7, 3, 2), Route.ABANDON, "exhausted"),
+    # Research exhausted is no reason to stop before the iteration budget: keep developing.
+    ("research gap, loops exhausted", False, GAP, None, (4, 1, 2), Route.REFINE, "(2/2)"),
+    (
+        "budget and research exhausted -> new strategy line",
+        False,
+        DESIGN,
+        None,
+        (7, 3, 2),
+        Route.REFINE,
+        "new strategy line",
+    ),
 ]
 
 
@@ -109,7 +118,7 @@ def test_table_covers_every_route() -> None:
     assert {c[5] for c in CASES} == set(Route)
 
 
-def test_zero_research_loops_allowed_abandons() -> None:
+def test_zero_research_loops_allowed_keeps_developing() -> None:
     got, reason = decide_route(
         any_passed=False,
         failure=None,
@@ -117,7 +126,7 @@ def test_zero_research_loops_allowed_abandons() -> None:
         counters=LoopCounters(iteration=3, strategy_iterations=3, research_loops=0),
         limits=Limits(max_research_loops=0),
     )
-    assert got == Route.ABANDON and "0/0" in reason
+    assert got == Route.TUNE and "0/0" in reason and "new strategy line" in reason
 
 
 def test_market_exposure_refines_even_when_the_score_oscillates() -> None:

@@ -60,9 +60,9 @@ def test_confidence_weighted_vote_math() -> None:
     fs = synthesize_domain(Domain.TECHNICAL, findings)
     assert fs.signal == pytest.approx((0.5 * 0.8 - 0.25 * 0.4) / 0.75)  # 0.4
     consensus = (0.5 * 0.8 - 0.25 * 0.4) / (0.5 * 0.8 + 0.25 * 0.4)
-    coverage = 2 / 3
-    expected = 0.375 * (0.5 + 0.5 * consensus) * (0.5 + 0.5 * coverage)
-    assert fs.confidence == pytest.approx(expected)
+    # The abstaining finding lowers the coverage, not the confidence in what was seen.
+    assert fs.confidence == pytest.approx(0.375 * (0.5 + 0.5 * consensus))
+    assert fs.coverage == pytest.approx(2 / 3)
     assert (fs.n_findings, fs.n_abstained) == (3, 1)
     assert len(fs.conflicting_evidence) == 1 and "momentum" in fs.conflicting_evidence[0]
     assert len(fs.supporting_evidence) == 1 and "trend" in fs.supporting_evidence[0]
@@ -95,6 +95,24 @@ def test_leader_confidence_drops_on_disagreement_and_ignores_abstention() -> Non
     assert agree.confidence > disagree.confidence
     assert "fundamentals unavailable offline" in " ".join(with_abstain.gaps)
     assert not with_abstain.degraded  # abstention is not failure
+
+
+@pytest.mark.unit
+def test_confidence_over_domains_with_data_coverage_apart() -> None:
+    """1 of 3 domains has data: the research confidence is that domain's, the coverage 1/3."""
+    tech = synthesize_domain(Domain.TECHNICAL, [f("trend", 0.6, 0.5), f("momentum", 0.4, 0.5)])
+    fund = synthesize_domain(
+        Domain.FUNDAMENTAL, [f(s, 0, 0, Domain.FUNDAMENTAL, abstained=True) for s in "ab"]
+    )
+    sent = synthesize_domain(
+        Domain.SENTIMENT, [f(s, 0, 0, Domain.SENTIMENT, abstained=True) for s in "ab"]
+    )
+    syn = lead([tech, fund, sent], brief())
+    assert syn.confidence == pytest.approx(tech.confidence) == pytest.approx(0.5)
+    assert syn.coverage == pytest.approx(1 / 3)
+    assert syn.finding_coverage == pytest.approx(2 / 6)
+    assert "coverage 0.33 (1 of 3 domains with data" in syn.summary
+    assert "coverage **0.33**" in render_research_md(syn, [])
 
 
 @pytest.mark.unit

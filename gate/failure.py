@@ -456,6 +456,34 @@ def near_miss(s: Situation, f: Findings) -> FailureAnalysis | None:
     )
 
 
+def repairable_edge(s: Situation, f: Findings) -> FailureAnalysis | None:
+    """PARAMETER_ISSUE when the best has a measured edge (HAC alpha t over a benchmark at
+    ``ALPHA_T_SIGNIFICANT`` or more, or a DSR at its bar) and misses only criteria that have a
+    targeted repair (``criterion_category``), none far: pursue it along what failed (a
+    drawdown: a volatility target, a regime filter, stops) rather than blame the premise."""
+    if not f.failing or s.design_hits:
+        return None
+    if any(c.category is None or c.attainment < FAR_ATTAINMENT for c in f.failing):
+        return None
+    best, a = s.best, s.best.alpha
+    alpha_t = a.t_stat if a is not None and a.benchmark != CASH else None
+    dsr_ok = best.dsr is not None and best.dsr >= s.criteria.dsr_threshold
+    if not ((alpha_t is not None and alpha_t >= ALPHA_T_SIGNIFICANT) or dsr_ok):
+        return None
+    edge = f"alpha t {alpha_t:.2f}" if alpha_t is not None else f"DSR {_fmt(best.dsr)}"
+    misses = ", ".join(
+        f"{c.label} at {_fmt(c.value)} (attainment {c.attainment:.2f}, repair {c.category})"
+        for c in f.failing
+    )
+    f.actions.insert(0, f"repair {best.variant_id} along what failed: {misses}")
+    return _out(
+        FailureType.PARAMETER_ISSUE,
+        f"a measured edge ({edge}) misses only repairable criteria: {misses}",
+        0.6,
+        f,
+    )
+
+
 def met_but_not_deflated(s: Situation, f: Findings) -> FailureAnalysis | None:
     """DESIGN_FLAW when every criterion is met but the DSR is below its bar for the trials
     counted: more tuning would only add trials."""
@@ -579,11 +607,12 @@ def far_from_everything(s: Situation, f: Findings) -> FailureAnalysis:
 
 
 # What must be fixed first comes first: a hopeless search, returns that are the market's, a
-# near miss, an edge the deflation or the benchmark takes away, a weak premise, defects.
+# near miss, a measured edge missing only repairable criteria, an edge the deflation or the benchmark takes away, a weak premise, defects.
 RULES: tuple[Rule, ...] = (
     no_edge_anywhere,
     market_exposure,
     near_miss,
+    repairable_edge,
     met_but_not_deflated,
     met_but_not_beyond_benchmark,
     weak_premise,

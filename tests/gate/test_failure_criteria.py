@@ -118,3 +118,48 @@ def test_old_records_without_the_failing_list_still_load() -> None:
     old = {"failure_type": "DESIGN_FLAW", "root_cause": "x", "confidence": 0.5, "hints": []}
     f = FailureAnalysis.model_validate(old)
     assert f.failing == [] and f.best_variant_id is None
+
+
+def test_a_measured_edge_missing_only_the_drawdown_is_repaired_not_sent_to_research() -> None:
+    # Weak research (0.2) alone would blame the premise; the measured alpha (t 3.16) says tune
+    # it along what failed.
+    f = analyse_failure(
+        [_xs_momentum()],
+        criteria=CRITERIA,
+        history=[],
+        research_confidence=0.2,
+        regime="range-bound",  # momentum "fights" it: a label, against a measured edge
+        families=["momentum"],
+    )
+    assert f.failure_type == FailureType.PARAMETER_ISSUE
+    assert "alpha t 3.16" in f.root_cause and "max_drawdown_pct<=20 at 28.90" in f.root_cause
+    assert f.actions[0].startswith("repair i02-v01-xs along what failed")
+
+
+@pytest.mark.parametrize(
+    ("change", "why"),
+    [
+        ({"t_stat": 1.2}, "no measured edge"),
+        ({"benchmark": "cash"}, "alpha over cash is no edge"),
+    ],
+)
+def test_without_a_measured_edge_the_premise_is_still_blamed(change, why) -> None:
+    e = _xs_momentum()
+    e.alpha = e.alpha.model_copy(update=change)
+    e.dsr = 0.5
+    f = analyse_failure(
+        [e], criteria=CRITERIA, history=[], research_confidence=0.2, regime="trending-up",
+        families=["cross_sectional_momentum"],
+    )  # fmt: skip
+    assert f.failure_type == FailureType.RESEARCH_GAP, why
+
+
+def test_a_failing_criterion_without_a_repair_is_not_a_repairable_edge() -> None:
+    e = _xs_momentum()
+    e.metrics = e.metrics.model_copy(update={"sharpe": 0.8})
+    f = analyse_failure(
+        [e], criteria=CRITERIA, history=[], research_confidence=0.2, regime="trending-up",
+        families=["cross_sectional_momentum"],
+    )  # fmt: skip
+    assert f.failure_type == FailureType.RESEARCH_GAP
+    assert {c.label for c in f.failing} == {"sharpe>=1", "max_drawdown_pct<=20"}

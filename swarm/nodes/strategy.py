@@ -339,7 +339,7 @@ def strategy_dev(state: DevelopState, runtime: Runtime[RunContext]) -> dict[str,
     # The decision pipeline's share of the slots when the run names it (swarm.analyze.family).
     pipeline = [Proposal(p.spec, p.parent_id, p.why) for p in decision_proposals(
         cfg.families, budget, route=route, rng=rng, seen=seen, best=best, last=last,
-        llm=ctx.llm)]  # fmt: skip
+        llm=ctx.llm)] if budget > 0 else []  # fmt: skip
     seen = seen | {p.spec.trial_key() for p in pipeline}
     # The portfolio families' share when the run names them and the universe has 2+ symbols.
     n_portfolio = portfolio_slots(cfg.families, budget - len(pipeline), len(ctx.symbols))

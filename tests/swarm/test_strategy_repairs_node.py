@@ -27,7 +27,7 @@ BEST = portfolio_spec("cross_sectional_momentum")
 VARIANTS = 5
 
 
-def _ctx(root: Path, *, indices: tuple[str, ...]):
+def _ctx(root: Path, *, indices: tuple[str, ...], variants: int = VARIANTS):
     written: dict[str, str] = {}
 
     def write_text(rel: str, text: str) -> Path:
@@ -36,7 +36,7 @@ def _ctx(root: Path, *, indices: tuple[str, ...]):
 
     return SimpleNamespace(
         config=SimpleNamespace(
-            seed=7, variants=VARIANTS, families=["cross_sectional_momentum"],
+            seed=7, variants=variants, families=["cross_sectional_momentum"],
             preferred_families=["cross_sectional_momentum"], screen_size=0,
             limits=SimpleNamespace(max_iterations=10),
         ),
@@ -117,3 +117,10 @@ def test_no_failing_criteria_leave_the_proposals_as_they_were(tmp_path) -> None:
     out = strategy_node.strategy_dev(_state("TUNE", failure), SimpleNamespace(context=ctx))
     assert len(out["variants"]) == VARIANTS
     assert not any(" | repair " in v.spec.name for v in out["variants"])
+
+
+def test_a_single_slot_goes_to_the_first_repair(tmp_path) -> None:
+    ctx = _ctx(tmp_path, indices=(), variants=1)
+    out = strategy_node.strategy_dev(_state("TUNE", _drawdown_only()), SimpleNamespace(context=ctx))
+    (only,) = out["variants"]
+    assert only.spec.name.endswith("| repair drawdown: vol_target on")

@@ -69,6 +69,10 @@ class Hint(StrEnum):
     REALITY_CHECK = "reality_check"
     LOW_RESEARCH_CONFIDENCE = "low_research_confidence"
     FAR_FROM_THRESHOLDS = "far_from_thresholds"
+    # Repair categories of a failing criterion (``gate.failure.criterion_category``): a
+    # drawdown over the limit however deep, and a win rate or profit factor that wants exits.
+    DRAWDOWN = "drawdown"
+    WEAK_EXITS = "weak_exits"
 
 
 class Criterion(BaseModel):
@@ -115,6 +119,18 @@ class VariantEvaluation(BaseModel):
     passed: bool = False
 
 
+class FailingCriterion(BaseModel):
+    """A criterion the analysed best fails, how far off it is, and what repairs it."""
+
+    label: str  # ``gate.criteria.rule_label``, e.g. "max_drawdown_pct<=20"
+    metric: str
+    op: str
+    threshold: float
+    value: float | None  # the best's figure (None: undefined)
+    attainment: float  # ``gate.criteria.attainment``: 1 = at the threshold, 0 = nowhere
+    category: Hint | None = None  # the repair category (None: no targeted repair)
+
+
 class FailureAnalysis(BaseModel):
     failure_type: FailureType
     root_cause: str
@@ -122,6 +138,10 @@ class FailureAnalysis(BaseModel):
     evidence: list[str] = Field(default_factory=list)
     actions: list[str] = Field(default_factory=list)  # for people
     hints: list[Hint] = Field(default_factory=list)  # for code, in the order found
+    # The analysed best (the iteration's) and the criteria it fails, worst first; empty in
+    # records written before they were kept.
+    best_variant_id: str | None = None
+    failing: list[FailingCriterion] = Field(default_factory=list)
 
 
 class TrajectoryAnalysis(BaseModel):

@@ -14,8 +14,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from backtest.benchmark import CASH
+from gate.alpha import ALPHA_CRITERIA
 from gate.contracts import (
     Criteria,
+    FailingCriterion,
     FailureAnalysis,
     FailureType,
     Hint,
@@ -46,6 +48,26 @@ REGIME_CONTRADICTIONS: dict[str, tuple[str, ...]] = {
     "range-bound": ("momentum", "trend", "breakout"),
     "high-vol-chop": ("trend", "breakout"),
 }
+
+
+# What a failing criterion calls for, by the metric it reads: the repair category whose moves
+# (``strategies.repair``) aim at it. The alpha criteria all ask for returns of the strategy's
+# own (hedged, long/short, cross-sectional); LOW_ALPHA, not MARKET_EXPOSURE, so that a failing
+# beta rule does not by itself change the route (``gate.routing`` reads MARKET_EXPOSURE).
+CRITERION_CATEGORIES: dict[str, Hint] = {
+    "max_drawdown_pct": Hint.DRAWDOWN,
+    "n_trades": Hint.TOO_FEW_TRADES,
+    "turnover_annual": Hint.COST_DRAG,
+    "win_rate_pct": Hint.WEAK_EXITS,
+    "profit_factor": Hint.WEAK_EXITS,
+    "deflated_alpha": Hint.LOW_ALPHA,
+} | {name: Hint.LOW_ALPHA for name in ALPHA_CRITERIA}
+
+
+def criterion_category(metric: str) -> Hint | None:
+    """The repair category of a criterion on ``metric``, or None when no targeted repair
+    exists (Sharpe, CAGR...: tuning and design changes at large)."""
+    return CRITERION_CATEGORIES.get(metric)
 
 
 def _norm(text: str) -> str:
@@ -102,6 +124,8 @@ class Findings:
     evidence: list[str] = field(default_factory=list)
     actions: list[str] = field(default_factory=list)
     hints: list[Hint] = field(default_factory=list)
+    best_variant_id: str | None = None
+    failing: list[FailingCriterion] = field(default_factory=list)  # the best's, worst first
 
     def hint(self, h: Hint) -> None:
         if h not in self.hints:
@@ -294,14 +318,35 @@ def _survey(
     best = best_evaluation(clean) or clean[0]
     assert best.metrics is not None
     # Alpha criteria (alpha_t, beta...) are read from the variant's AlphaStats, not Metrics.
-    failing = {
-        rule_label(c): attainment(c, metric_value(best.metrics, c.metric, best.alpha))
+    failed = [
+        FailingCriterion(
+            label=rule_label(c),
+            metric=c.metric,
+            op=c.op,
+            threshold=c.threshold,
+            value=value,
+            attainment=attainment(c, value),
+            category=criterion_category(c.metric),
+        )
         for c in criteria.rules
-        if not is_met(c, metric_value(best.metrics, c.metric, best.alpha))
-    }
+        if not is_met(c, value := metric_value(best.metrics, c.metric, best.alpha))
+    ]
     if best.metrics.n_trades < criteria.min_trades:  # the trade floor is a criterion too
-        failing[f"min_trades>={criteria.min_trades}"] = best.metrics.n_trades / criteria.min_trades
+        failed.append(
+            FailingCriterion(
+                label=f"min_trades>={criteria.min_trades}",
+                metric="n_trades",
+                op=">=",
+                threshold=criteria.min_trades,
+                value=best.metrics.n_trades,
+                attainment=best.metrics.n_trades / criteria.min_trades,
+                category=Hint.TOO_FEW_TRADES,
+            )
+        )
         f.hint(Hint.TOO_FEW_TRADES)
+    failing = {c.label: c.attainment for c in failed}
+    f.best_variant_id = best.variant_id
+    f.failing = sorted(failed, key=lambda c: c.attainment)
     f.evidence.append(
         f"best variant {best.variant_id} ({best.family}): score {best.score:.2f}, DSR "
         f"{_fmt(best.dsr)}, Sharpe {_fmt(best.metrics.sharpe)}, max DD "
@@ -414,6 +459,34 @@ def near_miss(s: Situation, f: Findings) -> FailureAnalysis | None:
         f"best variant is within {1 - worst:.1%} of every failing threshold "
         f"({', '.join(s.failing)})",
         min(0.9, 0.5 + worst * 0.4),
+        f,
+    )
+
+
+def repairable_edge(s: Situation, f: Findings) -> FailureAnalysis | None:
+    """PARAMETER_ISSUE when the best has a measured edge (HAC alpha t over a benchmark at
+    ``ALPHA_T_SIGNIFICANT`` or more, or a DSR at its bar) and misses only criteria that have a
+    targeted repair (``criterion_category``), none far: pursue it along what failed (a
+    drawdown: a volatility target, a regime filter, stops) rather than blame the premise."""
+    if not f.failing or s.design_hits:
+        return None
+    if any(c.category is None or c.attainment < FAR_ATTAINMENT for c in f.failing):
+        return None
+    best, a = s.best, s.best.alpha
+    alpha_t = a.t_stat if a is not None and a.benchmark != CASH else None
+    dsr_ok = best.dsr is not None and best.dsr >= s.criteria.dsr_threshold
+    if not ((alpha_t is not None and alpha_t >= ALPHA_T_SIGNIFICANT) or dsr_ok):
+        return None
+    edge = f"alpha t {alpha_t:.2f}" if alpha_t is not None else f"DSR {_fmt(best.dsr)}"
+    misses = ", ".join(
+        f"{c.label} at {_fmt(c.value)} (attainment {c.attainment:.2f}, repair {c.category})"
+        for c in f.failing
+    )
+    f.actions.insert(0, f"repair {best.variant_id} along what failed: {misses}")
+    return _out(
+        FailureType.PARAMETER_ISSUE,
+        f"a measured edge ({edge}) misses only repairable criteria: {misses}",
+        0.6,
         f,
     )
 
@@ -546,11 +619,12 @@ def far_from_everything(s: Situation, f: Findings) -> FailureAnalysis:
 
 
 # What must be fixed first comes first: a hopeless search, returns that are the market's, a
-# near miss, an edge the deflation or the benchmark takes away, a weak premise, defects.
+# near miss, a measured edge missing only repairable criteria, an edge the deflation or the benchmark takes away, a weak premise, defects.
 RULES: tuple[Rule, ...] = (
     no_edge_anywhere,
     market_exposure,
     near_miss,
+    repairable_edge,
     met_but_not_deflated,
     met_but_not_beyond_benchmark,
     weak_premise,
@@ -563,6 +637,11 @@ def _fmt(x: float | None) -> str:
 
 
 def _out(kind: FailureType, cause: str, confidence: float, f: Findings) -> FailureAnalysis:
+    """The analysis; each failing criterion's repair category joins the hints after the
+    rules' own, so the hints the rules found keep their order."""
+    for c in f.failing:
+        if c.category is not None:
+            f.hint(c.category)
     return FailureAnalysis(
         failure_type=kind,
         root_cause=cause,
@@ -570,4 +649,6 @@ def _out(kind: FailureType, cause: str, confidence: float, f: Findings) -> Failu
         evidence=f.evidence,
         actions=list(dict.fromkeys(f.actions)),
         hints=f.hints,
+        best_variant_id=f.best_variant_id,
+        failing=f.failing,
     )

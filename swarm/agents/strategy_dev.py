@@ -5,6 +5,8 @@ INITIAL / RESEARCH: diverse families, the research's and the directive's first.
 TUNE: parameter moves around the best variant so far (directed toward more signals when
 the trade floor is what failed). FIX: repair what broke.
 REFINE: change the design along the failure analysis' hints.
+TUNE and REFINE start with repairs of the analysed best along the criteria it fails
+(``repair_proposals``, ``strategies.repair``).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from gate.contracts import FailureAnalysis, Hint, VariantEvaluation, Veto
 from gate.evaluate import MAX_ERROR_RATE
 from strategies.families import initial_specs
 from strategies.mutate import fix, refine, toward_more_trades, tune
+from strategies.repair import repairs
 from strategies.spec import Origin, StrategySpec
 
 ALL_FAMILIES = ["momentum", "mean_reversion", "breakout", "trend", "volatility"]
@@ -53,6 +56,40 @@ def problem_of(evaluation: VariantEvaluation, min_trades: int) -> str | None:
     if n_trades < min_trades:
         return "too_few_trades"
     return None
+
+
+# Routes on which a near miss is pursued along what it missed, before the usual moves.
+REPAIR_ROUTES = frozenset({Origin.TUNE, Origin.REFINE})
+
+
+def repair_slots(n: int) -> int:
+    """At most half the slots (rounded up) go to repairs: the rest keep tuning or refining,
+    since a repair can lose the edge it was meant to keep."""
+    return (n + 1) // 2
+
+
+def repair_proposals(
+    *,
+    route: Origin | str,
+    failure: FailureAnalysis | None,
+    parent: tuple[str, StrategySpec] | None,
+    n: int,
+    rng: random.Random,
+    seen: Collection[str],
+    regime_filters: Collection[str] = (),
+) -> list[Proposal]:
+    """Up to ``n`` repairs of ``parent`` (the variant the failure analysis read, any scope)
+    along the categories of the criteria it fails, worst first, on TUNE and REFINE; none
+    on other routes, without failing criteria or when none applies. ``why`` says
+    "repair <category>: <what>"."""
+    if Origin(route) not in REPAIR_ROUTES or failure is None or parent is None or n <= 0:
+        return []
+    categories = [c.category for c in failure.failing if c.category is not None]
+    if not categories:
+        return []
+    parent_id, spec = parent
+    fixed = repairs(spec, categories, rng=rng, seen=seen, regime_filters=regime_filters)
+    return [Proposal(s, parent_id, s.name.split(" | ", 1)[1]) for s in fixed[:n]]
 
 
 def propose(

@@ -203,6 +203,8 @@ def llm_failure(
             evidence=rules.evidence,
             actions=ans.actions,
             hints=rules.hints,  # machine hints stay the rules'
+            best_variant_id=rules.best_variant_id,  # and so do the measured failing criteria
+            failing=rules.failing,
         ), None
 
     value, reasons = ask_with_retry(client, "failure_analysis", messages, LLMFailure, check)

@@ -11,7 +11,7 @@ from langgraph.runtime import Runtime
 
 from experiments.records import ScreenedTrial, ScreenRecord, VariantRejectedRecord, append_record
 from experiments.runfolder import code_file, screen_file
-from gate.contracts import VariantEvaluation
+from gate.contracts import FailureAnalysis, VariantEvaluation
 from gate.ledger import TrialLedger
 from strategies.blocks import ENTRIES, EXITS, FILTERS, SIZINGS
 from strategies.codegen import code_sha256, make_variant
@@ -23,7 +23,13 @@ from strategies.portfolio import SCOPE, is_portfolio_spec, portfolio_slots, prop
 from strategies.regime import REGIME_FILTERS, available_filters
 from strategies.spec import StrategySpec, StrategyVariant
 from strategies.validate import validate_code
-from swarm.agents.strategy_dev import Proposal, preferred_order, propose
+from swarm.agents.strategy_dev import (
+    Proposal,
+    preferred_order,
+    propose,
+    repair_proposals,
+    repair_slots,
+)
 from swarm.analyze.family import decision_proposals, pipeline_code
 from swarm.context import RunContext
 from swarm.llm.brains import llm_strategy_specs
@@ -126,6 +132,19 @@ def _own_best(
         return None
     ev, spec = max(mine, key=lambda p: p[0].score)
     return ev.variant_id, spec
+
+
+def _repair_parent(
+    failure: FailureAnalysis | None,
+    all_variants: dict[str, StoredVariant],
+    best: tuple[str, StrategySpec] | None,
+) -> tuple[str, StrategySpec] | None:
+    """The variant whose failing criteria the failure analysis lists (the last iteration's
+    best), else the run's best."""
+    vid = failure.best_variant_id if failure is not None else None
+    if vid is not None and vid in all_variants:
+        return vid, all_variants[vid].spec
+    return best
 
 
 def _screens(cfg: Any, best: tuple[str, StrategySpec] | None) -> bool:
@@ -307,14 +326,23 @@ def strategy_dev(state: DevelopState, runtime: Runtime[RunContext]) -> dict[str,
     failure = state.get("failure")
     # A distinct, reproducible stream per (seed, iteration, research round).
     rng = random.Random(cfg.seed * 1_000_003 + iteration * 101 + state.get("research_round", 1))
+    regime_filters = available_filters(available_indices(ctx))  # those the run's data allows
 
+    # A near miss is pursued along what it missed: TUNE and REFINE start with the analysed
+    # best's repairs along its failing criteria (any scope); the shares below split the rest.
+    repaired = repair_proposals(
+        route=route, failure=failure, parent=_repair_parent(failure, all_variants, best),
+        n=repair_slots(cfg.variants), rng=rng, seen=seen, regime_filters=regime_filters,
+    )  # fmt: skip
+    seen = seen | {p.spec.trial_key() for p in repaired}
+    budget = cfg.variants - len(repaired)
     # The decision pipeline's share of the slots when the run names it (swarm.analyze.family).
     pipeline = [Proposal(p.spec, p.parent_id, p.why) for p in decision_proposals(
-        cfg.families, cfg.variants, route=route, rng=rng, seen=seen, best=best, last=last,
-        llm=ctx.llm)]  # fmt: skip
+        cfg.families, budget, route=route, rng=rng, seen=seen, best=best, last=last,
+        llm=ctx.llm)] if budget > 0 else []  # fmt: skip
     seen = seen | {p.spec.trial_key() for p in pipeline}
     # The portfolio families' share when the run names them and the universe has 2+ symbols.
-    n_portfolio = portfolio_slots(cfg.families, cfg.variants - len(pipeline), len(ctx.symbols))
+    n_portfolio = portfolio_slots(cfg.families, budget - len(pipeline), len(ctx.symbols))
     own_best = _own_best(best, last)
     # Their tuning through the portfolio screen when it reproduces their parent (and the rules
     # brain's too when that parent is the run's best: below).
@@ -326,11 +354,10 @@ def strategy_dev(state: DevelopState, runtime: Runtime[RunContext]) -> dict[str,
     )]  # fmt: skip
     seen = seen | {p.spec.trial_key() for p in portfolio}
     pipeline += portfolio
-    n_blocks = cfg.variants - len(pipeline)
+    n_blocks = budget - len(pipeline)
 
     custom_code: dict[str, str] = {}
     proposals: list[Proposal] = []
-    regime_filters = available_filters(available_indices(ctx))  # those the run's data allows
     if ctx.llm is not None and not ctx.llm.exhausted and n_blocks > 0:
         parent = best[0] if best and route in ("TUNE", "FIX", "REFINE") else None
         for spec, code, why in llm_strategy_specs(
@@ -363,7 +390,7 @@ def strategy_dev(state: DevelopState, runtime: Runtime[RunContext]) -> dict[str,
     for tuner in (pscreen, screen):  # the sweeps' series and records, once each
         if tuner is not None:
             tuner.flush()
-    proposals = pipeline + proposals
+    proposals = repaired + pipeline + proposals
 
     variants: list[StrategyVariant] = []
     rejected = 0

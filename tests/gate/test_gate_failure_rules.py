@@ -72,6 +72,7 @@ def test_rules_run_in_the_documented_order() -> None:
         "no_edge_anywhere",
         "market_exposure",
         "near_miss",
+        "repairable_edge",
         "met_but_not_deflated",
         "met_but_not_beyond_benchmark",
         "weak_premise",

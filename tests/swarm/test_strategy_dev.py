@@ -167,3 +167,48 @@ def test_refine_keeps_a_third_of_the_slots_for_tuning_the_best():
     assert sum(w.startswith("refine") for w in whys) == 3
     assert sum(w == "tune around the best so far" for w in whys) == 2
     assert all(p.parent_id == "mean_reversion" for p in props if p.why.startswith("tune"))
+
+
+def _failing_drawdown(best_id: str = "xs", attainment: float = 0.555) -> FailureAnalysis:
+    from gate.contracts import FailingCriterion
+
+    return FailureAnalysis(
+        failure_type=FailureType.PARAMETER_ISSUE, root_cause="near miss", confidence=0.7,
+        hints=[Hint.DRAWDOWN], best_variant_id=best_id,
+        failing=[FailingCriterion(label="max_drawdown_pct<=20", metric="max_drawdown_pct", op="<=",
+                                  threshold=20, value=28.9, attainment=attainment,
+                                  category=Hint.DRAWDOWN)],
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize("route", ["TUNE", "REFINE"])
+def test_a_drawdown_near_miss_is_repaired_along_the_drawdown_first(route):
+    from strategies.portfolio import portfolio_spec
+    from strategies.regime import INDEX_REGIME
+    from swarm.agents.strategy_dev import repair_proposals
+
+    best = portfolio_spec("cross_sectional_momentum")
+    out = repair_proposals(
+        route=route, failure=_failing_drawdown(), parent=("xs", best), n=3,
+        rng=random.Random(1), seen={best.trial_key()}, regime_filters=(INDEX_REGIME,),
+    )  # fmt: skip
+    assert [p.why for p in out] == [
+        "repair drawdown: vol_target on",
+        f"repair drawdown: +{INDEX_REGIME}",
+        "repair drawdown: vol_target on, target_vol 0.15->0.1",
+    ]
+    assert all(p.parent_id == "xs" for p in out)
+    assert out[0].spec.parameters["vol_target"] is True
+
+
+@pytest.mark.parametrize("route", ["INITIAL", "FIX", "RESEARCH"])
+def test_no_repairs_off_the_tune_and_refine_routes_or_without_failing_criteria(route):
+    from strategies.portfolio import portfolio_spec
+    from swarm.agents.strategy_dev import repair_proposals
+
+    best = portfolio_spec("cross_sectional_momentum")
+    common = dict(parent=("xs", best), n=3, rng=random.Random(1), seen=set())
+    assert repair_proposals(route=route, failure=_failing_drawdown(), **common) == []
+    no_list = _failing_drawdown().model_copy(update={"failing": []})
+    assert repair_proposals(route="TUNE", failure=no_list, **common) == []
+    assert repair_proposals(route="TUNE", failure=None, **common) == []

@@ -115,7 +115,8 @@ def gate(state: DevelopState, runtime: Runtime[RunContext]) -> dict[str, Any]:
     ctx.progress.stage(
         "gate",
         f"iteration {state['iteration']}: {n_passed}/{len(evaluations)} passed; best score "
-        f"{max((e.score for e in evaluations), default=0):.3f}; trials counted {ledger.n_trials} "
+        f"{max((e.score for e in evaluations), default=0):.3f} (progress "
+        f"{max((e.progress for e in evaluations), default=0):.3f}); trials counted {ledger.n_trials} "
         f"({ledger.n_effective} effective); "
         f"SPA p vs {ctx.benchmark.name} {_p(spa_p)} over {spa_trials} trials",
     )
@@ -253,7 +254,9 @@ def trajectory(state: DevelopState, runtime: Runtime[RunContext]) -> dict[str, A
     ctx = runtime.context
     # The current iteration's route is not decided yet; the analysis reads scores and metrics.
     history = [*current_line(state.get("history", [])), _summary(state, Route.TUNE)]
-    analysis = analyse_trajectory(history, score_threshold=ctx.criteria.score_threshold)
+    analysis = analyse_trajectory(
+        history, score_threshold=ctx.criteria.score_threshold, criteria=ctx.criteria
+    )
     if analysis is not None:
         ctx.progress.stage("trajectory", f"{analysis.status.value}: {analysis.reasoning}")
     return {"trajectory": analysis}

@@ -235,26 +235,27 @@ def _alpha(
     return aligned_stats(series, benchmark, name=name, periods_per_year=periods_per_year)
 
 
+def rank_key(e: VariantEvaluation) -> tuple[bool, float, float, float, float]:
+    """How variants rank, best highest: passed first, then the graded progress
+    (``gate.progress``: it keeps ordering variants the fuzzy score floors alike, and puts
+    vetoed ones last), then deflated alpha, DSR and Sharpe (None lowest)."""
+    m = e.metrics
+    sharpe = m.sharpe if m is not None and m.sharpe is not None else -1e9
+    da = e.alpha.deflated_alpha if e.alpha is not None else None
+    return (
+        e.passed,
+        e.progress,
+        da if da is not None else -1.0,
+        e.dsr if e.dsr is not None else -1.0,
+        sharpe,
+    )
+
+
 def best_evaluation(evaluations: list[VariantEvaluation]) -> VariantEvaluation | None:
-    """Passed first, then the graded progress (``gate.progress``: it keeps ordering variants
-    the fuzzy score floors alike, and puts vetoed ones last), then deflated alpha, DSR and
-    Sharpe: the variant a quant would look at. The first of equals wins."""
+    """The variant a quant would look at (``rank_key``); the first of equals wins."""
     if not evaluations:
         return None
-
-    def key(e: VariantEvaluation) -> tuple[bool, float, float, float, float]:
-        m = e.metrics
-        sharpe = m.sharpe if m is not None and m.sharpe is not None else -1e9
-        da = e.alpha.deflated_alpha if e.alpha is not None else None
-        return (
-            e.passed,
-            e.progress,
-            da if da is not None else -1.0,
-            e.dsr if e.dsr is not None else -1.0,
-            sharpe,
-        )
-
-    return max(evaluations, key=key)
+    return max(evaluations, key=rank_key)
 
 
 def run_pbo(series: Mapping[str, Mapping[str, float]], *, n_blocks: int = 16) -> float | None:

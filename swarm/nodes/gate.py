@@ -32,6 +32,7 @@ from gate.evaluate import LookaheadCheck, best_evaluation, evaluate_variants, ru
 from gate.failure import analyse_failure
 from gate.fuzzy import FuzzyScorer
 from gate.ledger import TrialLedger
+from gate.progress import variant_progress
 from gate.routing import Budget, advance, current_line, decide_route
 from gate.summary import summarise_iteration
 from gate.trajectory import analyse_trajectory
@@ -103,6 +104,10 @@ def gate(state: DevelopState, runtime: Runtime[RunContext]) -> dict[str, Any]:
     )
     evaluations = [Evaluation(**dict(e)) for e in evaluated]
     best = state.get("best")
+    if best is not None and best.progress == 0.0 and best.metrics is not None:
+        # A best kept from before the graded measure (a resumed run): grade it as today's are.
+        graded = variant_progress(ctx.criteria, best.metrics, best.alpha, best.veto_kinds)
+        best = best.model_copy(update={"progress": graded})
     top = best_evaluation(evaluations)
     if top is not None and (best is None or best_evaluation([best, top]) is top):
         rets = portfolio_series([r for r in results if r.variant_id == top.variant_id])

@@ -42,8 +42,8 @@ def progress(attainments: Iterable[float], *, vetoed: bool = False, cap: float =
       measure: every other criterion still moves it, and so does the far one (g is strictly
       increasing, its slope at 0 is 3.9);
     - g concave, so a step on a far-off criterion counts more than the same step on one
-      nearly met: the measure prefers balanced variants (all at 0.8 -> 0.91) to ones that
-      max out some criteria and ignore another (five at 1, one at 0 -> 0.83);
+      nearly met: the measure prefers balanced variants (all at 0.8: raw 0.91) to ones that
+      max out some criteria and ignore another (five at 1, one at 0: raw 0.83);
     - capped at the threshold, so surplus on one criterion cannot buy off a deficit on
       another, and 1 means every criterion is met; among those the tie-breakers rank
       (deflated alpha, DSR, Sharpe: ``gate.evaluate.best_evaluation``).

@@ -62,7 +62,8 @@ def plot_trajectory(
     deflated_alpha_threshold: float | None = None,
     spa_threshold: float | None = None,
 ) -> Path:
-    """Best variant's fuzzy score and gate metrics per iteration against their thresholds;
+    """Best variant's fuzzy score (its graded progress beside it, ``gate.progress``) and gate
+    metrics per iteration against their thresholds;
     each point is coloured by the route the gate took after that iteration. The figures over
     the benchmark (``alpha_t``, ``beta``, ``deflated_alpha``, ``spa_p``...) come from each
     iteration's ``best_alpha``, the rest from its ``best_metrics``."""
@@ -84,10 +85,16 @@ def plot_trajectory(
             ys = [_nan(_figure(h, name)) for h in history]
         ax.plot(iters, ys, color="0.6", linewidth=1, zorder=1)
         ax.scatter(iters, ys, c=[ROUTE_COLOURS.get(r, "black") for r in routes], zorder=2, s=28)
+        graded = name == "score" and any(h.get("best_progress") for h in history)
+        if graded:  # the graded measure that ranks and reads progress, beside the pass score
+            ax.plot(iters, [float(h.get("best_progress") or 0.0) for h in history], "s--",
+                    color="tab:cyan", markersize=4, linewidth=1, zorder=1,
+                    label="progress (graded)")  # fmt: skip
         if limit is not None:
             ax.axhline(limit, color="tab:red", linestyle="--", linewidth=1, label="threshold")
+        if limit is not None or graded:
             ax.legend(loc="best", fontsize=7)
-        ax.set_ylabel(name, fontsize=8)
+        ax.set_ylabel("fuzzy score" if graded else name, fontsize=8)
         ax.grid(alpha=0.3)
     top = np.atleast_1d(axes)[0]
     for it, route, h in zip(iters, routes, history, strict=True):

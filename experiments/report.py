@@ -108,9 +108,9 @@ def render_report(
         "",
         "## Route history",
         "",
-        "| iteration | variants | passed | best variant | best score | DSR | beta | alpha t | "
-        "deflated alpha | SPA p | failure | trajectory | decision |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| iteration | variants | passed | best variant | best score | progress | DSR | beta | "
+        "alpha t | deflated alpha | SPA p | failure | trajectory | decision |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for d in decisions:
         evs = d["evaluations"]
@@ -118,6 +118,7 @@ def render_report(
         out.append(
             f"| {d['iteration']} | {len(evs)} | {sum(e['passed'] for e in evs)} | "
             f"{d['best_variant_id'] or '–'} | {_f(best['score'] if best else None, 3)} | "
+            f"{_f((best or {}).get('progress'), 3)} | "
             f"{_f(best['dsr'] if best else None, 3)} | "
             f"{_f(((best or {}).get('alpha') or {}).get('beta'))} | "
             f"{_f(((best or {}).get('alpha') or {}).get('t_stat'))} | "
@@ -173,7 +174,8 @@ def render_report(
             f"iteration {best_variant.get('iteration', '–')}); parameters: "
             + ", ".join(f"{k}={v}" for k, v in sorted(spec["parameters"].items())),
             "",
-            f"Fuzzy score {_f(best_eval['score'], 3)}; deflated Sharpe {_f(best_eval['dsr'], 3)} at "
+            f"Fuzzy score {_f(best_eval['score'], 3)} (graded progress "
+            f"{_f(best_eval.get('progress'), 3)}); deflated Sharpe {_f(best_eval['dsr'], 3)} at "
             f"selection ({_f(verdict.get('best_dsr_all_trials'), 3)} over all {verdict['n_trials']} "
             "trials); fold Sharpes "
             + ", ".join(_f(s) for s in best_eval.get("fold_sharpes", []))

@@ -110,9 +110,15 @@ class VariantEvaluation(BaseModel):
         self.vetoes.append(why)
         self.passed = False
         self.score = 0.0
+        from gate.progress import demote, demoted  # progress reads this module's Veto
+
+        if demoted([kind]):
+            self.progress = demote(self.progress)
 
     criteria_met: dict[str, bool] = Field(default_factory=dict)
-    score: float = 0.0
+    score: float = 0.0  # the fuzzy score: it decides passes
+    # The graded measure (gate.progress): it ranks variants and measures the search's progress.
+    progress: float = 0.0
     dsr: float | None = None
     alpha: AlphaStats | None = None  # against the run's benchmark, in-sample
     spa_pvalue: float | None = None  # the run's reality check when this was evaluated
@@ -191,6 +197,7 @@ class IterationSummary(BaseModel):
     best_variant_id: str | None
     family: str | None = None
     best_score: float
+    best_progress: float = 0.0  # 0 in records from before the graded measure
     best_metrics: dict[str, float | None] = Field(default_factory=dict)
     # The best's figures over the benchmark, keyed as the criteria name them (alpha_t, beta,
     # deflated_alpha, spa_p...): for charts and people; the trajectory reads best_metrics.

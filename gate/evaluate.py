@@ -14,6 +14,7 @@ from gate.contracts import Criteria, VariantEvaluation, Veto
 from gate.criteria import is_met, metric_value, rule_label
 from gate.fuzzy import FuzzyScorer
 from gate.ledger import TrialLedger
+from gate.progress import variant_progress
 from gate.stats import deflated_sharpe_ratio, pbo_cscv
 
 if TYPE_CHECKING:  # the check itself runs in backtest; the gate only judges its report
@@ -187,6 +188,8 @@ def evaluate_variants(
     for e, s in zip(evals, scores, strict=True):
         # A vetoed variant is out whatever its metrics say: score 0 keeps it from ranking first.
         e.score = 0.0 if e.vetoes else float(s)
+        # The graded measure ranks and measures progress; the fuzzy score above decides.
+        e.progress = variant_progress(criteria, e.metrics, e.alpha, e.veto_kinds)
         e.dsr = deflated_sharpe_of(e.metrics, ledger)
         if e.alpha is not None:
             e.alpha.deflated_alpha = deflated_alpha(
@@ -232,17 +235,27 @@ def _alpha(
     return aligned_stats(series, benchmark, name=name, periods_per_year=periods_per_year)
 
 
+def rank_key(e: VariantEvaluation) -> tuple[bool, float, float, float, float]:
+    """How variants rank, best highest: passed first, then the graded progress
+    (``gate.progress``: it keeps ordering variants the fuzzy score floors alike, and puts
+    vetoed ones last), then deflated alpha, DSR and Sharpe (None lowest)."""
+    m = e.metrics
+    sharpe = m.sharpe if m is not None and m.sharpe is not None else -1e9
+    da = e.alpha.deflated_alpha if e.alpha is not None else None
+    return (
+        e.passed,
+        e.progress,
+        da if da is not None else -1.0,
+        e.dsr if e.dsr is not None else -1.0,
+        sharpe,
+    )
+
+
 def best_evaluation(evaluations: list[VariantEvaluation]) -> VariantEvaluation | None:
-    """Passed first, then score, then DSR, then Sharpe: the variant a quant would look at."""
+    """The variant a quant would look at (``rank_key``); the first of equals wins."""
     if not evaluations:
         return None
-
-    def key(e: VariantEvaluation) -> tuple[bool, float, float, float]:
-        m = e.metrics
-        sharpe = m.sharpe if m is not None and m.sharpe is not None else -1e9
-        return (e.passed, e.score, e.dsr if e.dsr is not None else -1.0, sharpe)
-
-    return max(evaluations, key=key)
+    return max(evaluations, key=rank_key)
 
 
 def run_pbo(series: Mapping[str, Mapping[str, float]], *, n_blocks: int = 16) -> float | None:

@@ -558,9 +558,10 @@ def weak_premise(s: Situation, f: Findings) -> FailureAnalysis | None:
     """RESEARCH_GAP: weak research or families fighting the regime. Low research confidence
     alone blames the premise only while the ideas score below the bar: a design that scores
     above it is worth refining, and a research round re-reads the same data."""
+    # The best fuzzy score of any clean variant: the best by graded progress may score less.
+    top_score = max(e.score for e in s.clean)
     weak = (
-        s.research_confidence < LOW_RESEARCH_CONFIDENCE
-        and s.best.score < s.criteria.score_threshold
+        s.research_confidence < LOW_RESEARCH_CONFIDENCE and top_score < s.criteria.score_threshold
     )
     if not (weak or s.mismatch):
         return None

@@ -47,6 +47,7 @@ def summarise_iteration(
         best_variant_id=best.variant_id if best else None,
         family=best.family if best else None,
         best_score=best.score if best else 0.0,
+        best_progress=best.progress if best else 0.0,
         best_metrics=metrics,
         best_alpha=alpha,
         best_parameters=dict((parameters or {}).get(best.variant_id, {})) if best else {},

@@ -17,7 +17,7 @@ from collections.abc import Callable, Collection
 from dataclasses import dataclass
 
 from gate.contracts import FailureAnalysis, Hint, VariantEvaluation, Veto
-from gate.evaluate import MAX_ERROR_RATE
+from gate.evaluate import MAX_ERROR_RATE, rank_key
 from strategies.families import initial_specs
 from strategies.mutate import fix, refine, toward_more_trades, tune
 from strategies.repair import repairs
@@ -139,7 +139,7 @@ def propose(
                     add(fix(spec, problem, rng=rng, seen=seen), ev.variant_id, f"fix {problem}")
     elif route == Origin.REFINE:
         refine_hints = hints or [Hint.DEEP_DRAWDOWN]
-        ranked = sorted(last, key=lambda p: p[0].score, reverse=True)
+        ranked = sorted(last, key=lambda p: rank_key(p[0]), reverse=True)
         # Refine the best of each family, so the design change is tried on several ideas.
         by_family: dict[str, tuple[VariantEvaluation, StrategySpec]] = {}
         for ev, spec in ranked:

@@ -22,6 +22,7 @@ import pandas as pd
 
 from experiments.runfolder import holdout_code_file
 from gate.contracts import VariantEvaluation
+from gate.evaluate import rank_key
 from strategies.codegen import code_sha256
 from strategies.decision_family import (
     FAMILY,
@@ -83,7 +84,7 @@ def decision_proposals(
     if own is None:
         mine = [(ev, spec) for ev, spec in last if is_decision_spec(spec)]
         if mine:
-            ev, spec = max(mine, key=lambda p: p[0].score)
+            ev, spec = max(mine, key=lambda p: rank_key(p[0]))
             own = (ev.variant_id, spec)
     frozen = RULES_INERT_PARAMS if llm is None else ()
     return propose_decision_specs(route=route, n=slots, rng=rng, seen=seen, best=own,

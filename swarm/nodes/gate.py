@@ -33,6 +33,7 @@ from gate.evaluate import LookaheadCheck, best_evaluation, evaluate_variants, ru
 from gate.failure import analyse_failure
 from gate.fuzzy import FuzzyScorer
 from gate.ledger import TrialLedger
+from gate.progress import variant_progress
 from gate.pursuit import pursuit_of
 from gate.routing import Budget, ResearchOutlook, advance, current_line, decide_route
 from gate.summary import summarise_iteration
@@ -107,6 +108,10 @@ def gate(state: DevelopState, runtime: Runtime[RunContext]) -> dict[str, Any]:
     )
     evaluations = [Evaluation(**dict(e)) for e in evaluated]
     best = state.get("best")
+    if best is not None and best.progress == 0.0 and best.metrics is not None:
+        # A best kept from before the graded measure (a resumed run): grade it as today's are.
+        graded = variant_progress(ctx.criteria, best.metrics, best.alpha, best.veto_kinds)
+        best = best.model_copy(update={"progress": graded})
     top = best_evaluation(evaluations)
     if top is not None and (best is None or best_evaluation([best, top]) is top):
         rets = portfolio_series([r for r in results if r.variant_id == top.variant_id])
@@ -119,7 +124,8 @@ def gate(state: DevelopState, runtime: Runtime[RunContext]) -> dict[str, Any]:
     ctx.progress.stage(
         "gate",
         f"iteration {state['iteration']}: {n_passed}/{len(evaluations)} passed; best score "
-        f"{max((e.score for e in evaluations), default=0):.3f}; trials counted {ledger.n_trials} "
+        f"{max((e.score for e in evaluations), default=0):.3f} (progress "
+        f"{max((e.progress for e in evaluations), default=0):.3f}); trials counted {ledger.n_trials} "
         f"({ledger.n_effective} effective); "
         f"SPA p vs {ctx.benchmark.name} {_p(spa_p)} over {spa_trials} trials",
     )
@@ -258,7 +264,9 @@ def trajectory(state: DevelopState, runtime: Runtime[RunContext]) -> dict[str, A
     ctx = runtime.context
     # The current iteration's route is not decided yet; the analysis reads scores and metrics.
     history = [*current_line(state.get("history", [])), _summary(state, Route.TUNE)]
-    analysis = analyse_trajectory(history, score_threshold=ctx.criteria.score_threshold)
+    analysis = analyse_trajectory(
+        history, score_threshold=ctx.criteria.score_threshold, criteria=ctx.criteria
+    )
     if analysis is not None:
         ctx.progress.stage("trajectory", f"{analysis.status.value}: {analysis.reasoning}")
     return {"trajectory": analysis}

@@ -12,6 +12,7 @@ from langgraph.runtime import Runtime
 from experiments.records import ScreenedTrial, ScreenRecord, VariantRejectedRecord, append_record
 from experiments.runfolder import code_file, screen_file
 from gate.contracts import FailureAnalysis, VariantEvaluation
+from gate.evaluate import rank_key
 from gate.ledger import TrialLedger
 from strategies.blocks import ENTRIES, EXITS, FILTERS, SIZINGS
 from strategies.codegen import code_sha256, make_variant
@@ -130,7 +131,7 @@ def _own_best(
     mine = [(ev, spec) for ev, spec in last if is_portfolio_spec(spec)]
     if not mine:
         return None
-    ev, spec = max(mine, key=lambda p: p[0].score)
+    ev, spec = max(mine, key=lambda p: rank_key(p[0]))
     return ev.variant_id, spec
 
 

@@ -25,15 +25,17 @@ class FamilyTrack:
     family: str
     n_variants: int
     n_passed: int
-    best_score: float
+    best_score: float  # the fuzzy score of the family's best
     best_variant: str
     best_iteration: int
+    best_progress: float = 0.0  # its graded progress (gate.progress); 0 in old decisions
 
 
 def run_outcomes(decisions: Sequence[Mapping[str, Any] | GateDecision]) -> dict[str, FamilyTrack]:
-    """Per family: variants evaluated, passes and the best fuzzy score, over every gate
-    decision of the run (a variant evaluated twice counts once)."""
-    best: dict[str, tuple[float, str, int]] = {}
+    """Per family: variants evaluated, passes and the best variant (by graded progress, then
+    fuzzy score: the floored fuzzy score alone ties most of a struggling search), over every
+    gate decision of the run (a variant evaluated twice counts once)."""
+    best: dict[str, tuple[float, float, str, int]] = {}
     variants: dict[str, set[str]] = {}
     passed: dict[str, set[str]] = {}
     for raw in decisions:
@@ -43,8 +45,8 @@ def run_outcomes(decisions: Sequence[Mapping[str, Any] | GateDecision]) -> dict[
             if ev.passed:
                 passed.setdefault(ev.family, set()).add(ev.variant_id)
             current = best.get(ev.family)
-            if current is None or ev.score > current[0]:
-                best[ev.family] = (ev.score, ev.variant_id, decision.iteration)
+            if current is None or (ev.progress, ev.score) > current[:2]:
+                best[ev.family] = (ev.progress, ev.score, ev.variant_id, decision.iteration)
     return {
         fam: FamilyTrack(
             family=fam,
@@ -53,8 +55,9 @@ def run_outcomes(decisions: Sequence[Mapping[str, Any] | GateDecision]) -> dict[
             best_score=score,
             best_variant=vid,
             best_iteration=it,
+            best_progress=progress,
         )
-        for fam, (score, vid, it) in best.items()
+        for fam, (progress, score, vid, it) in best.items()
     }
 
 
@@ -64,18 +67,23 @@ def rerank(
     """(families reordered, one note per tried family).
 
     Untried families keep the research's order and come first: the run has learnt nothing
-    against them. Tried ones follow, a family with a pass first, then by best score (ties
-    keep the research's order).
+    against them. Tried ones follow, a family with a pass first, then by its best's graded
+    progress, then its fuzzy score (ties keep the research's order).
     """
     position = {f: i for i, f in enumerate(families)}
     untried = [f for f in families if f not in tracks]
     tried = sorted(
         (f for f in families if f in tracks),
-        key=lambda f: (-tracks[f].n_passed, -tracks[f].best_score, position[f]),
+        key=lambda f: (
+            -tracks[f].n_passed,
+            -tracks[f].best_progress,
+            -tracks[f].best_score,
+            position[f],
+        ),
     )
     notes = [
         f"{f}: {t.n_variants} variant(s) tried in this run, {t.n_passed} passed, best score "
-        f"{t.best_score:.2f} ({t.best_variant}, iteration {t.best_iteration})"
+        f"{t.best_score:.2f}, progress {t.best_progress:.2f} ({t.best_variant}, iteration {t.best_iteration})"
         for f in tried
         for t in (tracks[f],)
     ]

@@ -219,3 +219,48 @@ def test_a_non_winner_exports_with_its_own_in_sample_figures(tmp_path):
     assert json.loads((dest / "params.json").read_text()) == {"roc_period": 12}
     lineage = (export_from_run(run, tmp_path / "w") / "README.md").read_text()
     assert "i01-v01-momentum-abc123 -> i02-v01-w" in lineage
+
+
+def test_report_and_chart_show_the_graded_progress_next_to_the_fuzzy_score(tmp_path, monkeypatch):
+    import experiments.charts as charts
+
+    history = [dict(h, best_progress=p) for h, p in zip(_history(), [0.45, 0.8], strict=True)]
+    drawn: list[list[float]] = []
+    real_subplots = charts.plt.subplots
+
+    def spy_subplots(*args, **kwargs):
+        fig, axes = real_subplots(*args, **kwargs)
+        real_plot = axes[0].plot
+
+        def plot(xs, ys, *a, **kw):
+            drawn.append([float(y) for y in ys])
+            return real_plot(xs, ys, *a, **kw)
+
+        axes[0].plot = plot
+        return fig, axes
+
+    monkeypatch.setattr(charts.plt, "subplots", spy_subplots)
+    path = plot_trajectory(history, {"sharpe": 1.0}, 0.6, tmp_path / "t.png")
+    assert path.read_bytes().startswith(PNG)
+    assert drawn == [[0.4, 0.7], [0.45, 0.8]]  # the fuzzy score, then the graded measure
+
+    decision = {
+        "iteration": 1, "best_variant_id": "v", "decision": "TUNE", "reasoning": "r",
+        "evaluations": [{"variant_id": "v", "passed": False, "score": 0.147, "progress": 0.612,
+                         "dsr": 0.4}],
+    }  # fmt: skip
+    best_eval = {"variant_id": "v", "score": 0.147, "progress": 0.612, "dsr": 0.4,
+                 "fold_sharpes": [0.5], "metrics": METRICS}  # fmt: skip
+    data = {"split": {"insample_start": "2013-01-01", "insample_end": "2017-01-01",
+                      "holdout_start": "2017-01-02", "holdout_end": "2018-12-31"},
+            "folds": [{}], "symbols": {"AAPL": {"source": "csv", "sha256": "f" * 64}}}  # fmt: skip
+    config = {"directive": "momentum", "tickers": ["AAPL"], "universe_source": "--tickers",
+              "timeframe": "1d", "start": "2013-01-01", "end": "2018-12-31", "seed": 4,
+              "costs": {"commission_pct": 0.1, "slippage_pct": 0.05}}  # fmt: skip
+    text = render_report(
+        run_id="r1", config=config, verdict=_verdict(), decisions=[decision], synthesis=None,
+        data=data, best_variant=_variant(), best_eval=best_eval, figures={},
+        criteria_text="sharpe>=1",
+    )  # fmt: skip
+    assert "| best score | progress |" in text and "| 0.147 | 0.612 |" in text
+    assert "Fuzzy score 0.147 (graded progress 0.612)" in text

@@ -10,6 +10,7 @@ from gate.contracts import Veto
 from gate.criteria import parse_criteria
 from gate.evaluate import best_evaluation, evaluate_variants, lookahead_veto
 from gate.ledger import TrialLedger
+from gate.progress import CLEAN_FLOOR as PROGRESS_FLOOR
 from gate.stats import deflated_sharpe_ratio
 
 pytestmark = pytest.mark.unit
@@ -91,6 +92,13 @@ def test_vetoes_and_pass(scenario) -> None:
     for vid in ("broken", "mostly_broken", "few_trades", "peeker", "flat", "missing"):
         assert not ev[vid].passed and ev[vid].score == 0.0, vid
     assert best_evaluation(list(ev.values())).variant_id == "good"
+    # The graded measure: untrusted figures (failed jobs, lookahead) rank below every clean
+    # variant; too few trades and an undefined Sharpe are graded, not demoted.
+    assert good.progress == pytest.approx(1.0)
+    for vid in ("broken", "mostly_broken", "peeker", "missing"):
+        assert ev[vid].progress < PROGRESS_FLOOR, vid
+    for vid in ("few_trades", "flat"):
+        assert PROGRESS_FLOOR <= ev[vid].progress < good.progress, vid
 
 
 def test_trials_recorded_before_dsr(scenario) -> None:

@@ -62,6 +62,18 @@ def test_a_pass_outranks_scores_and_ties_keep_the_research_order() -> None:
     assert families == ["breakout", "trend", "momentum"]
 
 
+def test_the_graded_progress_orders_families_the_floored_fuzzy_score_ties() -> None:
+    # Every family's best on the fuzzy floor: the graded progress says which is closest.
+    near = _ev("a", "momentum", 0.147).model_copy(update={"progress": 0.9})
+    far = _ev("b", "trend", 0.147).model_copy(update={"progress": 0.6})
+    farther = _ev("c", "trend", 0.147).model_copy(update={"progress": 0.4})
+    tracks = run_outcomes([_decision(1, far, near), _decision(2, farther)])
+    assert tracks["trend"].best_variant == "b" and tracks["trend"].best_progress == 0.6
+    families, notes = rerank(["trend", "momentum"], tracks)
+    assert families == ["momentum", "trend"]
+    assert "best score 0.15, progress 0.90 (a, iteration 1)" in notes[0]
+
+
 def test_no_decisions_changes_nothing() -> None:
     families, notes = rerank(["momentum", "trend"], run_outcomes([]))
     assert families == ["momentum", "trend"] and notes == []

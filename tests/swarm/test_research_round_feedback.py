@@ -26,8 +26,9 @@ def test_research_round_reorders_families_by_this_runs_verdicts(tmp_path_factory
     tracks = run_outcomes(before)
     assert set(tracks) <= set(synthesis["recommended_families"]) | {"volatility"}
     tried = [f for f in synthesis["recommended_families"] if f in tracks]
-    scores = [tracks[f].best_score for f in tried]
-    assert scores == sorted(scores, reverse=True)  # closest to passing first
+    # closest to passing first: passes, then the best's graded progress, then its fuzzy score
+    keys = [(tracks[f].n_passed, tracks[f].best_progress, tracks[f].best_score) for f in tried]
+    assert keys == sorted(keys, reverse=True)
     md = (run_dir / "research" / "research.md").read_text()
     assert "## This run's gate so far" in md
     assert rerank([], tracks) == ([], [])

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 from gate.contracts import FailureAnalysis, Hint, VariantEvaluation, Veto
 from gate.evaluate import MAX_ERROR_RATE, rank_key
+from gate.failure import FAR_ATTAINMENT
 from strategies.families import initial_specs
 from strategies.mutate import fix, refine, toward_more_trades, tune
 from strategies.repair import repairs
@@ -62,10 +63,16 @@ def problem_of(evaluation: VariantEvaluation, min_trades: int) -> str | None:
 REPAIR_ROUTES = frozenset({Origin.TUNE, Origin.REFINE})
 
 
-def repair_slots(n: int) -> int:
-    """At most half the slots (rounded up) go to repairs: the rest keep tuning or refining,
-    since a repair can lose the edge it was meant to keep."""
-    return (n + 1) // 2
+def repair_slots(n: int, failure: FailureAnalysis | None) -> int:
+    """Repair slots of an iteration of ``n``: half (rounded up) for a near miss, whose failing
+    criteria are all within reach (attainment >= ``FAR_ATTAINMENT``), else one: repairs
+    reshape an edge, they do not make one, and the rest keep tuning or refining (a repair
+    can also lose the edge it was meant to keep)."""
+    if failure is None or not failure.failing or n <= 0:
+        return 0
+    if all(c.attainment >= FAR_ATTAINMENT for c in failure.failing):
+        return (n + 1) // 2
+    return 1
 
 
 def repair_proposals(

@@ -333,7 +333,7 @@ def strategy_dev(state: DevelopState, runtime: Runtime[RunContext]) -> dict[str,
     # best's repairs along its failing criteria (any scope); the shares below split the rest.
     repaired = repair_proposals(
         route=route, failure=failure, parent=_repair_parent(failure, all_variants, best),
-        n=repair_slots(cfg.variants), rng=rng, seen=seen, regime_filters=regime_filters,
+        n=repair_slots(cfg.variants, failure), rng=rng, seen=seen, regime_filters=regime_filters,
     )  # fmt: skip
     seen = seen | {p.spec.trial_key() for p in repaired}
     budget = cfg.variants - len(repaired)

@@ -204,3 +204,24 @@ def test_unknown_categories_and_llm_code_get_no_repairs() -> None:
     custom = spec.model_copy(update={"source_sha": "0" * 64})  # an LLM's own code
     assert custom.is_custom and _repairs(custom, ["drawdown"]) == []
     assert _repairs(spec, ["drawdown"])  # the same design from the catalogue is repaired
+
+
+def test_repair_slots_are_half_for_a_near_miss_and_one_otherwise():
+    from gate.contracts import FailingCriterion, FailureAnalysis, FailureType, Hint
+    from swarm.agents.strategy_dev import repair_slots
+
+    def failing(*attainments: float) -> FailureAnalysis:
+        return FailureAnalysis(
+            failure_type=FailureType.PARAMETER_ISSUE, root_cause="x", confidence=0.5,
+            failing=[
+                FailingCriterion(label=f"c{i}", metric="max_drawdown_pct", op="<=",
+                                 threshold=20.0, value=20.0 / a, attainment=a,
+                                 category=Hint.DRAWDOWN)
+                for i, a in enumerate(attainments)
+            ],
+        )  # fmt: skip
+
+    assert repair_slots(5, failing(0.69)) == 3  # a near miss: half the slots, rounded up
+    assert repair_slots(5, failing(0.69, 0.175)) == 1  # a far criterion: one repair
+    assert repair_slots(5, failing()) == 0 and repair_slots(5, None) == 0
+    assert repair_slots(0, failing(0.9)) == 0

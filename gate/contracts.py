@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from enum import StrEnum
 
 from pydantic import BaseModel, Field
@@ -47,6 +48,31 @@ class Veto(StrEnum):
     NO_RETURNS = "no_returns"
     TOO_FEW_TRADES = "too_few_trades"
     SHARPE_UNDEFINED = "sharpe_undefined"
+
+
+# Where the graded measure (gate.progress) puts vetoed variants; here, beside Veto, because a
+# late veto (VariantEvaluation.veto) demotes the variant's progress itself.
+CLEAN_FLOOR = 0.1  # an un-vetoed variant that attains nothing
+VETO_CEILING = CLEAN_FLOOR / 2  # a vetoed variant that attains everything
+# Vetoes the measure grades itself (the min-trades floor is one of its criteria; an undefined
+# Sharpe attains 0): they do not demote. Every other veto (integrity, bankrupt, lookahead,
+# failed jobs) means the figures cannot be trusted, so the variant ranks below every clean one.
+GRADED_VETOES = frozenset({Veto.TOO_FEW_TRADES, Veto.SHARPE_UNDEFINED})
+
+
+def demoted(kinds: Iterable[Veto]) -> bool:
+    """Whether these vetoes put a variant below every clean one (see ``GRADED_VETOES``)."""
+    return any(k not in GRADED_VETOES for k in kinds)
+
+
+def demote(value: float) -> float:
+    """A clean variant's progress once a veto found later (the lookahead check) puts it out;
+    the same place ``gate.progress.progress(..., vetoed=True)`` would give. Idempotent below
+    the floor."""
+    if value < CLEAN_FLOOR:
+        return value
+    raw = (value - CLEAN_FLOOR) / (1.0 - CLEAN_FLOOR)
+    return VETO_CEILING * raw
 
 
 class Hint(StrEnum):
@@ -110,8 +136,6 @@ class VariantEvaluation(BaseModel):
         self.vetoes.append(why)
         self.passed = False
         self.score = 0.0
-        from gate.progress import demote, demoted  # progress reads this module's Veto
-
         if demoted([kind]):
             self.progress = demote(self.progress)
 

@@ -15,17 +15,17 @@ from collections.abc import Iterable, Sequence
 
 from backtest.contracts import Metrics
 from gate.alpha import AlphaStats
-from gate.contracts import Criteria, Veto
+from gate.contracts import (  # the veto ranks live beside Veto (a late veto demotes)
+    CLEAN_FLOOR,
+    VETO_CEILING,
+    Criteria,
+    Veto,
+    demoted,
+)
 from gate.criteria import attainment, metric_value
 
 CAP = 1.0  # attainment counted up to the threshold: beyond it the tie-breakers rank
 CURVE = 9.0  # concavity of the transform: g(0.1) = 0.28, g(0.3) = 0.57, g(0.5) = 0.74
-CLEAN_FLOOR = 0.1  # an un-vetoed variant that attains nothing
-VETO_CEILING = CLEAN_FLOOR / 2  # a vetoed variant that attains everything
-# Vetoes the measure grades itself (the min-trades floor is one of its criteria; an undefined
-# Sharpe attains 0): they do not demote. Every other veto (integrity, bankrupt, lookahead,
-# failed jobs) means the figures cannot be trusted, so the variant ranks below every clean one.
-GRADED_VETOES = frozenset({Veto.TOO_FEW_TRADES, Veto.SHARPE_UNDEFINED})
 
 
 def _gain(a: float, cap: float) -> float:
@@ -59,20 +59,6 @@ def progress(attainments: Iterable[float], *, vetoed: bool = False, cap: float =
     if vetoed:
         return VETO_CEILING * raw
     return CLEAN_FLOOR + (1.0 - CLEAN_FLOOR) * raw
-
-
-def demoted(kinds: Iterable[Veto]) -> bool:
-    """Whether these vetoes put a variant below every clean one (see ``GRADED_VETOES``)."""
-    return any(k not in GRADED_VETOES for k in kinds)
-
-
-def demote(value: float) -> float:
-    """A clean variant's progress once a veto found later (the lookahead check) puts it out;
-    the same place ``progress(..., vetoed=True)`` would give. Idempotent below the floor."""
-    if value < CLEAN_FLOOR:
-        return value
-    raw = (value - CLEAN_FLOOR) / (1.0 - CLEAN_FLOOR)
-    return VETO_CEILING * raw
 
 
 def criteria_attainments(

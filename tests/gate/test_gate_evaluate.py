@@ -6,11 +6,11 @@ from gate_builders import iso_dates, make_result
 
 from backtest.contracts import JobStatus
 from backtest.lookahead import LookaheadReport
+from gate.contracts import CLEAN_FLOOR as PROGRESS_FLOOR
 from gate.contracts import Veto
 from gate.criteria import parse_criteria
 from gate.evaluate import best_evaluation, evaluate_variants, lookahead_veto
 from gate.ledger import TrialLedger
-from gate.progress import CLEAN_FLOOR as PROGRESS_FLOOR
 from gate.stats import deflated_sharpe_ratio
 
 pytestmark = pytest.mark.unit

@@ -8,17 +8,11 @@ import pytest
 from gate_builders import make_eval, make_metrics
 
 from gate.alpha import AlphaStats
-from gate.contracts import Veto
+from gate.contracts import CLEAN_FLOOR, Veto, demote
 from gate.criteria import parse_criteria
 from gate.evaluate import best_evaluation
 from gate.fuzzy import FuzzyScorer
-from gate.progress import (
-    CLEAN_FLOOR,
-    criteria_attainments,
-    demote,
-    progress,
-    variant_progress,
-)
+from gate.progress import criteria_attainments, progress, variant_progress
 
 pytestmark = pytest.mark.unit
 

@@ -1,0 +1,162 @@
+"""Alternative data from a folder laid out like the corpus (``../shared/data/``), point in time.
+
+``fundamentals/``, ``analyst/``, ``news/``, ``options/`` and ``social/``, each file with its
+corpus columns; every table gets ``known_at`` from its availability rule (the data README's):
+
+* annual statements: the first NYSE session strictly after period end + 90 days, at its open;
+* earnings surprises: the report date's close (``post``, or no release time) or open (``pre``);
+* analyst rating actions and headlines: their timestamp (New York offset);
+* CBOE put/call ratios: the day's close (market-wide: no ticker);
+* cashtag tweets: their creation time (UTC);
+* GICS sectors: a static reference (as of about 2017), known from the start: a sector map, not
+  a signal.
+
+A missing folder or file is not an error: ``AltData.table`` returns None and ``missing`` says
+which folder to add. ``find_alt_root`` finds the layout above a ``--data-dir``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+
+from altdata.pit import KNOWN_AT, TICKER, AltTable
+from altdata.sessions import session_after, session_close, session_on_or_after, session_open
+
+FOLDERS = ("fundamentals", "analyst", "news", "options", "social")
+LAYOUT_MIN = 2  # folders of the five that make a folder "laid out like the corpus"
+
+
+def _sessions_utc(days: pd.Series, at: Callable[[object], pd.Timestamp]) -> pd.Series:
+    """``at(day)`` for each day, computed once per distinct day."""
+    moments = {d: at(d) for d in days.unique()}
+    return pd.Series(pd.DatetimeIndex([moments[d] for d in days], tz="UTC"), index=days.index)
+
+
+def _statements(frame: pd.DataFrame) -> pd.Series:
+    ends = pd.to_datetime(frame["period_end"]) + pd.Timedelta(days=90)
+    return _sessions_utc(ends, lambda d: session_open(session_after(d)))
+
+
+def _surprises(frame: pd.DataFrame) -> pd.Series:
+    pre = frame["release_time"].astype(str).str.strip().str.lower().eq("pre")
+    day = pd.to_datetime(frame["report_date"])  # a report dated on a holiday: the next session
+    close = _sessions_utc(day, lambda d: session_close(session_on_or_after(d)))
+    opens = _sessions_utc(day, lambda d: session_open(session_on_or_after(d)))
+    return opens.where(pre, close)
+
+
+def _stamped(column: str) -> Callable[[pd.DataFrame], pd.Series]:
+    def known(frame: pd.DataFrame) -> pd.Series:
+        return pd.to_datetime(frame[column], utc=True, format="mixed")
+
+    return known
+
+
+def _after_close(column: str) -> Callable[[pd.DataFrame], pd.Series]:
+    def known(frame: pd.DataFrame) -> pd.Series:
+        days = pd.to_datetime(frame[column])
+        return _sessions_utc(days, lambda d: session_close(session_on_or_after(d)))
+
+    return known
+
+
+def _static(frame: pd.DataFrame) -> pd.Series:
+    return pd.Series(pd.Timestamp("1990-01-01", tz="UTC"), index=frame.index)
+
+
+@dataclass(frozen=True)
+class Dataset:
+    """One corpus file: where it is, whether rows belong to a ticker, when a row is known."""
+
+    name: str
+    source: str  # relative to the alt-data root
+    per_ticker: bool
+    known_at: Callable[[pd.DataFrame], pd.Series]
+    rule: str
+
+
+DATASETS: dict[str, Dataset] = {
+    d.name: d
+    for d in (
+        Dataset("statements", "fundamentals/annual_statements_2012_2016.csv", True, _statements,
+                "first NYSE session after period end + 90 days, at the open"),
+        Dataset("sectors", "fundamentals/sp500_securities_gics.csv", True, _static,
+                "static reference (GICS as of about 2017)"),
+        Dataset("surprises", "analyst/earnings_surprises_2012_2019.csv", True, _surprises,
+                "report date: at the open when released pre-market, else at the close"),
+        Dataset("ratings", "analyst/benzinga_rating_actions_2011_2020.csv", True,
+                _stamped("datetime"), "the action's timestamp"),
+        Dataset("headlines", "news/benzinga_headlines_nvda_tsla_goog_amzn_2011_2020.csv", True,
+                _stamped("datetime"), "the headline's timestamp"),
+        Dataset("headlines_subset", "news/benzinga_analyst_ratings_subset.csv", True,
+                _stamped("datetime"), "the headline's timestamp"),
+        Dataset("business_news", "news/bbc_business_rss_2022_2024.csv", False,
+                _stamped("datetime_utc"), "the item's timestamp (UTC); market-wide"),
+        Dataset("put_call", "options/cboe_putcall_daily_2006_2019.csv", False,
+                _after_close("date"), "the day's close; market-wide"),
+        Dataset("tweets", "social/stocknet_tweets_2014_2016.csv", True,
+                _stamped("created_at_utc"), "the tweet's creation time (UTC)"),
+    )
+}  # fmt: skip
+
+
+def load(root: Path, dataset: Dataset) -> AltTable:
+    """``dataset`` read from ``root``, stamped with ``known_at`` and sorted by it. Raises a
+    ``ValueError`` naming the file when a column the rule needs is missing."""
+    path = root / dataset.source
+    frame = pd.read_csv(path)
+    if dataset.per_ticker and TICKER not in frame.columns:
+        raise ValueError(f"{path}: no {TICKER!r} column (expected the corpus columns)")
+    try:
+        known = dataset.known_at(frame)
+    except KeyError as exc:
+        raise ValueError(f"{path}: missing column {exc} (expected the corpus columns)") from None
+    frame[KNOWN_AT] = known
+    frame = frame.dropna(subset=[KNOWN_AT]).sort_values(KNOWN_AT, kind="stable")
+    return AltTable(dataset.name, dataset.source, frame.reset_index(drop=True),
+                    dataset.per_ticker, dataset.rule)  # fmt: skip
+
+
+@dataclass
+class AltData:
+    """The alternative data under ``root`` (None: none), each table loaded once."""
+
+    root: Path | None
+    _tables: dict[str, AltTable | None] = field(default_factory=dict, repr=False)
+
+    def table(self, name: str) -> AltTable | None:
+        """The named table (``DATASETS``), or None when its file is not under the root."""
+        if name not in self._tables:
+            ds = DATASETS[name]
+            ok = self.root is not None and (self.root / ds.source).is_file()
+            self._tables[name] = load(self.root, ds) if ok and self.root else None
+        return self._tables[name]
+
+    def missing(self, name: str) -> str:
+        """Why ``name`` has no table, naming the folder to add."""
+        ds = DATASETS[name]
+        folder = ds.source.split("/", 1)[0]
+        if self.root is None:
+            return (
+                f"no alternative-data folder (pass --alt-data DIR laid out like the corpus, "
+                f"with {folder}/{Path(ds.source).name})"
+            )
+        return f"{self.root / folder}/ has no {Path(ds.source).name}"
+
+
+def is_layout(folder: Path) -> bool:
+    return sum((folder / f).is_dir() for f in FOLDERS) >= LAYOUT_MIN
+
+
+def find_alt_root(data_dir: Path | None) -> Path | None:
+    """The nearest folder at or above ``data_dir`` laid out like the corpus, or None."""
+    if data_dir is None:
+        return None
+    for folder in (data_dir.resolve(), *data_dir.resolve().parents):
+        if is_layout(folder):
+            return folder
+    return None

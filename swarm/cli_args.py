@@ -42,6 +42,12 @@ def add_data_arguments(p: argparse.ArgumentParser) -> None:
         "--news-file", type=Path, help="CSV of dated headlines (date,datetime,ticker,headline)"
     )
     p.add_argument(
+        "--alt-data",
+        type=Path,
+        help="folder laid out like the corpus (fundamentals/, analyst/, news/, options/, "
+        "social/): point-in-time alternative data for the research swarm",
+    )
+    p.add_argument(
         "--holdout", type=float, default=0.2, help="sealed holdout fraction (default 0.2)"
     )
 
@@ -82,6 +88,12 @@ def check_data_args(args: argparse.Namespace) -> tuple[date, date]:
     if args.news_file is not None and not args.news_file.is_file():
         raise UserInputError(
             f"--news-file: {args.news_file} does not exist; pass a CSV of headlines"
+        )
+    alt = getattr(args, "alt_data", None)
+    if alt is not None and not alt.is_dir():
+        raise UserInputError(
+            f"--alt-data: {alt} is not a folder; pass a folder laid out like ../shared/data/ "
+            "(fundamentals/, analyst/, news/, options/, social/)"
         )
     if not 0.05 <= args.holdout < 0.5:
         raise UserInputError(f"--holdout: {args.holdout} must be in [0.05, 0.5) (default 0.2)")

@@ -33,6 +33,7 @@ class RunConfig(BaseModel):
     source: str = "auto"
     cache_dir: Path | None = None
     news_file: Path | None = None
+    alt_data: Path | None = None  # point-in-time alternative data (altdata.corpus layout)
     variants: int = Field(5, ge=1, le=50)
     limits: Limits = Field(default_factory=Limits)
     seed: int = 0

@@ -120,6 +120,7 @@ def config_from_args(args: argparse.Namespace):
         data_dir=args.data_dir.resolve() if args.data_dir else None,
         source=args.source,
         news_file=args.news_file.resolve() if args.news_file else None,
+        alt_data=args.alt_data.resolve() if args.alt_data else None,
         variants=args.variants,
         limits={"max_iterations": args.max_iterations},
         seed=args.seed,

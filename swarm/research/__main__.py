@@ -69,6 +69,7 @@ class ResearchConfig:
     memory_dir: Path | bool | None
     out: Path
     seed: int
+    alt_data: Path | None = None  # point-in-time alternative data (altdata.corpus)
 
 
 @dataclass
@@ -109,6 +110,7 @@ def config_from_args(args: argparse.Namespace) -> ResearchConfig:
         tickers=tickers, start=start, end=end, timeframe=args.timeframe, source=args.source,
         data_dir=args.data_dir.resolve() if args.data_dir else None,
         news_file=args.news_file.resolve() if args.news_file else None, offline=args.offline,
+        alt_data=args.alt_data.resolve() if args.alt_data else None,
         preferred_families=style, holdout_frac=args.holdout, memory_dir=memory_dir,
         out=args.out, seed=args.seed,
     )  # fmt: skip

@@ -7,6 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from altdata.corpus import AltData
 from swarm.research.models import Domain, Finding
 from swarm.research.news import NewsItem
 
@@ -20,6 +21,8 @@ ReadingProvider = Callable[[str, str], dict[str, Any] | None]
 @dataclass
 class ResearchContext:
     news_items: list[NewsItem] = field(default_factory=list)
+    # Point-in-time alternative data (``altdata``); None without ``--alt-data``.
+    alt: AltData | None = None
     fundamentals: FundamentalsProvider | None = None
     providers: dict[str, ReadingProvider] = field(default_factory=dict)
     news_window_days: int = 30

@@ -3,6 +3,7 @@ feature bundle of every symbol and the shared ResearchContext (news, fundamental
 
 from __future__ import annotations
 
+from altdata.corpus import AltData
 from swarm.research.context import FundamentalsProvider, ResearchContext
 from swarm.research.features import FeatureBundle, compute_features
 from swarm.research.runtime import ResearchRuntime
@@ -22,8 +23,10 @@ def research_context(ctx: ResearchRuntime) -> ResearchContext:
     symbol are fetched once for all five fundamental subagents)."""
     if ctx.memo.research_context is None:
         offline = bool(getattr(ctx.config, "offline", True))
+        alt_dir = getattr(ctx.config, "alt_data", None)
         ctx.memo.research_context = ResearchContext(
             news_items=list(ctx.news_items or []),
+            alt=AltData(alt_dir) if alt_dir is not None else None,
             fundamentals=fundamentals_provider(ctx, offline),
             offline=offline,
         )

@@ -334,28 +334,25 @@ def _swap_entry(spec: StrategySpec, rng: random.Random) -> tuple[StrategySpec, s
     return spec.model_copy(update={"entry": new}), f"entry {spec.entry}->{new}"
 
 
-def _slower(spec: StrategySpec, rng: random.Random) -> tuple[StrategySpec, str] | None:
-    params = dict(spec.parameters)
-    for name in spec.parameters:
-        if name in LOOKBACKS:
-            params[name] = PARAM_SPACE[name].snap(float(params[name]) * 1.5)
-    params = snap_params(params)
-    if params == spec.parameters:
-        return None
-    return spec.model_copy(update={"parameters": params}), "slower lookbacks x1.5"
+def _scaled_lookbacks(factor: float, label: str) -> Move:
+    """Every lookback times ``factor`` (snapped to its grid), or None when none moves."""
+
+    def move(spec: StrategySpec, rng: random.Random) -> tuple[StrategySpec, str] | None:
+        params = dict(spec.parameters)
+        for name in spec.parameters:
+            if name in LOOKBACKS:
+                params[name] = PARAM_SPACE[name].snap(float(params[name]) * factor)
+        params = snap_params(params)
+        if params == spec.parameters:
+            return None
+        return spec.model_copy(update={"parameters": params}), label
+
+    return move
 
 
-def _faster(spec: StrategySpec, rng: random.Random) -> tuple[StrategySpec, str] | None:
-    """Every lookback x0.67 (snapped to its grid): more, faster signals for a spec that trades
-    too little; the mirror of ``_slower``."""
-    params = dict(spec.parameters)
-    for name in spec.parameters:
-        if name in LOOKBACKS:
-            params[name] = PARAM_SPACE[name].snap(float(params[name]) * 0.67)
-    params = snap_params(params)
-    if params == spec.parameters:
-        return None
-    return spec.model_copy(update={"parameters": params}), "faster lookbacks x0.67"
+_slower = _scaled_lookbacks(1.5, "slower lookbacks x1.5")  # fewer trades: costs eat less
+# More, faster signals for a spec that trades too little: the mirror of ``_slower``.
+_faster = _scaled_lookbacks(0.67, "faster lookbacks x0.67")
 
 
 def _hedged(spec: StrategySpec, rng: random.Random) -> tuple[StrategySpec, str] | None:

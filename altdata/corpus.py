@@ -4,9 +4,10 @@
 corpus columns; every table gets ``known_at`` from its availability rule (the data README's):
 
 * annual statements: the first NYSE session strictly after period end + 90 days, at its open;
-* earnings surprises: the report date's close (``post``, or no release time) or open (``pre``);
+* earnings surprises: after the report date's close (``post``, or no release time), or at its
+  open (``pre``);
 * analyst rating actions and headlines: their timestamp (New York offset);
-* CBOE put/call ratios: the day's close (market-wide: no ticker);
+* CBOE put/call ratios: after the day's close (market-wide: no ticker);
 * cashtag tweets: their creation time (UTC);
 * GICS sectors: a static reference (as of about 2017), known from the start: a sector map, not
   a signal.
@@ -27,6 +28,9 @@ from altdata.pit import KNOWN_AT, TICKER, AltTable
 from altdata.sessions import session_after, session_close, session_on_or_after, session_open
 
 FOLDERS = ("fundamentals", "analyst", "news", "options", "social")
+# "Known after the close": a row released after a session's close reaches the next bar, never
+# the bar that decides at that close. Half an hour is a conservative publication delay.
+AFTER_CLOSE = pd.Timedelta(minutes=30)
 LAYOUT_MIN = 2  # folders of the five that make a folder "laid out like the corpus"
 
 
@@ -44,7 +48,7 @@ def _statements(frame: pd.DataFrame) -> pd.Series:
 def _surprises(frame: pd.DataFrame) -> pd.Series:
     pre = frame["release_time"].astype(str).str.strip().str.lower().eq("pre")
     day = pd.to_datetime(frame["report_date"])  # a report dated on a holiday: the next session
-    close = _sessions_utc(day, lambda d: session_close(session_on_or_after(d)))
+    close = _sessions_utc(day, lambda d: session_close(session_on_or_after(d)) + AFTER_CLOSE)
     opens = _sessions_utc(day, lambda d: session_open(session_on_or_after(d)))
     return opens.where(pre, close)
 
@@ -59,7 +63,7 @@ def _stamped(column: str) -> Callable[[pd.DataFrame], pd.Series]:
 def _after_close(column: str) -> Callable[[pd.DataFrame], pd.Series]:
     def known(frame: pd.DataFrame) -> pd.Series:
         days = pd.to_datetime(frame[column])
-        return _sessions_utc(days, lambda d: session_close(session_on_or_after(d)))
+        return _sessions_utc(days, lambda d: session_close(session_on_or_after(d)) + AFTER_CLOSE)
 
     return known
 
@@ -87,7 +91,7 @@ DATASETS: dict[str, Dataset] = {
         Dataset("sectors", "fundamentals/sp500_securities_gics.csv", True, _static,
                 "static reference (GICS as of about 2017)"),
         Dataset("surprises", "analyst/earnings_surprises_2012_2019.csv", True, _surprises,
-                "report date: at the open when released pre-market, else at the close"),
+                "report date: at the open when released pre-market, else after the close"),
         Dataset("ratings", "analyst/benzinga_rating_actions_2011_2020.csv", True,
                 _stamped("datetime"), "the action's timestamp"),
         Dataset("headlines", "news/benzinga_headlines_nvda_tsla_goog_amzn_2011_2020.csv", True,
@@ -97,7 +101,7 @@ DATASETS: dict[str, Dataset] = {
         Dataset("business_news", "news/bbc_business_rss_2022_2024.csv", False,
                 _stamped("datetime_utc"), "the item's timestamp (UTC); market-wide"),
         Dataset("put_call", "options/cboe_putcall_daily_2006_2019.csv", False,
-                _after_close("date"), "the day's close; market-wide"),
+                _after_close("date"), "after the day's close; market-wide"),
         Dataset("tweets", "social/stocknet_tweets_2014_2016.csv", True,
                 _stamped("created_at_utc"), "the tweet's creation time (UTC)"),
     )

@@ -23,16 +23,14 @@ def _corpus(tmp_path: Path, name: str, frame: pd.DataFrame) -> AltData:
 
 
 def test_a_put_call_row_planted_one_bar_ahead_is_invisible(tmp_path):
-    """The put/call ratio of 2016-03-24 is known at that day's close: the bar of 03-23 never
-    sees it, the bar of 03-24 (deciding at its close) does."""
+    """The put/call ratio of 2016-03-24 is published after that day's close: the bars of
+    03-23 and 03-24 (deciding at their close) never see it, the next bar does."""
     frame = pd.DataFrame({"date": ["2016-03-22", "2016-03-23", "2016-03-24"],
                           "equity_pc": [0.6, 0.7, 9.9]})  # fmt: skip
     table = _corpus(tmp_path, "put_call", frame).table("put_call")
     assert 9.9 not in table.as_of_day("2016-03-23")["equity_pc"].tolist()
-    assert table.as_of_day("2016-03-24")["equity_pc"].tolist()[-1] == 9.9
-    # A moment before the close of 03-24 does not see it either.
-    before = decision_time("2016-03-24") - pd.Timedelta(minutes=1)
-    assert 9.9 not in table.as_of(before)["equity_pc"].tolist()
+    assert 9.9 not in table.as_of_day("2016-03-24")["equity_pc"].tolist()
+    assert table.as_of_day("2016-03-28")["equity_pc"].tolist()[-1] == 9.9  # after Good Friday
 
 
 def test_statements_are_known_the_first_session_after_period_end_plus_90_days(tmp_path):
@@ -55,10 +53,11 @@ def test_an_earnings_surprise_is_known_at_the_open_when_pre_market_else_at_the_c
                           "release_time": ["post", "pre"]})  # fmt: skip
     table = _corpus(tmp_path, "surprises", frame).table("surprises")
     known = dict(zip(table.frame["ticker"], table.frame[KNOWN_AT], strict=True))
-    assert known["AAPL"] == pd.Timestamp("2015-04-27 20:00", tz="UTC")  # 16:00 New York
+    assert known["AAPL"] == pd.Timestamp("2015-04-27 20:30", tz="UTC")  # after 16:00 New York
     assert known["MSFT"] == pd.Timestamp("2015-04-28 13:30", tz="UTC")  # 09:30 New York
-    # The post-market report is not visible to a decision taken at 15:59 New York.
-    assert table.for_ticker("AAPL", pd.Timestamp("2015-04-27 19:59", tz="UTC")).empty
+    # The post-market report is not visible to the bar that decides at that day's close.
+    assert table.for_ticker("AAPL", decision_time("2015-04-27")).empty
+    assert len(table.for_ticker("AAPL", decision_time("2015-04-28"))) == 1
 
 
 def test_a_headline_is_known_at_its_timestamp_and_a_tweet_at_its_creation(tmp_path):

@@ -14,13 +14,21 @@ from altdata.sessions import decision_time
 pytestmark = pytest.mark.unit
 
 STATEMENT_COLUMNS = {
-    "total_revenue": 100.0, "net_income": 10.0, "operating_income": 15.0,
-    "total_equity": 50.0, "total_liabilities": 40.0, "long_term_debt": 20.0,
-    "short_term_debt_current_portion_of_long_term_debt": 5.0, "total_current_assets": 30.0,
-    "total_current_liabilities": 20.0, "inventory": 4.0, "net_cash_flow_operating": 12.0,
-    "capital_expenditures": -3.0, "earnings_per_share": 1.0,
+    "total_revenue": 100.0,
+    "net_income": 10.0,
+    "operating_income": 15.0,
+    "total_equity": 50.0,
+    "total_liabilities": 40.0,
+    "long_term_debt": 20.0,
+    "short_term_debt_current_portion_of_long_term_debt": 5.0,
+    "total_current_assets": 30.0,
+    "total_current_liabilities": 20.0,
+    "inventory": 4.0,
+    "net_cash_flow_operating": 12.0,
+    "capital_expenditures": -3.0,
+    "earnings_per_share": 1.0,
     "estimated_shares_outstanding": 10.0,
-}  # fmt: skip
+}
 
 
 def _table(name: str, rows: list[dict]) -> AltTable:
@@ -76,8 +84,14 @@ def test_trailing_pe_uses_only_eps_reported_by_t() -> None:
 def test_balance_sheet_cash_flow_and_valuation_formulas() -> None:
     st, t = _statements(), decision_time("2016-06-30")
     bs = {f.name: f.value for f in fa.balance_sheet(st, "XYZ", t)}
-    assert bs == pytest.approx({"liabilities_to_equity": 0.8, "debt_to_equity": 0.5,
-                                "current_ratio": 1.5, "quick_ratio": 1.3})  # fmt: skip
+    assert bs == pytest.approx(
+        {
+            "liabilities_to_equity": 0.8,
+            "debt_to_equity": 0.5,
+            "current_ratio": 1.5,
+            "quick_ratio": 1.3,
+        }
+    )
     # shares = net income / EPS = 18; market cap at 5.0 = 90
     cf = {f.name: f.value for f in fa.cash_flow(st, "XYZ", t, 5.0, price_basis=t)}
     assert cf == pytest.approx({"fcf_yield": 9.0 / 90.0, "capex_intensity": 3.0 / 120.0})
@@ -99,10 +113,13 @@ def test_industry_ranks_the_ticker_among_its_sector_peers() -> None:
         rows.append({**base, "period_end": "2014-12-31"})
         rows.append({**base, "period_end": "2015-12-31", "net_income": margin})
     st = _table("statements", rows)
-    sectors = _table("sectors", [
-        {"ticker": s, "gics_sector": "Tech" if s != "DDD" else "Energy"}
-        for s in ("AAA", "BBB", "CCC", "DDD")
-    ])  # fmt: skip
+    sectors = _table(
+        "sectors",
+        [
+            {"ticker": s, "gics_sector": "Tech" if s != "DDD" else "Energy"}
+            for s in ("AAA", "BBB", "CCC", "DDD")
+        ],
+    )
     facts = {f.name: f for f in fa.industry(st, sectors, "CCC", decision_time("2016-06-30"))}
     assert facts["net_margin_rank"].value == 1.0  # top of AAA, BBB, CCC (DDD is not a peer)
     assert "among 3 sector peers" in facts["net_margin_rank"].text
@@ -124,8 +141,10 @@ def test_units_on_the_real_file_aapl_fy2015(corpus: AltData) -> None:
     bs = {f.name: f.value for f in fa.balance_sheet(st, "AAPL", t)}
     assert bs["current_ratio"] == pytest.approx(1.11, abs=0.005)  # matches the x100 column
     # Close 2016-06-30 in the corpus: 23.90 (adjusted for the 2020 4:1 split; 95.60 traded).
-    val = {f.name: f.value for f in fa.valuation(st, su, "AAPL", t, 23.9,
-                                                 price_basis=fa.CORPUS_PRICE_BASIS)}  # fmt: skip
+    val = {
+        f.name: f.value
+        for f in fa.valuation(st, su, "AAPL", t, 23.9, price_basis=fa.CORPUS_PRICE_BASIS)
+    }
     assert val["trailing_pe"] == pytest.approx(95.6 / (1.85 + 1.96 + 3.28 + 1.90), rel=1e-3)
     cap = 95.6 * 53_394e6 / 9.28
     assert val["price_to_sales"] == pytest.approx(cap / 233_715e6, rel=1e-3)

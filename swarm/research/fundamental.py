@@ -233,14 +233,15 @@ PIT_TABLES: dict[str, tuple[str, ...]] = {
 def pit_facts(
     specialization: str, alt: AltData, symbol: str, t: object, price: float, basis: str
 ) -> list[Fact]:
-    """The facts of one subagent. Raises ``LookupError`` naming the file when the ticker has
-    no statement known at ``t``."""
+    """The facts of one subagent. Raises ``LookupError`` naming the file when it is missing or
+    the ticker has no statement known at ``t``."""
     st, su = alt.table("statements"), alt.table("surprises")
     if specialization == "valuation":
         if st is not None and pit.statements_at(st, symbol, t).empty:
             st = None  # P/E from the surprises alone
         return pit.valuation(st, su, symbol, t, price, price_basis=basis)
-    assert st is not None
+    if st is None:
+        raise LookupError(alt.missing("statements"))
     if specialization == "financial_metrics":
         return pit.financial_metrics(st, symbol, t)
     if specialization == "balance_sheet":
@@ -248,7 +249,8 @@ def pit_facts(
     if specialization == "cash_flow":
         return pit.cash_flow(st, symbol, t, price, price_basis=basis)
     sectors = alt.table("sectors")
-    assert sectors is not None
+    if sectors is None:
+        raise LookupError(alt.missing("sectors"))
     if pit.statements_at(st, symbol, t).empty:
         raise LookupError(f"{st.source} has no {symbol} statement known at {t}")
     return pit.industry(st, sectors, symbol, t)

@@ -20,7 +20,7 @@ from swarm.analyze.contracts import (
     Quorum,
     TimeHorizon,
 )
-from swarm.research import sentiment, technical
+from swarm.research import fundamental, sentiment, technical
 from swarm.research.context import ResearchContext, clip, sign
 from swarm.research.features import FeatureBundle
 from swarm.research.models import Finding
@@ -193,8 +193,16 @@ def news(bundle: FeatureBundle, rctx: ResearchContext, cfg: AnalysisConfig) -> A
 
 
 def fundamentals(bundle: FeatureBundle, rctx: ResearchContext, cfg: AnalysisConfig) -> AnalystNote:
-    """Abstains: no point-in-time fundamentals exist offline, and today's figures (what
-    yfinance serves) would leak the future into a past date."""
+    """The research swarm's five fundamental subagents on point-in-time alternative data
+    (``rctx.alt``: rows known at the date's close). Without it, abstains: no point-in-time
+    fundamentals exist offline, and today's figures (what yfinance serves) would leak the
+    future into a past date."""
+    if rctx.alt is not None:
+        findings = [
+            fundamental.run_fundamental_pit(s, bundle, rctx.alt, rctx.price_basis)
+            for s in fundamental.PIT_FACTS
+        ]
+        return _note_from_findings(AnalystRole.FUNDAMENTALS, bundle, findings, TimeHorizon.MONTHS)
     reason = (
         f"no point-in-time fundamentals for {bundle.symbol} as of {bundle.as_of} offline; "
         "current figures (yfinance) would be lookahead for a past date"

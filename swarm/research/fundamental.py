@@ -1,9 +1,10 @@
 """Rules brains of the five fundamental subagents.
 
-They read a fundamentals snapshot (yfinance ``Ticker.info`` field names) from the
-context's provider and abstain when there is none. Caveat a quant must know: such a
-snapshot is current, not point-in-time, so confidence is capped at 0.4 and a snapshot
-dated after ``as_of`` is refused.
+With point-in-time alternative data (``context.alt``, ``--alt-data``) they read the facts of
+``altdata.fundamentals`` as known at the bundle's last close and cite the rows. Without it they
+read a fundamentals snapshot (yfinance ``Ticker.info`` field names) from the context's provider
+and abstain when there is none. Caveat a quant must know: such a snapshot is current, not
+point-in-time, so confidence is capped at 0.4 and a snapshot dated after ``as_of`` is refused.
 """
 
 from __future__ import annotations
@@ -16,7 +17,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from swarm.research.context import FundamentalsProvider, ResearchContext, abstain, clip
+from altdata import fundamentals as pit
+from altdata.corpus import AltData
+from altdata.fundamentals import Fact
+from altdata.sessions import decision_time
+from swarm.research.context import FundamentalsProvider, ResearchContext, abstain, clip, sign
 from swarm.research.features import FeatureBundle
 from swarm.research.models import Domain, Finding
 
@@ -129,6 +134,8 @@ def _snapshot_date(data: dict[str, Any]) -> dt.date | None:
 def run_fundamental(
     specialization: str, bundle: FeatureBundle, context: ResearchContext
 ) -> Finding:
+    if context.alt is not None:
+        return run_fundamental_pit(specialization, bundle, context.alt, context.price_basis)
     symbol, as_of = bundle.symbol, bundle.as_of
     fields, scorer = SPECS[specialization]
 
@@ -174,6 +181,132 @@ def run_fundamental(
         symbol=symbol, type=Domain.FUNDAMENTAL, specialization=specialization,
         indicator=", ".join(x), value=next(iter(x.values())), interpretation=interp, signal=signal,
         confidence=confidence, evidence=x, as_of=as_of,
+    )  # fmt: skip
+
+
+# --------------------------------------------------------------------------- point in time
+
+# Rows known at the decision (no lookahead), so the snapshot path's reason for its 0.4 cap is
+# gone. Still below 1: statements are annual and up to 15 months old at a decision, EPS is the
+# street figure, and fundamentals move a price over quarters, not over the bars a strategy
+# trades. 0.6 lets a fully covered, agreeing reading outweigh one technical hint, not a consensus.
+MAX_CONFIDENCE_PIT = 0.6
+# Confidence kept when the components disagree completely (agreement 0): coverage still counts.
+DISAGREEMENT_FLOOR = 0.4
+
+# Each fact name -> its component score in [-1, 1] (neutral points as on the snapshot path).
+PIT_SCORES: dict[str, Callable[[float], float]] = {
+    "revenue_growth": lambda g: clip(g / 0.15),
+    "net_margin": lambda m: clip((m - 0.10) / 0.15),
+    "operating_margin": lambda m: clip((m - 0.12) / 0.15),
+    "roe": lambda r: clip((r - 0.12) / 0.15),
+    "trailing_pe": lambda pe: -0.5 if pe <= 0 else clip((20 - pe) / 15),
+    "price_to_book": lambda pb: clip((3 - pb) / 3),
+    "price_to_sales": lambda ps: clip((3 - ps) / 3),
+    "liabilities_to_equity": lambda x: clip((1.5 - x) / 1.5),
+    "debt_to_equity": lambda x: clip(1.0 - x),
+    "current_ratio": lambda cr: clip(cr - 1.0),
+    "quick_ratio": lambda qr: clip(qr - 0.8),
+    "fcf_yield": lambda y: clip((y - 0.03) / 0.04),
+    "capex_intensity": lambda c: clip((0.10 - c) / 0.20),  # heavy capex eats free cash flow
+    "net_margin_rank": lambda r: clip(2 * (r - 0.5)),
+    "revenue_growth_rank": lambda r: clip(2 * (r - 0.5)),
+    "return_rank": lambda r: clip(2 * (r - 0.5)),
+}
+PIT_FACTS: dict[str, tuple[str, ...]] = {
+    "financial_metrics": ("revenue_growth", "net_margin", "operating_margin", "roe"),
+    "valuation": ("trailing_pe", "price_to_book", "price_to_sales"),
+    "balance_sheet": ("liabilities_to_equity", "debt_to_equity", "current_ratio", "quick_ratio"),
+    "cash_flow": ("fcf_yield", "capex_intensity"),
+    "industry": ("net_margin_rank", "revenue_growth_rank"),
+}
+# The tables each subagent needs (all of them) or may use (any one of them).
+PIT_TABLES: dict[str, tuple[str, ...]] = {
+    "financial_metrics": ("statements",),
+    "valuation": ("statements", "surprises"),
+    "balance_sheet": ("statements",),
+    "cash_flow": ("statements",),
+    "industry": ("statements", "sectors"),
+}
+
+
+def pit_facts(
+    specialization: str, alt: AltData, symbol: str, t: object, price: float, basis: str
+) -> list[Fact]:
+    """The facts of one subagent. Raises ``LookupError`` naming the file when it is missing or
+    the ticker has no statement known at ``t``."""
+    st, su = alt.table("statements"), alt.table("surprises")
+    if specialization == "valuation":
+        if st is not None and pit.statements_at(st, symbol, t).empty:
+            st = None  # P/E from the surprises alone
+        return pit.valuation(st, su, symbol, t, price, price_basis=basis)
+    if st is None:
+        raise LookupError(alt.missing("statements"))
+    if specialization == "financial_metrics":
+        return pit.financial_metrics(st, symbol, t)
+    if specialization == "balance_sheet":
+        return pit.balance_sheet(st, symbol, t)
+    if specialization == "cash_flow":
+        return pit.cash_flow(st, symbol, t, price, price_basis=basis)
+    sectors = alt.table("sectors")
+    if sectors is None:
+        raise LookupError(alt.missing("sectors"))
+    if pit.statements_at(st, symbol, t).empty:
+        raise LookupError(f"{st.source} has no {symbol} statement known at {t}")
+    return pit.industry(st, sectors, symbol, t)
+
+
+def score_facts(facts: list[Fact], expected: int) -> tuple[float, float]:
+    """(signal, confidence): the mean component score, and a confidence that grows with the
+    share of expected facts available and with how many components agree with the signal."""
+    scores = [PIT_SCORES[f.name](f.value) for f in facts]
+    signal = clip(sum(scores) / len(scores))
+    agree = sum(1.0 if sign(s) == sign(signal) else 0.5 if s == 0 else 0.0 for s in scores)
+    agreement = agree / len(scores)
+    coverage = min(1.0, len(facts) / expected)
+    weight = DISAGREEMENT_FLOOR + (1 - DISAGREEMENT_FLOOR) * agreement
+    return signal, clip(MAX_CONFIDENCE_PIT * coverage * weight, 0, 1)
+
+
+def run_fundamental_pit(
+    specialization: str, bundle: FeatureBundle, alt: AltData, price_basis: str | None
+) -> Finding:
+    """One subagent on point-in-time alternative data: the rows known at the close of the
+    bundle's last bar, the price its close (split-adjusted through ``price_basis``; None: the
+    corpus closes' basis)."""
+    symbol, as_of = bundle.symbol, bundle.as_of
+    names = PIT_FACTS[specialization]
+
+    def no(reason: str) -> Finding:
+        return abstain(symbol, Domain.FUNDAMENTAL, specialization, ", ".join(names), reason, as_of)
+
+    tables = PIT_TABLES[specialization]
+    absent = [n for n in tables if alt.table(n) is None]
+    if specialization == "valuation" and len(absent) < len(tables):
+        absent = []  # one of the two is enough
+    if absent:
+        return no("; ".join(alt.missing(n) for n in absent))
+    t = decision_time(as_of)
+    basis = price_basis or pit.CORPUS_PRICE_BASIS
+    try:
+        facts = pit_facts(specialization, alt, symbol, t, bundle.value("CLOSE"), basis)
+    except LookupError as exc:
+        return no(str(exc))
+    if not facts:
+        files = " or ".join(t.source for n in tables if (t := alt.table(n)) is not None)
+        return no(f"{files} give none of {', '.join(names)} for {symbol} as of {as_of}")
+    signal, confidence = score_facts(facts, len(names))
+    cites = list(dict.fromkeys(str(c) for f in facts for c in f.cites))
+    interp = (
+        f"{'; '.join(f.text for f in facts)} -> score {signal:+.2f} "
+        f"({len(facts)}/{len(names)} facts; closes split-adjusted through {basis}). "
+        f"Rows: {'; '.join(cites)}."
+    )
+    return Finding(
+        symbol=symbol, type=Domain.FUNDAMENTAL, specialization=specialization,
+        indicator=", ".join(f.name for f in facts), value=facts[0].value, interpretation=interp,
+        signal=signal, confidence=confidence, evidence={f.name: f.value for f in facts},
+        as_of=as_of,
     )  # fmt: skip
 
 

@@ -404,7 +404,7 @@ def put_call_reading(
     mean, sd = float(history.mean()), float(history.std(ddof=1))
     value = float(latest[column])
     z = (value - mean) / sd if sd > 0 else 0.0
-    signal = _clip(z / 2)  # contrarian: fear (high put/call) is bullish
+    signal = math.tanh(z / 2)  # contrarian: fear (high put/call) is bullish
     confidence = _clip(0.05 + 0.1 * min(abs(z), 2.5), 0, PUT_CALL_MAX_CONFIDENCE)
     ev = {
         f"putcall_{column}": value,

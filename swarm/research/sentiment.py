@@ -1,6 +1,9 @@
 """Rules brains of the five sentiment subagents.
 
-Only items dated on or before ``as_of`` are ever read. Headline text never leaves this
+With point-in-time alternative data (``context.alt``), news, analyst, social and options_flow
+read it (``swarm.research.sentiment_alt``: only rows known by the close of ``as_of``);
+without it they read the run's news items and provider hooks. Only items dated on or before
+``as_of`` are ever read. Headline text never leaves this
 module: findings carry counts and scores.
 """
 
@@ -10,6 +13,7 @@ import datetime as dt
 import math
 from typing import Any
 
+from swarm.research import sentiment_alt
 from swarm.research.context import ResearchContext, abstain, clip
 from swarm.research.features import FeatureBundle
 from swarm.research.models import Domain, Finding
@@ -27,6 +31,16 @@ SOURCE_NEEDED = {
     "analyst": "analyst rating-action feed",
     "options_flow": "option chains for put/call volume and open interest",
     "insider": "insider-transaction filings (SEC Form 4)",
+}
+# Form 4 filings are public only online (SEC EDGAR); the offline corpus has none.
+INSIDER_OFFLINE = (
+    "no insider-transaction filings (SEC Form 4) available offline: Form 4 is an online "
+    "source (SEC EDGAR), not in the offline corpus"
+)
+ALT_READERS = {
+    "analyst": sentiment_alt.analyst,
+    "social": sentiment_alt.social,
+    "options_flow": sentiment_alt.options_flow,
 }
 
 
@@ -49,6 +63,10 @@ def _no_news_reason(context: ResearchContext, symbol: str, as_of: dt.date, days:
 
 
 def news(bundle: FeatureBundle, context: ResearchContext) -> Finding:
+    if context.alt is not None:
+        found = sentiment_alt.news(bundle, context)
+        if found is not None:
+            return found
     symbol, as_of = bundle.symbol, dt.date.fromisoformat(bundle.as_of)
     days = context.news_window_days
     start = as_of - dt.timedelta(days=days)
@@ -218,6 +236,10 @@ def run_hooked(spec: str, bundle: FeatureBundle, context: ResearchContext) -> Fi
             if isinstance(out, Finding):
                 return out
             return abstain(symbol, Domain.SENTIMENT, spec, spec, out, as_of)
+    if context.alt is not None and spec in ALT_READERS:
+        alt_found = ALT_READERS[spec](bundle, context)
+        if alt_found is not None:
+            return alt_found
     if spec == "analyst" and context.analyst_from_headlines and context.news_items:
         found = _analyst_from_headlines(bundle, context)
         if found is not None:
@@ -230,4 +252,6 @@ def run_hooked(spec: str, bundle: FeatureBundle, context: ResearchContext) -> Fi
         return abstain(symbol, Domain.SENTIMENT, spec, "rating actions", reason, as_of)
     where = "offline" if context.offline else "in this run"
     reason = f"no {SOURCE_NEEDED[spec]} available {where}"
+    if spec == "insider" and context.offline:
+        reason = INSIDER_OFFLINE
     return abstain(symbol, Domain.SENTIMENT, spec, spec, reason, as_of)

@@ -73,11 +73,11 @@ def test_trailing_pe_uses_only_eps_reported_by_t() -> None:
         for d, eps in zip(reports, [1.0, 1.0, 1.0, 1.0, 3.0], strict=True)
     ]
     su = _table("surprises", rows)
-    # At the close of 2016-04-18 the report after the close of 2016-04-19 is not known.
-    (pe,) = fa.valuation(None, su, "XYZ", decision_time("2016-04-18"), 40.0, price_basis="2016")
+    # The report after the close of 2016-04-19 is not known at that close: the next bar's.
+    (pe,) = fa.valuation(None, su, "XYZ", decision_time("2016-04-19"), 40.0, price_basis="2016")
     assert pe.value == pytest.approx(10.0)
     assert [c.date for c in pe.cites] == reports[:4]
-    (pe,) = fa.valuation(None, su, "XYZ", decision_time("2016-04-19"), 40.0, price_basis="2016")
+    (pe,) = fa.valuation(None, su, "XYZ", decision_time("2016-04-20"), 40.0, price_basis="2016")
     assert pe.value == pytest.approx(40.0 / 6.0) and pe.cites[-1].date == "2016-04-19"
 
 

@@ -152,8 +152,9 @@ def test_put_call_is_market_level_and_uses_only_days_up_to_as_of(tmp_path):
     days = pd.bdate_range("2014-06-02", "2015-07-10")
     values = [0.6 + 0.05 * ((i % 5) - 2) for i in range(len(days))]
     frame = _put_call(days, values)
-    frame.loc[frame["date"] == "2015-06-30", "equity_pc"] = 0.9  # fear at as_of
-    frame.loc[frame["date"] > "2015-06-30", "equity_pc"] = 5.0  # planted future panic
+    # Fear on the last day known at as_of's close (its own ratio comes after that close).
+    frame.loc[frame["date"] == "2015-06-29", "equity_pc"] = 0.9
+    frame.loc[frame["date"] >= "2015-06-30", "equity_pc"] = 5.0  # planted: not yet known
     table = _corpus(tmp_path, "put_call", frame).table("put_call")
     t = decision_time(AS_OF)
     r = s.put_call_reading(table.as_of(t), source=table.source, as_of=t)
@@ -161,12 +162,12 @@ def test_put_call_is_market_level_and_uses_only_days_up_to_as_of(tmp_path):
     assert r.level == s.MARKET_LEVEL
     assert r.evidence["putcall_equity_pc"] == 0.9
     assert r.signal > 0  # contrarian: fear is bullish
-    assert max(c.known_at for c in r.citations) == t
+    assert max(c.known_at for c in r.citations) < t
     assert r.evidence["putcall_equity_pc_mean_252d"] < 1.0  # no 5.0 in the history
     # Even an uncut frame gives the same reading.
     assert s.put_call_reading(table.frame, source=table.source, as_of=t) == r
     # Complacency is bearish.
-    frame.loc[frame["date"] == "2015-06-30", "equity_pc"] = 0.4
+    frame.loc[frame["date"] == "2015-06-29", "equity_pc"] = 0.4
     low = _corpus(tmp_path / "low", "put_call", frame).table("put_call")
     assert s.put_call_reading(low.frame, source=low.source, as_of=t).signal < 0
 

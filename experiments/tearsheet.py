@@ -19,6 +19,8 @@ import json
 import logging
 import re
 import sys
+import tempfile
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -138,9 +140,9 @@ def _quantstats_html(
         import quantstats as qs
     except ImportError as exc:  # pragma: no cover - a dependency of the project
         raise TearsheetError("the tear sheet needs quantstats: pip install -e .") from exc
-    import tempfile
-
-    with tempfile.TemporaryDirectory() as tmp:
+    with tempfile.TemporaryDirectory() as tmp, warnings.catch_warnings():
+        # QuantStats' own deprecation noise (pandas, seaborn, matplotlib) is not the run's.
+        warnings.simplefilter("ignore")
         out = Path(tmp) / "qs.html"
         # The benchmark is always a return Series: a ticker string would make QuantStats
         # download it.

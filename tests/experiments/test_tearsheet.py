@@ -163,3 +163,43 @@ def test_finalize_keeps_the_run_when_the_sheet_fails(
     assert not (tmp_path / "run" / TEARSHEET).exists()
     assert stages and stages[0][0] == "warning" and "TearsheetError" in stages[0][1]
     assert "tear sheet not written" in caplog.text
+
+
+def test_finalize_traces_the_winners_trades() -> None:
+    """The stored results keep trade pnls only: finalize re-runs the winner's folds with the
+    trace, and each fold's flat-to-flat trades are backtrader's closed trades (plus any open)."""
+    from datetime import date
+
+    from conftest import read_real_bars
+
+    from backtest.contracts import CostModel, Fold
+    from backtest.executor import SerialBackend
+    from strategies.codegen import render
+    from strategies.portfolio import portfolio_spec
+    from strategies.spec import PortfolioFamily
+
+    symbols = ("AAPL", "MSFT", "NVDA")
+    data = {s: SimpleNamespace(bars=read_real_bars(s, "2012-01-01", "2014-12-31")) for s in symbols}
+    folds = [
+        Fold(index=0, warmup_start=date(2012, 1, 3), start=date(2012, 10, 1), end=date(2013, 9, 30)),
+        Fold(index=1, warmup_start=date(2012, 10, 1), start=date(2013, 10, 1), end=date(2014, 9, 30)),
+    ]  # fmt: skip
+    spec = portfolio_spec(PortfolioFamily.CROSS_SECTIONAL_MOMENTUM, {"xs_top_n": 1})
+    ctx = SimpleNamespace(
+        symbols=symbols,
+        data=data,
+        insample_bars=lambda s: data[s].bars,
+        memo=SimpleNamespace(insample_frames={}),
+        folds=folds,
+        config=SimpleNamespace(costs=CostModel()),
+        periods_per_year=252,
+        executor=SerialBackend(),  # sandboxed: the trace comes from the child
+    )
+    variant = {"variant_id": "v1", "code": render(spec), "spec": spec.model_dump(mode="json")}
+    trades = finalize._best_trades(ctx, variant)  # type: ignore[arg-type]
+    assert trades and {t["symbol"] for t in trades} <= set(symbols)
+    assert [t["entry_date"] for t in trades] == sorted(t["entry_date"] for t in trades)
+    assert trades[0]["entry_date"] >= "2012-10-01"
+    closed = [t for t in trades if t["exit_date"] is not None]
+    assert closed and all(t["exit_date"] >= t["entry_date"] for t in closed)
+    assert all(t["entry_price"] > 0 and t["exit_price"] > 0 for t in closed)

@@ -50,7 +50,11 @@ def write_tearsheet(run_dir: Path | str) -> Path:
         raise TearsheetError(f"{root}: the returns of {best} are empty")
     bench_name = (verdict.get("benchmark") or {}).get("name") or "benchmark"
     page = _quantstats_html(
-        strategy, benchmark, title=f"{root.name}: {best}", benchmark_title=bench_name
+        strategy,
+        benchmark,
+        title=f"{root.name}: {best}",
+        benchmark_title=bench_name,
+        periods_per_year=int(inputs.get("periods_per_year") or 252),
     )
     extra = _lab_sections(root, best, verdict, inputs)
     page = _EXTERNAL_TAG.sub("", page)
@@ -68,6 +72,7 @@ def tearsheet_inputs(
     variant_id: str,
     benchmark: str,
     trades: list[dict[str, Any]] | None,
+    periods_per_year: int = 252,
 ) -> dict[str, Any]:
     """The JSON finalize writes as ``tearsheet.json``: per window, the dates and both tracks."""
     out = {}
@@ -78,7 +83,13 @@ def tearsheet_inputs(
             "strategy": [float(x) for x in strat.to_numpy()],
             "benchmark": [None if pd.isna(x) else float(x) for x in bench.to_numpy()],
         }
-    return {"variant_id": variant_id, "benchmark": benchmark, "windows": out, "trades": trades}
+    return {
+        "variant_id": variant_id,
+        "benchmark": benchmark,
+        "periods_per_year": periods_per_year,
+        "windows": out,
+        "trades": trades,
+    }
 
 
 def _read_json(path: Path, root: Path) -> Any:
@@ -130,7 +141,12 @@ def _tracks(windows: dict[str, Any]) -> tuple[pd.Series, pd.Series | None]:
 
 
 def _quantstats_html(
-    strategy: pd.Series, benchmark: pd.Series | None, *, title: str, benchmark_title: str
+    strategy: pd.Series,
+    benchmark: pd.Series | None,
+    *,
+    title: str,
+    benchmark_title: str,
+    periods_per_year: int,
 ) -> str:
     import matplotlib
 
@@ -152,7 +168,7 @@ def _quantstats_html(
             output=str(out),
             title=title,
             benchmark_title=benchmark_title if benchmark is not None else None,
-            periods_per_year=252,
+            periods_per_year=periods_per_year,
         )
         return out.read_text(encoding="utf-8")
 
@@ -195,7 +211,7 @@ def _exposure_section(root: Path, best: str, verdict: dict[str, Any]) -> str:
 
 def _trades_section(trades: list[dict[str, Any]] | None) -> str:
     if trades is None:
-        return "<h3>Trade list</h3><p>Not recorded for this run.</p>"
+        return "<h3>Trade list, in-sample folds</h3><p>Not recorded for this run.</p>"
     head = ["symbol", "entry date", "entry price", "exit date", "exit price", "size", "return %"]
     rows = []
     for t in trades:
@@ -205,7 +221,8 @@ def _trades_section(trades: list[dict[str, Any]] | None) -> str:
             ret = 100.0 * (exit_ / entry - 1.0) * (1 if t["size"] > 0 else -1)
         rows.append([t["symbol"], t["entry_date"], entry, t.get("exit_date") or "open", exit_,
                      t["size"], ret])  # fmt: skip
-    return f"<h3>Trade list ({len(rows)} trades)</h3>" + _table(head, rows)
+    # Each fold is its own backtest: a trade open at a fold's end shows as open.
+    return f"<h3>Trade list, in-sample folds ({len(rows)} trades)</h3>" + _table(head, rows)
 
 
 def _table(head: list[str], rows: list[list[Any]]) -> str:

@@ -322,7 +322,11 @@ def _tearsheet(
     try:
         trades = _best_trades(ctx, best_variant) if best_variant else None
         inputs = tearsheet_inputs(
-            windows, variant_id=best_id, benchmark=ctx.benchmark.name, trades=trades
+            windows,
+            variant_id=best_id,
+            benchmark=ctx.benchmark.name,
+            trades=trades,
+            periods_per_year=ctx.periods_per_year,
         )
         ctx.run.write_json(INPUTS, inputs)
         write_tearsheet(ctx.run.root)

@@ -60,6 +60,7 @@ def _run_folder(root: Path, *, inputs: bool = True) -> Path:
         data = tearsheet_inputs(
             _windows(), variant_id=BEST, benchmark="buy-and-hold", trades=TRADES
         )
+        assert data["periods_per_year"] == 252
         (root / INPUTS).write_text(json.dumps(data), encoding="utf-8")
     return root
 
@@ -92,7 +93,7 @@ def test_sheet_has_the_sections(sheet: str) -> None:
         "Worst 10 Drawdowns",
         "Distribution of Monthly Returns",
         "Exposure and turnover",
-        "Trade list (2 trades)",
+        "Trade list, in-sample folds (2 trades)",
     ):
         assert title in sheet, title
     assert "buy-and-hold" in sheet
@@ -128,7 +129,7 @@ def test_old_run_without_inputs_draws_from_backtests(tmp_path: Path) -> None:
     (folder / "PORTFOLIO-f0.json").write_text(json.dumps(record), encoding="utf-8")
     text = write_tearsheet(root).read_text(encoding="utf-8")
     assert "No benchmark series" in text
-    assert "Trade list</h3><p>Not recorded" in text
+    assert "Trade list, in-sample folds</h3><p>Not recorded" in text
     assert "in-sample PORTFOLIO-f0" in text
 
 
@@ -155,6 +156,7 @@ def test_finalize_keeps_the_run_when_the_sheet_fails(
     ctx = SimpleNamespace(
         run=RunFolder(tmp_path / "run"),
         benchmark=SimpleNamespace(name="buy-and-hold"),
+        periods_per_year=252,
         progress=SimpleNamespace(stage=lambda name, msg: stages.append((name, msg))),
     )
     # No verdict.json in the folder: the sheet fails, finalize logs a line and goes on.

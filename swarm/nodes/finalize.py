@@ -34,6 +34,7 @@ from experiments.records import (
     append_record,
 )
 from experiments.report import render_report
+from experiments.scorecard import trades_kind
 from gate.aggregate import aggregate_variant
 from gate.alpha import aligned_stats, deflated_alpha
 from gate.contracts import Route
@@ -280,6 +281,7 @@ def finalize(state: DevelopState, runtime: Runtime[RunContext]) -> dict[str, Any
             figures=figures_json,
             lineage=lineage_of(best_id, {vid: v.parent_id for vid, v in stored.items()}),
             run_dir=run.root,
+            trades=trades_kind(best_variant["spec"], len(ctx.symbols)),
         )
     run.write_text(
         "report.md",

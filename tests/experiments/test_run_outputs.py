@@ -283,7 +283,8 @@ def _scored_report(verdict, best_eval, *, spec_extra=None, tickers=("AAPL",), pe
     )  # fmt: skip
 
 
-ALPHA = {"t_stat": 2.95, "deflated_alpha": 0.924, "alpha_annual_pct": 26.5, "beta": 0.8}
+ALPHA = {"t_stat": 2.95, "deflated_alpha": 0.924, "alpha_annual_pct": 26.5, "beta": 0.8,
+         "benchmark": "buy-and-hold", "n_obs": 500}  # fmt: skip
 
 
 def test_report_opens_with_the_verdict_line_and_tables_every_bar_for_the_best():
@@ -358,3 +359,40 @@ def test_the_trial_chart_and_the_report_count_the_same_noise_trials(tmp_path):
     assert "the best of 17 pure-noise trials" in text
     path = plot_trial_sharpes([0.1, 0.5], **counts, path=tmp_path / "s.png")
     assert path.read_bytes().startswith(PNG)
+
+
+def test_an_export_of_a_non_winner_carries_the_banner_and_what_it_failed(tmp_path):
+    run = tmp_path / "run"
+    run.mkdir()
+    winner, other = _variant("i02-v01-w", parent="i01-v01-momentum-abc123"), _variant()
+    other["in_sample"] = {**other["in_sample"], "score": 0.85, "dsr": 0.99,
+                          "alpha": dict(ALPHA, deflated_alpha=0.9)}  # fmt: skip
+    winner["in_sample"] = {**winner["in_sample"], "score": 0.9, "dsr": 0.99,
+                           "alpha": dict(ALPHA, deflated_alpha=0.97)}  # fmt: skip
+    verdict = _verdict(verdict="SUCCESS", best_variant="i02-v01-w", spa_pvalue=0.01,
+                       figures={"in-sample": {"metrics": METRICS}})  # fmt: skip
+    (run / "variants.json").write_text(
+        json.dumps({"i02-v01-w": winner, other["variant_id"]: other})
+    )
+    (run / "verdict.json").write_text(json.dumps(verdict))
+    config = {"costs": {"commission_pct": 0.1}, "tickers": ["AAPL"],
+              "criteria": {"rules": [{"metric": "sharpe", "op": ">=", "threshold": 1.0}]}}  # fmt: skip
+    manifest = build_manifest(run_id="run", config=config, data={}, seed=0, argv=[])
+    (run / "manifest.json").write_text(json.dumps(manifest))
+
+    dest = export_from_run(run, tmp_path / "x", other["variant_id"])
+    readme = (dest / "README.md").read_text()
+    banner = (
+        "NOT A WINNER: run verdict SUCCESS; i01-v01-momentum-abc123 did not pass the gate: "
+        "it failed deflated alpha (0.9 < 0.95)."
+    )
+    assert f"> **{banner}**" in readme.splitlines()
+    assert (dest / "strategy.py").read_text().startswith(f"# {banner}\n")
+    assert "| trades (round trips: entry to flat) |" in readme
+    won = export_from_run(run, tmp_path / "w")
+    assert "NOT A WINNER" not in (won / "README.md").read_text()
+    assert "NOT A WINNER" not in (won / "strategy.py").read_text()
+    # an ABANDON run's best is not a winner either
+    (run / "verdict.json").write_text(json.dumps(dict(verdict, verdict="ABANDON")))
+    best = export_from_run(run, tmp_path / "b")
+    assert "NOT A WINNER: run verdict ABANDON; i02-v01-w" in (best / "README.md").read_text()

@@ -169,6 +169,39 @@ def plot_equity(
     return _save(fig, path)
 
 
+def trial_chart_counts(verdict: dict[str, Any]) -> dict[str, Any]:
+    """What ``plot_trial_sharpes`` draws besides the values, read from ``verdict.json``: the
+    same ``trial_sharpes`` record the report's deflation line reads, so the chart's "noise
+    trials" is the N the deflation used (the effective count when it deflates by that), and
+    its "counted" is the run's raw trial count."""
+    ts = verdict.get("trial_sharpes") or {}
+    return {
+        "threshold": ts.get("threshold"),
+        "best": ts.get("best"),
+        "n_trials": verdict.get("n_trials"),
+        "n_deflation": ts.get("n_trials"),
+        "unit": ts.get("unit", "annualised"),
+    }
+
+
+def trial_sharpes_labels(
+    n_values: int,
+    *,
+    threshold: float | None,
+    n_trials: int | None,
+    n_deflation: int | None,
+) -> dict[str, str]:
+    """The trial chart's words: its title and the threshold line's legend."""
+    total = f" of {n_trials} counted" if n_trials is not None else ""
+    noise = n_deflation if n_deflation is not None else (n_trials or n_values)
+    return {
+        "title": f"Trial Sharpe ratios ({n_values}{total}) and the deflation threshold",
+        "threshold": ""
+        if threshold is None
+        else f"expected max of {noise} noise trials: {threshold:.2f}",
+    }
+
+
 def plot_trial_sharpes(
     sharpes: Sequence[float],
     *,
@@ -176,24 +209,28 @@ def plot_trial_sharpes(
     path: Path,
     best: float | None = None,
     n_trials: int | None = None,
+    n_deflation: int | None = None,
     unit: str = "annualised",
 ) -> Path:
     """Histogram of every trial's Sharpe with the deflation threshold: the Sharpe the best of
-    that many pure-noise trials would be expected to reach (E[max] x the trials' Sharpe std)."""
+    ``n_deflation`` pure-noise trials would be expected to reach (E[max] x the trials' Sharpe
+    std). ``n_trials``: the run's raw count, in the title."""
     values = [float(s) for s in sharpes if s is not None and math.isfinite(s)]
+    labels = trial_sharpes_labels(
+        len(values), threshold=threshold, n_trials=n_trials, n_deflation=n_deflation
+    )
     fig, ax = plt.subplots(figsize=(8, 4))
     if values:
         ax.hist(values, bins=min(30, max(5, len(values))), color="tab:blue", alpha=0.7,
                 edgecolor="white", label=f"trials with a Sharpe ({len(values)})")  # fmt: skip
     if threshold is not None and math.isfinite(threshold):
         ax.axvline(threshold, color="tab:red", linestyle="--", linewidth=1.5,
-                   label=f"expected max of {n_trials or len(values)} noise trials: {threshold:.2f}")  # fmt: skip
+                   label=labels["threshold"])  # fmt: skip
     if best is not None and math.isfinite(best):
         ax.axvline(best, color="tab:green", linewidth=1.5, label=f"best variant: {best:.2f}")
     ax.set_xlabel(f"Sharpe ratio ({unit})")
     ax.set_ylabel("trials")
-    total = f" of {n_trials} counted" if n_trials is not None else ""
-    ax.set_title(f"Trial Sharpe ratios ({len(values)}{total}) and the deflation threshold")
+    ax.set_title(labels["title"])
     ax.grid(alpha=0.3)
     if ax.get_legend_handles_labels()[0]:
         ax.legend(loc="best", fontsize=8)

@@ -19,6 +19,15 @@ from typing import Any
 from pydantic import ValidationError
 
 from experiments.records import VARIANTS, Manifest, Verdict
+from experiments.scorecard import (
+    ROUND_TRIPS,
+    TRADE_LABELS,
+    criteria_of,
+    criteria_rows,
+    not_a_winner,
+    other_vetoes,
+    trades_kind,
+)
 from strategies.regime import index_symbols
 
 RUNNER = '''
@@ -150,7 +159,11 @@ class ExportError(Exception):
     """Bad export request; the message says what to do."""
 
 
-def standalone_source(code: str, class_name: str, *, costs: dict[str, float]) -> str:
+def standalone_source(
+    code: str, class_name: str, *, costs: dict[str, float], banner: list[str] | None = None
+) -> str:
+    """The variant's code with the runner; ``banner`` (a non-winner's) heads it as comments."""
+    top = "".join(f"# {line}\n" for line in banner or [])
     header = (
         f"\n\nSTRATEGY = {class_name}\n"
         # The index series the strategy reads by name (a regime filter's): extra --data files.
@@ -159,7 +172,7 @@ def standalone_source(code: str, class_name: str, *, costs: dict[str, float]) ->
         f"COMMISSION_PCT = {float(costs.get('commission_pct', 0.1))!r}\n"
         f"SLIPPAGE_PCT = {float(costs.get('slippage_pct', 0.05))!r}\n"
     )
-    return code.rstrip() + "\n" + header + RUNNER
+    return top + code.rstrip() + "\n" + header + RUNNER
 
 
 def write_export(
@@ -171,14 +184,21 @@ def write_export(
     figures: dict[str, Any],
     lineage: list[str],
     run_dir: Path,
+    banner: list[str] | None = None,
+    trades: str = ROUND_TRIPS,
 ) -> Path:
+    """``banner``: ``scorecard.not_a_winner``'s lines for a variant that did not win (None
+    for the winner); ``trades``: what its trade count counts (``scorecard.trades_kind``)."""
     dest.mkdir(parents=True, exist_ok=True)
-    _write(dest / "strategy.py", standalone_source(variant["code"], class_name, costs=costs))
+    _write(
+        dest / "strategy.py",
+        standalone_source(variant["code"], class_name, costs=costs, banner=banner),
+    )
     _write(
         dest / "params.json",
         json.dumps(variant["spec"]["parameters"], indent=2, sort_keys=True) + "\n",
     )
-    _write(dest / "README.md", _readme(variant, figures, lineage, run_dir, costs))
+    _write(dest / "README.md", _readme(variant, figures, lineage, run_dir, costs, banner, trades))
     return dest
 
 
@@ -189,11 +209,12 @@ def _write(path: Path, text: str) -> None:
     os.replace(tmp, path)
 
 
-def _readme(variant, figures, lineage, run_dir, costs) -> str:
+def _readme(variant, figures, lineage, run_dir, costs, banner, trades) -> str:
     spec = variant["spec"]
     lines = [
         f"# {spec['name']} ({variant['variant_id']})",
         "",
+        *([f"> **{banner[0]}**", *(f"> {line}" for line in banner[1:]), ""] if banner else []),
         f"Family: {spec['family']}. {spec['approach']}",
         "",
         f"Found by the strategy lab in run `{Path(run_dir).name}`, iteration {variant['iteration']}, "
@@ -229,8 +250,8 @@ def _readme(variant, figures, lineage, run_dir, costs) -> str:
         "",
         "## Figures recorded by the lab",
         "",
-        "| window | sharpe | CAGR % | max DD % | win rate % | trades | benchmark sharpe | "
-        "alpha % a year | beta | alpha HAC t |",
+        f"| window | sharpe | CAGR % | max DD % | win rate % | {TRADE_LABELS[trades]} | "
+        "benchmark sharpe | alpha % a year | beta | alpha HAC t |",
         "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for window, row in figures.items():
@@ -341,6 +362,7 @@ def export_from_run(run_dir: Path, to: Path, variant_id: str | None = None) -> P
         )
     variant = variants[variant_id]
     figures = variant_figures(variant_id, variant, verdict)
+    trades = trades_kind(variant["spec"], len(manifest.config.get("tickers") or []))
     return write_export(
         Path(to),
         variant=variant,
@@ -349,7 +371,31 @@ def export_from_run(run_dir: Path, to: Path, variant_id: str | None = None) -> P
         figures=figures,
         lineage=lineage_of(variant_id, {k: v.get("parent_id") for k, v in variants.items()}),
         run_dir=run_dir,
+        banner=_banner(variant_id, variant, verdict, manifest.config, trades),
+        trades=trades,
     )
+
+
+def _banner(
+    variant_id: str,
+    variant: dict[str, Any],
+    verdict: dict[str, Any],
+    config: dict[str, Any],
+    trades: str,
+) -> list[str] | None:
+    """NOT A WINNER and the bars this variant failed, from its own in-sample figures."""
+    own = variant.get("in_sample") or {}
+    rows = criteria_rows(
+        criteria_of(config, config.get("criteria_text")),
+        metrics=own.get("metrics"),
+        alpha=own.get("alpha"),
+        score=own.get("score"),
+        dsr=own.get("dsr"),
+        spa_pvalue=verdict.get("spa_pvalue"),
+        cash=(verdict.get("benchmark") or {}).get("name") == "cash",
+        trades=trades,
+    )
+    return not_a_winner(verdict, variant_id, rows, other_vetoes(own.get("vetoes")))
 
 
 def main(argv: list[str] | None = None) -> int:

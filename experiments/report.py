@@ -5,6 +5,17 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from experiments.scorecard import (
+    TRADE_LABELS,
+    concentration_line,
+    criteria_of,
+    criteria_rows,
+    holdout_line,
+    other_vetoes,
+    scorecard_table,
+    trades_kind,
+    verdict_line,
+)
 from gate.effective import CORRELATION_DISTANCE
 from strategies.taxonomy import within_directive
 
@@ -44,11 +55,13 @@ def _alpha_row(label: str, a: dict[str, Any] | None) -> str:
     )
 
 
-METRICS_HEADER = [
-    "| window | sharpe | sortino | CAGR % | max DD % | win rate % | profit factor | trades | "
-    "exposure % | turnover / year | bars held per trade |",
-    "|---|---|---|---|---|---|---|---|---|---|---|",
-]
+def metrics_header(trades: str = "trades") -> list[str]:
+    """The metrics table's head; ``trades`` says what the count is (``scorecard.TRADE_LABELS``)."""
+    return [
+        f"| window | sharpe | sortino | CAGR % | max DD % | win rate % | profit factor | {trades} | "
+        "exposure % | turnover / year | bars held per trade |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
 
 
 def render_report(
@@ -65,13 +78,40 @@ def render_report(
     criteria_text: str,
     charts: list[str] | None = None,
     n_records: int | None = None,
+    holdout_per_symbol: dict[str, dict[str, Any]] | None = None,
 ) -> str:
+    """``holdout_per_symbol``: the winner's holdout metrics per symbol (for concentration)."""
     charts = charts or []
     bench = verdict.get("benchmark") or {"name": "buy-and-hold", "description": "buy & hold"}
     bname = bench["name"]
     cash = bname == "cash"
+    criteria = criteria_of(config, criteria_text)
+    spec = (best_variant or {}).get("spec") or {}
+    trades = trades_kind(spec, len(config.get("tickers") or []))
+    rows = (
+        criteria_rows(
+            criteria,
+            metrics=best_eval.get("metrics"),
+            alpha=best_eval.get("alpha"),
+            score=best_eval.get("score"),
+            dsr=best_eval.get("dsr"),
+            spa_pvalue=best_eval.get("spa_pvalue", verdict.get("spa_pvalue")),
+            cash=cash,
+            trades=trades,
+        )
+        if best_eval
+        else []
+    )
+    vetoes = other_vetoes((best_eval or {}).get("vetoes"), (best_eval or {}).get("veto_kinds"))
+    headline = [verdict_line(verdict, best_variant if best_eval else None, rows, vetoes=vetoes)]
+    if (held := holdout_line(verdict, criteria)) is not None:
+        headline.append(held)
+        if (spread := concentration_line(holdout_per_symbol, scope=spec.get("scope"))) is not None:
+            headline.append(spread)
     out = [
         f"# Strategy lab run `{run_id}`",
+        "",
+        *[f"**{line}**  " if k == 0 else f"{line}  " for k, line in enumerate(headline)],
         "",
         f"**Directive:** {config['directive']}  ",
         f"**Verdict:** {verdict['verdict']} after {verdict['iterations']} iteration(s), "
@@ -181,8 +221,14 @@ def render_report(
             + ", ".join(_f(s) for s in best_eval.get("fold_sharpes", []))
             + (f"; vetoes: {'; '.join(best_eval['vetoes'])}" if best_eval.get("vetoes") else ""),
             "",
+            "What passed, bar by bar (in-sample, as the gate saw it when it chose this variant; "
+            "margin: how far past the threshold, negative when short of it; attainment: 1 at "
+            "the threshold, 0..2):",
+            "",
+            *scorecard_table(rows),
+            "",
             *_rejected_warning(best_eval, figures),
-            *METRICS_HEADER,
+            *metrics_header(TRADE_LABELS[trades]),
         ]
         for window, row in figures.items():
             out.append(_metrics_row(f"{window} (strategy)", row.get("metrics")))

@@ -14,7 +14,12 @@ from backtest.benchmark import returns_metrics
 from backtest.contracts import BacktestJob, JobStatus, Metrics
 from backtest.period_keys import index_keys
 from backtest.trade_list import trades_from_trace_fills
-from experiments.charts import plot_equity, plot_trajectory, plot_trial_sharpes
+from experiments.charts import (
+    plot_equity,
+    plot_trajectory,
+    plot_trial_sharpes,
+    trial_chart_counts,
+)
 from experiments.export import lineage_of, write_export
 from experiments.records import (
     VARIANTS,
@@ -31,6 +36,7 @@ from experiments.records import (
     append_record,
 )
 from experiments.report import render_report
+from experiments.scorecard import trades_kind
 from experiments.tearsheet import INPUTS, tearsheet_inputs, write_tearsheet
 from gate.aggregate import aggregate_variant
 from gate.alpha import aligned_stats, deflated_alpha
@@ -267,9 +273,10 @@ def finalize(state: DevelopState, runtime: Runtime[RunContext]) -> dict[str, Any
         charts.append("charts/equity.png")
     if trials["values"]:
         plot_trial_sharpes(
-            trials["values"], threshold=trials["threshold"], best=trials["best"],
-            n_trials=ledger.n_trials, path=run.path("charts/trial_sharpes.png"),
-        )  # fmt: skip
+            trials["values"],
+            **trial_chart_counts(verdict_json),
+            path=run.path("charts/trial_sharpes.png"),
+        )
         charts.append("charts/trial_sharpes.png")
     if success and best_variant:
         write_export(
@@ -280,6 +287,7 @@ def finalize(state: DevelopState, runtime: Runtime[RunContext]) -> dict[str, Any
             figures=figures_json,
             lineage=lineage_of(best_id, {vid: v.parent_id for vid, v in stored.items()}),
             run_dir=run.root,
+            trades=trades_kind(best_variant["spec"], len(ctx.symbols)),
         )
     run.write_text(
         "report.md",
@@ -298,6 +306,11 @@ def finalize(state: DevelopState, runtime: Runtime[RunContext]) -> dict[str, Any
             criteria_text=ctx.memo.criteria_text or "",
             charts=charts,
             n_records=sum(1 for _ in run.tracker.records()),
+            holdout_per_symbol={
+                s: m.model_dump(mode="json")
+                for s, m in (h.per_symbol if h else {}).items()
+                if isinstance(m, Metrics)
+            },
         ),
     )
     if windows and best_id:

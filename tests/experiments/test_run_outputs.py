@@ -264,3 +264,135 @@ def test_report_and_chart_show_the_graded_progress_next_to_the_fuzzy_score(tmp_p
     )  # fmt: skip
     assert "| best score | progress |" in text and "| 0.147 | 0.612 |" in text
     assert "Fuzzy score 0.147 (graded progress 0.612)" in text
+
+
+def _scored_report(verdict, best_eval, *, spec_extra=None, tickers=("AAPL",), per_symbol=None):
+    data = {"split": {"insample_start": "2013-01-01", "insample_end": "2017-01-01",
+                      "holdout_start": "2017-01-02", "holdout_end": "2018-12-31"},
+            "folds": [{}], "symbols": {"AAPL": {"source": "csv", "sha256": "f" * 64}}}  # fmt: skip
+    config = {"directive": "momentum", "tickers": list(tickers), "universe_source": "--tickers",
+              "timeframe": "1d", "start": "2013-01-01", "end": "2018-12-31", "seed": 4,
+              "costs": {"commission_pct": 0.1, "slippage_pct": 0.05}}  # fmt: skip
+    variant = _variant()
+    variant["spec"] = {**variant["spec"], **(spec_extra or {})}
+    return render_report(
+        run_id="r1", config=config, verdict=verdict, decisions=[], synthesis=None, data=data,
+        best_variant=variant, best_eval=best_eval, figures={},
+        criteria_text="sharpe>=1,max_drawdown_pct<=20,alpha_t>=2,min_trades>=30",
+        holdout_per_symbol=per_symbol,
+    )  # fmt: skip
+
+
+ALPHA = {"t_stat": 2.95, "deflated_alpha": 0.924, "alpha_annual_pct": 26.5, "beta": 0.8,
+         "benchmark": "buy-and-hold", "n_obs": 500}  # fmt: skip
+
+
+def test_report_opens_with_the_verdict_line_and_tables_every_bar_for_the_best():
+    best_eval = {"variant_id": "i01-v01-momentum-abc123", "score": 0.85, "dsr": 0.99,
+                 "spa_pvalue": 0.006, "fold_sharpes": [0.5], "metrics": METRICS, "alpha": ALPHA}  # fmt: skip
+    text = _scored_report(_verdict(spa_pvalue=0.02), best_eval)
+    first = text.splitlines()[2]
+    assert first == (
+        "**ABANDON: no strategy passed. The closest, i01-v01-momentum-abc123 (momentum), met 7 "
+        "of 8 criteria; it failed deflated alpha (0.924 < 0.95).**  "
+    )
+    assert "| criterion | value | threshold | pass | margin | attainment |" in text
+    assert "| sharpe>=1 | 1.1 | >= 1 | pass | +0.1 | 1.10 |" in text
+    assert "| min trades (round trips) | 40 | >= 30 | pass | +10 | 1.33 |" in text
+    # the SPA p the gate saw when it chose the variant, not the run's last one
+    assert "| SPA p-value | 0.006 | <= 0.05 | pass |" in text
+    assert "| deflated alpha | 0.924 | >= 0.95 | **FAIL** | -0.026 |" in text
+    assert "| trades (round trips: entry to flat) |" in text
+    assert "Holdout:" not in text
+
+
+def test_report_labels_a_portfolio_trade_count_as_fills():
+    best_eval = {"variant_id": "i01-v01-momentum-abc123", "score": 0.85, "dsr": 0.99,
+                 "fold_sharpes": [0.5], "metrics": METRICS, "alpha": ALPHA}  # fmt: skip
+    text = _scored_report(
+        _verdict(), best_eval, spec_extra={"scope": "portfolio"}, tickers=("AAPL", "MSFT")
+    )
+    assert "| trades (fills that reduce a position; round trips not recorded) |" in text
+    assert "| min trades (fills) | 40 |" in text
+
+
+def test_a_successful_report_says_whether_the_holdout_confirmed_alpha_and_warns_of_concentration():
+    passed = dict(ALPHA, deflated_alpha=0.97)
+    best_eval = {"variant_id": "i01-v01-momentum-abc123", "score": 0.85, "dsr": 0.99,
+                 "fold_sharpes": [0.5], "metrics": METRICS, "alpha": passed}  # fmt: skip
+    verdict = _verdict(
+        verdict="SUCCESS", benchmark={"name": "buy-and-hold", "description": "b&h"},
+        holdout_alpha={"t_stat": 1.2, "alpha_annual_pct": 4.0},
+    )  # fmt: skip
+    per_symbol = {
+        "AAPL": dict(METRICS, exposure_pct=80.0),
+        "MSFT": dict(METRICS, exposure_pct=10.0),
+    }
+    text = _scored_report(verdict, best_eval, tickers=("AAPL", "MSFT"), per_symbol=per_symbol)
+    head = text.splitlines()[2:5]
+    assert head[0].startswith("**SUCCESS: i01-v01-momentum-abc123 (momentum) passed every")
+    assert head[1].startswith(
+        "Holdout: alpha NOT confirmed (alpha 4% a year over buy-and-hold, HAC t 1.2"
+    )
+    assert head[2].startswith("**Concentration warning:** AAPL holds 89%")
+
+
+def test_the_trial_chart_and_the_report_count_the_same_noise_trials(tmp_path):
+    """The chart's threshold said 'expected max of 1041 noise trials' (the raw count) while
+    the threshold was computed, and the report said, with the 17 effective ones."""
+    from experiments.charts import trial_chart_counts, trial_sharpes_labels
+
+    verdict = _verdict(
+        n_trials=1041, n_trials_effective=17, deflated_by="effective",
+        trial_sharpes={"threshold": 0.73, "best": 1.68, "n_trials": 17, "n_with_sharpe": 1041},
+    )  # fmt: skip
+    counts = trial_chart_counts(verdict)
+    labels = trial_sharpes_labels(
+        1041, threshold=counts["threshold"], n_trials=counts["n_trials"],
+        n_deflation=counts["n_deflation"],
+    )  # fmt: skip
+    assert labels["threshold"] == "expected max of 17 noise trials: 0.73"
+    assert labels["title"].startswith("Trial Sharpe ratios (1041 of 1041 counted)")
+    best_eval = {"variant_id": "i01-v01-momentum-abc123", "score": 0.3, "dsr": 0.4,
+                 "fold_sharpes": [0.5], "metrics": METRICS}  # fmt: skip
+    text = _scored_report(verdict, best_eval)
+    assert "the best of 17 pure-noise trials" in text
+    path = plot_trial_sharpes([0.1, 0.5], **counts, path=tmp_path / "s.png")
+    assert path.read_bytes().startswith(PNG)
+
+
+def test_an_export_of_a_non_winner_carries_the_banner_and_what_it_failed(tmp_path):
+    run = tmp_path / "run"
+    run.mkdir()
+    winner, other = _variant("i02-v01-w", parent="i01-v01-momentum-abc123"), _variant()
+    other["in_sample"] = {**other["in_sample"], "score": 0.85, "dsr": 0.99,
+                          "alpha": dict(ALPHA, deflated_alpha=0.9)}  # fmt: skip
+    winner["in_sample"] = {**winner["in_sample"], "score": 0.9, "dsr": 0.99,
+                           "alpha": dict(ALPHA, deflated_alpha=0.97)}  # fmt: skip
+    verdict = _verdict(verdict="SUCCESS", best_variant="i02-v01-w", spa_pvalue=0.01,
+                       figures={"in-sample": {"metrics": METRICS}})  # fmt: skip
+    (run / "variants.json").write_text(
+        json.dumps({"i02-v01-w": winner, other["variant_id"]: other})
+    )
+    (run / "verdict.json").write_text(json.dumps(verdict))
+    config = {"costs": {"commission_pct": 0.1}, "tickers": ["AAPL"],
+              "criteria": {"rules": [{"metric": "sharpe", "op": ">=", "threshold": 1.0}]}}  # fmt: skip
+    manifest = build_manifest(run_id="run", config=config, data={}, seed=0, argv=[])
+    (run / "manifest.json").write_text(json.dumps(manifest))
+
+    dest = export_from_run(run, tmp_path / "x", other["variant_id"])
+    readme = (dest / "README.md").read_text()
+    banner = (
+        "NOT A WINNER: run verdict SUCCESS; i01-v01-momentum-abc123 did not pass the gate: "
+        "it failed deflated alpha (0.9 < 0.95)."
+    )
+    assert f"> **{banner}**" in readme.splitlines()
+    assert (dest / "strategy.py").read_text().startswith(f"# {banner}\n")
+    assert "| trades (round trips: entry to flat) |" in readme
+    won = export_from_run(run, tmp_path / "w")
+    assert "NOT A WINNER" not in (won / "README.md").read_text()
+    assert "NOT A WINNER" not in (won / "strategy.py").read_text()
+    # an ABANDON run's best is not a winner either
+    (run / "verdict.json").write_text(json.dumps(dict(verdict, verdict="ABANDON")))
+    best = export_from_run(run, tmp_path / "b")
+    assert "NOT A WINNER: run verdict ABANDON; i02-v01-w" in (best / "README.md").read_text()

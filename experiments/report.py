@@ -322,7 +322,9 @@ def render_report(
         "review it in `notebooks/review.ipynb` (`RUN_DIR=<this folder>`); export any variant "
         "with `python -m experiments.export <this folder> --to DIR [--variant ID]`.",
         "- Files: `charts/`, `strategies/` (every variant's source), `backtests/` (per-fold "
-        "return series), `research/`, `variants.json`, `verdict.json`.",
+        "return series), `research/`, `variants.json`, `verdict.json`, `tearsheet.html` (the "
+        "best variant against the benchmark: rolling Sharpe and beta, monthly returns, "
+        "drawdown periods, trades; `python -m experiments.tearsheet <this folder>` redraws it).",
         "",
     ]
     return "\n".join(out)

@@ -18,7 +18,7 @@ from experiments.tracker import ExperimentTracker
 
 TRACKED_PACKAGES = (
     "backtrader", "TA-Lib", "scikit-fuzzy", "langgraph", "langchain-core", "langchain-openai",
-    "pandas", "numpy", "scipy", "pydantic", "yfinance", "matplotlib",
+    "pandas", "numpy", "scipy", "pydantic", "yfinance", "matplotlib", "quantstats",
 )  # fmt: skip
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import math
 from datetime import UTC, datetime
 from typing import Any
@@ -12,6 +13,7 @@ from langgraph.runtime import Runtime
 from backtest.benchmark import returns_metrics
 from backtest.contracts import BacktestJob, JobStatus, Metrics
 from backtest.period_keys import index_keys
+from backtest.trade_list import trades_from_trace_fills
 from experiments.charts import (
     plot_equity,
     plot_trajectory,
@@ -35,12 +37,14 @@ from experiments.records import (
 )
 from experiments.report import render_report
 from experiments.scorecard import trades_kind
+from experiments.tearsheet import INPUTS, tearsheet_inputs, write_tearsheet
 from gate.aggregate import aggregate_variant
 from gate.alpha import aligned_stats, deflated_alpha
 from gate.contracts import Route
 from gate.evaluate import deflated_sharpe_of
 from gate.ledger import TrialLedger
 from gate.stats import expected_max_sharpe
+from strategies.spec import StrategySpec
 from strategies.taxonomy import within_directive
 from swarm.analyze.family import holdout_note, holdout_variant, with_holdout_code
 from swarm.context import RunContext
@@ -49,6 +53,8 @@ from swarm.nodes.gate import portfolio_series
 from swarm.nodes.strategy import with_code
 from swarm.regime_data import reproduce_data
 from swarm.state import BestSoFar, DevelopState
+
+log = logging.getLogger(__name__)
 
 # What variants.json keeps of each variant's gate evaluation (with its iteration).
 IN_SAMPLE_FIELDS = tuple(f for f in InSample.model_fields if f != "iteration")
@@ -307,6 +313,8 @@ def finalize(state: DevelopState, runtime: Runtime[RunContext]) -> dict[str, Any
             },
         ),
     )
+    if windows and best_id:
+        _tearsheet(ctx, best_id, best_variant, windows)
     ctx.progress.stage(
         "done",
         f"{verdict.verdict} after {verdict.iterations} iteration(s), {verdict.n_backtests} "
@@ -314,6 +322,56 @@ def finalize(state: DevelopState, runtime: Runtime[RunContext]) -> dict[str, Any
         f"{best_id or '–'}",
     )
     return {"verdict": verdict}
+
+
+def _tearsheet(
+    ctx: RunContext,
+    best_id: str,
+    best_variant: dict[str, Any] | None,
+    windows: dict[str, tuple[pd.Series, pd.Series]],
+) -> None:
+    """``tearsheet.json`` and ``tearsheet.html``: extras, so a failure is a warning line and
+    the run (verdict, report, export) stands."""
+    try:
+        trades = _best_trades(ctx, best_variant) if best_variant else None
+        inputs = tearsheet_inputs(
+            windows,
+            variant_id=best_id,
+            benchmark=ctx.benchmark.name,
+            trades=trades,
+            periods_per_year=ctx.periods_per_year,
+        )
+        ctx.run.write_json(INPUTS, inputs)
+        write_tearsheet(ctx.run.root)
+    except Exception as exc:  # noqa: BLE001 - the run must not be lost to its tear sheet
+        log.warning("tear sheet not written (%s: %s)", type(exc).__name__, exc)
+        ctx.progress.stage("warning", f"tear sheet not written ({type(exc).__name__}: {exc})")
+
+
+def _best_trades(ctx: RunContext, variant: dict[str, Any]) -> list[dict[str, Any]]:
+    """The winner's in-sample trades: each fold re-run once with the trace (the stored results
+    keep only trade pnls), its fills paired flat to flat (``backtest.trade_list``)."""
+    code = variant["code"]
+    symbols = job_symbols(StrategySpec.model_validate(variant["spec"]), list(ctx.symbols))
+    jobs = [
+        BacktestJob(
+            job_id=f"{variant['variant_id']}|{symbol}|f{fold.index}|trades",
+            variant_id=variant["variant_id"],
+            code=code,
+            symbol=symbol,
+            bars=job_bars(ctx, symbol, code=code),
+            fold=fold,
+            costs=ctx.config.costs,
+            periods_per_year=ctx.periods_per_year,
+        )
+        for symbol in symbols
+        for fold in ctx.folds
+    ]
+    trades: list[dict[str, Any]] = []
+    for job, future in [(job, ctx.executor.submit_trace(job)) for job in jobs]:
+        rows = (future.result().trace or {}).get("fills") or []
+        trades += [t.model_dump() for t in trades_from_trace_fills(job.symbol, rows)]
+    return sorted(trades, key=lambda t: (t["entry_date"], t["symbol"]))
 
 
 def _series(s: Series) -> pd.Series:

@@ -1,8 +1,9 @@
 """A sandboxed job's outcome, and the child's result line checked and booked into one.
 
 The result transport of ``backtest.sandbox``: a child's line is only a claim (its status and
-fill log, with the nonce the parent sent it for that job); ``_parse`` checks it is the running
-job's and hands the fill log to the books (``backtest.books``), which compute every figure.
+fill log, with the nonce the parent sent it for that job); ``_claim`` checks it is the running
+job's, and ``book`` hands its fill log to the books (``backtest.books``), which compute every
+figure.
 """
 
 from __future__ import annotations
@@ -90,12 +91,6 @@ class Claim:
     log: FillLog
     duration_s: float
     trace: Any
-
-
-def _parse(job: BacktestJob, line: bytes, trace: bool, nonce: str) -> tuple[SandboxOutcome, bool]:
-    """One result line of ``job``, checked and booked: (its outcome, whether it was foreign)."""
-    claim, foreign = _claim(job, line, trace, nonce)
-    return (book(job, claim, trace) if isinstance(claim, Claim) else claim), foreign
 
 
 def _claim(

@@ -18,7 +18,8 @@ KNOWN_AT = "known_at"
 TICKER = "ticker"
 
 
-def _utc(t: object) -> pd.Timestamp:
+def utc(t: object) -> pd.Timestamp:
+    """``t`` as a UTC moment (a naive one is read as UTC)."""
     ts = pd.Timestamp(t)
     return ts.tz_localize("UTC") if ts.tzinfo is None else ts.tz_convert("UTC")
 
@@ -48,7 +49,7 @@ class AltTable:
 
     def as_of(self, t: object) -> pd.DataFrame:
         """The rows known at ``t`` (a tz-aware moment, or a naive one read as UTC): a copy."""
-        end = self.frame[KNOWN_AT].array.searchsorted(_utc(t), side="right")
+        end = self.frame[KNOWN_AT].array.searchsorted(utc(t), side="right")
         return self.frame.iloc[:end].copy()
 
     def as_of_day(self, day: object) -> pd.DataFrame:

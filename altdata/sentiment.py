@@ -26,7 +26,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from altdata.pit import KNOWN_AT
+from altdata.pit import KNOWN_AT, utc
 from swarm.research.news import NEGATIVE_THRESHOLD, POSITIVE_THRESHOLD, score_headline
 
 TICKER_LEVEL = "ticker"
@@ -75,11 +75,6 @@ class Reading:
 
 def _clip(x: float, lo: float = -1.0, hi: float = 1.0) -> float:
     return float(min(hi, max(lo, x)))
-
-
-def _utc(t: object) -> pd.Timestamp:
-    ts = pd.Timestamp(t)
-    return ts.tz_localize("UTC") if ts.tzinfo is None else ts.tz_convert("UTC")
 
 
 SOURCE = "source_file"  # optional per-row file, for frames joined from several files
@@ -183,7 +178,7 @@ def news_reading(
     """Headlines known in the ``window_days`` to ``as_of``, one per story and day, scored and
     weighted by recency; None when there is none. Confidence grows with the number of
     distinct items and with their agreement (one-sided tone), never with copies."""
-    t = _utc(as_of)
+    t = utc(as_of)
     used = dedupe(_window(rows, t, window_days), text)
     if used.empty:
         return None
@@ -323,7 +318,7 @@ def analyst_reading(
     surprises known by then (one ticker's rows), or None when neither has a row. Each part
     gives a net score in [-1, 1]; they are averaged by weight (actions by their number, up to
     10; surprises by their number of four), and confidence falls when they disagree."""
-    t = _utc(as_of)
+    t = utc(as_of)
     ev: dict[str, float] = {}
     parts: list[tuple[float, float]] = []  # (score, weight)
     cites: list[Citation] = []
@@ -391,7 +386,7 @@ def put_call_reading(
     ``lookback`` sessions (z-score), read contrarian: a high ratio is crowd fear, which
     tends to precede rebounds, so it is bullish. A ``MARKET_LEVEL`` reading, or the reason
     there is none (too little history, or the latest row is stale)."""
-    t = _utc(as_of)
+    t = utc(as_of)
     known = rows[rows[KNOWN_AT] <= t].dropna(subset=[column])
     if len(known) < PUT_CALL_MIN_HISTORY + 1:
         return (f"{len(known)} put/call days known by {t:%Y-%m-%d}; the z-score needs "
@@ -449,7 +444,7 @@ def social_reading(
     own year (z-scores of rolling counts) and the tone of the distinct tweets of the last
     ``tone_days`` (finance-VADER, copies counted once). None without a tweet in the tone
     window. Attention (volume z) scales confidence, not direction."""
-    t = _utc(as_of)
+    t = utc(as_of)
     recent = dedupe(_window(rows, t, tone_days), text)
     if recent.empty:
         return None

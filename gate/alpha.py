@@ -180,6 +180,23 @@ def trial_matrix(
     return keep, m.reshape(len(common), len(keep)), np.array([benchmark[d] for d in common])
 
 
+def long_run_variance(x: np.ndarray, block_size: float = SPA_BLOCK) -> np.ndarray:
+    """Each column's long-run variance of its mean (times T) under the stationary bootstrap:
+    Politis and Romano's kernel, the estimator ``arch`` and Hansen (2005) use for the SPA's
+    studentization. The autocovariances come from one FFT per column, O(T log T)."""
+    d = np.asarray(x, dtype=float)
+    d = d.reshape(d.shape[0], -1)
+    t = d.shape[0]
+    dm = d - d.mean(axis=0)
+    size = 1 << int(2 * t - 1).bit_length()
+    spec = np.fft.rfft(dm, n=size, axis=0)
+    acov = np.fft.irfft(spec * np.conj(spec), n=size, axis=0)[:t] / t  # gamma_0 .. gamma_{T-1}
+    i = np.arange(1, t, dtype=float)
+    p = 1.0 / block_size
+    kappa = (1.0 - i / t) * (1.0 - p) ** i + (i / t) * (1.0 - p) ** (t - i)
+    return acov[0] + 2.0 * (kappa[:, None] * acov[1:]).sum(axis=0)
+
+
 def spa_pvalue(
     models: np.ndarray,
     benchmark: np.ndarray,
@@ -189,7 +206,15 @@ def spa_pvalue(
     block_size: int = SPA_BLOCK,
 ) -> float | None:
     """Hansen's SPA p-value (the "consistent" one) that no column of ``models`` (T x K
-    returns) beats ``benchmark`` (T returns) on mean return; None with too few dates."""
+    returns) beats ``benchmark`` (T returns) on mean return; None with too few dates.
+
+    Studentized as Hansen's test is: each loss differential is divided by its long-run
+    standard deviation before ``arch`` bootstraps it. ``arch.bootstrap.SPA`` (8.0) records
+    ``studentize=True`` but compares raw mean differentials, which is White's reality check:
+    one volatile zero-mean trial then widens the bootstrap maximum past a calm trial with
+    t 5, and the test loses the power studentization exists to keep. A column with no
+    variance (never trades) is left out: it cannot beat the benchmark.
+    """
     from arch.bootstrap import SPA
 
     m = np.asarray(models, dtype=float)
@@ -197,7 +222,16 @@ def spa_pvalue(
     if m.ndim != 2 or m.shape[1] == 0 or m.shape[0] < MIN_ALIGNED_OBS or b.shape[0] != m.shape[0]:
         return None
     # Losses: SPA asks whether some model has a lower expected loss than the benchmark.
-    spa = SPA(-b, -m, block_size=block_size, reps=reps, bootstrap="stationary", seed=seed)
+    diff = m - b[:, None]  # arch's loss differential (benchmark loss - model loss)
+    omega = np.sqrt(np.maximum(long_run_variance(diff, block_size), 0.0))
+    live = omega > 1e-12 * max(float(np.abs(diff).max()), 1e-300)
+    if not live.any():
+        return None
+    scaled = diff[:, live] / omega[live]
+    spa = SPA(
+        np.zeros(m.shape[0]), -scaled, block_size=block_size, reps=reps,
+        bootstrap="stationary", seed=seed,
+    )  # fmt: skip
     spa.compute()
     return float(spa.pvalues["consistent"])
 

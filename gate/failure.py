@@ -17,6 +17,7 @@ from backtest.benchmark import CASH
 from gate.alpha import ALPHA_CRITERIA
 from gate.contracts import (
     Criteria,
+    Criterion,
     FailingCriterion,
     FailureAnalysis,
     FailureType,
@@ -194,6 +195,46 @@ def _market_exposure(e: VariantEvaluation, criteria: Criteria) -> str | None:
         f"year with HAC t {_fmt(a.t_stat)}, deflated alpha {_fmt(a.deflated_alpha)} < "
         f"{criteria.deflated_alpha_threshold:g}"
     )
+
+
+# Metrics that measure the shape of a strategy's trading, not whether it has an edge.
+STRUCTURAL_METRICS = frozenset(
+    {
+        "max_drawdown_pct",
+        "win_rate_pct",
+        "profit_factor",
+        "n_trades",
+        "turnover_annual",
+        "avg_holding_bars",
+        "orders_rejected",
+        "exposure_pct",
+    }
+)
+# Figures of the raw returns that carry the benchmark's noise along with the alpha.
+RAW_RETURN_METRICS = frozenset({"sharpe", "dsr"})
+
+
+def hedgeable(e: VariantEvaluation, criteria: Criteria) -> bool:
+    """An edge the raw returns hide: significant alpha (HAC t >= ``ALPHA_T_SIGNIFICANT``) that
+    survives deflation for the trials made (deflated alpha at its bar), with beta >=
+    ``MARKET_BETA`` and an appraisal ratio above the Sharpe. The raw Sharpe (and the DSR on
+    it) then measures the alpha plus the benchmark's noise; hedging that exposure (long/short,
+    a beta hedge) leaves the alpha with a Sharpe near its appraisal ratio."""
+    a, m = e.alpha, e.metrics
+    if a is None or m is None or a.benchmark == CASH:
+        return False
+    if a.beta is None or a.beta < MARKET_BETA or a.t_stat is None:
+        return False
+    if a.t_stat < ALPHA_T_SIGNIFICANT or a.deflated_alpha is None:
+        return False
+    if a.deflated_alpha < criteria.deflated_alpha_threshold or a.appraisal_ratio is None:
+        return False
+    return m.sharpe is None or a.appraisal_ratio > m.sharpe
+
+
+def dsr_criterion(criteria: Criteria) -> Criterion:
+    """The deflated-Sharpe bar as a criterion, to grade and name it like the rules."""
+    return Criterion(metric="dsr", op=">=", threshold=criteria.dsr_threshold)
 
 
 def _regime_mismatch(regime: str, families: list[str]) -> bool:
@@ -440,6 +481,60 @@ def market_exposure(s: Situation, f: Findings) -> FailureAnalysis | None:
     )
 
 
+def hedgeable_edge(s: Situation, f: Findings) -> FailureAnalysis | None:
+    """DESIGN_FLAW (hedge it) when the best's alpha survives deflation (:func:`hedgeable`) and
+    what it fails is the raw Sharpe, its DSR and structural criteria only: the benchmark's
+    noise in the raw returns is what fails. The Sharpe and the DSR get the MARKET_EXPOSURE
+    repairs (long/short, a beta hedge), so the loop pursues the edge instead of tuning more
+    trials on the same exposure or researching a new premise."""
+    best, criteria = s.best, s.criteria
+    if not hedgeable(best, criteria):
+        return None
+    dsr_short = best.dsr is not None and best.dsr < criteria.dsr_threshold
+    raw = [c for c in f.failing if c.metric in RAW_RETURN_METRICS]
+    if not (raw or dsr_short):
+        return None
+    if any(c.metric not in RAW_RETURN_METRICS | STRUCTURAL_METRICS for c in f.failing):
+        return None
+    hedge = Hint.MARKET_EXPOSURE
+    f.failing = [
+        c.model_copy(update={"category": hedge}) if c.metric in RAW_RETURN_METRICS else c
+        for c in f.failing
+    ]
+    if dsr_short:
+        bar = dsr_criterion(criteria)
+        f.failing.append(
+            FailingCriterion(
+                label=rule_label(bar),
+                metric="dsr",
+                op=bar.op,
+                threshold=bar.threshold,
+                value=best.dsr,
+                attainment=attainment(bar, best.dsr),
+                category=hedge,
+            )  # fmt: skip
+        )
+        f.failing.sort(key=lambda c: c.attainment)
+    f.hint(hedge)
+    a = best.alpha
+    assert a is not None and a.beta is not None  # hedgeable() checked both
+    f.evidence.append(
+        f"{best.variant_id}: alpha {_fmt(a.alpha_annual_pct)}% a year with HAC t "
+        f"{_fmt(a.t_stat)} and deflated alpha {_fmt(a.deflated_alpha)} survives deflation, "
+        f"but beta {a.beta:.2f} to {a.benchmark} puts its noise in the raw returns: Sharpe "
+        f"{_fmt(best.metrics.sharpe if best.metrics else None)} against an appraisal ratio "
+        f"{_fmt(a.appraisal_ratio)}, DSR {_fmt(best.dsr)}"
+    )
+    f.actions.insert(0, f"hedge {best.variant_id}: long/short or a beta hedge keeps the alpha")
+    return _out(
+        FailureType.DESIGN_FLAW,
+        f"a deflated edge (alpha t {a.t_stat:.2f}, deflated alpha {_fmt(a.deflated_alpha)}) "
+        f"carries beta {a.beta:.2f} of market noise: hedge it so the Sharpe is the alpha's",
+        0.7,
+        f,
+    )
+
+
 def near_miss(s: Situation, f: Findings) -> FailureAnalysis | None:
     """PARAMETER_ISSUE: the best is near every failing threshold and has no structural
     defect, so tuning is the cheapest fix."""
@@ -620,10 +715,13 @@ def far_from_everything(s: Situation, f: Findings) -> FailureAnalysis:
 
 
 # What must be fixed first comes first: a hopeless search, returns that are the market's, a
-# near miss, a measured edge missing only repairable criteria, an edge the deflation or the benchmark takes away, a weak premise, defects.
+# deflated edge the market's noise hides, a near miss, a measured edge missing only
+# repairable criteria, an edge the deflation or the benchmark takes away, a weak premise,
+# defects.
 RULES: tuple[Rule, ...] = (
     no_edge_anywhere,
     market_exposure,
+    hedgeable_edge,
     near_miss,
     repairable_edge,
     met_but_not_deflated,

@@ -4,7 +4,8 @@ The status reads the graded progress of each iteration's best (``gate.progress``
 fuzzy score: the fuzzy score sits on a floor while any criterion is far off, and a search
 whose Sharpe moves by tens of percent would read STAGNANT. When even the graded measure is
 flat (every far criterion clipped at 0, or the met ones past their cap), the raw criteria
-figures decide: STAGNANT only when neither moves.
+figures decide: STAGNANT only when neither moves, or when every criterion is met throughout
+(the figures then drift above their bars, and only the deflation bars block a pass).
 """
 
 from __future__ import annotations
@@ -161,7 +162,12 @@ def analyse_trajectory(
         )
     graded_status, why = _classify(_rel_changes(series["score"]), label)
     status = graded_status
-    if graded_status == TrajectoryStatus.STAGNANT:
+    met_throughout = label == "progress" and min(series["score"]) >= 1.0
+    if graded_status == TrajectoryStatus.STAGNANT and met_throughout:
+        # Every criterion met at every step: the raw figures drifting past their bars is not
+        # a line sliding away; the deflation bars are what block a pass.
+        why = f"{why.removesuffix(': stagnant')}: every criterion met throughout"
+    elif graded_status == TrajectoryStatus.STAGNANT:
         raw = _raw_status(why.removesuffix(": stagnant"), _criteria_rates(series, criteria))
         if raw is not None:
             status, why = raw

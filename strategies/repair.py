@@ -5,7 +5,8 @@ the criteria the best fails and each one's category (``gate.failure.criterion_ca
 each category has its moves:
 
 * drawdown: a volatility target, stops, a regime filter (and, for a portfolio, more names);
-* alpha (alpha t, beta, deflated alpha) or market exposure: hedge it (long/short), time it;
+* alpha (alpha t, beta, deflated alpha) or market exposure: hedge it (long/short, rotation's
+  ranking as long/short), time it;
 * too few trades: faster signals (shorter lookbacks, more frequent rebalancing);
 * cost drag: slower signals, less turnover;
 * weak exits (win rate, profit factor): trailing, ATR and time stops.
@@ -25,7 +26,7 @@ from collections.abc import Callable, Collection, Sequence
 from strategies.decision_family import is_decision_spec
 from strategies.families import PARAM_SPACE, reconcile
 from strategies.mutate import HINT_MOVES, Move, root_name
-from strategies.portfolio import is_portfolio_spec
+from strategies.portfolio import APPROACH, is_portfolio_spec
 from strategies.regime import REGIME_FILTERS
 from strategies.spec import ParamValue, PortfolioFamily, StrategySpec
 
@@ -125,6 +126,21 @@ def _long_short(spec: StrategySpec, _filters: Collection[str]) -> tuple[Strategy
     return spec.model_copy(update={"long_short": True}), "long/short"
 
 
+def _rotation_long_short(
+    spec: StrategySpec, _filters: Collection[str]
+) -> tuple[StrategySpec, str] | None:
+    """Rotation's ranking as cross-sectional long/short: long the strongest, short the
+    weakest, so the market's drift nets out of what the ranking earns."""
+    if spec.family != PortfolioFamily.ROTATION:
+        return None
+    xs = PortfolioFamily.CROSS_SECTIONAL_MOMENTUM
+    changed = spec.model_copy(
+        update={"family": xs, "approach": APPROACH[xs], "long_short": True,
+                "parameters": spec.parameters | {"xs_top_n": 1}}
+    )  # fmt: skip
+    return changed, "cross-sectional long/short of the same ranking"
+
+
 PORTFOLIO_MOVES: dict[str, tuple[PortfolioMove, ...]] = {
     "drawdown": (
         _switch_on("vol_target"),
@@ -134,8 +150,8 @@ PORTFOLIO_MOVES: dict[str, tuple[PortfolioMove, ...]] = {
         _switch_on("inverse_vol"),
         _switch_on("cash_filter"),
     ),
-    "low_alpha": (_long_short, _regime),
-    "market_exposure": (_long_short, _regime),
+    "low_alpha": (_long_short, _rotation_long_short, _regime),
+    "market_exposure": (_long_short, _rotation_long_short, _regime),
     "too_few_trades": (_scaled("rebalance_bars", FASTER), _stepped("entry_z", -Z_STEPS)),
     "cost_drag": (_scaled("rebalance_bars", SLOWER), _stepped("entry_z", +Z_STEPS)),
 }

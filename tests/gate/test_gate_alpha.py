@@ -18,6 +18,7 @@ from gate.alpha import (
     alpha_stats,
     deflated_alpha,
     hedged,
+    long_run_variance,
     newey_west_lags,
     run_spa,
     spa_pvalue,
@@ -112,18 +113,55 @@ def test_aligned_stats_uses_only_shared_dates():
     assert s.beta == pytest.approx(alpha_stats(y[10:], x[10:], name="b").beta)
 
 
-def test_spa_pvalue_equals_a_direct_arch_call():
+def test_spa_pvalue_is_arch_on_studentized_differentials():
     rng = np.random.default_rng(11)
     b = rng.normal(0.0004, 0.01, 800)
     models = rng.normal(0.0003, 0.01, (800, 12))
     models[:, 3] += 0.0015  # one trial with a real edge over the benchmark
     got = spa_pvalue(models, b, seed=5, reps=500, block_size=10)
-    direct = SPA(-b, -models, block_size=10, reps=500, bootstrap="stationary", seed=5)
+    diff = models - b[:, None]
+    scaled = diff / np.sqrt(long_run_variance(diff, 10))
+    direct = SPA(np.zeros(800), -scaled, block_size=10, reps=500, bootstrap="stationary", seed=5)
     direct.compute()
     assert got == pytest.approx(float(direct.pvalues["consistent"]), abs=1e-12)
     assert got < 0.05
     null = spa_pvalue(models[:, [0, 1, 2, 4]], b, seed=5, reps=500)
     assert null is not None and null > 0.05
+
+
+def test_long_run_variance_is_arch_s_stationary_bootstrap_kernel():
+    x = np.random.default_rng(4).normal(0, 1, (250, 3))
+    x[:, 1] = np.convolve(x[:, 1], np.ones(5) / 5, mode="same")  # autocorrelated
+    spa = SPA(np.zeros(250), -x, block_size=10, reps=10)
+    spa._compute_variance()  # arch's own O(T^2) loop: the reference
+    assert long_run_variance(x, 10) == pytest.approx(spa._loss_diff_var, rel=1e-9)
+
+
+def test_a_volatile_zero_mean_trial_does_not_hide_a_calm_edge():
+    # arch's raw-mean SPA (White's reality check) loses the calm edge behind noisy trials;
+    # studentized, each trial is judged on its own t.
+    rng = np.random.default_rng(0)
+    t = 1400
+    calm = 0.0006 + 0.004 * rng.standard_normal(t)  # t about 5.6
+    noisy = 0.05 * rng.standard_normal((t, 20))
+    bench = np.zeros(t)
+    both = np.column_stack([calm, noisy])
+    raw = SPA(bench, -both, block_size=10, reps=1000, bootstrap="stationary", seed=1)
+    raw.compute()
+    assert float(raw.pvalues["consistent"]) > 0.05  # the defect this guards against
+    assert spa_pvalue(both, bench, seed=1) < 0.01
+
+
+def test_spa_is_invariant_to_each_trial_s_scale_and_skips_flat_trials():
+    rng = np.random.default_rng(8)
+    m = rng.normal(0.0002, 0.01, (500, 6))
+    m[:, 2] += 0.002
+    b = np.zeros(500)
+    scaled = m * np.array([1, 3, 0.5, 10, 1, 2])
+    assert spa_pvalue(scaled, b, seed=2) == pytest.approx(spa_pvalue(m, b, seed=2))
+    flat = np.column_stack([m, np.zeros(500)])  # a trial that never trades
+    assert spa_pvalue(flat, b, seed=2) == pytest.approx(spa_pvalue(m, b, seed=2))
+    assert spa_pvalue(np.zeros((500, 2)), b) is None
 
 
 def test_spa_is_reproducible_with_the_seed():

@@ -7,7 +7,7 @@ import pytest
 from gate_builders import ABSOLUTE_CRITERIA_TEXT, make_eval, make_metrics
 
 from gate.alpha import AlphaStats
-from gate.contracts import FailureType, Hint, IterationSummary, Route
+from gate.contracts import FailingCriterion, FailureType, Hint, IterationSummary, Route
 from gate.criteria import parse_criteria
 from gate.failure import (
     RULES,
@@ -15,6 +15,7 @@ from gate.failure import (
     Situation,
     broken_code,
     far_from_everything,
+    hedgeable_edge,
     market_exposure,
     met_but_not_beyond_benchmark,
     met_but_not_deflated,
@@ -71,6 +72,7 @@ def test_rules_run_in_the_documented_order() -> None:
     assert names == [
         "no_edge_anywhere",
         "market_exposure",
+        "hedgeable_edge",
         "near_miss",
         "repairable_edge",
         "met_but_not_deflated",
@@ -166,3 +168,53 @@ def test_structural_defects() -> None:
 def test_far_from_everything_is_the_rest() -> None:
     out = far_from_everything(_situation(), Findings())
     assert out.failure_type == FailureType.DESIGN_FLAW and Hint.FAR_FROM_THRESHOLDS in out.hints
+
+
+def _deflated_edge(beta: float = 0.5, da: float = 0.99, appraisal: float = 2.5) -> AlphaStats:
+    return AlphaStats(
+        benchmark="buy-and-hold", n_obs=1400, alpha_annual_pct=15.0, beta=beta, t_stat=5.0,
+        deflated_alpha=da, appraisal_ratio=appraisal,
+    )  # fmt: skip
+
+
+def test_hedgeable_edge() -> None:
+    best = _eval(dsr=0.8, alpha=_deflated_edge(), sharpe=0.9)
+    failing = FailingCriterion(
+        label="sharpe>=1", metric="sharpe", op=">=", threshold=1.0, value=0.9, attainment=0.9
+    )
+    f = Findings(failing=[failing])
+    out = hedgeable_edge(_situation(best, failing={"sharpe>=1": 0.9}), f)
+    assert out is not None and out.failure_type == FailureType.DESIGN_FLAW
+    assert Hint.MARKET_EXPOSURE in out.hints and "beta 0.50" in out.root_cause
+    # The Sharpe and the DSR both get the hedge repairs, worst first.
+    assert [(c.metric, c.category) for c in out.failing] == [
+        ("dsr", Hint.MARKET_EXPOSURE),
+        ("sharpe", Hint.MARKET_EXPOSURE),
+    ]
+    assert out.failing[0].attainment == pytest.approx(0.8 / 0.95)
+    # Every criterion met but the DSR: the same hedge.
+    only_dsr = hedgeable_edge(_situation(_eval(dsr=0.8, alpha=_deflated_edge())), Findings())
+    assert only_dsr is not None and [c.metric for c in only_dsr.failing] == ["dsr"]
+
+
+@pytest.mark.parametrize(
+    "alpha",
+    [
+        _deflated_edge(beta=0.1),  # no market noise in the raw returns
+        _deflated_edge(da=0.6),  # the alpha does not survive deflation
+        _deflated_edge(appraisal=0.5),  # hedging would not raise the Sharpe
+        None,
+    ],
+)
+def test_hedgeable_edge_passes_without_a_deflated_edge_to_hedge(alpha) -> None:
+    assert hedgeable_edge(_situation(_eval(dsr=0.8, alpha=alpha)), Findings()) is None
+
+
+def test_hedgeable_edge_passes_when_a_non_structural_criterion_fails() -> None:
+    other = FailingCriterion(
+        label="cagr_pct>=10", metric="cagr_pct", op=">=", threshold=10, value=5, attainment=0.5
+    )
+    s = _situation(_eval(dsr=0.8, alpha=_deflated_edge()), failing={"cagr_pct>=10": 0.5})
+    assert hedgeable_edge(s, Findings(failing=[other])) is None
+    # Nothing of the raw returns fails: nothing to hedge.
+    assert hedgeable_edge(_situation(_eval(dsr=0.97, alpha=_deflated_edge())), Findings()) is None

@@ -148,6 +148,18 @@ def test_stagnant_only_when_neither_moves() -> None:
     assert t.status == TrajectoryStatus.STAGNANT, t.reasoning
 
 
+def test_every_criterion_met_throughout_is_not_a_slide() -> None:
+    # Calibration XS #9: progress 1.0 at every step while the Sharpe drifts down above its
+    # bar; the deflation bars block the pass, the line is not sliding away (no ABANDON).
+    met = _graded([1.0, 1.0, 1.0], score=0.853, sharpes=[1.4, 1.25, 1.1])
+    t = analyse_trajectory(met)
+    assert t.status == TrajectoryStatus.STAGNANT and "every criterion met throughout" in t.reasoning
+    # The same drift below the bar (progress under 1) still diverges.
+    assert analyse_trajectory(_graded([0.9, 0.9, 0.9], sharpes=[1.4, 1.25, 1.1])).status == (
+        TrajectoryStatus.DIVERGING
+    )
+
+
 def test_progress_eta_is_to_every_criterion_met() -> None:
     t = analyse_trajectory(_graded([0.6, 0.7, 0.8]))
     assert t.iterations_to_convergence == pytest.approx(2.0)

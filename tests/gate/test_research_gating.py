@@ -157,3 +157,36 @@ def test_pursuit_structural_only(t: float, metrics: dict[str, float], structural
 def test_pursuit_needs_a_usable_best() -> None:
     assert pursuit_of(None, CRITERIA) is None
     assert pursuit_of(make_eval(metrics=None), CRITERIA) is None
+
+
+def _hedgeable_eval(*, beta: float = 0.5, da: float = 0.99, dsr: float = 0.8, **metrics: float):
+    alpha = AlphaStats(
+        benchmark="SPY", n_obs=1400, t_stat=5.0, beta=beta, deflated_alpha=da,
+        appraisal_ratio=2.5, alpha_annual_pct=15.0,
+    )  # fmt: skip
+    return make_eval(metrics=make_metrics(**metrics), alpha=alpha, dsr=dsr)
+
+
+def test_a_deflated_edge_hidden_by_market_noise_is_pursued_not_researched() -> None:
+    # The alpha survives deflation; beta 0.5 of market noise fails the Sharpe and the DSR.
+    p = pursuit_of(_hedgeable_eval(sharpe=0.8), CRITERIA)
+    assert p is not None and p.structural_only
+    assert p.failing == ("sharpe>=1", "dsr>=0.95")
+    route, reason = _route(FailureType.RESEARCH_GAP, (2, 1, 0), research=OPEN, pursuit=p)
+    assert route == Route.REFINE and "repair it rather than research" in reason
+    # Only the DSR short of its bar: still a hedge to make, not a premise to replace.
+    only_dsr = pursuit_of(_hedgeable_eval(), CRITERIA)
+    assert only_dsr is not None and only_dsr.structural_only and only_dsr.failing == ("dsr>=0.95",)
+
+
+@pytest.mark.parametrize(
+    "kw",
+    [
+        {"beta": 0.1},  # no market noise to hedge: the raw Sharpe is the alpha's
+        {"da": 0.8},  # the alpha does not survive deflation
+    ],
+)
+def test_a_raw_sharpe_failure_without_a_hedgeable_edge_is_not_pursued(kw) -> None:
+    p = pursuit_of(_hedgeable_eval(sharpe=0.8, **kw), CRITERIA)
+    assert p is not None and not p.structural_only
+    assert "dsr>=0.95" not in p.failing  # the DSR bar counts only when a hedge can lift it

@@ -79,12 +79,23 @@ def test_alpha_repairs_hedge_cross_sectional_momentum_long_short(hint) -> None:
     out = _repairs(_xs(), [hint])
     assert out[0].long_short is True and _notes(out)[0] == f"repair {hint}: long/short"
     assert validate_code(render(out[0])).ok
-    # Already long/short, and rotation cannot short: only the regime filter is left.
+    # Already long/short: only the regime filter is left, and without its data nothing.
     assert _repairs(portfolio_spec(XS, long_short=True), [hint]) == []
-    rotation = portfolio_spec(PortfolioFamily.ROTATION)
-    assert [s.filters for s in _repairs(rotation, [hint], regime_filters=(INDEX_REGIME,))] == [
-        [INDEX_REGIME]
-    ]
+
+
+@pytest.mark.parametrize("hint", ["low_alpha", "market_exposure"])
+def test_alpha_repairs_turn_rotation_s_ranking_long_short(hint) -> None:
+    # Rotation cannot short: its ranking becomes cross-sectional long/short of one name a side.
+    rotation = portfolio_spec(PortfolioFamily.ROTATION, {"xs_lookback": 63, "rebalance_bars": 10})
+    out = _repairs(rotation, [hint], regime_filters=(INDEX_REGIME,))
+    hedged = out[0]
+    assert _notes(out)[0] == f"repair {hint}: cross-sectional long/short of the same ranking"
+    assert hedged.family == XS and hedged.long_short is True
+    assert hedged.parameters["xs_top_n"] == 1 and hedged.parameters["xs_lookback"] == 63
+    assert hedged.parameters["rebalance_bars"] == 10 and "cash_filter" not in hedged.parameters
+    assert hedged.approach == portfolio_spec(XS).approach
+    assert validate_code(render(hedged)).ok
+    assert [s.filters for s in out[1:]] == [[INDEX_REGIME]]  # then the regime filter
 
 
 def test_portfolio_trade_count_and_cost_moves_go_opposite_ways_on_the_rebalance() -> None:

@@ -11,7 +11,7 @@ the best file passed the gate, else ABANDON), ``judge.json`` (the full ``JudgeRe
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from backtest.contracts import JobStatus
 from experiments.records import (
@@ -86,7 +86,7 @@ def write_outputs(run: RunFolder, o: JudgeOptions, j: Judged, result: JudgeResul
 
 def _records(run: RunFolder, o: JudgeOptions, j: Judged, result: JudgeResult) -> None:
     now = datetime.now(UTC).isoformat()
-    common = {"run_id": run.root.name, "iteration": 1, "recorded_at": now}
+    common: dict[str, Any] = {"run_id": run.root.name, "iteration": 1, "recorded_at": now}
     for f, v, ev in zip(o.files, result.files, j.evaluations, strict=True):
         for symbol in job_symbols(f, o.tickers):
             rs = sorted(

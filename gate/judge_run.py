@@ -21,6 +21,7 @@ from backtest.benchmark import BUY_AND_HOLD, CASH, Benchmark, returns_metrics
 from backtest.contracts import BacktestJob, BacktestResult, CostModel, Fold, JobStatus
 from backtest.data import LoadedBars, load_bars, periods_per_year
 from backtest.errors import DataError
+from backtest.executor_base import Executor
 from backtest.lookahead import LookaheadReport, check_lookahead
 from backtest.splits import TimeSplit, holdout_fold, split_holdout, walk_forward_folds
 from gate.aggregate import aggregate_variant, portfolio_series
@@ -84,7 +85,9 @@ class Window:
     benchmark: Benchmark
     periods_per_year: int
 
-    def bars(self, f: StrategyFile, symbol: str, *, sealed: bool = True) -> object:
+    def bars(
+        self, f: StrategyFile, symbol: str, *, sealed: bool = True
+    ) -> pd.DataFrame | dict[str, pd.DataFrame]:
         """A job's bars: one ticker's or (portfolio) every ticker's, the index feeds the code
         reads after them; in-sample only while ``sealed``."""
 
@@ -162,7 +165,7 @@ def in_sample_jobs(o: JudgeOptions, w: Window, f: StrategyFile, vid: str) -> lis
             variant_id=vid,
             code=f.code,
             symbol=symbol,
-            bars=w.bars(f, symbol),  # type: ignore[arg-type]
+            bars=w.bars(f, symbol),
             fold=fold,
             costs=o.costs,
             periods_per_year=w.periods_per_year,
@@ -200,11 +203,11 @@ class Judged:
     holdout_results: list[BacktestResult] = field(default_factory=list)
 
 
-def evaluate(o: JudgeOptions, w: Window, executor: object) -> Judged:
+def evaluate(o: JudgeOptions, w: Window, executor: Executor) -> Judged:
     """Backtest every file in-sample, run the gate, check lookahead, open the holdout once."""
     ids = variant_ids(o.files)
     jobs = [j for f, vid in zip(o.files, ids, strict=True) for j in in_sample_jobs(o, w, f, vid)]
-    results = executor.map(jobs)  # type: ignore[attr-defined]
+    results = executor.map(jobs)
     bench_in = {
         str(k): float(v) for k, v in w.benchmark.fold_returns(w.folds, costs=o.costs).items()
     }
@@ -234,7 +237,7 @@ def evaluate(o: JudgeOptions, w: Window, executor: object) -> Judged:
         on = job_symbols(f, o.tickers)[0]
         fold = w.folds[-1]
         looks[vid] = report = check_lookahead(
-            f.code, w.bars(f, on), fold=fold, costs=o.costs, n_cuts=o.cuts,  # type: ignore[arg-type]
+            f.code, w.bars(f, on), fold=fold, costs=o.costs, n_cuts=o.cuts,
             executor=executor, symbol=on, timeout_s=o.timeout_s,
             job_id=f"{vid}|{on}|f{fold.index}", variant_id=vid,
         )  # fmt: skip
@@ -250,7 +253,7 @@ def evaluate(o: JudgeOptions, w: Window, executor: object) -> Judged:
 
 
 def open_holdout(
-    o: JudgeOptions, w: Window, f: StrategyFile, vid: str, executor: object
+    o: JudgeOptions, w: Window, f: StrategyFile, vid: str, executor: Executor
 ) -> tuple[HoldoutOutcome, list[BacktestResult]]:
     """The sealed holdout, opened once, for the best clean file; reported, never fed back."""
     fold = w.holdout
@@ -260,7 +263,7 @@ def open_holdout(
             variant_id=vid,
             code=f.code,
             symbol=symbol,
-            bars=w.bars(f, symbol, sealed=False),  # type: ignore[arg-type]
+            bars=w.bars(f, symbol, sealed=False),
             fold=fold,
             costs=o.costs,
             periods_per_year=w.periods_per_year,
@@ -268,7 +271,7 @@ def open_holdout(
         )
         for symbol in job_symbols(f, o.tickers)
     ]
-    results = executor.map(jobs)  # type: ignore[attr-defined]
+    results = executor.map(jobs)
     ok = [r for r in results if r.status == JobStatus.OK]
     metrics, _, _ = aggregate_variant(ok, periods_per_year=w.periods_per_year)
     bench = w.benchmark.window_returns(fold.start, fold.end, costs=o.costs)

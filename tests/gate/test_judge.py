@@ -207,6 +207,13 @@ def test_the_python_api_returns_the_typed_result_and_never_exits(tmp_path, data_
 
 
 @pytest.mark.unit
+def test_params_are_optional_only_when_asked() -> None:
+    """Generated variants must declare params (tuners set them); a user's class need not."""
+    assert not validate_code(NO_PARAMS).ok
+    assert validate_code(NO_PARAMS, require_params=False).ok
+
+
+@pytest.mark.unit
 def test_scope_is_portfolio_only_when_feeds_beyond_the_first_are_read() -> None:
     assert detect_scope(NO_PARAMS) == "symbol"
     assert detect_scope(NO_PARAMS.replace("self.cross[0] > 0", "self.datas[0].close[0] > 0")) == (

@@ -75,7 +75,7 @@ def _rejection(code: str, policy: SandboxPolicy) -> str | None:
         return None
     from strategies.validate import validate_code
 
-    report = validate_code(code)
+    report = validate_code(code, require_params=policy.require_params)
     return None if report.ok else "Rejected by validation: " + "; ".join(report.errors)
 
 

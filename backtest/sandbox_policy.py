@@ -16,6 +16,9 @@ class SandboxPolicy:
     """
 
     validate: bool = True
+    # Generated variants declare params (tuners set them); a user's class judged as written
+    # (``gate.judge``) may rely on Backtrader's defaults. Every other rule of the lint applies.
+    require_params: bool = True
     memory_mb: int = 2048  # address-space growth allowed over the warm worker's mappings
     file_mb: int = 64  # largest file the job may write
     temp_mb: int = 64  # all of the job's temporary files together

@@ -175,6 +175,23 @@ def standalone_source(
     return top + code.rstrip() + "\n" + header + RUNNER
 
 
+RUNNER_MARK = "# Runner (added by experiments.export)"
+_HEADER = "\n\n\nSTRATEGY = "
+
+
+def embedded_strategy(source: str) -> str | None:
+    """The strategy code inside a file ``standalone_source`` wrote (its banner comments kept,
+    the header and runner cut), or None when ``source`` is not such a file.
+
+    The runner reads CSVs with ``csv``/``datetime``/``os`` and subclasses the strategy to gate
+    its orders: all of it the static lint refuses, and none of it is the strategy.
+    """
+    cut = source.rfind(_HEADER)
+    if cut < 0 or RUNNER_MARK not in source[cut:]:
+        return None
+    return source[:cut].rstrip() + "\n"
+
+
 def write_export(
     dest: Path,
     *,

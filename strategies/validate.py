@@ -506,8 +506,12 @@ def _module_level(tree: ast.Module) -> list[str]:
     return errors
 
 
-def validate_code(code: str) -> ValidationReport:
-    """Lint strategy source; ``ok`` only when there is no error at all."""
+def validate_code(code: str, *, require_params: bool = True) -> ValidationReport:
+    """Lint strategy source; ``ok`` only when there is no error at all.
+
+    ``require_params=False`` accepts a class without ``params``: a user's own strategy
+    judged as written (``gate.judge``) is never tuned, so it need not declare any; generated
+    variants must, because the tuners set them."""
     try:
         tree = parse(code)
     except SyntaxError as exc:
@@ -530,6 +534,6 @@ def validate_code(code: str) -> ValidationReport:
     else:
         cls = classes[0]
         class_name = cls.name
-        if not _declares_params(cls):
+        if require_params and not _declares_params(cls):
             errors.append(f"line {cls.lineno}: class {cls.name} declares no params")
     return ValidationReport(ok=not errors, errors=errors, class_name=class_name)

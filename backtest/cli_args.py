@@ -39,15 +39,32 @@ def iso_date(text: str) -> date:
 
 
 def add_window_arguments(p: argparse.ArgumentParser) -> None:
-    """--data-dir, --tickers, --start, --end, --warmup-days and the costs."""
-    p.add_argument("--data-dir", type=Path, required=True, help="folder of SYMBOL.csv files")
+    """--data-dir, --tickers, --start, --end, --warmup-days, --repair and the costs."""
+    p.add_argument(
+        "--data-dir",
+        type=Path,
+        required=True,
+        help="folder of SYMBOL.csv files (date,open,high,low,close,volume)",
+    )
     p.add_argument("--tickers", required=True, help="AAPL or AAPL,MSFT")
-    p.add_argument("--start", type=iso_date, required=True)
-    p.add_argument("--end", type=iso_date, required=True)
-    p.add_argument("--warmup-days", type=int, default=365, help="indicator warm-up before --start")
-    p.add_argument("--commission", type=float, default=0.1, help="percent per side (0.1)")
-    p.add_argument("--slippage", type=float, default=0.05, help="percent per side (0.05)")
-    p.add_argument("--cash", type=float, default=100_000.0)
+    p.add_argument("--start", type=iso_date, required=True, help="first traded day, ISO date")
+    p.add_argument("--end", type=iso_date, required=True, help="last day, ISO date")
+    p.add_argument(
+        "--warmup-days",
+        type=int,
+        default=365,
+        help="calendar days before --start that feed indicators only (default 365)",
+    )
+    p.add_argument(
+        "--repair",
+        action="store_true",
+        help="mend broken bars instead of exiting 2 on them: drop rows with a non-positive "
+        "price and earlier copies of a repeated date, widen high/low to hold open/close; "
+        "each change is printed on stderr and listed in the output",
+    )
+    p.add_argument("--commission", type=float, default=0.1, help="percent per side (default 0.1)")
+    p.add_argument("--slippage", type=float, default=0.05, help="percent per side (default 0.05)")
+    p.add_argument("--cash", type=float, default=100_000.0, help="starting cash (default 100000)")
     p.add_argument(
         "--max-gross-leverage",
         type=float,
@@ -74,24 +91,33 @@ def checked_tickers(prog: str, args: argparse.Namespace) -> list[str]:
 
 def load_window(
     prog: str, args: argparse.Namespace, tickers: list[str]
-) -> tuple[dict[str, pd.DataFrame], Fold, CostModel, int]:
-    """Each ticker's bars from the CSV folder (warm-up included), the fold, the costs and the
-    bars a year; a file that cannot be read exits 2 naming the argument."""
+) -> tuple[dict[str, pd.DataFrame], Fold, CostModel, int, list[str]]:
+    """Each ticker's bars from the CSV folder (warm-up included), the fold, the costs, the
+    bars a year, and the data warnings (the window's edges the data does not reach, what
+    ``--repair`` changed), already printed on stderr; a file that cannot be read, or one with
+    broken bars without ``--repair``, exits 2 naming the argument."""
     from backtest.contracts import CostModel, Fold
     from backtest.data import load_bars, periods_per_year
     from backtest.errors import BacktestError
 
     warmup_start = args.start - timedelta(days=args.warmup_days)
-    bars = {}
+    bars, notes = {}, []
     for sym in tickers:
         try:
-            bars[sym] = load_bars(
-                sym, start=warmup_start, end=args.end, source="csv", data_dir=args.data_dir
-            ).bars
+            loaded = load_bars(
+                sym, start=warmup_start, end=args.end, source="csv", data_dir=args.data_dir,
+                repair=getattr(args, "repair", False),
+            )  # fmt: skip
         except BacktestError as exc:
             msg = str(exc)
             arg, _, rest = msg.partition(": ")
             refuse(prog, arg if arg.startswith("--") else "--tickers", rest if rest else msg)
+        bars[sym] = loaded.bars
+        notes += [f"{sym}: {w} (window includes --warmup-days)" for w in
+                  loaded.quality.coverage_warnings]  # fmt: skip
+        notes += [f"repaired {line}" for line in loaded.repair_lines()]
+    for line in notes:
+        sys.stderr.write(f"{prog}: warning: {line}\n")
     costs = CostModel(
         commission_pct=args.commission,
         slippage_pct=args.slippage,
@@ -99,7 +125,7 @@ def load_window(
         max_gross_leverage=args.max_gross_leverage,
     )
     fold = Fold(index=0, warmup_start=warmup_start, start=args.start, end=args.end)
-    return bars, fold, costs, periods_per_year(next(iter(bars.values())))
+    return bars, fold, costs, periods_per_year(next(iter(bars.values()))), notes
 
 
 def load_index_feeds(

@@ -22,6 +22,7 @@ import pandas as pd
 from backtest.data_bars import Prices, _file_stem, _NotFound
 from backtest.data_cache import default_cache_dir, read_cache
 from backtest.data_csv import _from_csv, find_csv, read_bars_csv
+from backtest.data_integrity import BarDefect
 from backtest.data_synthetic import synthetic_bars
 from backtest.data_yfinance import Fetcher, _from_yfinance, quiet_yfinance, yfinance_fetch
 from backtest.errors import DataError, MissingSymbolError
@@ -65,6 +66,7 @@ class LoadedBars:
     quality: QualityReport
     path: str | None = None
     notes: tuple[str, ...] = ()  # what the chain tried before this source answered
+    repairs: tuple[BarDefect, ...] = ()  # what --repair changed (backtest.data_integrity)
 
     def summary(self) -> dict[str, Any]:
         """What a manifest records of this dataset: where it came from and its fingerprint."""
@@ -74,7 +76,13 @@ class LoadedBars:
             "sha256": self.sha256,
             "n_bars": len(self.bars),
             "quality": self.quality.model_dump(mode="json"),
+            "repairs": [r.model_dump(mode="json") for r in self.repairs],
         }
+
+    def repair_lines(self) -> list[str]:
+        """One line per change ``--repair`` made, for stderr and the report."""
+        where = self.path or self.source_used
+        return [f"{self.symbol}: {where} {r.describe()} -> {r.action}" for r in self.repairs]
 
 
 def _finish(
@@ -84,15 +92,18 @@ def _finish(
     timeframe: str,
     path: str | None,
     notes: list[str],
+    window: tuple[date, date],
+    repairs: list[BarDefect] | None = None,
 ) -> LoadedBars:
     return LoadedBars(
         symbol=symbol,
         bars=bars,
         source_used=source,
         sha256=bars_sha256(bars),
-        quality=assess_quality(bars, timeframe),
+        quality=assess_quality(bars, timeframe, window=window),
         path=path,
         notes=tuple(notes),
+        repairs=tuple(repairs or ()),
     )
 
 
@@ -109,6 +120,7 @@ def load_bars(
     yf_timeout: float = 10.0,
     fetcher: Fetcher | None = None,
     prices: Prices = "raw",
+    repair: bool = False,
 ) -> LoadedBars:
     """Load ``symbol`` over [start, end] (inclusive) through the source chain.
 
@@ -119,6 +131,9 @@ def load_bars(
     ``prices="adjusted"``: total return from ``adj_close`` (a CSV without it is a
     DataError); the parquet cache, which holds raw prices, is skipped; synthetic bars have
     no dividends and are the same either way.
+    A CSV with broken bars in the window (non-positive prices, repeated timestamps, OHLC
+    violations) is a DataError naming the line; ``repair=True`` mends them and lists each
+    change in ``LoadedBars.repairs`` (``backtest.data_integrity``).
     """
     if source not in SOURCES:
         raise DataError(f"--source: unknown source {source!r}; choose one of {', '.join(SOURCES)}")
@@ -139,21 +154,29 @@ def load_bars(
 
     if source == "synthetic":
         bars = synthetic_bars(symbol, start, end, timeframe, seed)
-        return _finish(symbol, bars, "synthetic", timeframe, None, [f"synthetic seed={seed}"])
+        return _finish(
+            symbol, bars, "synthetic", timeframe, None, [f"synthetic seed={seed}"], (start, end)
+        )
     if source == "csv" and data_dir is None:
         raise DataError("--data-dir: --source csv needs --data-dir DIR holding SYMBOL.csv files")
 
-    steps: list[tuple[str, Callable[[], tuple[pd.DataFrame, str | None]]]] = []
+    Step = Callable[[], tuple[pd.DataFrame, str | None, list[BarDefect]]]
+    steps: list[tuple[str, Step]] = []
     if data_dir is not None and source in ("auto", "csv"):
-        steps.append(("csv", lambda: _from_csv(symbol, start, end, timeframe, data_dir, prices)))
+        steps.append(
+            ("csv", lambda: _from_csv(symbol, start, end, timeframe, data_dir, prices, repair))
+        )
     if source in ("auto", "cache") and prices == "raw":
-        steps.append(("cache", lambda: read_cache(symbol, start, end, timeframe, cache_dir)))
+        steps.append(("cache", lambda: (*read_cache(symbol, start, end, timeframe, cache_dir), [])))
     if source in ("auto", "yfinance"):
         steps.append(
             (
                 "yfinance",
-                lambda: _from_yfinance(
-                    symbol, start, end, timeframe, cache_dir, yf_timeout, fetch, prices
+                lambda: (
+                    *_from_yfinance(
+                        symbol, start, end, timeframe, cache_dir, yf_timeout, fetch, prices
+                    ),
+                    [],
                 ),
             )
         )
@@ -161,7 +184,7 @@ def load_bars(
     notes: list[str] = []
     for name, step in steps:
         try:
-            bars, path = step()
+            bars, path, repairs = step()
         except _NotFound as miss:
             notes.append(str(miss))
             continue
@@ -172,7 +195,7 @@ def load_bars(
                 raise
             notes.append(err.short)
             continue
-        return _finish(symbol, bars, name, timeframe, path, notes)
+        return _finish(symbol, bars, name, timeframe, path, notes, (start, end), repairs)
 
     tried = "; ".join(notes) or "nothing"
     hint = (

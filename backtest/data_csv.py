@@ -8,7 +8,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from backtest.data_bars import Prices, _file_stem, _slice, normalize_bars
+from backtest.data_bars import Prices, _day_range, _file_stem, normalize_bars
+from backtest.data_integrity import BarDefect, check_bars
 from backtest.errors import DataError, MissingSymbolError
 
 DATE_COLUMNS = ("date", "datetime", "timestamp", "time")
@@ -57,8 +58,9 @@ def find_csv(symbol: str, data_dir: Path, timeframe: str = "1d") -> Path:
     )
 
 
-def read_bars_csv(path: Path, timeframe: str = "1d", *, prices: Prices = "raw") -> pd.DataFrame:
-    """Read one corpus-format CSV into canonical bars; DataError naming the file and problem."""
+def _read_raw(path: Path) -> pd.DataFrame:
+    """The file's rows as written (DatetimeIndex, duplicates and broken bars kept) with their
+    line numbers in ``line``; DataError naming the file and the problem."""
     try:
         raw = pd.read_csv(path)
     except (OSError, UnicodeDecodeError, pd.errors.ParserError, pd.errors.EmptyDataError) as exc:
@@ -95,7 +97,11 @@ def read_bars_csv(path: Path, timeframe: str = "1d", *, prices: Prices = "raw") 
                 f"on line {row + 2}; prices and volume must be numbers"
             )
     frame = raw.set_index(pd.DatetimeIndex(stamps))
-    bars = normalize_bars(frame, what=f"--data-dir: {path}", prices=prices)
+    frame["line"] = np.arange(2, len(frame) + 2)  # the header is line 1
+    return frame
+
+
+def _checked_1h(bars: pd.DataFrame, path: Path, timeframe: str) -> pd.DataFrame:
     if timeframe == "1h" and len(bars) and (bars.index == bars.index.normalize()).all():
         raise DataError(
             f"--timeframe: {path} holds daily bars (no times of day), not 1h bars; "
@@ -104,13 +110,52 @@ def read_bars_csv(path: Path, timeframe: str = "1d", *, prices: Prices = "raw") 
     return bars
 
 
+def read_bars_csv(path: Path, timeframe: str = "1d", *, prices: Prices = "raw") -> pd.DataFrame:
+    """Read one corpus-format CSV into canonical bars; DataError naming the file and problem.
+
+    Lenient: a re-read of a file a run already accepted (or repaired). The chain's reader,
+    which refuses broken bars, is ``read_checked_csv``.
+    """
+    bars = normalize_bars(_read_raw(path), what=f"--data-dir: {path}", prices=prices)
+    return _checked_1h(bars, path, timeframe)
+
+
+def read_checked_csv(
+    path: Path,
+    start: date,
+    end: date,
+    timeframe: str = "1d",
+    *,
+    prices: Prices = "raw",
+    repair: bool = False,
+) -> tuple[pd.DataFrame, list[BarDefect]]:
+    """The file's bars in [start, end] and what ``repair`` mended there; broken bars in the
+    window are a DataError without it (``backtest.data_integrity``)."""
+    raw = _read_raw(path)
+    if raw.index.tz is not None:  # the window is naive UTC, like the canonical frame
+        raw.index = raw.index.tz_convert("UTC").tz_localize(None)
+    lo, hi = _day_range(start, end)
+    raw = raw.loc[(raw.index >= lo) & (raw.index <= hi)]
+    raw, defects = check_bars(
+        raw, what=f"--data-dir: {path}", repair=repair, lines=raw["line"].to_numpy()
+    )
+    bars = normalize_bars(raw, what=f"--data-dir: {path}", prices=prices)
+    return _checked_1h(bars, path, timeframe), defects
+
+
 def _from_csv(
-    symbol: str, start: date, end: date, timeframe: str, data_dir: Path, prices: Prices = "raw"
-) -> tuple[pd.DataFrame, str]:
+    symbol: str,
+    start: date,
+    end: date,
+    timeframe: str,
+    data_dir: Path,
+    prices: Prices = "raw",
+    repair: bool = False,
+) -> tuple[pd.DataFrame, str, list[BarDefect]]:
     path = find_csv(symbol, data_dir, timeframe)
-    bars = read_bars_csv(path, timeframe, prices=prices)
-    sliced = _slice(bars, start, end)
+    sliced, defects = read_checked_csv(path, start, end, timeframe, prices=prices, repair=repair)
     if sliced.empty:
+        bars = read_bars_csv(path, timeframe, prices=prices)
         have = "no bars"
         if len(bars):
             have = f"bars from {bars.index[0].date()} to {bars.index[-1].date()}"
@@ -118,4 +163,4 @@ def _from_csv(
             f"--start/--end: {path.name} in --data-dir {data_dir} has {have}, none in "
             f"{start}..{end}; pick dates inside that range"
         )
-    return sliced, str(path)
+    return sliced, str(path), defects

@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import multiprocessing as mp
 import os
+import signal
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
+from contextlib import contextmanager
 from dataclasses import dataclass
 from multiprocessing import forkserver
 from typing import Any
@@ -59,6 +61,22 @@ class _Pool:
     stream: _ResultStream | None
 
 
+@contextmanager
+def _sigint_ignored() -> Iterator[None]:
+    """Ctrl-C is the orchestrator's to handle: the forkserver and the workers forked from it
+    inherit an ignored SIGINT. Otherwise a Ctrl-C reaching the whole terminal process group
+    while the server imports its preload prints a traceback per process, over the parent's
+    one-line "interrupted" message."""
+    if threading.current_thread() is not threading.main_thread():
+        yield  # signal handlers can only be set from the main thread
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
 class ProcessPoolBackend(_BaseExecutor):
     """Fork process pool of warm workers; each job runs in a sandboxed child of one.
 
@@ -97,7 +115,8 @@ class ProcessPoolBackend(_BaseExecutor):
         self._ctx.set_forkserver_preload(WORKER_PRELOAD)
         # Start it now, from the constructing (normally the main) thread: the server dies with
         # the thread that started it (parent-death signal), so never from a short-lived one.
-        forkserver.ensure_running()
+        with _sigint_ignored():
+            forkserver.ensure_running()
         self._lock = threading.Lock()
         self._retry_slots = threading.Semaphore(1)  # isolated retries one at a time
         self._pool: _Pool | None = None

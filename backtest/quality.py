@@ -4,20 +4,33 @@ The report is descriptive, never corrective: it tells the researcher what is in
 the data (coverage, gaps, broken bars, outliers, unadjusted splits) so that a
 strategy's result can be judged against it. Thresholds are module constants so
 the data brief can quote them.
+
+Gaps and coverage count the days the market trades (``backtest.trading_days``): an NYSE
+holiday is no gap, a crypto weekend is an expected bar. Given the requested window, the report
+also says when the data starts or ends inside it (``coverage_warnings``): "100 % coverage" of a
+series that starts years after the window opens is true only of the series' own span.
 """
 
 from __future__ import annotations
 
 import hashlib
 import math
+from datetime import date
 
 import numpy as np
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field
 
+from backtest.trading_days import MarketDays, market_days, missing_between, trading_days
+
 OHLCV = ["open", "high", "low", "close", "volume"]
 
-DAILY_GAP_DAYS = 4  # Fri -> Tue over a long weekend is 4 days: not a gap
+# Without a known calendar (WEEKDAYS), Fri -> Tue over a long weekend is 4 days: not a gap.
+# With one (NYSE, 24/7), any missing trading day is.
+DAILY_GAP_DAYS = 4
+# Trading days a series may start after / end before the requested window without a warning
+# (a vendor's lag of a day or two, a holiday on an exchange whose calendar is unknown).
+EDGE_TOLERANCE_DAYS = 3
 INTRADAY_GAP_HOURS = 3.0
 OUTLIER_MADS = 10.0  # robust z-score (MAD scaled to sigma) of a log return
 OUTLIER_MIN_MOVE = 0.15  # ...and at least a 15% move, so quiet series don't flag noise
@@ -36,6 +49,7 @@ class Gap(BaseModel):
     from_: str = Field(alias="from")  # ISO timestamp of the bar before the hole
     to: str
     calendar_days: float
+    missing_days: int | None = None  # trading days without a bar, when the calendar is known
 
 
 class SuspectedSplit(BaseModel):
@@ -60,6 +74,11 @@ class QualityReport(BaseModel):
     suspected_splits: list[SuspectedSplit] = Field(default_factory=list)
     zero_volume_bars: int = 0
     issues: list[str] = Field(default_factory=list)
+    calendar: str = MarketDays.WEEKDAYS.value  # the trading days gaps and coverage count
+    window_start: str | None = None  # the requested window, when the loader knew it
+    window_end: str | None = None
+    window_coverage_pct: float | None = None  # bars over the bars the whole window should hold
+    coverage_warnings: list[str] = Field(default_factory=list)  # data starts/ends inside it
 
     @property
     def ok(self) -> bool:
@@ -86,13 +105,23 @@ def _ohlc_violations(bars: pd.DataFrame) -> pd.Series:
     return pd.Series(bad, index=bars.index)
 
 
-def _gaps(index: pd.DatetimeIndex, intraday: bool) -> list[Gap]:
+def _gaps(index: pd.DatetimeIndex, intraday: bool, kind: MarketDays) -> list[Gap]:
     if len(index) < 2:
         return []
     prev, nxt = index[:-1], index[1:]
     delta_days = (nxt - prev) / pd.Timedelta(days=1)
+    known = kind != MarketDays.WEEKDAYS
+    days = index.normalize()
+    missing = np.zeros(len(index) - 1, dtype=int)
+    if known:
+        missing = missing_between(days.unique(), trading_days(kind, days[0], days[-1]))
+        # back from pairs of distinct days to pairs of bars (intraday: many bars a day)
+        day_pos = days.unique().get_indexer(days)
+        step = np.diff(day_pos)
+        missing = np.where(step > 0, np.concatenate([[0], missing])[day_pos[1:]], 0)
+    day_hole = missing > 0 if known else delta_days > DAILY_GAP_DAYS
     if not intraday:
-        mask = delta_days > DAILY_GAP_DAYS
+        mask = day_hole
     else:
         # Weekend days inside the hole don't count (approximation good enough for
         # both 24/7 crypto and exchange sessions).
@@ -105,23 +134,61 @@ def _gaps(index: pd.DatetimeIndex, intraday: bool) -> list[Gap]:
             mask = hours > INTRADAY_GAP_HOURS
         else:  # session data: the overnight hole is normal; flag holes inside a day
             same_day = prev.normalize() == nxt.normalize()
-            mask = (same_day & (hours > INTRADAY_GAP_HOURS)) | (delta_days > DAILY_GAP_DAYS)
+            mask = (same_day & (hours > INTRADAY_GAP_HOURS)) | day_hole
     mask = np.asarray(mask)
     return [
-        Gap(**{"from": _iso(a, intraday), "to": _iso(b, intraday), "calendar_days": round(d, 3)})
-        for a, b, d in zip(prev[mask], nxt[mask], np.asarray(delta_days)[mask], strict=True)
+        Gap(
+            **{"from": _iso(a, intraday), "to": _iso(b, intraday)},
+            calendar_days=round(d, 3),
+            missing_days=int(m) if known else None,
+        )
+        for a, b, d, m in zip(
+            prev[mask], nxt[mask], np.asarray(delta_days)[mask], missing[mask], strict=True
+        )
     ]
 
 
-def _expected_bars(index: pd.DatetimeIndex, intraday: bool) -> int:
-    start, end = index[0], index[-1]
-    bdays = len(pd.bdate_range(start.normalize(), end.normalize()))
+def _bars_per_day(index: pd.DatetimeIndex, intraday: bool) -> float:
     if not intraday:
-        return bdays
+        return 1.0
     per_day = pd.Series(1, index=index).groupby(index.normalize()).size()
-    if per_day.median() >= 20:
+    return float(per_day.median())
+
+
+def _expected_bars(index: pd.DatetimeIndex, intraday: bool, kind: MarketDays) -> int:
+    start, end = index[0], index[-1]
+    days = len(trading_days(kind, start, end))
+    per_day = _bars_per_day(index, intraday)
+    if intraday and per_day >= 20:
         return int((end - start) / pd.Timedelta(hours=1)) + 1
-    return int(bdays * per_day.median())
+    return int(days * per_day)
+
+
+def _window(
+    index: pd.DatetimeIndex, kind: MarketDays, window: tuple[date, date], expected: int
+) -> tuple[float, list[str]]:
+    """Coverage of the requested window, and a warning per edge the data falls short of."""
+    w0, w1 = pd.Timestamp(window[0]), pd.Timestamp(window[1])
+    first, last = index[0].normalize(), index[-1].normalize()
+    in_window = trading_days(kind, w0, w1)
+    span = max(len(trading_days(kind, first, last)), 1)
+    lead = int((in_window < first).sum())
+    trail = int((in_window > last).sum())
+    cover = min(100.0, 100.0 * len(index) / max(expected * len(in_window) / span, 1.0))
+    unit = "days" if kind == MarketDays.ALWAYS else "trading days"
+    of_window = f"{cover:.1f}% of the requested window {w0.date()}..{w1.date()} is covered"
+    out = []
+    if lead > EDGE_TOLERANCE_DAYS:
+        out.append(
+            f"data starts {first.date()}, {lead} {unit} after the requested start "
+            f"{w0.date()}: {of_window}"
+        )
+    if trail > EDGE_TOLERANCE_DAYS:
+        out.append(
+            f"data ends {last.date()}, {trail} {unit} before the requested end "
+            f"{w1.date()}: {of_window}"
+        )
+    return round(cover, 3), out
 
 
 def _outliers(logret: pd.Series) -> pd.Series:
@@ -159,8 +226,11 @@ def _listed(dates: list[str]) -> str:
     return ", ".join(dates[:3]) + more
 
 
-def assess_quality(bars: pd.DataFrame, timeframe: str = "1d") -> QualityReport:
-    """Describe coverage, gaps, broken bars, outliers and split-like jumps of ``bars``."""
+def assess_quality(
+    bars: pd.DataFrame, timeframe: str = "1d", *, window: tuple[date, date] | None = None
+) -> QualityReport:
+    """Describe coverage, gaps, broken bars, outliers and split-like jumps of ``bars``;
+    with ``window`` (the requested [start, end]) also how much of it the data covers."""
     n = len(bars)
     if n == 0:
         return QualityReport(
@@ -175,10 +245,14 @@ def assess_quality(bars: pd.DataFrame, timeframe: str = "1d") -> QualityReport:
         )
     index = pd.DatetimeIndex(bars.index)
     intraday = timeframe != "1d" or _is_intraday(index)
-    expected = max(_expected_bars(index, intraday), 1)
+    kind = market_days(index)
+    expected = max(_expected_bars(index, intraday, kind), 1)
     coverage = min(100.0, 100.0 * n / expected)
+    window_cover, edge_warnings = (
+        _window(index, kind, window, expected) if window is not None else (None, [])
+    )
 
-    gaps = _gaps(index, intraday)
+    gaps = _gaps(index, intraday, kind)
     viol = _ohlc_violations(bars)
     viol_dates = [_iso(t, intraday) for t in index[viol.to_numpy()]]
     close = bars["close"].astype(float)
@@ -224,6 +298,11 @@ def assess_quality(bars: pd.DataFrame, timeframe: str = "1d") -> QualityReport:
         suspected_splits=splits,
         zero_volume_bars=zero_vol,
         issues=issues,
+        calendar=kind.value,
+        window_start=window[0].isoformat() if window is not None else None,
+        window_end=window[1].isoformat() if window is not None else None,
+        window_coverage_pct=window_cover,
+        coverage_warnings=edge_warnings,
     )
 
 

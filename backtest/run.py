@@ -10,14 +10,18 @@ Prints ONE JSON object on stdout and nothing else:
                    "checked": bool, "error": str | null},          # with --check-lookahead
      "per_ticker": {TICKER: {"status", "metrics", "error", "lookahead"?}},  # 2+ tickers
      "trades": [{symbol, entry_date, exit_date, size, entry_price, exit_price}],  # --trades
-     "warnings": [str, ...]}           # e.g. orders the broker refused; also on stderr
+     "warnings": [str, ...]}           # data starting/ending inside the window, bars
+                                       # --repair changed, orders the broker refused;
+                                       # also on stderr
 
 With several tickers the top-level ``status`` is the worst one (integrity_error >
 bankrupt > rejected > error > timeout > ok; bankrupt: the equity reached zero, the run
 ended there, its metrics are of the equity until then: ``backtest.margin``), ``metrics`` is the equal-weight portfolio of the tickers that
 ran ok (daily mean of their returns) and ``lookahead.biased`` is true when any
 ticker's check was. Exit 0 whenever the file could be judged (whatever the
-status), 2 on bad arguments (one line on stderr naming the argument).
+status), 2 on bad arguments (one line on stderr naming the argument) and on broken bars in
+the window (non-positive prices, repeated dates, high below open/close or low above them: the
+line names the file, the line, the date and the fix) unless ``--repair`` mends them.
 
 The file must define exactly one ``bt.Strategy`` subclass and pass the same
 static validation as generated code; it runs sandboxed. Bars before ``--start``
@@ -128,7 +132,7 @@ def main(argv: list[str] | None = None) -> int:
     from backtest.lookahead import check_lookahead
     from backtest.sandbox import DEFAULT_POLICY, SandboxPolicy
 
-    bars, fold, costs, ppy = load_window(PROG, args, tickers)
+    bars, fold, costs, ppy, data_notes = load_window(PROG, args, tickers)
     warmup_start = fold.warmup_start
     # A regime filter's index feeds, after the traded one (so self.data stays the ticker).
     feeds = load_index_feeds(PROG, args, code, warmup_start)
@@ -223,9 +227,10 @@ def main(argv: list[str] | None = None) -> int:
         report["per_ticker"] = {r.symbol: one(r) for r in results}
     if args.trades:
         report["trades"] = trades
-    report["warnings"] = warnings = rejected_warnings(results)
+    warnings = rejected_warnings(results)
     for line in warnings:
         sys.stderr.write(f"backtest.run: warning: {line}\n")
+    report["warnings"] = data_notes + warnings  # the data's were printed as they loaded
     sys.stdout.write(json.dumps(strict_json(report), allow_nan=False) + "\n")
     return 0
 

@@ -361,7 +361,7 @@ def main(argv: list[str] | None = None) -> int:
     from backtest.metrics import strict_json
     from backtest.run import portfolio_metrics
 
-    frames, fold, costs, ppy = load_window("backtest.screen", args, tickers)
+    frames, fold, costs, ppy, _ = load_window("backtest.screen", args, tickers)
     if getattr(spec, "scope", "symbol") == "portfolio":  # the universe at once: one result
         try:
             universe = sp.PortfolioWindow.from_frames(frames, fold)

@@ -415,12 +415,34 @@ def _banner(
     return not_a_winner(verdict, variant_id, rows, other_vetoes(own.get("vetoes")))
 
 
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m experiments.export",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument(
+        "run_dir", type=Path, metavar="RUN_DIR", help="a run folder made by python -m swarm.develop"
+    )
+    parser.add_argument(
+        "--to",
+        type=Path,
+        required=True,
+        metavar="DIR",
+        help="folder to write strategy.py, params.json and README.md into (made if missing)",
+    )
+    parser.add_argument(
+        "--variant",
+        default=None,
+        metavar="ID",
+        help="the variant to export, as in variants.json or experiments.jsonl (default: the "
+        "run's best variant: its winner on SUCCESS, else marked NOT A WINNER)",
+    )
+    return parser
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m experiments.export", description=__doc__)
-    parser.add_argument("run_dir", type=Path)
-    parser.add_argument("--to", type=Path, required=True)
-    parser.add_argument("--variant", default=None)
-    args = parser.parse_args(argv)
+    args = build_parser().parse_args(argv)
     try:
         dest = export_from_run(args.run_dir, args.to, args.variant)
     except ExportError as exc:

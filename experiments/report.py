@@ -300,6 +300,7 @@ def render_report(
         "over-represented.",
         "- Costs are assumptions (commission and slippage above); no borrow costs, no market impact.",
         f"- Data: {_sources(data)}. " + _price_caveat(config),
+        *_data_caveats(data),
         "- In-sample folds were looked at many times by the search; only the holdout is out-of-sample.",
         (
             "- The benchmark is cash: a strategy that only holds the market passes this test; "
@@ -416,6 +417,21 @@ def _sources(data: dict[str, Any]) -> str:
         f"{s} from {d['source']} (sha256 {d['sha256'][:12]}…)" for s, d in data["symbols"].items()
     ]
     return "; ".join(parts)
+
+
+def _data_caveats(data: dict[str, Any]) -> list[str]:
+    """A line per symbol whose data does not reach an edge of the requested window, and per
+    bar ``--repair`` changed: the run's figures are of the data it had, not the one asked for."""
+    out = []
+    for symbol, d in data["symbols"].items():
+        for line in (d.get("quality") or {}).get("coverage_warnings") or []:
+            out.append(f"- Coverage: {symbol}: {line}.")
+        for r in d.get("repairs") or []:
+            where = f"line {r['line']} ({r['date']})" if r.get("line") else r["date"]
+            out.append(
+                f"- Repaired (`--repair`): {symbol} {where}: {r['detail']} -> {r['action']}."
+            )
+    return out
 
 
 def _deflation_n(verdict: dict[str, Any]) -> str:

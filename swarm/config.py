@@ -60,6 +60,9 @@ class RunConfig(BaseModel):
     memory_dir: str | None = None
     # "raw": split-adjusted closes without dividends; "adjusted": total return from adj_close.
     prices: Literal["raw", "adjusted"] = "raw"
+    # --repair: broken bars (non-positive, repeated, OHLC-violating) are mended and listed in
+    # the manifest and report instead of refused (backtest.data_integrity).
+    repair_data: bool = False
     # A RESEARCH round may add related symbols from --data-dir (swarm.research.rounds).
     allow_universe_expansion: bool = False
     # TUNE through the screen (backtest.sweep): parameter sets screened per TUNE iteration

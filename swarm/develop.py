@@ -27,6 +27,13 @@ from swarm.errors import UserInputError
 __all__ = ["RESUME_COMPATIBLE", "build_parser", "config_from_args", "main"]
 
 
+def _family_names() -> str:
+    from strategies.families import known_families
+    from strategies.regime import REGIME_FILTERS
+
+    return ", ".join([*known_families(), *REGIME_FILTERS])
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = OneLineParser(prog="python -m swarm.develop", description=__doc__.split("\n\n")[0])
     p.add_argument("--directive", help='what to look for, e.g. "momentum alpha in tech"')
@@ -49,7 +56,7 @@ def build_parser() -> argparse.ArgumentParser:
         "-> trader -> risk pipeline replayed weekly) or momentum,trend (default: all block "
         "families; a directive saying 'analyst', 'debate' or 'agents decide' names the pipeline); "
         "index_regime / vix_regime ask for the regime filter (SPY.csv, QQQ.csv / VIX.csv in "
-        "--data-dir), like 'regime filtered' in the directive",
+        "--data-dir), like 'regime filtered' in the directive. Choices: " + _family_names(),
     )
     p.add_argument(
         "--decision-cache",
@@ -63,6 +70,13 @@ def build_parser() -> argparse.ArgumentParser:
         default="raw",
         help="raw (default: split-adjusted, no dividends) or adjusted (total return from "
         "adj_close, OHLC scaled by the same factor)",
+    )
+    p.add_argument(
+        "--repair",
+        action="store_true",
+        help="mend broken bars instead of refusing them (exit 2 without it): drop rows with a "
+        "non-positive price and earlier copies of a repeated date, widen high/low to hold "
+        "open/close; each change is printed and kept in manifest.json and report.md",
     )
     p.add_argument(
         "--criteria", help='gate criteria, e.g. "sharpe>=1.0,max_drawdown_pct<=20,min_trades>=30"'
@@ -181,6 +195,10 @@ def main(argv: list[str] | None = None) -> int:
     except UserInputError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        print("interrupted before the run started: nothing to resume; run the same command "
+              "again", file=sys.stderr)  # fmt: skip
+        return 130
 
     from swarm.run import execute
 
@@ -190,11 +208,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         outcome = execute(prepared)
     except KeyboardInterrupt:
-        print(
-            f"interrupted; partial results kept in {root}; continue with "
-            f"`python -m swarm.develop --resume {root}`",
-            file=sys.stderr,
-        )
+        print(f"interrupted: {_saved(root)}; continue with "
+              f"`python -m swarm.develop --resume {root}`", file=sys.stderr)  # fmt: skip
         print(root)
         return 130
     except UserInputError as exc:  # found only once the checkpoint is read (e.g. on --resume)
@@ -233,6 +248,20 @@ def _check_resume_args(argv: list[str]) -> None:
             f"--resume: {', '.join(extra)} cannot be changed on resume (the run's config is "
             "in its manifest.json); give only --resume RUN_DIR [--workers N] [--quiet]"
         )
+
+
+def _saved(root: Path) -> str:
+    """What an interrupted run leaves for --resume, said in one phrase."""
+    from swarm.run_checkpoint import CHECKPOINT_FILE
+
+    try:
+        with (root / "experiments.jsonl").open("rb") as fh:
+            records = sum(1 for line in fh if line.strip())
+    except OSError:
+        records = 0
+    if not (root / CHECKPOINT_FILE).exists():
+        return f"the manifest is saved in {root}, no checkpoint yet (a resume starts over)"
+    return f"{records} experiment record(s) and the last checkpoint are saved in {root}"
 
 
 def _set_aside_error(root: Path) -> None:

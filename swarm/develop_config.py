@@ -140,6 +140,7 @@ def config_from_args(args: argparse.Namespace):
         decision_cache_dir=args.decision_cache.resolve() if args.decision_cache else None,
         memory_dir=_memory_dir(args),
         prices=args.prices,
+        repair_data=args.repair,
         allow_universe_expansion=args.allow_universe_expansion,
         **screen_options(args),
     )

@@ -60,6 +60,7 @@ def load_index_series(config: Any, universe: dict[str, LoadedBars]) -> dict[str,
                 symbol, start=config.start, end=config.end, timeframe=config.timeframe,
                 source=config.source, data_dir=config.data_dir, cache_dir=config.cache_dir,
                 seed=config.seed, prices=config.prices,
+                repair=getattr(config, "repair_data", False),
                 fetcher=_offline if local_only else None,
             )  # fmt: skip
         except BacktestError as exc:

@@ -147,16 +147,17 @@ def execute(prepared: Prepared) -> Outcome:
                 prepared.progress.start_batch(n_backtests)
         elif prepared.resumed:
             prepared.progress.stage("resume", "no checkpoint yet: starting from the beginning")
-        state = graph.invoke(
-            None if started else initial_state(ctx),
-            config={
-                **thread,
-                "recursion_limit": RECURSION_LIMIT,
-                "max_concurrency": max_concurrency(cfg, ctx),
-            },
-            context=ctx,
-            durability="sync",  # each super-step is on disk before the next one starts
-        )
+        with prepared.progress.heartbeat():
+            state = graph.invoke(
+                None if started else initial_state(ctx),
+                config={
+                    **thread,
+                    "recursion_limit": RECURSION_LIMIT,
+                    "max_concurrency": max_concurrency(cfg, ctx),
+                },
+                context=ctx,
+                durability="sync",  # each super-step is on disk before the next one starts
+            )
         stats = dict(saver.stats)
     stats["sqlite_bytes"] = db_bytes(run.path(CHECKPOINT_FILE))
     prepared.progress.stage(

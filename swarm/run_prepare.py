@@ -54,6 +54,7 @@ def load_data(config: RunConfig) -> tuple[dict[str, LoadedBars], dict[str, Any],
             seed=config.seed,
             fetcher=_offline_fetch if config.offline else None,
             prices=config.prices,
+            repair=config.repair_data,
         )
         calendar = pd.DatetimeIndex(sorted(set().union(*(d.bars.index for d in data.values()))))
         split = split_holdout(calendar, holdout_frac=config.holdout_frac)
@@ -111,7 +112,7 @@ def _load_benchmark(
                 name, start=config.start, end=config.end, timeframe=config.timeframe,
                 source=config.source, data_dir=config.data_dir, cache_dir=config.cache_dir,
                 seed=config.seed, fetcher=_offline_fetch if config.offline else None,
-                prices=config.prices,
+                prices=config.prices, repair=config.repair_data,
             )  # fmt: skip
         except BacktestError as exc:
             raise UserInputError(
@@ -160,10 +161,22 @@ def context_kwargs(config, criteria, data, pieces, data_summary) -> dict[str, An
 
 
 def report_data(progress: Progress, data: dict[str, LoadedBars]) -> None:
+    """One line per symbol, then a warning per edge of the window the data does not reach and
+    a line per change --repair made: shown whatever --quiet says, as the report keeps them."""
     for symbol, loaded in data.items():
-        issues = "; ".join(loaded.quality.issues) or "no quality issues"
-        progress.stage("data", f"{symbol}: {len(loaded.bars)} bars from {loaded.source_used}, "
-                               f"coverage {loaded.quality.coverage_pct:.1f}%, {issues}")  # fmt: skip
+        q = loaded.quality
+        issues = "; ".join(q.issues) or "no quality issues"
+        cover = f"coverage {q.coverage_pct:.1f}% of its span"
+        if q.window_coverage_pct is not None:
+            cover += f", {q.window_coverage_pct:.1f}% of the requested window"
+        progress.stage(
+            "data",
+            f"{symbol}: {len(loaded.bars)} bars from {loaded.source_used}, {cover}, {issues}",
+        )
+        for line in q.coverage_warnings:
+            progress.warn(f"{symbol}: {line}")
+        for line in loaded.repair_lines():
+            progress.warn(f"repaired {line}")
 
 
 def prepare(

@@ -48,6 +48,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--out", type=Path, default=Path("runs"), help="where run folders go (default ./runs)"
     )
     p.add_argument("--seed", type=int, default=0, help="seed for --source synthetic")
+    p.add_argument(
+        "--repair",
+        action="store_true",
+        help="mend broken bars instead of exiting 2 on them (as python -m swarm.develop "
+        "--repair); each change is printed and kept in manifest.json",
+    )
     p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     return p
 
@@ -70,6 +76,7 @@ class ResearchConfig:
     out: Path
     seed: int
     alt_data: Path | None = None  # point-in-time alternative data (altdata.corpus)
+    repair_data: bool = False  # --repair (backtest.data_integrity)
 
 
 @dataclass
@@ -112,7 +119,7 @@ def config_from_args(args: argparse.Namespace) -> ResearchConfig:
         news_file=args.news_file.resolve() if args.news_file else None, offline=args.offline,
         alt_data=args.alt_data.resolve() if args.alt_data else None,
         preferred_families=style, holdout_frac=args.holdout, memory_dir=memory_dir,
-        out=args.out, seed=args.seed,
+        out=args.out, seed=args.seed, repair_data=args.repair,
     )  # fmt: skip
 
 
@@ -129,13 +136,14 @@ def prepare(cfg: ResearchConfig, *, argv: list[str], quiet: bool = False) -> Res
     from experiments.runfolder import RunFolder, build_manifest, new_run_id
     from swarm.progress import Progress
     from swarm.research.news import load_news_csv
+    from swarm.run_prepare import report_data
 
     progress = Progress(quiet=quiet)
     try:
         data = load_universe(
             cfg.tickers, start=cfg.start, end=cfg.end, timeframe=cfg.timeframe,
             source=cfg.source, data_dir=cfg.data_dir, seed=cfg.seed,
-            fetcher=_offline_fetch if cfg.offline else None,
+            fetcher=_offline_fetch if cfg.offline else None, repair=cfg.repair_data,
         )  # fmt: skip
         calendar = pd.DatetimeIndex(sorted(set().union(*(d.bars.index for d in data.values()))))
         split = split_holdout(calendar, holdout_frac=cfg.holdout_frac)
@@ -147,10 +155,7 @@ def prepare(cfg: ResearchConfig, *, argv: list[str], quiet: bool = False) -> Res
             news_items = load_news_csv(cfg.news_file)
         except (OSError, UnicodeDecodeError, ValueError) as exc:
             raise UserInputError(f"--news-file: cannot read {cfg.news_file}: {exc}") from None
-    for symbol, loaded in data.items():
-        issues = "; ".join(loaded.quality.issues) or "no quality issues"
-        progress.stage("data", f"{symbol}: {len(loaded.bars)} bars from {loaded.source_used}, "
-                               f"coverage {loaded.quality.coverage_pct:.1f}%, {issues}")  # fmt: skip
+    report_data(progress, data)
     progress.stage(
         "data",
         f"in-sample {split.insample_start}..{split.insample_end}; holdout "

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import time
 
 import pytest
 
@@ -33,3 +34,27 @@ def test_a_line_per_job_when_the_interval_has_passed() -> None:
     for _ in range(3):
         progress.tick()
     assert _lines(out) == [f"backtests done {n}/100" for n in (1, 2, 3)]
+
+
+def test_a_heartbeat_during_a_silent_stage() -> None:
+    """A stage that prints nothing for the heartbeat's interval says it is still running."""
+    out = io.StringIO()
+    progress = Progress(out)
+    progress.stage("research", "round 1")
+    with progress.heartbeat(every_s=0.05):
+        time.sleep(0.3)
+    beats = [line for line in _lines(out) if "still in research" in line]
+    assert beats and "nothing new for" in beats[0]
+    n = len(out.getvalue().splitlines())
+    time.sleep(0.15)
+    assert len(out.getvalue().splitlines()) == n  # stopped with the block
+
+
+def test_warnings_show_even_when_quiet() -> None:
+    out = io.StringIO()
+    progress = Progress(out, quiet=True)
+    progress.stage("data", "not shown")
+    progress.warn("TEST: data starts 2018-01-02")
+    with progress.heartbeat(every_s=0.01):
+        time.sleep(0.05)
+    assert _lines(out) == ["TEST: data starts 2018-01-02"]

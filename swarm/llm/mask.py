@@ -261,16 +261,27 @@ def alias_tickers(
 
 @functools.lru_cache(maxsize=16)
 def names_pattern(names: tuple[str, ...]) -> re.Pattern[str] | None:
-    """One alternation over the names, longest first (compiled once per name list)."""
-    usable = sorted({n for n in names if len(n) >= 3}, key=len, reverse=True)
-    if not usable:
+    """One alternation over the names, longest first (compiled once per name list).
+
+    A name of several words (``Texas Instruments``) matches in any case. A one-word name
+    matches as written, Capitalised or in CAPITALS only: ``Target`` and ``Match`` are company
+    names, ``target`` and ``match`` are words the prompts need."""
+    usable = {n for n in names if len(n) >= 3}
+    multi = sorted((n for n in usable if " " in n or "." in n), key=len, reverse=True)
+    single: set[str] = set()
+    for n in usable - set(multi):
+        single |= {n, n[:1].upper() + n[1:], n.upper()}
+    if not multi and not single:
         return None
-    body = "|".join(re.escape(n) for n in usable)
-    return re.compile(r"(?<![A-Za-z0-9])(?:" + body + r")(?![A-Za-z0-9])", re.IGNORECASE)
+    parts = []
+    if multi:
+        parts.append("(?i:" + "|".join(re.escape(n) for n in multi) + ")")
+    parts += [re.escape(n) for n in sorted(single, key=len, reverse=True)]
+    return re.compile(r"(?<![A-Za-z0-9])(?:" + "|".join(parts) + r")(?![A-Za-z0-9])")
 
 
 def scrub_entities(text: str, names: Sequence[str]) -> str:
-    """Company, product and people names become ``[entity]`` (longest first, any case)."""
+    """Company, product and people names become ``[entity]`` (see :func:`names_pattern`)."""
     pattern = names_pattern(tuple(names))
     return pattern.sub("[entity]", text) if pattern is not None else text
 

@@ -145,16 +145,12 @@ def _masked_brain(brain, ticker: str, cut: pd.DataFrame, bundle: FeatureBundle):
     decision: the data the model sees starts at the rebasing window's first bar."""
     from dataclasses import replace
 
-    from swarm.llm.cutoff import resolve_policy
+    from swarm.llm.cutoff import policy_for
     from swarm.llm.mask import WINDOW_BARS, context_for
     from swarm.llm.masked import MaskedClient
 
     base = brain.llm.base if isinstance(brain.llm, MaskedClient) else brain.llm
-    s = base.settings
-    policy = resolve_policy(
-        mode=s.mask, models=[s.quick_model or "", s.deep_model or ""], cutoff=s.cutoff,
-        earliest_data=cut.index[-WINDOW_BARS:][0].date(),
-    )  # fmt: skip
+    policy = policy_for(base.settings, cut.index[-WINDOW_BARS:][0].date())
     if not policy.masked:
         return replace(brain, llm=base, masking=policy.summary()), None
     ctx = context_for([ticker], bundle.as_of, bars=cut, evidence=bundle.snapshot(bundle.keys),

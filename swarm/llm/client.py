@@ -154,10 +154,8 @@ class LLMClient:
     def record_audit(self, kinds: list[str]) -> None:
         """The audit of the answer to this thread's latest call: counted, and kept on its record
         (``llm_calls.jsonl``)."""
-        from swarm.llm.masked import count_audit
-
         with self._lock:
-            count_audit(self.leaks, kinds)
+            self.leaks.add(kinds)
             for rec in reversed(self.calls):
                 if rec.thread == threading.get_ident():
                     rec.leaks = list(kinds)

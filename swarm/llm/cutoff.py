@@ -107,3 +107,12 @@ def resolve_policy(
                         earliest_data=earliest_data, mode=mode)  # fmt: skip
     masked = {"on": True, "off": False, "auto": policy.before_cutoff}[mode]
     return policy.model_copy(update={"masked": masked})
+
+
+def policy_for(settings, earliest_data: dt.date | str | None) -> MaskPolicy | None:
+    """The policy of an ``LLMSettings`` for data from ``earliest_data``; None with --llm none
+    (the rules brains see no prompt)."""
+    if not settings.enabled:
+        return None
+    return resolve_policy(mode=settings.mask, cutoff=settings.cutoff, earliest_data=earliest_data,
+                          models=[settings.quick_model or "", settings.deep_model or ""])  # fmt: skip

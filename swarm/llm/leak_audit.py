@@ -116,6 +116,14 @@ class LeakCounts(BaseModel):
     leaked: int = 0
     by_kind: dict[str, int] = Field(default_factory=dict)
 
+    def add(self, kinds: Sequence[str]) -> None:
+        """One audited answer; a leak when ``kinds`` (the leak kinds found) is not empty."""
+        self.audited += 1
+        if kinds:
+            self.leaked += 1
+            for kind in set(kinds):
+                self.by_kind[kind] = self.by_kind.get(kind, 0) + 1
+
     @property
     def rate(self) -> float:
         return self.leaked / self.audited if self.audited else 0.0

@@ -10,7 +10,6 @@ retry and its rules fallback take over as for any bad answer.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
 from pydantic import BaseModel
@@ -28,6 +27,10 @@ class MaskedClient:
         self.base = base
         self.ctx = ctx
         self.leaks = LeakCounts()
+
+    def __getattr__(self, name: str) -> Any:
+        # Everything else (budget, call log, leak_stats, write_calls) is the real client's.
+        return getattr(self.base, name)
 
     @property
     def settings(self):
@@ -57,7 +60,7 @@ class MaskedClient:
             real_tickers=list(self.ctx.aliases),
         )
         kinds = [leak.kind.value for leak in report.leaks]
-        _count(self.leaks, kinds)
+        self.leaks.add(kinds)
         self.base.record_audit(kinds)
         if not report.clean:
             return None, report.reason()
@@ -65,16 +68,3 @@ class MaskedClient:
             return unmask_answer(parsed, self.ctx), None
         except ValueError as exc:  # an unmasked value broke the schema: a bad answer
             return None, f"answer does not map back: {str(exc)[:160]}"
-
-
-def _count(counts: LeakCounts, kinds: Sequence[str]) -> None:
-    counts.audited += 1
-    if kinds:
-        counts.leaked += 1
-        for kind in set(kinds):
-            counts.by_kind[kind] = counts.by_kind.get(kind, 0) + 1
-
-
-def count_audit(counts: LeakCounts, kinds: Sequence[str]) -> None:
-    """Add one audited answer (leaking when ``kinds`` is not empty) to ``counts``."""
-    _count(counts, kinds)

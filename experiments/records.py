@@ -263,6 +263,9 @@ class Verdict(_Strict):
     deflated_alpha_threshold: float = 0.95  # the defaults of runs that did not record them
     spa_threshold: float = 0.05
     trial_sharpes: TrialSharpes = Field(default_factory=TrialSharpes)
+    # LLM runs (issue 29): masked or not, the cutoff used, the leak audit's counts, the
+    # banner of an unmasked run on data the model may remember. None with the rules brains.
+    llm_masking: dict[str, Any] | None = None
 
 
 # --- variants.json ------------------------------------------------------------------------

@@ -117,6 +117,7 @@ def render_report(
         f"**Verdict:** {verdict['verdict']} after {verdict['iterations']} iteration(s), "
         f"{verdict['n_backtests']} backtests, {verdict['n_trials']} trials counted.  ",
         f"**Reason:** {verdict['reason']}",
+        *_masking_lines(verdict.get("llm_masking")),
         "",
         *_plan_block(config),
         "## Set-up",
@@ -460,3 +461,27 @@ def _effective_lines(verdict: dict[str, Any]) -> list[str]:
             else "."
         )
     ]
+
+
+def _masking_lines(m: dict[str, Any] | None) -> list[str]:
+    """Masked or not, the cutoff, the leak counts, and the banner of an unmasked LLM run on
+    data its model may remember (issue 29). Nothing for the rules brains."""
+    if not m:
+        return []
+    state = "masked" if m.get("masked") else "NOT masked"
+    cutoff = m.get("cutoff") or "unknown (assumed after all data)"
+    leaks = m.get("leaks") or {}
+    out = [
+        "",
+        f"**LLM prompts:** {state} (--mask {m.get('mode')}); model cutoff {cutoff} "
+        f"({m.get('cutoff_source')}); leak audit: {leaks.get('leaked', 0)} of "
+        f"{leaks.get('audited', 0)} answers rejected (rate {leaks.get('leak_rate', 0.0):.1%}; "
+        f"contaminated above {leaks.get('contaminated_above', 0.05):.0%}).",
+    ]
+    if m.get("banner"):
+        out += ["", f"> **Warning: {m['banner']}** (an unmasked LLM run on data before the "
+                    f"model's cutoff {m.get('cutoff') or 'unknown'})."]  # fmt: skip
+    if leaks.get("contaminated"):
+        out += ["", "> **CONTAMINATED: the model named what it was not shown; the gate cannot "
+                    "pass this run.**"]  # fmt: skip
+    return out

@@ -55,11 +55,16 @@ def decide_route(
     budget: Budget | None = None,
     research: ResearchOutlook | None = None,
     pursuit: Pursuit | None = None,
+    contaminated: str | None = None,
 ) -> tuple[Route, str]:
     """The next route and a reason with the numbers behind it; a spent ``budget`` turns a
     route that would start another iteration into ABANDON (:func:`budget_stop`).
     ``research``: whether a research round can change anything (None: it can, while loops
-    remain); ``pursuit``: the best's standing (:func:`gate.pursuit.pursuit_of`)."""
+    remain); ``pursuit``: the best's standing (:func:`gate.pursuit.pursuit_of`).
+    ``contaminated``: why the run's LLM answers cannot be trusted (their leak rate is over the
+    threshold, issue 29), or None: such a run cannot pass, and going on only asks again."""
+    if contaminated:
+        return Route.ABANDON, f"contaminated: {contaminated}; the gate cannot pass this run"
     route, reason = _route(
         any_passed=any_passed, failure=failure, trajectory=trajectory, counters=counters,
         limits=limits, research=research, pursuit=pursuit,

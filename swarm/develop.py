@@ -138,6 +138,19 @@ def build_parser() -> argparse.ArgumentParser:
         "--llm-cache", type=Path, help="shared record/replay cache (default: in the run)"
     )
     p.add_argument(
+        "--mask",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="mask LLM prompts (aliases, day offsets, scrubbed names); default: on when the "
+        "data starts before the model's cutoff; --no-mask: off (the report carries a banner)",
+    )
+    p.add_argument(
+        "--llm-cutoff",
+        metavar="DATE",
+        help="the model's knowledge cutoff (default: documented per model family; unknown "
+        "models are assumed to know every date)",
+    )
+    p.add_argument(
         "--allow-universe-expansion",
         action="store_true",
         help="a RESEARCH round may add related symbols from --data-dir (same sector, the "

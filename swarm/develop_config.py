@@ -14,7 +14,7 @@ from pathlib import Path
 
 from swarm.cli_args import check_data_args, parse_tickers, screen_options
 from swarm.errors import UserInputError
-from swarm.llm.settings import parse_llm_arg
+from swarm.llm.settings import mask_mode, parse_llm_arg
 
 
 def config_from_args(args: argparse.Namespace):
@@ -69,6 +69,8 @@ def config_from_args(args: argparse.Namespace):
             max_tokens=args.max_llm_tokens,
             cache_dir=args.llm_cache.resolve() if args.llm_cache else None,
             max_output_tokens=args.llm_max_output_tokens,
+            mask=mask_mode(getattr(args, "mask", None)),
+            cutoff=getattr(args, "llm_cutoff", None),
         )
     except ValueError as exc:
         raise UserInputError(str(exc)) from None

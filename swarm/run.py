@@ -105,7 +105,19 @@ def make_llm_client(cfg: RunConfig, run: RunFolder):
     from swarm.llm.client import LLMClient
 
     cache_dir = cfg.llm_settings.cache_dir or run.path("llm_cache")
-    return LLMClient(cfg.llm_settings, cache_dir=cache_dir)
+    client = LLMClient(cfg.llm_settings, cache_dir=cache_dir)
+    from swarm.llm.cutoff import policy_for
+
+    policy = policy_for(cfg.llm_settings, cfg.start)
+    if policy is None or not policy.masked:
+        return client
+    from swarm.llm.mask import context_for, known_entities
+    from swarm.llm.masked import MaskedClient
+
+    # One context for the run: aliases for its universe, dates as offsets from its last bar.
+    # Prices stay unscaled here: a run's prompts mix symbols, each with its own level.
+    ctx = context_for(list(cfg.tickers), cfg.end, known=known_entities(cfg.data_dir))
+    return MaskedClient(client, ctx)
 
 
 def execute(prepared: Prepared) -> Outcome:

@@ -69,6 +69,20 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--llm-cache", type=Path, default=None, help="replay cache (default OUT/.llm-cache)"
     )
+    p.add_argument(
+        "--mask",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="mask LLM prompts (aliases, day offsets, rebased prices); default: on "
+        "when the data is older than the model's cutoff; --no-mask: off",
+    )
+    p.add_argument(
+        "--llm-cutoff",
+        default=None,
+        metavar="DATE",
+        help="the model's knowledge cutoff (default: documented per model family; "
+        "unknown models are assumed to know every date)",
+    )
     p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     return p  # fmt: skip
 
@@ -134,7 +148,8 @@ def _llm(args: argparse.Namespace):
     if args.llm in (None, "", "none"):
         return Brain()
     from swarm.llm.client import LLMClient
-    from swarm.llm.settings import parse_llm_arg
+    from swarm.llm.mask import known_entities
+    from swarm.llm.settings import mask_mode, parse_llm_arg
 
     try:
         settings = parse_llm_arg(
@@ -142,11 +157,12 @@ def _llm(args: argparse.Namespace):
             deep_model=args.llm_deep_model, structured=args.llm_structured,
             max_tokens=args.max_llm_tokens, cache_dir=args.llm_cache,
             max_output_tokens=args.llm_max_output_tokens,
+            mask=mask_mode(getattr(args, "mask", None)), cutoff=getattr(args, "llm_cutoff", None),
         )  # fmt: skip
     except ValueError as exc:
         raise UserInputError(str(exc)) from None
     cache = args.llm_cache or (args.out / ".llm-cache")
-    return Brain(llm=LLMClient(settings, cache_dir=cache))
+    return Brain(llm=LLMClient(settings, cache_dir=cache), known=known_entities(args.data_dir))
 
 
 def _folder(out: Path, name: str) -> Path:
@@ -226,6 +242,8 @@ def analyze(args: argparse.Namespace, argv: list[str]) -> Path:
     root = _folder(args.out, f"analyze-{ticker.lower()}-{decision.date}")
     _write(root, "decision.json", decision.model_dump_json(indent=2) + "\n")
     _write(root, "report.md", render_report(decision))
+    if brain.llm is not None:
+        brain.llm.write_calls(root / "llm_calls.jsonl")
     snap = bundle.snapshot(bundle.keys)
     _write(root, "features.json", json.dumps({"ticker": ticker, "as_of": bundle.as_of,
                                               "n_bars": bundle.n_bars, "features": snap},
@@ -240,6 +258,7 @@ def analyze(args: argparse.Namespace, argv: list[str]) -> Path:
         ),
         "brain": brain.name,
         "llm_usage": brain.llm.stats() | brain.llm.replay_stats() if brain.llm else None,
+        "masking": decision.masking,
     }  # fmt: skip
     _write(
         root, "manifest.json", json.dumps(manifest, indent=2, sort_keys=True, default=str) + "\n"

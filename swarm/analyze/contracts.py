@@ -308,6 +308,9 @@ class Decision(BaseModel):
     data: dict[str, str | int] = Field(default_factory=dict)
     config: AnalysisConfig
     llm_events: list[dict] = Field(default_factory=list)
+    # LLM brains only (issue 29): masked or not, the cutoff, the leak audit's counts, the
+    # banner of an unmasked run on a period the model may remember. None for the rules brain.
+    masking: dict | None = None
 
 
 class Review(BaseModel):

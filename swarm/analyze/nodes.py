@@ -47,7 +47,9 @@ ANALYST_NODE = "analyst"
 class Brain:
     """Which brain thinks: the rules (``llm`` None) or an LLM client behind the same roles."""
 
-    llm: Any = None  # swarm.llm.client.LLMClient
+    llm: Any = None  # swarm.llm.client.LLMClient, or a swarm.llm.masked.MaskedClient over one
+    known: Any = None  # swarm.llm.mask.KnownEntities to scrub (default: the built-in names)
+    masking: dict[str, Any] | None = None  # the policy a masked or unmasked LLM brain runs under
 
     @property
     def name(self) -> str:
@@ -55,6 +57,14 @@ class Brain:
             return "rules"
         s = self.llm.settings
         return f"llm:{s.provider}:{s.quick_model}/{s.deep_model}"
+
+    @property
+    def cache_name(self) -> str:
+        """The name decisions are cached under: a masked and an unmasked LLM run never share."""
+        if self.llm is None:
+            return self.name
+        s = self.llm.settings
+        return f"{self.name}|mask={s.mask}|cutoff={s.cutoff or 'documented'}"
 
 
 @dataclass

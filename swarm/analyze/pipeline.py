@@ -119,15 +119,44 @@ def decide(
     sha = info.pop("sha256", None) or bars_sha256(cut)  # a replay passes the one it has
     data = {"first_bar": str(cut.index[0].date()), "last_bar": bundle.as_of,
             "n_bars": len(cut), "sha256": sha, **info}  # fmt: skip
+    brain = brain or Brain()
+    masked_client = None
+    if brain.llm is not None:
+        brain, masked_client = _masked_brain(brain, ticker, cut, bundle)
     inputs = AnalysisInputs(
-        ticker=ticker, bundle=bundle, rctx=rctx, config=config, brain=brain or Brain(),
+        ticker=ticker, bundle=bundle, rctx=rctx, config=config, brain=brain,
         recalled=list(recalled), analysts=analysts or RULES_ANALYSTS, data=data,
     )  # fmt: skip
     # A root run in an empty context: called inside a develop-graph node (the replay), the
     # graph would otherwise run as its subgraph and checkpoint every step into the run's
     # database (a 168-decision replay wrote 1,860 checkpoints, 42 MB).
     out = contextvars.Context().run(build_analyze_graph().invoke, {}, context=inputs)
-    return out["decision"]
+    decision = out["decision"]
+    if brain.masking is None:
+        return decision  # the rules brain: nothing about masking enters its decision
+    masking = dict(brain.masking)
+    if masked_client is not None:
+        masking["leaks"] = masked_client.leaks.summary()
+    return decision.model_copy(update={"masking": masking})
+
+
+def _masked_brain(brain, ticker: str, cut: pd.DataFrame, bundle: FeatureBundle):
+    """(the brain the graph runs with, its MaskedClient or None). The policy is decided per
+    decision: the data the model sees starts at the rebasing window's first bar."""
+    from dataclasses import replace
+
+    from swarm.llm.cutoff import policy_for
+    from swarm.llm.mask import WINDOW_BARS, context_for
+    from swarm.llm.masked import MaskedClient
+
+    base = brain.llm.base if isinstance(brain.llm, MaskedClient) else brain.llm
+    policy = policy_for(base.settings, cut.index[-WINDOW_BARS:][0].date())
+    if not policy.masked:
+        return replace(brain, llm=base, masking=policy.summary()), None
+    ctx = context_for([ticker], bundle.as_of, bars=cut, evidence=bundle.snapshot(bundle.keys),
+                      known=brain.known)  # fmt: skip
+    client = MaskedClient(base, ctx)
+    return replace(brain, llm=client, masking=policy.summary()), client
 
 
 class DecisionCache:

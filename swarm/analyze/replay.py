@@ -209,7 +209,7 @@ class DecisionReplayer:
         if memo_key in self._memo:
             self.stats.memo_hits += 1
             return self._memo[memo_key]
-        key = decision_key(ticker, str(day.date()), bars, cfg, self.brain.name, news=self.news,
+        key = decision_key(ticker, str(day.date()), bars, cfg, self.brain.cache_name, news=self.news,
                            bars_sha=sha)  # fmt: skip
         found = self.cache.get(key) if self.cache is not None else None
         if found is not None:

@@ -37,11 +37,38 @@ def _order(d: Decision) -> list[str]:
                                    f"{d.debate.conviction_proposed:.2f}, opposition "
                                    f"{d.debate.opposition:.0%})"))  # fmt: skip
     rows.append(("Brain", d.brain))
+    if d.masking is not None:
+        rows.append(("Masking", masking_line(d.masking)))
     return ["| | |", "|---|---|", *(f"| {k} | {_cell(v)} |" for k, v in rows)]
+
+
+def masking_line(m: dict) -> str:
+    """Masked or not, the cutoff used and the leak counts: one line of the approval screen."""
+    state = "masked" if m.get("masked") else "NOT masked"
+    cutoff = m.get("cutoff") or "unknown (assumed after all data)"
+    text = f"{state} (--mask {m.get('mode')}); model cutoff {cutoff} ({m.get('cutoff_source')})"
+    leaks = m.get("leaks")
+    if leaks:
+        text += (f"; leak audit: {leaks['leaked']} of {leaks['audited']} answers rejected "
+                 f"(rate {leaks['leak_rate']:.1%}, contaminated above "
+                 f"{leaks['contaminated_above']:.0%})")  # fmt: skip
+    return text
+
+
+def warnings(m: dict | None) -> list[str]:
+    """The banners an LLM decision carries above everything else."""
+    out = []
+    if m and m.get("banner"):
+        out.append(f"> **Warning: {m['banner']}** (an unmasked LLM run on data before the "
+                   f"model's cutoff {m.get('cutoff') or 'unknown'}).")  # fmt: skip
+    if m and (m.get("leaks") or {}).get("contaminated"):
+        out.append("> **CONTAMINATED: the model named what it was not shown; do not approve.**")
+    return out + ([""] if out else [])
 
 
 def render_report(d: Decision) -> str:
     lines = [f"# {d.ticker} · {d.date} · {d.action.value} ({d.status.value})", ""]
+    lines += warnings(d.masking)
     lines += _order(d) + [""]
     r = d.risk
     if r.check_details:

@@ -15,12 +15,13 @@ import os
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel
 
+from swarm.llm.leak_audit import LeakCounts
 from swarm.llm.settings import LLMSettings
 
 Messages = Sequence[tuple[str, str]]  # (role, content): "system" | "human"
@@ -38,6 +39,8 @@ class CallRecord:
     error: str | None
     elapsed_s: float
     live: bool = False  # the model was actually called (not replayed, not refused by the budget)
+    leaks: list[str] | None = None  # masked calls: the leak kinds the audit found ([] = clean)
+    thread: int = field(default_factory=threading.get_ident)  # whose answer an audit annotates
 
 
 class ReplayCache:
@@ -122,6 +125,7 @@ class LLMClient:
         self._lock = threading.Lock()
         self.tokens_used = 0
         self.calls: list[CallRecord] = []
+        self.leaks = LeakCounts()
 
     # -- budget -------------------------------------------------------------------------
     @property
@@ -142,6 +146,31 @@ class LLMClient:
             "max_tokens": self.settings.max_tokens,
             "exhausted": self.exhausted,
         }
+
+    def leak_stats(self) -> dict[str, Any]:
+        """The leak audit over the run's masked answers (see ``swarm.llm.leak_audit``)."""
+        return self.leaks.summary()
+
+    def record_audit(self, kinds: list[str]) -> None:
+        """The audit of the answer to this thread's latest call: counted, and kept on its record
+        (``llm_calls.jsonl``)."""
+        with self._lock:
+            self.leaks.add(kinds)
+            for rec in reversed(self.calls):
+                if rec.thread == threading.get_ident():
+                    rec.leaks = list(kinds)
+                    break
+
+    def write_calls(self, path: Path) -> None:
+        """``llm_calls.jsonl``: one line per call, with its audit when it was masked."""
+        from dataclasses import asdict
+
+        with self._lock:
+            lines = [json.dumps({k: v for k, v in asdict(c).items() if k != "thread"},
+                                sort_keys=True) for c in self.calls]  # fmt: skip
+        tmp = path.with_suffix(".jsonl.tmp")
+        tmp.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+        os.replace(tmp, path)
 
     def replay_stats(self) -> dict[str, int]:
         """How the calls were served: live (the model ran) or replayed from the cache."""

@@ -5,7 +5,9 @@
 
 from __future__ import annotations
 
+import datetime as dt
 from pathlib import Path
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -34,6 +36,10 @@ class LLMSettings(BaseModel):
     max_output_tokens: int = Field(512, ge=16)  # per call
     cache_dir: Path | None = None  # shared replay cache; default: inside the run folder
     timeout_s: float = 120.0
+    # Issue 29: mask prompts (auto: when the data is older than the model's cutoff), and the
+    # cutoff declared with --llm-cutoff (None: the model family's documented one).
+    mask: Literal["auto", "on", "off"] = "auto"
+    cutoff: dt.date | None = None
 
     @property
     def enabled(self) -> bool:
@@ -54,6 +60,8 @@ def parse_llm_arg(
     max_tokens: int | None = None,
     cache_dir: Path | None = None,
     max_output_tokens: int = 512,
+    mask: str = "auto",
+    cutoff: str | None = None,
 ) -> LLMSettings:
     """``none`` | ``openai:MODEL`` | ``openai-compatible:MODEL``. Raises ValueError with the fix."""
     value = (value or "none").strip()
@@ -78,6 +86,8 @@ def parse_llm_arg(
         )
     model = model.strip()
     return LLMSettings(
+        mask=mask,  # type: ignore[arg-type]  # a Literal: pydantic rejects anything else
+        cutoff=parse_cutoff(cutoff),
         provider=provider,
         quick_model=quick_model or model,
         deep_model=deep_model or model,
@@ -87,3 +97,21 @@ def parse_llm_arg(
         max_output_tokens=max_output_tokens,
         cache_dir=cache_dir,
     )
+
+
+def parse_cutoff(value: str | None) -> dt.date | None:
+    """``--llm-cutoff YYYY-MM-DD``; raises ValueError with the fix."""
+    if value is None or not str(value).strip():
+        return None
+    try:
+        return dt.date.fromisoformat(str(value).strip())
+    except ValueError:
+        raise ValueError(
+            f"--llm-cutoff: {value!r} is not a date; give the model's knowledge cutoff as "
+            "YYYY-MM-DD, e.g. 2023-10-31"
+        ) from None
+
+
+def mask_mode(mask: bool | None) -> str:
+    """``--mask`` (True), ``--no-mask`` (False) or neither (None: auto, by the cutoff)."""
+    return {True: "on", False: "off", None: "auto"}[mask]

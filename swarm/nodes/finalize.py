@@ -249,6 +249,7 @@ def finalize(state: DevelopState, runtime: Runtime[RunContext]) -> dict[str, Any
         deflated_alpha_threshold=ctx.criteria.deflated_alpha_threshold,
         spa_threshold=ctx.criteria.spa_threshold,
         trial_sharpes=TrialSharpes(**{k: v for k, v in trials.items() if k != "values"}),
+        llm_masking=_llm_masking(ctx),
     )
     verdict_json = verdict.model_dump(mode="json")
     figures_json = verdict_json["figures"]
@@ -256,6 +257,8 @@ def finalize(state: DevelopState, runtime: Runtime[RunContext]) -> dict[str, Any
     # Through the model: the file is what `python -m experiments.check` and the export read.
     run.write_json("variants.json", VARIANTS.dump_python(variants, mode="json"))
     run.write_json("verdict.json", verdict_json)
+    if ctx.llm is not None:
+        ctx.llm.write_calls(run.path("llm_calls.jsonl"))
     thresholds = {c.metric: c.threshold for c in ctx.criteria.rules}
     charts = []
     if state.get("history"):
@@ -435,3 +438,13 @@ def _alpha_thresholds(ctx: RunContext) -> dict[str, float]:
         "deflated_alpha_threshold": ctx.criteria.deflated_alpha_threshold,
         "spa_threshold": ctx.criteria.spa_threshold,
     }
+
+
+def _llm_masking(ctx: RunContext) -> dict[str, Any] | None:
+    """Issue 29's account of an LLM run: the mask policy and the leak audit's counts."""
+    if ctx.llm is None:
+        return None
+    from swarm.llm.cutoff import policy_for
+
+    policy = policy_for(ctx.config.llm_settings, ctx.config.start)
+    return (policy.summary() if policy else {}) | {"leaks": ctx.llm.leak_stats()}

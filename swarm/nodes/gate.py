@@ -279,10 +279,15 @@ def router(state: DevelopState, runtime: Runtime[RunContext]) -> dict[str, Any]:
     counters = (state.get("counters") or LoopCounters()).model_copy(update={"iteration": iteration})
     evaluations = state.get("evaluations", [])
     failure, traj = state.get("failure"), state.get("trajectory")
-    budget = None
+    budget = contaminated = None
     if ctx.llm is not None:
         budget = Budget(exhausted=ctx.llm.exhausted, used=ctx.llm.tokens_used,
                         limit=ctx.llm.settings.max_tokens)  # fmt: skip
+        leaks = ctx.llm.leak_stats()
+        if leaks["contaminated"]:
+            contaminated = (f"{leaks['leaked']} of {leaks['audited']} LLM answers named what "
+                            f"the masked prompts did not show (rate {leaks['leak_rate']:.1%} > "
+                            f"{leaks['contaminated_above']:.0%})")  # fmt: skip
     route, reason = decide_route(
         any_passed=any(e.passed for e in evaluations),
         failure=failure,
@@ -292,6 +297,7 @@ def router(state: DevelopState, runtime: Runtime[RunContext]) -> dict[str, Any]:
         budget=budget,
         research=_research_outlook(ctx, state, failure),
         pursuit=pursuit_of(state.get("best") or best_evaluation(evaluations), ctx.criteria),
+        contaminated=contaminated,
     )
     ledger = state.get("ledger") or TrialLedger()
     spa = state.get("spa") or SpaResult()

@@ -1,7 +1,8 @@
 """A chat model faked at the boundary for the decision roles: it answers whichever schema it is
 bound to from the prompt it sees, as a competent endpoint would under function calling.
 ``mode``: "good", "invent" (numbers that are not in the facts), "wrong_ticker",
-"wrong_action" (the judge acts against the thesis's direction)."""
+"wrong_action" (the judge acts against the thesis's direction), "name_real" (a model that
+recognises the company and names its real ticker, NVDA, whatever it was shown)."""
 
 from __future__ import annotations
 
@@ -36,7 +37,9 @@ class DecisionChat(GenericFakeChatModel):
 
 def _ticker(prompt: str, mode: str) -> str:
     found = re.search(r"Ticker: ([A-Z.\-]+)\.", prompt)
-    return "MSFT" if mode == "wrong_ticker" else (found.group(1) if found else "")
+    if mode in ("wrong_ticker", "name_real"):
+        return {"wrong_ticker": "MSFT", "name_real": "NVDA"}[mode]
+    return found.group(1) if found else ""
 
 
 def answer(tool: str | None, prompt: str, mode: str) -> dict[str, Any]:

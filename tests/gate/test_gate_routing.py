@@ -220,3 +220,14 @@ def test_decide_route_takes_the_budget_state() -> None:
     assert route == Route.ABANDON and reason.startswith("budget:") and "TUNE" in reason
     spent = Budget(exhausted=True, used=120, limit=100)
     assert decide_route(**{**kw, "any_passed": True}, budget=spent)[0] == Route.SUCCESS
+
+
+@pytest.mark.parametrize("passed", [True, False])
+def test_a_contaminated_run_cannot_pass(passed) -> None:
+    """Issue 29: an LLM run whose answers leaked above the threshold is ABANDONed, pass or not."""
+    counters = LoopCounters(iteration=1, strategy_iterations=1, research_loops=0)
+    kw = {"any_passed": passed, "failure": None, "trajectory": None, "counters": counters,
+          "limits": LIMITS}  # fmt: skip
+    assert decide_route(**kw, contaminated=None) == decide_route(**kw)
+    route, reason = decide_route(**kw, contaminated="9 of 100 answers leaked")
+    assert route == Route.ABANDON and reason.startswith("contaminated: 9 of 100")

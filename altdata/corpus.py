@@ -26,6 +26,7 @@ import pandas as pd
 
 from altdata.pit import KNOWN_AT, TICKER, AltTable
 from altdata.sessions import session_after, session_close, session_on_or_after, session_open
+from altdata.statements import StatementsFeed
 
 FOLDERS = ("fundamentals", "analyst", "news", "options", "social")
 # "Known after the close": a row released after a session's close reaches the next bar, never
@@ -60,10 +61,16 @@ def _stamped(column: str) -> Callable[[pd.DataFrame], pd.Series]:
     return known
 
 
+def known_after_close(days: pd.Series) -> pd.Series:
+    """Rows dated by day only (a filing date, a daily statistic): known after that day's
+    close, or the next session's when the day is no session."""
+    days = pd.to_datetime(days)
+    return _sessions_utc(days, lambda d: session_close(session_on_or_after(d)) + AFTER_CLOSE)
+
+
 def _after_close(column: str) -> Callable[[pd.DataFrame], pd.Series]:
     def known(frame: pd.DataFrame) -> pd.Series:
-        days = pd.to_datetime(frame[column])
-        return _sessions_utc(days, lambda d: session_close(session_on_or_after(d)) + AFTER_CLOSE)
+        return known_after_close(frame[column])
 
     return known
 
@@ -108,6 +115,9 @@ DATASETS: dict[str, Dataset] = {
 }  # fmt: skip
 
 
+FEED_TABLES = ("statements", "statements_quarterly")  # what an online statements source serves
+
+
 def load(root: Path, dataset: Dataset) -> AltTable:
     """``dataset`` read from ``root``, stamped with ``known_at`` and sorted by it. Raises a
     ``ValueError`` naming the file when a column the rule needs is missing."""
@@ -127,13 +137,20 @@ def load(root: Path, dataset: Dataset) -> AltTable:
 
 @dataclass
 class AltData:
-    """The alternative data under ``root`` (None: none), each table loaded once."""
+    """The alternative data under ``root`` (None: none), each table loaded once.
+
+    ``statements``: an online source (``altdata.edgar``, ``altdata.yf_fundamentals``) that
+    serves the ``statements`` tables in place of the corpus file; the other tables still come
+    from ``root``."""
 
     root: Path | None
+    statements: StatementsFeed | None = None
     _tables: dict[str, AltTable | None] = field(default_factory=dict, repr=False)
 
     def table(self, name: str) -> AltTable | None:
         """The named table (``DATASETS``), or None when its file is not under the root."""
+        if self.statements is not None and name in FEED_TABLES:
+            return self.statements.table(name)
         if name not in self._tables:
             ds = DATASETS[name]
             ok = self.root is not None and (self.root / ds.source).is_file()
@@ -142,6 +159,8 @@ class AltData:
 
     def missing(self, name: str) -> str:
         """Why ``name`` has no table, naming the folder to add."""
+        if self.statements is not None and name in FEED_TABLES:
+            return self.statements.missing(name)
         ds = DATASETS[name]
         folder = ds.source.split("/", 1)[0]
         if self.root is None:

@@ -90,8 +90,10 @@ def _div(a: object, b: object) -> float | None:
 
 
 def statements_at(table: AltTable, ticker: str, t: object) -> pd.DataFrame:
-    """The ticker's annual statements known at ``t``, oldest period first."""
-    return table.for_ticker(ticker, t).sort_values("period_end")
+    """The ticker's annual statements known at ``t``, oldest period first: of a period filed
+    more than once (an EDGAR restatement, ``altdata.edgar_facts``), the version last known."""
+    rows = table.for_ticker(ticker, t).sort_values(["period_end", KNOWN_AT], kind="stable")
+    return rows.drop_duplicates("period_end", keep="last")
 
 
 def _latest(table: AltTable, ticker: str, t: object) -> tuple[pd.Series, pd.Series | None]:

@@ -12,6 +12,9 @@ from pathlib import Path
 from swarm.errors import UserInputError
 
 SOURCES = ("auto", "yfinance", "csv", "synthetic")
+# Where the fundamental subagents read statements (swarm.research.inputs): the corpus file
+# under --alt-data (offline), SEC EDGAR company facts or yfinance (online, cached / not).
+FUNDAMENTALS = ("corpus", "edgar", "yfinance")
 # Screened parameter sets per tuning step (--screen-size). Measured on 5 tech symbols x 3
 # in-sample folds (2012-2019) on 2 shared cores: 500 sets in 1.9-2.3 s (1,000 in 3.9-4.6 s)
 # against 5-6 s for the iteration's own 75 Backtrader jobs, and a 1.3-2.8 MB series file.
@@ -48,8 +51,31 @@ def add_data_arguments(p: argparse.ArgumentParser) -> None:
         "social/): point-in-time alternative data for the research swarm",
     )
     p.add_argument(
+        "--fundamentals",
+        default="corpus",
+        help="where the fundamental subagents read statements: corpus (default: the file under "
+        "--alt-data, offline), edgar (SEC company facts; needs SEC_EDGAR_USER_AGENT, cached) or "
+        "yfinance (no filing dates: conservative lags)",
+    )
+    p.add_argument(
         "--holdout", type=float, default=0.2, help="sealed holdout fraction (default 0.2)"
     )
+
+
+def check_fundamentals(args: argparse.Namespace) -> str:
+    """--fundamentals: a known source, and EDGAR's User-Agent when it may go online."""
+    choice = getattr(args, "fundamentals", "corpus")
+    if choice not in FUNDAMENTALS:
+        raise UserInputError(f"--fundamentals: {choice!r} is not one of {', '.join(FUNDAMENTALS)}")
+    if choice == "edgar" and not args.offline:
+        from altdata.edgar import EdgarSettings
+        from altdata.errors import AltDataError
+
+        try:
+            EdgarSettings.from_env().check_user_agent()
+        except AltDataError as exc:
+            raise UserInputError(f"--fundamentals edgar: {exc}") from None
+    return choice
 
 
 def iso_date(arg: str, value: str) -> date:
@@ -95,6 +121,7 @@ def check_data_args(args: argparse.Namespace) -> tuple[date, date]:
             f"--alt-data: {alt} is not a folder; pass a folder laid out like ../shared/data/ "
             "(fundamentals/, analyst/, news/, options/, social/)"
         )
+    check_fundamentals(args)
     if not 0.05 <= args.holdout < 0.5:
         raise UserInputError(f"--holdout: {args.holdout} must be in [0.05, 0.5) (default 0.2)")
     return start, end

@@ -34,6 +34,8 @@ class RunConfig(BaseModel):
     cache_dir: Path | None = None
     news_file: Path | None = None
     alt_data: Path | None = None  # point-in-time alternative data (altdata.corpus layout)
+    # Where the fundamental subagents read statements: corpus | edgar | yfinance (cli_args).
+    fundamentals: Literal["corpus", "edgar", "yfinance"] = "corpus"
     variants: int = Field(5, ge=1, le=50)
     limits: Limits = Field(default_factory=Limits)
     seed: int = 0

@@ -123,6 +123,7 @@ def config_from_args(args: argparse.Namespace):
         source=args.source,
         news_file=args.news_file.resolve() if args.news_file else None,
         alt_data=args.alt_data.resolve() if args.alt_data else None,
+        fundamentals=args.fundamentals,
         variants=args.variants,
         limits={"max_iterations": args.max_iterations},
         seed=args.seed,

@@ -76,6 +76,7 @@ class ResearchConfig:
     out: Path
     seed: int
     alt_data: Path | None = None  # point-in-time alternative data (altdata.corpus)
+    fundamentals: str = "corpus"  # where fundamental statements come from (cli_args.FUNDAMENTALS)
     repair_data: bool = False  # --repair (backtest.data_integrity)
 
 
@@ -117,7 +118,7 @@ def config_from_args(args: argparse.Namespace) -> ResearchConfig:
         tickers=tickers, start=start, end=end, timeframe=args.timeframe, source=args.source,
         data_dir=args.data_dir.resolve() if args.data_dir else None,
         news_file=args.news_file.resolve() if args.news_file else None, offline=args.offline,
-        alt_data=args.alt_data.resolve() if args.alt_data else None,
+        alt_data=args.alt_data.resolve() if args.alt_data else None, fundamentals=args.fundamentals,
         preferred_families=style, holdout_frac=args.holdout, memory_dir=memory_dir,
         out=args.out, seed=args.seed, repair_data=args.repair,
     )  # fmt: skip

@@ -23,6 +23,9 @@ class ResearchContext:
     news_items: list[NewsItem] = field(default_factory=list)
     # Point-in-time alternative data (``altdata``); None without ``--alt-data``.
     alt: AltData | None = None
+    # What the fundamental subagents read when it differs from ``alt``: the same folder with
+    # statements from an online source (``--fundamentals edgar|yfinance``).
+    fundamentals_alt: AltData | None = None
     # The date the bars' closes are split-adjusted through (a download's date), for prices
     # against as-reported share counts; None: the corpus closes' (altdata.fundamentals).
     price_basis: str | None = None

@@ -134,8 +134,9 @@ def _snapshot_date(data: dict[str, Any]) -> dt.date | None:
 def run_fundamental(
     specialization: str, bundle: FeatureBundle, context: ResearchContext
 ) -> Finding:
-    if context.alt is not None:
-        return run_fundamental_pit(specialization, bundle, context.alt, context.price_basis)
+    alt = context.fundamentals_alt or context.alt
+    if alt is not None:
+        return run_fundamental_pit(specialization, bundle, alt, context.price_basis)
     symbol, as_of = bundle.symbol, bundle.as_of
     fields, scorer = SPECS[specialization]
 
@@ -280,18 +281,26 @@ def run_fundamental_pit(
     def no(reason: str) -> Finding:
         return abstain(symbol, Domain.FUNDAMENTAL, specialization, ", ".join(names), reason, as_of)
 
+    feed = alt.statements
+    if feed is not None:
+        feed.want([symbol])  # an online source fetches the symbol when first asked
+
+    def gap(reason: str) -> str:  # the symbol's own failure beats a generic "no statement"
+        why = feed.gaps.get(symbol) if feed is not None else None
+        return f"{feed.source} for {symbol}: {why}" if feed is not None and why else reason
+
     tables = PIT_TABLES[specialization]
     absent = [n for n in tables if alt.table(n) is None]
     if specialization == "valuation" and len(absent) < len(tables):
         absent = []  # one of the two is enough
     if absent:
-        return no("; ".join(alt.missing(n) for n in absent))
+        return no(gap("; ".join(alt.missing(n) for n in absent)))
     t = decision_time(as_of)
     basis = price_basis or pit.CORPUS_PRICE_BASIS
     try:
         facts = pit_facts(specialization, alt, symbol, t, bundle.value("CLOSE"), basis)
     except LookupError as exc:
-        return no(str(exc))
+        return no(gap(str(exc)))
     if not facts:
         files = " or ".join(t.source for n in tables if (t := alt.table(n)) is not None)
         return no(f"{files} give none of {', '.join(names)} for {symbol} as of {as_of}")

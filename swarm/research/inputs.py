@@ -3,6 +3,8 @@ feature bundle of every symbol and the shared ResearchContext (news, fundamental
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from altdata.corpus import AltData
 from swarm.research.context import FundamentalsProvider, ResearchContext
 from swarm.research.features import FeatureBundle, compute_features
@@ -27,10 +29,34 @@ def research_context(ctx: ResearchRuntime) -> ResearchContext:
         ctx.memo.research_context = ResearchContext(
             news_items=list(ctx.news_items or []),
             alt=AltData(alt_dir) if alt_dir is not None else None,
+            fundamentals_alt=statements_source(ctx, alt_dir, offline),
             fundamentals=fundamentals_provider(ctx, offline),
             offline=offline,
         )
     return ctx.memo.research_context
+
+
+def statements_source(ctx: ResearchRuntime, alt_dir: Path | None, offline: bool) -> AltData | None:
+    """``--fundamentals edgar|yfinance``: the alt-data folder (sectors, surprises) with the
+    statements from that source, fetched per symbol when a subagent first asks; None for the
+    corpus (the subagents read ``alt``). Offline, EDGAR reads its cache and yfinance abstains."""
+    from altdata.statements import StatementsFeed
+
+    choice = getattr(ctx.config, "fundamentals", "corpus")
+    if choice == "edgar":
+        from altdata import edgar
+
+        cache = getattr(ctx.config, "cache_dir", None)
+        kw = {"cache_dir": cache} if cache is not None else {}
+        client = edgar.EdgarClient(edgar.EdgarSettings.from_env(offline=offline, **kw))
+        feed = StatementsFeed(source=edgar.SOURCE, rule=edgar.RULE, fetch=client.statements)
+    elif choice == "yfinance":
+        from altdata import yf_fundamentals as yff
+
+        feed = StatementsFeed(source=yff.SOURCE, rule=yff.RULE, fetch=yff.fetcher(offline=offline))
+    else:
+        return None
+    return AltData(alt_dir, statements=feed)
 
 
 def fundamentals_provider(ctx: ResearchRuntime, offline: bool) -> FundamentalsProvider | None:

@@ -141,8 +141,17 @@ def _values(facts: dict) -> list[_Value]:
     for column, rank, kind, f, sign in raw:
         periods = [kind] if kind != "instant" else [p for p in ends if f.end in ends[p]]
         for period in periods:
-            out.append(_Value(column, rank, period, pd.Timestamp(f.end),
-                              pd.Timestamp(f.filed), f.form, sign * f.val))  # fmt: skip
+            out.append(
+                _Value(
+                    column,
+                    rank,
+                    period,
+                    pd.Timestamp(f.end),
+                    pd.Timestamp(f.filed),
+                    f.form,
+                    sign * f.val,
+                )
+            )
     return out
 
 
@@ -163,8 +172,15 @@ def _versions(values: Iterable[_Value]) -> list[dict]:
             current = {c: ranks[min(ranks)] for c, ranks in known.items()}
             if current != last:
                 forms = sorted({w.form for w in vs if w.filed == v.filed})
-                rows.append({"period_end": end, "period": period, "form": ",".join(forms),
-                             "filed": v.filed, **current})  # fmt: skip
+                rows.append(
+                    {
+                        "period_end": end,
+                        "period": period,
+                        "form": ",".join(forms),
+                        "filed": v.filed,
+                        **current,
+                    }
+                )
                 last = current
     return rows
 

@@ -166,8 +166,11 @@ def test_the_rate_limiter_spaces_requests_under_secs_ten_per_second() -> None:
 
 
 def _statements_table():
-    feed = StatementsFeed(source="sec-edgar companyfacts", rule="filed",
-                          fetch=lambda t: statements_from_companyfacts(_facts(), t))  # fmt: skip
+    feed = StatementsFeed(
+        source="sec-edgar companyfacts",
+        rule="filed",
+        fetch=lambda t: statements_from_companyfacts(_facts(), t),
+    )
     feed.want(["AAPL"])
     return AltData(None, statements=feed)
 

@@ -4,4 +4,6 @@
 known, cut by time); ``altdata.corpus`` reads a folder laid out like ``../shared/data/``
 (``fundamentals/``, ``analyst/``, ``news/``, ``options/``, ``social/``) with each file's
 availability rule; ``altdata.sessions`` is the exchange calendar those rules use.
+``altdata.edgar`` (SEC company facts) and ``altdata.yf_fundamentals`` serve the statements
+table from online sources (``altdata.statements``), with the same point-in-time contract.
 """

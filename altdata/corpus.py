@@ -151,6 +151,8 @@ class AltData:
         """The named table (``DATASETS``), or None when its file is not under the root."""
         if self.statements is not None and name in FEED_TABLES:
             return self.statements.table(name)
+        if name not in DATASETS:  # statements_quarterly: only an online source has it
+            return None
         if name not in self._tables:
             ds = DATASETS[name]
             ok = self.root is not None and (self.root / ds.source).is_file()
@@ -161,6 +163,8 @@ class AltData:
         """Why ``name`` has no table, naming the folder to add."""
         if self.statements is not None and name in FEED_TABLES:
             return self.statements.missing(name)
+        if name not in DATASETS:
+            return f"no {name} without an online source (--fundamentals edgar or yfinance)"
         ds = DATASETS[name]
         folder = ds.source.split("/", 1)[0]
         if self.root is None:

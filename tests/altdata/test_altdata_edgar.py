@@ -232,3 +232,9 @@ def test_a_fetch_failure_is_the_tickers_gap_not_a_crash(tmp_path) -> None:
     assert alt.table("statements") is None
     assert "offline and no cached EDGAR ticker map" in feed.gaps["AAPL"]
     assert alt.missing("statements").startswith("AAPL: offline")
+
+
+def test_the_corpus_has_no_quarterly_statements_and_says_which_flag_gives_them() -> None:
+    alt = AltData(None)
+    assert alt.table("statements_quarterly") is None
+    assert "--fundamentals edgar" in alt.missing("statements_quarterly")

@@ -112,3 +112,71 @@ def test_readme_examples_run_as_written(tmp_path, monkeypatch, daily_dir) -> Non
     assert len(result.records("backtest")) == 2  # two variants on one symbol, one iteration
     assert result.manifest.argv[:2] == ["--directive", "momentum alpha in tech"]
     assert checked.judge is not None and checked.best is not None
+
+
+def _api_options(daily_dir: Path, out: Path) -> dict[str, object]:
+    return {
+        "directive": "momentum",
+        "tickers": ["AAPL"],
+        "data_dir": daily_dir,
+        "start": "2015-01-01",
+        "end": "2019-12-31",
+        "offline": True,
+        "quiet": True,
+        "memory_dir": "off",
+        "out": out,
+    }
+
+
+@pytest.mark.integration
+def test_a_crash_raises_run_failed_with_the_folder_kept(tmp_path, monkeypatch, daily_dir) -> None:
+    import swarm.run as swarm_run
+    from swarm import develop
+    from swarm.errors import RunFailedError
+
+    def crash(prepared):
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(swarm_run, "execute", crash)
+    with pytest.raises(RunFailedError) as info:
+        develop(**_api_options(daily_dir, tmp_path / "runs"))
+    root = info.value.run_dir
+    assert (root / "error.json").is_file() and isinstance(info.value.cause, RuntimeError)
+    assert str(info.value).startswith("internal error: RuntimeError('boom'); run folder kept")
+    assert f"python -m swarm.develop --resume {root}" in str(info.value)
+
+
+@pytest.mark.integration
+def test_ctrl_c_raises_a_keyboard_interrupt_naming_the_folder(
+    tmp_path, monkeypatch, daily_dir
+) -> None:
+    import swarm.run as swarm_run
+    from swarm import develop
+    from swarm.errors import RunInterrupted
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(swarm_run, "execute", interrupted)
+    with pytest.raises(RunInterrupted) as info:
+        develop(**_api_options(daily_dir, tmp_path / "runs"))
+    assert isinstance(info.value, KeyboardInterrupt) and info.value.run_dir.is_dir()
+    assert f"--resume {info.value.run_dir}" in str(info.value)
+
+    monkeypatch.setattr(swarm_run, "prepare", interrupted)
+    with pytest.raises(RunInterrupted, match="before the run started") as before:
+        develop(**_api_options(daily_dir, tmp_path / "runs"))
+    assert before.value.run_dir is None
+
+
+@pytest.mark.unit
+@pytest.mark.corrupts_run_folder  # an unfinished folder on purpose
+def test_load_run_says_what_to_pass(tmp_path) -> None:
+    from experiments.run_result import RunFolderError
+    from swarm import load_run
+
+    with pytest.raises(RunFolderError, match="no manifest.json"):
+        load_run(tmp_path)
+    (tmp_path / "manifest.json").write_text("{}")
+    with pytest.raises(RunFolderError, match="did not finish.*--resume"):
+        load_run(tmp_path)

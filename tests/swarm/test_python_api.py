@@ -180,3 +180,29 @@ def test_load_run_says_what_to_pass(tmp_path) -> None:
     (tmp_path / "manifest.json").write_text("{}")
     with pytest.raises(RunFolderError, match="did not finish.*--resume"):
         load_run(tmp_path)
+
+
+@pytest.mark.unit
+def test_the_recorded_argv_parses_back_to_the_same_arguments(tmp_path) -> None:
+    """The manifest's argv of an API call is a command line the CLI reads the same way."""
+    from datetime import date
+
+    from swarm.api_options import namespace_of
+    from swarm.develop import build_parser
+
+    options = {
+        "directive": "momentum alpha in tech",
+        "tickers": ["AAPL", "MSFT"],
+        "start": date(2015, 1, 1),
+        "data_dir": str(tmp_path),
+        "max_iterations": 1,
+        "variants": 2,
+        "no_screen": True,
+        "mask": False,
+        "out": tmp_path / "runs",
+    }
+    parser = build_parser()
+    args, argv = namespace_of(parser, options, api="develop")
+    assert vars(parser.parse_args(argv)) == vars(args)
+    assert args.tickers == "AAPL,MSFT" and args.start == "2015-01-01" and "--no-mask" in argv
+    assert vars(namespace_of(parser, {}, api="develop")[0]) == vars(parser.parse_args([]))

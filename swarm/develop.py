@@ -9,6 +9,10 @@ Exit codes: 0 on any verdict, 2 on bad input (one line saying what to fix),
 
 continues an interrupted run (killed, crashed, Ctrl-C) from its last checkpoint, with
 the config recorded in its manifest; a finished run is only reported.
+
+From Python, ``from swarm import develop; develop(directive=..., **options)`` runs the same
+loop and returns the run's ``experiments.run_result.RunResult``; it never exits, it raises
+the errors whose messages the CLI prints (``swarm.errors``).
 """
 
 from __future__ import annotations
@@ -18,13 +22,20 @@ import json
 import os
 import sys
 import traceback
+import types
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
+from swarm.api_options import namespace_of
 from swarm.cli_args import OneLineParser, add_data_arguments, add_screen_arguments
 from swarm.develop_config import config_from_args
-from swarm.errors import UserInputError
+from swarm.errors import RunFailedError, RunInterrupted, UserInputError
 
-__all__ = ["RESUME_COMPATIBLE", "build_parser", "config_from_args", "main"]
+if TYPE_CHECKING:
+    from experiments.run_result import RunResult
+    from swarm.run import Outcome, Prepared
+
+__all__ = ["RESUME_COMPATIBLE", "build_parser", "config_from_args", "develop", "main"]
 
 
 def _family_names() -> str:
@@ -174,6 +185,36 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def develop(directive: str | None = None, **options: Any) -> RunResult:
+    """Run the loop from Python and return the run folder's typed result; never exits.
+
+    Options are the CLI's flags in snake_case (``python -m swarm.develop --help``):
+    ``tickers`` (a list or "AAPL,MSFT"), ``data_dir``, ``start``/``end`` (ISO text or dates),
+    ``variants``, ``max_iterations``, ``no_screen=True``, ``seed``, ``out``, ``memory_dir``,
+    ``llm``, ``quiet``... Raises ``UserInputError`` on bad input (the CLI's exit 2, same
+    message), ``RunFailedError`` on an internal failure (exit 1: the folder is kept, with
+    error.json) and ``RunInterrupted`` (a KeyboardInterrupt) naming the folder to resume.
+    """
+    given = options if directive is None else {"directive": directive, **options}
+    args, argv = namespace_of(build_parser(), given, api="develop")
+    # Worker processes inherit it: the CLI sets it too, so a run is the same from both.
+    os.environ.setdefault("PYTHONHASHSEED", "0")
+    try:
+        prepared = _prepare_new(args, argv)
+    except RunInterrupted:
+        raise
+    except KeyboardInterrupt:
+        raise RunInterrupted(NOT_STARTED) from None
+    assert prepared is not None  # the API has no dry run
+    _execute(prepared)
+    from experiments.run_result import load_run
+
+    return load_run(prepared.run.root)
+
+
+NOT_STARTED = "interrupted before the run started: nothing to resume; run the same command again"
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if "--calibrate" in argv:  # the gate's calibration has its own options
@@ -187,58 +228,28 @@ def main(argv: list[str] | None = None) -> int:
 
             print(mermaid())
             return 0
-        if args.resume is not None:
-            _check_resume_args(argv)
-            if args.workers is not None and args.workers < 1:
-                raise UserInputError(f"--workers: {args.workers} must be at least 1")
-            from swarm.run import prepare_resume
-
-            prepared = prepare_resume(args.resume, quiet=args.quiet, workers=args.workers)
-        else:
-            config, criteria = config_from_args(args)
-            if not args.quiet:
-                for note in (config.plan or {}).get("notes", []):
-                    print(f"[plan] {note}", file=sys.stderr)
-            if args.dry_run:
-                print(json.dumps(config.plan, indent=2))
-                return 0
-            from swarm.run import prepare
-
-            prepared = prepare(config, criteria, argv=argv, quiet=args.quiet)
+        prepared = (
+            _prepare_resume(args, argv) if args.resume is not None else _prepare_new(args, argv)
+        )
+        if prepared is None:  # --dry-run: the plan is printed
+            return 0
+        outcome = _execute(prepared)
     except UserInputError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
-        print("interrupted before the run started: nothing to resume; run the same command "
-              "again", file=sys.stderr)  # fmt: skip
+    except RunInterrupted as exc:
+        print(exc, file=sys.stderr)
+        if exc.run_dir is not None:
+            print(exc.run_dir)
         return 130
-
-    from swarm.run import execute
-
-    root = prepared.run.root
-    if prepared.resumed:
-        _set_aside_error(root)
-    try:
-        outcome = execute(prepared)
-    except KeyboardInterrupt:
-        print(f"interrupted: {_saved(root)}; continue with "
-              f"`python -m swarm.develop --resume {root}`", file=sys.stderr)  # fmt: skip
-        print(root)
+    except KeyboardInterrupt:  # while parsing or checking: no run folder yet
+        print(NOT_STARTED, file=sys.stderr)
         return 130
-    except UserInputError as exc:  # found only once the checkpoint is read (e.g. on --resume)
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    except Exception as exc:  # an internal failure: keep the folder and say where it is
-        prepared.run.write_json(
-            "error.json", {"error": repr(exc), "traceback": traceback.format_exc()}
-        )
-        print(
-            f"internal error: {exc!r}; run folder kept, traceback in {root / 'error.json'}; "
-            f"after a fix, continue with `python -m swarm.develop --resume {root}`",
-            file=sys.stderr,
-        )
-        print(root)
+    except RunFailedError as exc:
+        print(exc, file=sys.stderr)
+        print(exc.run_dir)
         return 1
+    root = prepared.run.root
     if outcome.already_finished:
         verdict = outcome.state.get("verdict")
         print(
@@ -248,6 +259,52 @@ def main(argv: list[str] | None = None) -> int:
         )
     print(root)
     return 0
+
+
+def _prepare_new(args: argparse.Namespace, argv: list[str]) -> Prepared | None:
+    """Every argument checked, data loaded, the run folder made; None on --dry-run."""
+    config, criteria = config_from_args(args)
+    if not args.quiet:
+        for note in (config.plan or {}).get("notes", []):
+            print(f"[plan] {note}", file=sys.stderr)
+    if args.dry_run:
+        print(json.dumps(config.plan, indent=2))
+        return None
+    from swarm.run import prepare
+
+    return prepare(config, criteria, argv=argv, quiet=args.quiet)
+
+
+def _prepare_resume(args: argparse.Namespace, argv: list[str]) -> Prepared:
+    _check_resume_args(argv)
+    if args.workers is not None and args.workers < 1:
+        raise UserInputError(f"--workers: {args.workers} must be at least 1")
+    from swarm.run import prepare_resume
+
+    return prepare_resume(args.resume, quiet=args.quiet, workers=args.workers)
+
+
+def _execute(prepared: Prepared) -> Outcome:
+    """Run the graph; an interrupt or a crash leaves the folder resumable and says how."""
+    from swarm.run import execute
+
+    root = prepared.run.root
+    if prepared.resumed:
+        _set_aside_error(root)
+    try:
+        return execute(prepared)
+    except KeyboardInterrupt:
+        raise RunInterrupted(
+            f"interrupted: {_saved(root)}; continue with `python -m swarm.develop --resume {root}`",
+            root,
+        ) from None
+    except UserInputError:  # found only once the checkpoint is read (e.g. on --resume)
+        raise
+    except Exception as exc:  # an internal failure: keep the folder and say where it is
+        prepared.run.write_json(
+            "error.json", {"error": repr(exc), "traceback": traceback.format_exc()}
+        )
+        raise RunFailedError(root, exc) from exc
 
 
 RESUME_COMPATIBLE = ("--resume", "--workers", "--quiet")
@@ -286,6 +343,18 @@ def _set_aside_error(root: Path) -> None:
             n += 1
         error.rename(root / f"error.{n}.json")
 
+
+class _CallableModule(types.ModuleType):
+    """``from swarm import develop`` meets this module, not the function, once the module is
+    imported (a package's submodule attribute shadows its lazy names), so the module itself
+    runs ``develop`` when called: the same object and the same call either way."""
+
+    def __call__(self, directive: str | None = None, **options: Any) -> RunResult:
+        return develop(directive, **options)
+
+
+_CallableModule.__call__.__doc__ = develop.__doc__
+sys.modules[__name__].__class__ = _CallableModule
 
 if __name__ == "__main__":
     os.environ.setdefault("PYTHONHASHSEED", "0")

@@ -195,7 +195,9 @@ class DebateVerdict(BaseModel):
     falsifiers: list[str] = Field(default_factory=list)
     conviction_proposed: float = Field(ge=0, le=1)
     conviction: float = Field(ge=0, le=1, description="after the opposition haircut")
-    opposition: float = Field(0.0, ge=0, le=1, description="weight of notes against the winner")
+    opposition: float = Field(
+        0.0, ge=0, le=1, description="share of the analysts that took a side who oppose the winner"
+    )
     model_used: str = RULES
 
 

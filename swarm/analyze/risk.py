@@ -32,7 +32,7 @@ from swarm.analyze.contracts import (
 )
 
 HIGH_NATR = 4.0  # daily ATR above 4% of price: a volatile name for a 2-ATR stop
-MAX_OPPOSITION = 0.3  # more of the desk's weight than this against the winner is a concern
+MAX_OPPOSITION = 0.3  # more of the sided analysts than this against the winner: a concern
 LOW_CONVICTION = 0.4
 # The only evidence keys the risk team's rules read (never the forecast band).
 RISK_EVIDENCE_KEYS = ("NATR_14", "ADX_14")
@@ -59,7 +59,8 @@ def concerns(thesis: TraderThesis, verdict: DebateVerdict, ev: Mapping[str, floa
         out.append(f"conviction {verdict.conviction:.2f} is below {LOW_CONVICTION}")
     if verdict.opposition > MAX_OPPOSITION:
         out.append(
-            f"{verdict.opposition:.0%} of the desk's weight opposes the {verdict.winner.value}"
+            f"{verdict.opposition:.0%} of the analysts that took a side oppose the "
+            f"{verdict.winner.value}"
         )
     natr = ev.get("NATR_14")
     if natr is not None and natr > HIGH_NATR:

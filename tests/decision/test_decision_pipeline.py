@@ -216,3 +216,21 @@ def test_cut_at_keeps_the_whole_decision_day():
     idx = pd.DatetimeIndex(["2020-01-02 10:00", "2020-01-02 15:00", "2020-01-03 10:00"])
     df = pd.DataFrame({"close": [1.0, 2.0, 3.0]}, index=idx)
     assert list(cut_at(df, "2020-01-02")["close"]) == [1.0, 2.0]
+
+
+def test_opposition_counts_only_the_analysts_that_took_a_side():
+    """Issue 28, AAPL 2020-03-16 on the real corpus: market bearish, sentiment (analyst
+    ratings) bullish, news neutral, fundamentals abstaining -> 1 of 2 sided: 50%."""
+    from conftest import SHARED_DATA
+
+    from swarm.research.news import load_news_csv
+
+    path = SHARED_DATA / "news" / "benzinga_analyst_ratings_subset.csv"
+    if not path.exists():
+        pytest.skip("real corpus not found")
+    d = decide("AAPL", "2020-03-16", bars_of("AAPL"), AnalysisConfig(), news=load_news_csv(path))
+    sides = {n.role: n.stance for n in d.analysts if not n.abstained}
+    assert sides[AnalystRole.MARKET] < -0.05 < 0.05 < sides[AnalystRole.SENTIMENT]
+    assert abs(sides[AnalystRole.NEWS]) <= 0.05
+    assert d.debate.winner.value == "bear" and d.debate.opposition == 0.5
+    assert d.debate.conviction == pytest.approx(d.debate.conviction_proposed * 0.7, abs=1e-6)

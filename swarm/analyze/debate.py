@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from swarm.analyze.analysts import SIDE_DEADBAND, took_side
 from swarm.analyze.contracts import (
     RULES,
     AnalystNote,
@@ -22,19 +23,13 @@ from swarm.analyze.contracts import (
 )
 
 MAX_HAIRCUT = 0.6  # the conviction cut at full opposition
-OPPOSE_DEADBAND = 0.05  # a stance within +/-0.05 of zero opposes nobody
+OPPOSE_DEADBAND = SIDE_DEADBAND  # a stance within +/-0.05 of zero opposes nobody
 TIE_MARGIN = 0.1  # bull and bear weights closer than this share: no winner
 FULL_WEIGHT = 0.6  # confidence x stance the winning side needs for full conviction
 POINTS_PER_CASE = 3
 
 
 # --------------------------------------------------------------------------- calibration
-
-
-def took_side(note: AnalystNote) -> bool:
-    """An analyst took a side: it did not abstain, has some confidence, and its stance is
-    beyond the dead band. Only these count in the opposition's denominator."""
-    return not note.abstained and note.confidence > 0 and abs(note.stance) > OPPOSE_DEADBAND
 
 
 def opposition_share(notes: Sequence[AnalystNote], winner: Side) -> float:

@@ -8,9 +8,11 @@ reason instead of guessing.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 
 from swarm.analyze.contracts import (
+    ABSTAIN_CONFIDENCE,
     ABSTAIN_MODEL,
     RULES,
     AnalysisConfig,
@@ -38,6 +40,9 @@ TECHNICAL = {
 STRUCTURE_CONFIDENCE = 0.4  # price vs EMA20 and the last swings: one more, modest, vote
 STRUCTURE_KEYS = ("CLOSE", "EMA_20", "SWING_HIGH_5", "SWING_LOW_5", "GAP_PCT")
 FORECAST_KEYS = ("FORECAST_MID_60_10", "FORECAST_UPPER_60_10", "FORECAST_LOWER_60_10")
+FORECAST_MID, FORECAST_BARS = "FORECAST_MID_60_10", 10  # the band's mid, forecast 10 bars ahead
+EPS_SURPRISE = "surprises_latest_pct"  # the last EPS surprise, a fraction of consensus
+SIDE_DEADBAND = 0.05  # a stance within +/-0.05 of zero took no side (the debate's dead band)
 
 AnalystBrain = Callable[[FeatureBundle, ResearchContext, AnalysisConfig], AnalystNote]
 
@@ -45,8 +50,27 @@ AnalystBrain = Callable[[FeatureBundle, ResearchContext, AnalysisConfig], Analys
 def _abstain(role: AnalystRole, bundle: FeatureBundle, reason: str) -> AnalystNote:
     return AnalystNote(
         role=role, ticker=bundle.symbol, as_of=bundle.as_of, summary=f"Abstained: {reason}.",
-        abstained=True, reason=reason, model_used=ABSTAIN_MODEL,
+        confidence=ABSTAIN_CONFIDENCE, abstained=True, reason=reason, model_used=ABSTAIN_MODEL,
     )  # fmt: skip
+
+
+def expectation_gap(evidence: dict[str, float]) -> float | None:
+    """The last EPS surprise vs consensus (a fraction), when the evidence holds one."""
+    return evidence.get(EPS_SURPRISE)
+
+
+def forecast_gap(bundle: FeatureBundle) -> float | None:
+    """The close vs the band's mid forecast for today, made ``FORECAST_BARS`` bars ago: how
+    far the price came in from what the naive drift expected (a fraction). None before the
+    band has a forecast that old."""
+    pos = bundle.n_bars - 1 - FORECAST_BARS
+    if pos < 0 or FORECAST_MID not in bundle.data:
+        return None
+    expected = float(bundle.data[FORECAST_MID][pos])
+    close = bundle.value("CLOSE")
+    if not (math.isfinite(expected) and expected > 0 and math.isfinite(close)):
+        return None
+    return round(close / expected - 1.0, 6)
 
 
 def _pool(findings: Sequence[Finding]) -> tuple[float, float]:
@@ -143,6 +167,7 @@ def market(bundle: FeatureBundle, rctx: ResearchContext, cfg: AnalysisConfig) ->
         role=AnalystRole.MARKET, ticker=bundle.symbol, as_of=bundle.as_of, stance=stance,
         confidence=confidence, summary=summary, key_points=key_points, subscores=subscores,
         evidence=evidence, points=points, time_horizon=TimeHorizon.WEEKS, model_used=RULES,
+        expectation_gap=forecast_gap(bundle),
     )  # fmt: skip
 
 
@@ -170,6 +195,7 @@ def _note_from_findings(
         key_points=[f.interpretation for f in live] + gaps,
         subscores={f.specialization: round(f.signal, 4) for f in live}, evidence=evidence,
         points=[_point(f) for f in live], time_horizon=horizon, model_used=RULES,
+        expectation_gap=expectation_gap(evidence),
     )  # fmt: skip
 
 
@@ -230,6 +256,11 @@ def quorum(
     roles = {n.role for n in notes}
     return Quorum(
         required=required, expected=expected, notes=len(roles),
-        abstained=sum(n.abstained for n in notes), failed=sorted(set(failed)),
-        met=len(roles) >= required,
+        abstained=sum(n.abstained for n in notes), sided=sum(took_side(n) for n in notes),
+        failed=sorted(set(failed)), met=len(roles) >= required,
     )  # fmt: skip
+
+
+def took_side(note: AnalystNote) -> bool:
+    """Not abstaining, some confidence, a stance beyond the dead band: a side was taken."""
+    return not note.abstained and note.confidence > 0 and abs(note.stance) > SIDE_DEADBAND

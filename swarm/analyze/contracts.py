@@ -67,22 +67,30 @@ class CheckName(StrEnum):
 
 
 class Outcome(StrEnum):
-    WIN = "win"
-    LOSS = "loss"
-    SCRATCH = "scratch"
+    WIN = "win"  # a trade: the target first
+    LOSS = "loss"  # a trade: the stop first
+    SCRATCH = "scratch"  # a trade: neither by the horizon
+    STOOD_ASIDE = "stood_aside"  # a HOLD: no trade, so no win, loss or R
 
 
 class OutcomeTag(StrEnum):
-    REALIZED = "Realized"
-    FALSIFIED = "Falsified"
-    WEAKENED = "Weakened"
+    """Seed 002's five signal-evolution states: how the thesis fared against the prices."""
+
+    REALIZED = "Realized"  # it played out (target first; a hold the move stayed small for)
+    STRENGTHENED = "Strengthened"  # on its way, slower than the horizon (or a hold vindicated)
+    WEAKENED = "Weakened"  # drifting against it, neither level reached
+    FALSIFIED = "Falsified"  # the prices said no (stop first; a hold that missed the move)
+    UNKNOWN = "Unknown"  # nothing to measure it by (no ATR, no thesis)
 
 
+# A trade outcome's usual state; the reviewer decides each one (a scratch on the thesis's side
+# of the entry is Strengthened, a HOLD is judged as a stand-aside: ``review.classify``).
 OUTCOME_TAG = {Outcome.WIN: OutcomeTag.REALIZED, Outcome.LOSS: OutcomeTag.FALSIFIED,
                Outcome.SCRATCH: OutcomeTag.WEAKENED}  # fmt: skip
 
 RULES = "rules"
 ABSTAIN_MODEL = "deterministic-abstain"
+ABSTAIN_CONFIDENCE = 0.15  # seed 002: an abstention is sure only that it cannot tell
 
 
 # --------------------------------------------------------------------------- configuration
@@ -158,6 +166,12 @@ class AnalystNote(BaseModel):
     evidence: dict[str, float] = Field(default_factory=dict, description="every number cited")
     points: list[Point] = Field(default_factory=list)
     time_horizon: TimeHorizon = TimeHorizon.WEEKS
+    expectation_gap: float | None = Field(
+        None,
+        description="what came in vs what was expected, as a signed fraction of the expectation "
+        "(the last EPS surprise vs consensus; the close vs the drift band's mid forecast for "
+        "today); None when no expectation exists",
+    )
     abstained: bool = False
     reason: str | None = None
     model_used: str = RULES
@@ -166,8 +180,9 @@ class AnalystNote(BaseModel):
 class Quorum(BaseModel):
     required: int
     expected: int
-    notes: int
+    notes: int  # analysts that answered (an abstention answers)
     abstained: int
+    sided: int = Field(0, description="analysts that took a side (stance beyond the dead band)")
     failed: list[AnalystRole] = Field(default_factory=list)
     met: bool
 
@@ -195,7 +210,9 @@ class DebateVerdict(BaseModel):
     falsifiers: list[str] = Field(default_factory=list)
     conviction_proposed: float = Field(ge=0, le=1)
     conviction: float = Field(ge=0, le=1, description="after the opposition haircut")
-    opposition: float = Field(0.0, ge=0, le=1, description="weight of notes against the winner")
+    opposition: float = Field(
+        0.0, ge=0, le=1, description="share of the analysts that took a side who oppose the winner"
+    )
     model_used: str = RULES
 
 
@@ -314,19 +331,24 @@ class Decision(BaseModel):
 
 
 class Review(BaseModel):
-    """``review.json``: what happened after the decision, from the prices alone."""
+    """``review.json``: what happened after the decision, from the prices alone. A HOLD is
+    never graded as a trade: direction flat, no R, no P&L."""
 
     ticker: str
     date: str
     action: Action
-    direction: Direction
+    direction: Direction  # of the position taken: flat for a HOLD
     horizon_days: int
     horizon_end: str
     outcome: Outcome
     tag: OutcomeTag
-    exit_price: float
+    exit_price: float  # the exit of a trade; the close at the horizon for a HOLD
     exit_reason: str
-    r_multiple: float | None = None
+    r_multiple: float | None = None  # trades only
+    size: int = 0  # shares traded (0 for a HOLD)
+    pnl: float = Field(0.0, description="profit or loss in the account currency, before costs")
+    thesis: str = ""  # what the decision expected
+    result: str = ""  # what the prices did, against that expectation
     move_atr: float
     critique: str
     lessons: list[str]

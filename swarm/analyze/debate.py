@@ -3,14 +3,15 @@ conviction calibration.
 
 The bull argues from the strongest positive evidence, the bear from the strongest negative,
 each answering the other for the configured rounds. The manager weighs the analysts' notes
-by confidence and proposes a conviction; :func:`calibrate_conviction` then cuts it by how
-much of the desk opposes the winner, whatever brain proposed it.
+by confidence and proposes a conviction; :func:`calibrate_conviction` then cuts it by the
+share of the analysts that took a side who oppose the winner, whatever brain proposed it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
+from swarm.analyze.analysts import SIDE_DEADBAND, took_side
 from swarm.analyze.contracts import (
     RULES,
     AnalystNote,
@@ -22,7 +23,7 @@ from swarm.analyze.contracts import (
 )
 
 MAX_HAIRCUT = 0.6  # the conviction cut at full opposition
-OPPOSE_DEADBAND = 0.05  # a stance within +/-0.05 of zero opposes nobody
+OPPOSE_DEADBAND = SIDE_DEADBAND  # a stance within +/-0.05 of zero opposes nobody
 TIE_MARGIN = 0.1  # bull and bear weights closer than this share: no winner
 FULL_WEIGHT = 0.6  # confidence x stance the winning side needs for full conviction
 POINTS_PER_CASE = 3
@@ -32,21 +33,22 @@ POINTS_PER_CASE = 3
 
 
 def opposition_share(notes: Sequence[AnalystNote], winner: Side) -> float:
-    """Confidence-weighted share of the non-abstaining notes whose stance is against the
-    winner (beyond the dead band). 0 when no side won or nobody has a view."""
+    """Seed 002's opposition: of the analysts that took a side, the share that took the
+    other one. Neutral and abstaining notes are left out of the denominator: counting them
+    diluted a 1-against-1 split to 17% (AAPL 2020-03-16) where the desk was split 50/50.
+    0 when no side won or nobody took a side."""
     if winner == Side.NONE:
         return 0.0
     sign = 1.0 if winner == Side.BULL else -1.0
-    live = [n for n in notes if not n.abstained and n.confidence > 0]
-    total = sum(n.confidence for n in live)
-    if total == 0:
+    sided = [n for n in notes if took_side(n)]
+    if not sided:
         return 0.0
-    against = sum(n.confidence for n in live if n.stance * sign < -OPPOSE_DEADBAND)
-    return against / total
+    return sum(n.stance * sign < 0 for n in sided) / len(sided)
 
 
 def haircut(proposed: float, opposition: float) -> float:
-    """Unchanged without opposition, cut linearly to 40% of itself at full opposition."""
+    """Unchanged without opposition, cut linearly by up to ``MAX_HAIRCUT`` (60%, to 40% of
+    itself) when every analyst that took a side opposes the winner."""
     opposition = min(1.0, max(0.0, opposition))
     return min(1.0, max(0.0, proposed)) * (1.0 - MAX_HAIRCUT * opposition)
 
@@ -188,8 +190,8 @@ def manage(notes: Sequence[AnalystNote], recalled: Sequence[str] = ()) -> Debate
     rationale = (
         f"Confidence-weighted stances: bull {bull:.3f}, bear {bear:.3f} (margin {margin:.2f}); "
         + (f"{winner.value} wins, " if winner != Side.NONE else "too close to call, ")
-        + f"proposed conviction {proposed:.2f}, {opposition:.0%} of the desk's weight against "
-        f"the winner -> {conviction:.2f}."
+        + f"proposed conviction {proposed:.2f}, {opposition:.0%} of the analysts that took a "
+        f"side oppose the winner -> {conviction:.2f}."
     )
     if recalled:
         rationale += " Recalled from past reviews of this symbol: " + " | ".join(recalled[:3])

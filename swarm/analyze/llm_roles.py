@@ -271,37 +271,54 @@ def _numbers(text: str) -> list[float]:
 
 def llm_thesis(client: LLMClient, rules: TraderThesis, *, verdict: DebateVerdict, cfg,
                deep: bool, ticker: str, log: Log) -> TraderThesis:  # fmt: skip
-    """Stop and target from the model for the debate's direction; the validator must pass.
-    At conviction >= cfg.deep_conviction the deep tier answers."""
+    """The model's rationale for the debate's direction. Its stop and target are overwritten
+    by the ATR anchors (kept only when the ATR is sub-tick, logged either way), then the
+    validator must pass. At conviction >= cfg.deep_conviction the deep tier answers."""
     role = ROLE_TRADER_DEEP if deep else ROLE_TRADER
     facts = {"entry": rules.entry, f"ATR_{rules.atr_period}": rules.atr, "conviction": verdict.conviction,
              "rules_stop": rules.stop, "rules_target": rules.target}  # fmt: skip
     messages = [
         ("system", f"You are the trader. The debate chose {rules.direction.value}. Entry is the "
-                   f"close. Put the stop about {cfg.stop_atr:g} ATR away on the losing side (never "
-                   f"beyond {cfg.max_stop_atr:g} ATR) and the target at about {cfg.reward_risk:g}R. "
+                   f"close; code sets the stop {cfg.stop_atr:g} ATR away on the losing side and the "
+                   f"target at {cfg.reward_risk:g}R (rules_stop, rules_target). Explain the trade; "
+                   "propose a stop and target only for when the ATR is below one tick. "
                    "Do not size the position."),
         ("human", f"Ticker: {ticker}. Facts: {json.dumps(facts, sort_keys=True)}. "
                   f"Manager: {verdict.rationale}"),
     ]  # fmt: skip
+    anchorings: list[trader_rules.Anchoring] = []
 
     def check(ans: LLMThesis):
         problem = _ticker_ok(ans.ticker, ticker)
         if problem:
             return None, problem
-        thesis = trader_rules.validate(
-            rules.model_copy(update={"stop": ans.stop, "target": ans.target,
-                                     "rationale": ans.rationale, "model_used": _model(client, role)}),
-            max_stop_atr=cfg.max_stop_atr,
-        )  # fmt: skip
+        proposed = rules.model_copy(update={"stop": ans.stop, "target": ans.target,
+                                            "rationale": ans.rationale,
+                                            "model_used": _model(client, role)})  # fmt: skip
+        anchored, how = trader_rules.anchor(proposed, close=rules.entry, cfg=cfg)
+        thesis = trader_rules.validate(anchored, max_stop_atr=cfg.max_stop_atr)
         if not thesis.valid:
             return None, "thesis validator: " + "; ".join(
                 c.detail for c in thesis.validator if not c.ok
             )
         grounded = _grounded([ans.rationale], facts | {"stop": ans.stop, "target": ans.target})
-        return (None, grounded) if grounded else (thesis, None)
+        if grounded:
+            return None, grounded
+        anchorings.append(how)
+        if how.changed:  # the rationale may quote the model's own levels: say which stand
+            thesis = thesis.model_copy(update={"rationale": (
+                f"{ans.rationale} [code anchored the levels: stop {how.stop:.2f}, target "
+                f"{how.target:.2f}; the model proposed {how.proposed_stop:.2f} / "
+                f"{how.proposed_target:.2f}]")})  # fmt: skip
+        return thesis, None
 
-    return _ask(client, role, messages, LLMThesis, check, log=log, what="trader") or rules
+    thesis = _ask(client, role, messages, LLMThesis, check, log=log, what="trader")
+    if thesis is None:
+        return rules
+    how = anchorings[-1]
+    if how.kept_proposal or how.changed:
+        log(how.event())
+    return thesis
 
 
 # --------------------------------------------------------------------------- risk

@@ -200,7 +200,8 @@ def trader(state: AnalyzeState, runtime: Runtime[AnalysisInputs]) -> dict[str, A
 
 def risk_team(state: AnalyzeState, runtime: Runtime[AnalysisInputs]) -> dict[str, Any]:
     ctx = runtime.context
-    rounds = risk_rules.team(state["thesis"], state["verdict"], ctx.evidence, ctx.config)
+    evidence = risk_rules.risk_evidence(ctx.evidence)  # no forecast: evidence, not risk
+    rounds = risk_rules.team(state["thesis"], state["verdict"], evidence, ctx.config)
     events, log = _collector()
     if ctx.brain.llm is not None:
         from swarm.analyze import llm_roles

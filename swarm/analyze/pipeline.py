@@ -30,6 +30,10 @@ from swarm.research.news import NewsItem
 REQUIRED_KEYS = ("ATR_14", "RSI_14", "SMA_50", "MACD_12_26_9", "ADX_14", "EMA_20",
                  "FORECAST_MID_60_10")  # fmt: skip
 MIN_HISTORY_BARS = 61
+# The desk's rules enter every decision key: a change that makes the same inputs decide
+# differently bumps it, so the on-disk cache never replays a decision made under older rules
+# (2: issue 28, the forecast barred from the risk path and seed 002's opposition).
+RULES_VERSION = 2
 
 
 class InsufficientHistoryError(UserInputError):
@@ -83,6 +87,7 @@ def decision_key(
             if n.date <= day and n.ticker in (None, ticker.upper())
         ),  # fmt: skip
         "recalled": sorted(r.id for r in recalled),
+        "rules": RULES_VERSION,
     }
     return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
 

@@ -1,8 +1,35 @@
-"""``report.md``: the decision as an approval screen — the order first, then why."""
+"""``report.md``: the decision as an approval screen — the order first, then why.
+
+A HOLD shows no direction, entry, stop or target: it sets none, and levels on a screen read
+as an order. Every unit the screen uses is defined in its legend (:data:`LEGEND`).
+"""
 
 from __future__ import annotations
 
-from swarm.analyze.contracts import Action, Decision, Review
+from swarm.analyze.contracts import Action, Decision, Outcome, Review
+
+# One line per unit the screens print; the report and the review both end with it.
+LEGEND = (
+    ("stance", "an analyst's lean, -1 (bearish) .. +1 (bullish); within +/-0.05 it takes no side"),
+    ("confidence", "how much an analyst trusts its own stance, 0 .. 1 (an abstention: 0.15)"),
+    ("took a side", "an analyst that did not abstain, has confidence > 0 and |stance| > 0.05"),
+    ("opposition", "of the analysts that took a side, the share that opposes the winner"),
+    (
+        "conviction",
+        "the research manager's confidence in the winner, 0 .. 1, after code cuts "
+        "it by 60% x opposition",
+    ),
+    (
+        "expectation gap",
+        "what came in vs what was expected, a signed fraction (EPS surprise; "
+        "close vs the drift band's forecast for today)",
+    ),
+    ("ATR14", "average true range over 14 bars, in price units; stops sit 2 x ATR away"),
+    ("R", "a trade's result in multiples of its risk |entry - stop|; a 2R target pays twice it"),
+    ("risk %", "capital lost at the stop, % of the account"),
+    ("P&L", "profit or loss in the account currency, size x the move to the exit, before costs"),
+    ("move (ATR)", "the close's move from the decision's close to the horizon, in ATRs"),
+)
 
 
 def _yes(ok: bool) -> str:
@@ -13,11 +40,23 @@ def _cell(text: str) -> str:
     return " ".join(str(text).split()).replace("|", "\\|")
 
 
+def legend() -> list[str]:
+    return ["## Legend", "", *(f"- **{k}**: {v}" for k, v in LEGEND), ""]
+
+
+def quorum_line(d: Decision) -> str:
+    """'4/4 answered, 1 took a side': an abstention answers, only a stance takes a side."""
+    q = d.quorum
+    line = (f"{q.notes}/{q.expected} answered, {q.sided} took a side, {q.abstained} abstained; "
+            f"quorum needs {q.required} answers ({'met' if q.met else 'NOT met'})")  # fmt: skip
+    return line + (f"; failed: {', '.join(f.value for f in q.failed)}" if q.failed else "")
+
+
 def _order(d: Decision) -> list[str]:
     t, r = d.trader, d.risk
     rows = [("Action", f"**{d.action.value}**" + (f" {r.size}" if d.action != Action.HOLD else "")),
             ("Status", d.status.value), ("Why", d.reason)]  # fmt: skip
-    if t is not None:
+    if t is not None and d.action != Action.HOLD:
         rows += [
             ("Direction", t.direction.value),
             ("Entry / stop / target", f"{t.entry:.2f} / {t.stop:.2f} / {t.target:.2f}"),
@@ -79,13 +118,12 @@ def render_report(d: Decision) -> str:
         if r.rejected_by:
             lines += ["", f"Rejected by: {', '.join(c.value for c in r.rejected_by)}."]
         lines.append("")
-    q = d.quorum
-    lines += [f"## Analysts (quorum {q.notes}/{q.expected}, needs {q.required}; "
-              f"{q.abstained} abstained{'; failed: ' + ', '.join(f.value for f in q.failed) if q.failed else ''})",
-              "", "| analyst | stance | confidence | horizon | model | summary |",
-              "|---|---|---|---|---|---|"]  # fmt: skip
+    lines += [f"## Analysts ({quorum_line(d)})",
+              "", "| analyst | stance | confidence | expectation gap | horizon | model | summary |",
+              "|---|---|---|---|---|---|---|"]  # fmt: skip
     for n in d.analysts:
-        lines.append(f"| {n.role.value} | {n.stance:+.2f} | {n.confidence:.2f} | "
+        gap = "n/a" if n.expectation_gap is None else f"{n.expectation_gap:+.1%}"
+        lines.append(f"| {n.role.value} | {n.stance:+.2f} | {n.confidence:.2f} | {gap} | "
                      f"{n.time_horizon.value} | {n.model_used} | {_cell(n.summary)} |")  # fmt: skip
     for n in d.analysts:
         if n.key_points and not n.abstained:
@@ -102,7 +140,12 @@ def render_report(d: Decision) -> str:
             lines += ["Key disagreements: " + "; ".join(db.key_disagreements), ""]
         if db.falsifiers:
             lines += ["Falsifiers: " + "; ".join(db.falsifiers), ""]
-    if d.trader is not None:
+    if d.trader is not None and d.action == Action.HOLD:
+        t = d.trader  # the thesis was not traded: its checks, never its levels
+        lean = t.direction.value if t.valid else "no valid"
+        lines += [f"## Trader ({t.model_used}): {lean} thesis, not traded (HOLD)", "",
+                  "Validator: " + ", ".join(f"{c.name} {_yes(c.ok)}" for c in t.validator), ""]  # fmt: skip
+    elif d.trader is not None:
         t = d.trader
         lines += [f"## Trader ({t.model_used}): {'valid' if t.valid else 'INVALID'} thesis", "",
                   _cell(t.rationale), "", "| validator check | result | detail |", "|---|---|---|"]  # fmt: skip
@@ -139,20 +182,32 @@ def render_report(d: Decision) -> str:
     data = d.data
     lines += ["## Data", "", f"{data.get('n_bars')} bars {data.get('first_bar')}..{data.get('last_bar')} "
               f"(sha256 {str(data.get('sha256'))[:12]}…); nothing after {d.date} was read.", ""]  # fmt: skip
-    return "\n".join(lines)
+    return "\n".join(lines + legend())
 
 
 def render_review(rv: Review) -> str:
+    traded = rv.outcome != Outcome.STOOD_ASIDE
+    trade_rows = [
+        f"| Exit | {rv.exit_price:.2f}: {_cell(rv.exit_reason)} |",
+        f"| R multiple | {'n/a' if rv.r_multiple is None else f'{rv.r_multiple:+.2f}'} |",
+        f"| P&L | {rv.pnl:+,.2f} ({rv.size} shares, before costs) |",
+    ] if traded else [
+        f"| Stood aside | {_cell(rv.exit_reason)} |",
+        "| P&L | 0.00 (no trade) |",
+    ]  # fmt: skip
     return "\n".join([
         f"# Review: {rv.ticker} {rv.date} · {rv.tag.value}", "",
         "| | |", "|---|---|",
-        f"| Decision | {rv.action.value} ({rv.direction.value}) |",
+        f"| Decision | {rv.action.value}" + (f" ({rv.direction.value})" if traded else "") + " |",
         f"| Horizon | {rv.horizon_days} bars, ended {rv.horizon_end} |",
-        f"| Outcome | {rv.outcome.value} -> **{rv.tag.value}** |",
-        f"| Exit | {rv.exit_price:.2f}: {_cell(rv.exit_reason)} |",
-        f"| R multiple | {'n/a' if rv.r_multiple is None else f'{rv.r_multiple:+.2f}'} |",
+        f"| Thesis | {_cell(rv.thesis)} |",
+        f"| Outcome | {_cell(rv.result) or rv.outcome.value} |",
+        f"| Signal state | **{rv.tag.value}** (of Realized, Strengthened, Weakened, Falsified, "
+        "Unknown) |",
+        *trade_rows,
         f"| Move | {rv.move_atr:+.2f} ATR |", "",
         f"## Critique ({rv.model_used})", "", rv.critique, "",
         "## Lessons", "", *(f"- {x}" for x in rv.lessons), "",
         f"Stored in memory: {'yes' if rv.stored_in_memory else 'no (memory off or unavailable)'}.", "",
+        *legend(),
     ])  # fmt: skip

@@ -1,12 +1,14 @@
 """The reviewer: once the horizon has passed in the data, what happened to the thesis.
 
-The outcome comes from the prices alone (:func:`classify`): the target touched first is a
-win (Realized), the stop touched first a loss (Falsified; both in one bar counts as the
-stop, the conservative reading), neither by the horizon a scratch (Weakened). A decision
-without a directional thesis is judged as a stand-aside: a close within 2 ATR of the entry
-at the horizon is a win (standing aside cost nothing), beyond it a loss (a move was missed).
-Rules (or the model) write only the critique and the lessons; the tagged record goes to
-memory, where later analyses of the same symbol recall it (never before its horizon ended).
+The outcome comes from the prices alone (:func:`classify`). A trade (a BUY or SELL the risk
+engine sized) is graded as one: the target touched first is a win, the stop touched first
+a loss (both in one bar counts as the stop, the conservative reading), neither by the
+horizon a scratch; its P&L is in currency (size x the move to the exit, before costs). A
+HOLD is never graded as a trade: no R, no P&L, no levels; it is judged as a stand-aside by
+the close's move in ATRs (:func:`stand_aside_state`). Each outcome carries one of seed
+002's five signal-evolution states (:class:`OutcomeTag`). Rules (or the model) write only
+the critique and the lessons; the tagged record goes to memory, where later analyses of the
+same symbol recall it (never before its horizon ended).
 """
 
 from __future__ import annotations
@@ -18,18 +20,19 @@ from dataclasses import dataclass
 import pandas as pd
 
 from swarm.analyze.contracts import (
-    OUTCOME_TAG,
     RULES,
+    Action,
     Decision,
     Direction,
     Outcome,
     OutcomeTag,
     Recalled,
     Review,
+    TraderThesis,
 )
 from swarm.memory.records import flag
 
-STAND_ASIDE_ATR = 2.0
+STAND_ASIDE_ATR = 2.0  # a close within 2 ATR at the horizon: standing aside cost nothing
 REVIEW_RUN_PREFIX = "decision-review"
 RECALL_MAX = 3
 # memory.recall's k and relevance floor when every review of a symbol is wanted (the date,
@@ -46,10 +49,68 @@ class PriceOutcome:
     horizon_end: str
     r_multiple: float | None
     move_atr: float
+    tag: OutcomeTag = OutcomeTag.UNKNOWN
+    pnl: float = 0.0
+    size: int = 0
 
 
 class HorizonNotPassedError(ValueError):
     """The data does not reach the end of the decision's horizon yet."""
+
+
+def is_trade(decision: Decision) -> bool:
+    """A BUY or SELL with a valid directional thesis and a size: the only thing graded as a
+    trade. A HOLD (judged, rejected or degraded) never is."""
+    t = decision.trader
+    return (decision.action != Action.HOLD and t is not None and t.valid
+            and t.direction != Direction.FLAT and decision.risk.size >= 1)  # fmt: skip
+
+
+def trade_state(outcome: Outcome, r_end: float | None) -> OutcomeTag:
+    """A trade's signal-evolution state: target first Realized, stop first Falsified; neither
+    by the horizon: Strengthened if the close is on the thesis's side of the entry (the move
+    is coming, slower than the horizon), Weakened otherwise."""
+    if outcome == Outcome.WIN:
+        return OutcomeTag.REALIZED
+    if outcome == Outcome.LOSS:
+        return OutcomeTag.FALSIFIED
+    if r_end is None or not math.isfinite(r_end):
+        return OutcomeTag.UNKNOWN
+    return OutcomeTag.STRENGTHENED if r_end > 0 else OutcomeTag.WEAKENED
+
+
+def stand_aside_state(move_atr: float, lean: Direction) -> OutcomeTag:
+    """A HOLD's state from the close's move in ATRs by the horizon. Within ``STAND_ASIDE_ATR``
+    the hold is Realized (standing aside cost nothing). Beyond it: Falsified if the move went
+    the way the desk leaned but did not trade (the hold missed it), Strengthened if it went
+    against that lean (the hold avoided it), Weakened with no lean (a move nobody called).
+    Unknown without an ATR to measure by."""
+    if not math.isfinite(move_atr):
+        return OutcomeTag.UNKNOWN
+    if abs(move_atr) <= STAND_ASIDE_ATR:
+        return OutcomeTag.REALIZED
+    sign = {Direction.LONG: 1.0, Direction.SHORT: -1.0}.get(lean, 0.0)
+    if sign == 0.0:
+        return OutcomeTag.WEAKENED
+    return OutcomeTag.FALSIFIED if move_atr * sign > 0 else OutcomeTag.STRENGTHENED
+
+
+def walk(thesis: TraderThesis, window: pd.DataFrame) -> tuple[Outcome, float, str, float]:
+    """(outcome, exit price, why, R) of ``thesis`` traded over ``window``: the first level
+    touched (the stop when both are in one bar), else the close at the horizon."""
+    sign = 1.0 if thesis.direction == Direction.LONG else -1.0
+    for day, bar in window.iterrows():
+        hit_stop = bar["low"] <= thesis.stop if sign > 0 else bar["high"] >= thesis.stop
+        hit_target = bar["high"] >= thesis.target if sign > 0 else bar["low"] <= thesis.target
+        if hit_stop:
+            both = " (the target too, same bar: counted as the stop)" if hit_target else ""
+            return Outcome.LOSS, thesis.stop, f"stop hit on {day.date()}{both}", -1.0
+        if hit_target:
+            r = abs(thesis.target - thesis.entry) / thesis.risk_per_share
+            return Outcome.WIN, thesis.target, f"target hit on {day.date()}", r
+    close_end = float(window["close"].iloc[-1])
+    r = sign * (close_end - thesis.entry) / thesis.risk_per_share
+    return Outcome.SCRATCH, close_end, "neither stop nor target by the horizon", r
 
 
 def classify(decision: Decision, after: pd.DataFrame) -> PriceOutcome:
@@ -68,58 +129,81 @@ def classify(decision: Decision, after: pd.DataFrame) -> PriceOutcome:
     atr = thesis.atr if thesis else float("nan")
     close_end = float(window["close"].iloc[-1])
     move_atr = (close_end - entry) / atr if atr and math.isfinite(atr) else float("nan")
-    if thesis is None or not thesis.valid or thesis.direction == Direction.FLAT:
+    if not is_trade(decision):
+        lean = thesis.direction if thesis is not None and thesis.valid else Direction.FLAT
+        tag = stand_aside_state(move_atr, lean)
         if not math.isfinite(move_atr):
-            return PriceOutcome(Outcome.SCRATCH, close_end, "no thesis to judge", end, None, 0.0)
-        won = abs(move_atr) <= STAND_ASIDE_ATR
+            reason = "stood aside; no ATR to measure the move by"
+            return PriceOutcome(Outcome.STOOD_ASIDE, close_end, reason, end, None, 0.0, tag)
         reason = (
             f"stood aside; the close moved {move_atr:+.2f} ATR by the horizon "
-            f"({'within' if won else 'beyond'} {STAND_ASIDE_ATR:g} ATR)"
+            f"({'within' if abs(move_atr) <= STAND_ASIDE_ATR else 'beyond'} {STAND_ASIDE_ATR:g} ATR)"
         )
-        return PriceOutcome(
-            Outcome.WIN if won else Outcome.LOSS, close_end, reason, end, None, move_atr
-        )
+        return PriceOutcome(Outcome.STOOD_ASIDE, close_end, reason, end, None, move_atr, tag)
+    outcome, exit_price, reason, r = walk(thesis, window)
     sign = 1.0 if thesis.direction == Direction.LONG else -1.0
-    for day, bar in window.iterrows():
-        hit_stop = bar["low"] <= thesis.stop if sign > 0 else bar["high"] >= thesis.stop
-        hit_target = bar["high"] >= thesis.target if sign > 0 else bar["low"] <= thesis.target
-        if hit_stop:
-            both = " (the target too, same bar: counted as the stop)" if hit_target else ""
-            return PriceOutcome(Outcome.LOSS, thesis.stop, f"stop hit on {day.date()}{both}",
-                                end, -1.0, move_atr)  # fmt: skip
-        if hit_target:
-            r = abs(thesis.target - thesis.entry) / thesis.risk_per_share
-            return PriceOutcome(Outcome.WIN, thesis.target, f"target hit on {day.date()}", end,
-                                r, move_atr)  # fmt: skip
-    r = sign * (close_end - thesis.entry) / thesis.risk_per_share
-    return PriceOutcome(Outcome.SCRATCH, close_end, "neither stop nor target by the horizon",
-                        end, r, move_atr)  # fmt: skip
+    size = decision.risk.size
+    pnl = round(sign * (exit_price - thesis.entry) * size, 6)
+    return PriceOutcome(outcome, exit_price, reason, end, r, move_atr, trade_state(outcome, r),
+                        pnl, size)  # fmt: skip
+
+
+def thesis_text(decision: Decision) -> str:
+    """What the decision expected, in words a reviewer can hold the prices against. A HOLD's
+    shows no levels: it set none."""
+    t = decision.trader
+    if is_trade(decision):
+        return (f"{decision.action.value} {decision.risk.size}: a {t.direction.value} from "
+                f"{t.entry:.2f} to the target {t.target:.2f} before the stop {t.stop:.2f}, within "
+                f"{t.horizon_days} bars")  # fmt: skip
+    lean = t.direction.value if t is not None and t.valid else "no"
+    return (f"HOLD ({decision.status.value}): no trade; the desk had {lean} directional "
+            f"thesis; the bet is that standing aside costs no more than a "
+            f"{STAND_ASIDE_ATR:g}-ATR move")  # fmt: skip
+
+
+def result_text(decision: Decision, po: PriceOutcome, window: pd.DataFrame | None) -> str:
+    """What the prices did against :func:`thesis_text`. For a HOLD with a valid thesis, what
+    that untraded thesis would have done (in R, no levels): information, not a grade."""
+    text = f"{po.exit_reason} -> {po.tag.value}"
+    if po.outcome != Outcome.STOOD_ASIDE:
+        return text + f" ({po.r_multiple:+.2f}R, P&L {po.pnl:+,.2f})"
+    t = decision.trader
+    if window is not None and t is not None and t.valid and t.direction != Direction.FLAT:
+        outcome, _, _, r = walk(t, window)
+        text += (f"; the untraded {t.direction.value} would have ended a {outcome.value} "
+                 f"({r:+.2f}R)")  # fmt: skip
+    return text
 
 
 def rules_critique(decision: Decision, po: PriceOutcome) -> tuple[str, list[str]]:
     """The rules reviewer's critique and lessons: from the decision's own numbers."""
     act, thesis = decision.action.value, decision.trader
     conv = decision.debate.conviction if decision.debate else 0.0
-    direction = thesis.direction.value if thesis else "none"
-    tag = OUTCOME_TAG[po.outcome].value
+    traded = po.outcome != Outcome.STOOD_ASIDE
+    direction = thesis.direction.value if thesis and traded else "no"
+    tag = po.tag.value
     critique = (
-        f"{decision.ticker} {decision.date}: {act} ({decision.status.value}) on a {direction} "
-        f"thesis at conviction {conv:.2f}; by {po.horizon_end}: {po.exit_reason} -> "
-        f"{po.outcome.value} ({tag})."
+        f"{decision.ticker} {decision.date}: {act} ({decision.status.value}) on "
+        f"{'a ' + direction if traded else 'no'} position at conviction {conv:.2f}; by "
+        f"{po.horizon_end}: {po.exit_reason} -> {tag}."
     )
     lessons: list[str] = []
-    if po.outcome == Outcome.LOSS and thesis is not None and thesis.direction != Direction.FLAT:
-        worst = max(decision.debate.key_disagreements[:1] or ["none recorded"], key=len)
+    if po.outcome == Outcome.LOSS:
+        worst = max((decision.debate.key_disagreements if decision.debate else [])[:1]
+                    or ["none recorded"], key=len)  # fmt: skip
         lessons.append(f"a {direction} at conviction {conv:.2f} was falsified; the debate's "
                        f"disagreement was: {worst}")  # fmt: skip
-    elif po.outcome == Outcome.WIN and decision.action.value == "HOLD" and thesis and thesis.valid:
-        lessons.append(f"the held {direction} thesis would have paid: the hold cost a "
-                       f"{po.r_multiple if po.r_multiple is not None else 0:.1f}R trade")  # fmt: skip
     elif po.outcome == Outcome.SCRATCH:
-        lessons.append(f"the move was too slow for a {thesis.horizon_days if thesis else 0}-bar horizon "
-                       f"({po.r_multiple if po.r_multiple is not None else 0:+.2f}R at the end)")  # fmt: skip
+        lessons.append(f"the move was too slow for a {thesis.horizon_days}-bar horizon "
+                       f"({po.r_multiple:+.2f}R at the end)")  # fmt: skip
+    elif not traded and po.tag == OutcomeTag.FALSIFIED:
+        lean = thesis.direction.value if thesis else "directional"
+        lessons.append(f"the hold missed a {po.move_atr:+.2f}-ATR move the desk's {lean} "
+                       f"lean saw")  # fmt: skip
     if not lessons:
-        lessons.append(f"{direction} thesis {tag.lower()}: {po.exit_reason}")
+        lessons.append(f"{'the ' + direction + ' thesis' if traded else 'standing aside'} "
+                       f"{tag.lower()}: {po.exit_reason}")  # fmt: skip
     return critique, lessons
 
 
@@ -131,13 +215,16 @@ def review_decision(decision: Decision, bars: pd.DataFrame) -> Review:
     po = classify(decision, after)
     critique, lessons = rules_critique(decision, po)
     thesis = decision.trader
+    horizon = thesis.horizon_days if thesis else decision.config.horizon_days
+    traded = po.outcome != Outcome.STOOD_ASIDE
     return Review(
         ticker=decision.ticker, date=decision.date, action=decision.action,
-        direction=thesis.direction if thesis else Direction.FLAT,
-        horizon_days=thesis.horizon_days if thesis else decision.config.horizon_days,
-        horizon_end=po.horizon_end, outcome=po.outcome, tag=OUTCOME_TAG[po.outcome],
+        direction=thesis.direction if traded else Direction.FLAT,
+        horizon_days=horizon, horizon_end=po.horizon_end, outcome=po.outcome, tag=po.tag,
         exit_price=po.exit_price, exit_reason=po.exit_reason,
         r_multiple=None if po.r_multiple is None else round(po.r_multiple, 6),
+        size=po.size, pnl=po.pnl, thesis=thesis_text(decision),
+        result=result_text(decision, po, after.iloc[:horizon]),
         move_atr=round(po.move_atr, 6) if math.isfinite(po.move_atr) else 0.0,
         critique=critique, lessons=lessons, model_used=RULES,
     )  # fmt: skip
@@ -148,9 +235,9 @@ def critique_with_llm(llm, decision: Decision, review: Review, *, log) -> Review
     (numbers only from the facts); the rules' otherwise. The outcome is never the model's."""
     from swarm.analyze.llm_roles import llm_critique
 
-    facts = {"entry": decision.trader.entry if decision.trader else 0.0,
+    facts = {"entry": decision.trader.entry if is_trade(decision) else 0.0,
              "exit": review.exit_price, "r_multiple": review.r_multiple or 0.0,
-             "move_atr": review.move_atr}  # fmt: skip
+             "pnl": review.pnl, "move_atr": review.move_atr}  # fmt: skip
     critique, lessons, model = llm_critique(llm, critique=review.critique, lessons=review.lessons,
                                             facts=facts, summary=review.critique, log=log)  # fmt: skip
     if not model:

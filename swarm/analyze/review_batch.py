@@ -2,8 +2,8 @@
 
 Each variant the develop loop builds of the ``decision_pipeline`` family carries a decision
 per ticker and rebalance date. Those whose horizon ends inside the in-sample bars are
-classified from the prices alone (``review.review_decision``: win / loss / scratch ->
-Realized / Falsified / Weakened) and stored as tagged lessons, so a later ``swarm.analyze`` of
+classified from the prices alone (``review.review_decision``: a trade's win / loss / scratch,
+a HOLD's stand-aside -> one of the five signal-evolution states) and stored as tagged lessons, so a later ``swarm.analyze`` of
 the same symbol recalls them. Never the holdout: the caller hands in bars cut at the
 in-sample end, and the holdout's decisions are made after the search, for the winner only.
 
@@ -33,8 +33,7 @@ from swarm.analyze.review import (
 )
 
 LLM_REVIEWS_PER_RUN = 8
-TAG_FIELD = {OutcomeTag.REALIZED: "realized", OutcomeTag.FALSIFIED: "falsified",
-             OutcomeTag.WEAKENED: "weakened"}  # fmt: skip
+TAG_FIELD = {tag: tag.value.lower() for tag in OutcomeTag}  # every state has its counter
 
 
 class ReviewStats(BaseModel):
@@ -42,8 +41,10 @@ class ReviewStats(BaseModel):
 
     reviewed: int = 0  # distinct (ticker, date) decisions classified this run
     realized: int = 0
-    falsified: int = 0
+    strengthened: int = 0
     weakened: int = 0
+    falsified: int = 0
+    unknown: int = 0
     stored: int = 0  # new memory records
     already_in_memory: int = 0  # an earlier run holds this review: nothing new written
     horizon_not_over: int = 0  # the horizon runs past the in-sample end: not reviewable yet
@@ -52,8 +53,7 @@ class ReviewStats(BaseModel):
     memory: str = "off"
 
     def counts(self) -> str:
-        return (f"{self.realized} Realized, {self.falsified} Falsified, "
-                f"{self.weakened} Weakened")  # fmt: skip
+        return ", ".join(f"{getattr(self, TAG_FIELD[t])} {t.value}" for t in OutcomeTag)
 
 
 class DecisionReviewer:

@@ -3,6 +3,11 @@
 The team and the judge decide *whether* to act on the trader's thesis; the engine decides
 whether the account *may*, and how much: ``quantity = floor(capital x risk_pct / 100 /
 |entry - stop|)``. One failed check rejects the trade, whatever the judge said.
+
+The price forecast is evidence for the analysts and the debate only: the team reads the
+bundle through :func:`risk_evidence`, which lets through only the volatility and trend
+numbers its rules name, and the engine reads nothing but the thesis and the account. A
+naive drift band must not veto (or allow) a trade the desk argued for.
 """
 
 from __future__ import annotations
@@ -27,13 +32,20 @@ from swarm.analyze.contracts import (
 )
 
 HIGH_NATR = 4.0  # daily ATR above 4% of price: a volatile name for a 2-ATR stop
-MAX_OPPOSITION = 0.3  # more of the desk's weight than this against the winner is a concern
+MAX_OPPOSITION = 0.3  # more of the sided analysts than this against the winner: a concern
 LOW_CONVICTION = 0.4
+# The only evidence keys the risk team's rules read (never the forecast band).
+RISK_EVIDENCE_KEYS = ("NATR_14", "ADX_14")
 
 ACTION_OF = {Direction.LONG: Action.BUY, Direction.SHORT: Action.SELL, Direction.FLAT: Action.HOLD}
 
 
 # --------------------------------------------------------------------------- the team
+
+
+def risk_evidence(ev: Mapping[str, float]) -> dict[str, float]:
+    """The part of the feature bundle the risk team may read: ``RISK_EVIDENCE_KEYS`` only."""
+    return {k: float(ev[k]) for k in RISK_EVIDENCE_KEYS if k in ev}
 
 
 def concerns(thesis: TraderThesis, verdict: DebateVerdict, ev: Mapping[str, float],
@@ -47,16 +59,12 @@ def concerns(thesis: TraderThesis, verdict: DebateVerdict, ev: Mapping[str, floa
         out.append(f"conviction {verdict.conviction:.2f} is below {LOW_CONVICTION}")
     if verdict.opposition > MAX_OPPOSITION:
         out.append(
-            f"{verdict.opposition:.0%} of the desk's weight opposes the {verdict.winner.value}"
+            f"{verdict.opposition:.0%} of the analysts that took a side oppose the "
+            f"{verdict.winner.value}"
         )
     natr = ev.get("NATR_14")
     if natr is not None and natr > HIGH_NATR:
         out.append(f"NATR_14 {natr:.2f}% makes a {cfg.stop_atr:g}-ATR stop wide")
-    mid = ev.get("FORECAST_MID_60_10")
-    sign = {Direction.LONG: 1.0, Direction.SHORT: -1.0}.get(thesis.direction, 0.0)
-    if thesis.valid and mid is not None and (mid - thesis.entry) * sign < 0:
-        out.append(f"the 60-bar drift projects {mid:.2f} in 10 bars, against a "
-                   f"{thesis.direction.value} from {thesis.entry:.2f}")  # fmt: skip
     return out
 
 
@@ -102,6 +110,7 @@ def team_round(thesis: TraderThesis, verdict: DebateVerdict, ev: Mapping[str, fl
 
 def team(thesis: TraderThesis, verdict: DebateVerdict, ev: Mapping[str, float],
          cfg: AnalysisConfig) -> list[RiskRound]:  # fmt: skip
+    ev = risk_evidence(ev)  # whatever the caller hands in, the forecast never reaches a rule
     return [team_round(thesis, verdict, ev, cfg, r) for r in range(1, cfg.risk_rounds + 1)]
 
 

@@ -1,13 +1,19 @@
 """The trader: a direction from the debate, prices anchored on ATR, and the thesis validator.
 
 Entry is the last close, the stop ``stop_atr`` ATRs away on the losing side, the target
-``reward_risk`` times that risk on the winning side. The trader never sizes: quantity is
-the risk engine's. The validator fails closed: a thesis it cannot vouch for is not traded.
+``reward_risk`` times that risk on the winning side. Code owns these prices in every brain: a
+model's stop and target are overwritten by :func:`anchor` (a model once set a 3.9-ATR stop
+with a 1.1R target), except when the ATR is below one tick, where the anchors cannot be
+quoted and the model's prices are kept (logged). The trader never sizes: quantity is the risk
+engine's. The validator runs after anchoring and fails closed: a thesis it cannot vouch for
+is not traded.
 """
 
 from __future__ import annotations
 
 import math
+
+from pydantic import BaseModel
 
 from swarm.analyze.contracts import (
     RULES,
@@ -19,6 +25,7 @@ from swarm.analyze.contracts import (
 )
 
 DIRECTION_OF = {Side.BULL: Direction.LONG, Side.BEAR: Direction.SHORT, Side.NONE: Direction.FLAT}
+TICK = 0.01  # the smallest price step of the US equities the desk trades
 
 
 def anchored_prices(
@@ -31,6 +38,46 @@ def anchored_prices(
     stop = close - sign * stop_atr * atr
     target = close + sign * reward_risk * abs(close - stop)
     return stop, target
+
+
+class Anchoring(BaseModel):
+    """What :func:`anchor` did to a proposed thesis, for the decision's event log."""
+
+    kept_proposal: bool  # True only when the ATR is sub-tick
+    proposed_stop: float
+    proposed_target: float
+    stop: float
+    target: float
+    atr: float
+    tick: float
+
+    @property
+    def changed(self) -> bool:
+        return (self.stop, self.target) != (self.proposed_stop, self.proposed_target)
+
+    def event(self) -> dict[str, float | str]:
+        kind = "trader_subtick_kept" if self.kept_proposal else "trader_anchored"
+        return {"kind": kind, **self.model_dump(exclude={"kept_proposal"})}
+
+
+def anchor(
+    proposed: TraderThesis, *, close: float, cfg: AnalysisConfig, tick: float = TICK
+) -> tuple[TraderThesis, Anchoring]:
+    """``proposed`` with entry = ``close`` and stop and target = the ATR anchors, whoever
+    proposed them. Sub-tick ATR (``atr < tick``): the proposer's stop and target are kept,
+    since an anchor closer than one tick to the entry cannot be quoted. Not validated here:
+    the caller validates the anchored thesis."""
+    atr = proposed.atr
+    sub_tick = math.isfinite(atr) and 0 < atr < tick
+    if sub_tick:
+        stop, target = proposed.stop, proposed.target
+    else:
+        stop, target = anchored_prices(proposed.direction, close=close, atr=atr,
+                                       stop_atr=cfg.stop_atr, reward_risk=cfg.reward_risk)  # fmt: skip
+    report = Anchoring(kept_proposal=sub_tick, proposed_stop=proposed.stop,
+                       proposed_target=proposed.target, stop=stop, target=target, atr=atr,
+                       tick=tick)  # fmt: skip
+    return proposed.model_copy(update={"entry": close, "stop": stop, "target": target}), report
 
 
 def propose(

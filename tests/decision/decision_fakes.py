@@ -1,7 +1,8 @@
 """A chat model faked at the boundary for the decision roles: it answers whichever schema it is
 bound to from the prompt it sees, as a competent endpoint would under function calling.
 ``mode``: "good", "invent" (numbers that are not in the facts), "wrong_ticker",
-"wrong_action" (the judge acts against the thesis's direction), "name_real" (a model that
+"wrong_action" (the judge acts against the thesis's direction), "wide" (the trader's stop
+3.9 ATR away with a 1.1R target), "name_real" (a model that
 recognises the company and names its real ticker, NVDA, whatever it was shown)."""
 
 from __future__ import annotations
@@ -72,7 +73,12 @@ def answer(tool: str | None, prompt: str, mode: str) -> dict[str, Any]:
                 "conviction": 0.95}  # fmt: skip
     if tool == "LLMThesis":
         facts = json.loads(re.search(r"Facts: (\{.*?\})", prompt).group(1))
-        return {"ticker": ticker, "stop": facts["rules_stop"], "target": facts["rules_target"],
+        stop, target = facts["rules_stop"], facts["rules_target"]
+        if mode == "wide":  # a 3.9-ATR stop with a 1.1R target, on the thesis's side
+            entry, atr = facts["entry"], facts["ATR_14"]
+            sign = 1.0 if target > entry else -1.0
+            stop, target = entry - sign * 3.9 * atr, entry + sign * 1.1 * 3.9 * atr
+        return {"ticker": ticker, "stop": stop, "target": target,
                 "rationale": f"Two ATRs of room, two R of reward.{extra}"}  # fmt: skip
     if tool == "LLMJudgement":
         action = (

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from swarm.analyze.__main__ import main
+from swarm.analyze.contracts import OutcomeTag
 
 pytestmark = pytest.mark.integration
 REPO = Path(__file__).resolve().parents[2]
@@ -90,7 +91,7 @@ def test_review_goes_to_memory_and_a_later_analysis_recalls_it(capsys, tmp_path,
     code, stdout, err = run(capsys, "--review", str(first), "--memory-dir", mem, "--quiet")
     assert code == 0, err
     review = json.loads((first / "review.json").read_text())
-    assert review["tag"] in ("Realized", "Falsified", "Weakened") and review["stored_in_memory"]
+    assert review["tag"] in [t.value for t in OutcomeTag] and review["stored_in_memory"]
     assert review["horizon_end"] == "2019-06-17"  # 10 bars after 2019-06-03
     assert (first / "review.md").exists()
 

@@ -128,3 +128,37 @@ def test_the_reviewer_model_writes_only_critique_and_lessons(tmp_path, mode, use
     else:
         assert (critique, lessons, model) == ("rules critique", ["rules lesson"], None)
         assert log[0]["kind"] == "llm_fallback"
+
+
+def test_the_model_never_sets_the_levels(tmp_path, nvda):
+    """Issue 28: a 3.9-ATR stop with a 1.1R target passed the validator and was traded."""
+    from swarm.analyze.trader import anchored_prices
+
+    b, _ = brain(tmp_path, "wide")
+    d = decide("NVDA", "2019-06-03", nvda, CFG, b)
+    t = d.trader
+    assert t.model_used == "fake-deep" and t.valid and t.entry == nvda["close"].iloc[-1]
+    stop, target = anchored_prices(t.direction, close=t.entry, atr=t.atr, stop_atr=2, reward_risk=2)
+    assert (t.stop, t.target) == (stop, target)
+    event = next(e for e in d.llm_events if e["kind"] == "trader_anchored")
+    assert event["stop"] == stop and event["proposed_stop"] != stop
+    assert "code anchored the levels" in d.trader.rationale
+
+
+def test_the_model_levels_stand_only_under_a_sub_tick_atr(tmp_path):
+    from swarm.analyze.contracts import DebateVerdict, Direction, Side, TraderThesis
+    from swarm.analyze.llm_roles import llm_thesis
+    from swarm.analyze.trader import TICK, propose
+
+    b, _ = brain(tmp_path, "wide")
+    verdict = DebateVerdict(winner=Side.BULL, rationale="bull", conviction_proposed=0.5,
+                            conviction=0.5)  # fmt: skip
+    atr = TICK / 4
+    rules = propose(Side.BULL, close=1.0, atr=atr, cfg=CFG, conviction=0.5)
+    assert isinstance(rules, TraderThesis) and rules.direction == Direction.LONG
+    log: list = []
+    out = llm_thesis(b.llm, rules, verdict=verdict, cfg=CFG, deep=False, ticker="NVDA",
+                     log=log.append)  # fmt: skip
+    # The model's 3.9-ATR stop is kept (the anchors are under a tick) and logged.
+    assert out.stop == pytest.approx(1.0 - 3.9 * atr) and out.valid
+    assert [e["kind"] for e in log] == ["llm_accepted", "trader_subtick_kept"]

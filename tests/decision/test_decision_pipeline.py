@@ -180,7 +180,9 @@ def _after(rows):
         (Direction.LONG, [(100, 109, 95, 100, 1), (100, 101, 99, 100, 1), (100, 101, 99, 100, 1)],
          Outcome.LOSS, OutcomeTag.FALSIFIED),  # both in one bar: the stop, conservatively
         (Direction.LONG, [(100, 102, 99, 101, 1), (101, 103, 100, 102, 1), (102, 103, 101, 101, 1)],
-         Outcome.SCRATCH, OutcomeTag.WEAKENED),
+         Outcome.SCRATCH, OutcomeTag.STRENGTHENED),  # +0.25R at the horizon: on its way
+        (Direction.LONG, [(100, 102, 99, 101, 1), (101, 101, 98, 99, 1), (99, 100, 98, 99, 1)],
+         Outcome.SCRATCH, OutcomeTag.WEAKENED),  # -0.25R at the horizon
         (Direction.SHORT, [(100, 101, 99, 100, 1), (100, 100, 91.5, 92, 1), (92, 93, 91, 92, 1)],
          Outcome.WIN, OutcomeTag.REALIZED),
         (Direction.SHORT, [(100, 104.5, 99, 104, 1), (104, 105, 103, 104, 1), (104, 105, 103, 104, 1)],
@@ -195,6 +197,11 @@ def test_reviewer_classifies_from_prices_alone(nvda, direction, rows, outcome, t
     history = pd.concat([nvda.loc[:"2019-06-03"], _after(rows)])
     rv = review_decision(d, history)
     assert rv.outcome == outcome and rv.tag == tag and rv.critique and rv.lessons
+    # P&L in currency: the size traded times the move to the exit, on the thesis's side.
+    sign = 1 if direction == Direction.LONG else -1
+    assert rv.size == d.risk.size >= 1
+    assert rv.pnl == pytest.approx(sign * (rv.exit_price - 100.0) * rv.size)
+    assert rv.r_multiple is not None and rv.thesis.startswith(d.action.value)
     with pytest.raises(HorizonNotPassedError):
         classify(d, _after(rows[:2]))
 
@@ -207,12 +214,32 @@ def test_reviewer_judges_a_stand_aside_by_the_move_in_atr(nvda):
     d = base.model_copy(update={"trader": flat})
     quiet = [(100, 101, 99, 100 + i, 1) for i in range(3)]
     wild = [(100, 110, 99, 100 + 5 * i, 1) for i in range(3)]
-    assert classify(d, _after(quiet)).outcome == Outcome.WIN
-    assert classify(d, _after(wild)).outcome == Outcome.LOSS
-    assert np.isfinite(classify(d, _after(wild)).move_atr)
+    quiet_po, wild_po = classify(d, _after(quiet)), classify(d, _after(wild))
+    assert quiet_po.outcome == wild_po.outcome == Outcome.STOOD_ASIDE
+    assert (quiet_po.tag, wild_po.tag) == (OutcomeTag.REALIZED, OutcomeTag.WEAKENED)
+    assert quiet_po.r_multiple is None and quiet_po.pnl == 0
+    assert np.isfinite(wild_po.move_atr)
 
 
 def test_cut_at_keeps_the_whole_decision_day():
     idx = pd.DatetimeIndex(["2020-01-02 10:00", "2020-01-02 15:00", "2020-01-03 10:00"])
     df = pd.DataFrame({"close": [1.0, 2.0, 3.0]}, index=idx)
     assert list(cut_at(df, "2020-01-02")["close"]) == [1.0, 2.0]
+
+
+def test_opposition_counts_only_the_analysts_that_took_a_side():
+    """Issue 28, AAPL 2020-03-16 on the real corpus: market bearish, sentiment (analyst
+    ratings) bullish, news neutral, fundamentals abstaining -> 1 of 2 sided: 50%."""
+    from conftest import SHARED_DATA
+
+    from swarm.research.news import load_news_csv
+
+    path = SHARED_DATA / "news" / "benzinga_analyst_ratings_subset.csv"
+    if not path.exists():
+        pytest.skip("real corpus not found")
+    d = decide("AAPL", "2020-03-16", bars_of("AAPL"), AnalysisConfig(), news=load_news_csv(path))
+    sides = {n.role: n.stance for n in d.analysts if not n.abstained}
+    assert sides[AnalystRole.MARKET] < -0.05 < 0.05 < sides[AnalystRole.SENTIMENT]
+    assert abs(sides[AnalystRole.NEWS]) <= 0.05
+    assert d.debate.winner.value == "bear" and d.debate.opposition == 0.5
+    assert d.debate.conviction == pytest.approx(d.debate.conviction_proposed * 0.7, abs=1e-6)

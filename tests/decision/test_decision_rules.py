@@ -73,15 +73,28 @@ def test_haircut_table(proposed, opposition, expected):
     assert math.isclose(haircut(proposed, opposition), expected, abs_tol=1e-12)
 
 
+# AAPL 2020-03-16 (benzinga analyst-ratings headlines): market bearish, sentiment bullish,
+# news neutral, fundamentals abstaining. One of the two analysts that took a side opposes
+# the bear: 50%, where counting every note's confidence gave 17%.
+AAPL_2020_03_16 = [note(M, -0.539, 0.559), note(S, 0.455, 0.183), note(N, -0.008, 0.321),
+                   note(F, abstained=True)]  # fmt: skip
+
+
 @pytest.mark.parametrize(
     ("notes", "winner", "opposition"),
     [
         ([note(M, 0.6, 0.5), note(N, 0.2, 0.5)], Side.BULL, 0.0),
-        ([note(M, 0.6, 0.6), note(N, -0.4, 0.2)], Side.BULL, 0.25),  # 0.2 of 0.8 against
-        ([note(M, -0.6, 0.5), note(N, -0.2, 0.5)], Side.BULL, 1.0),
+        ([note(M, 0.6, 0.6), note(N, -0.4, 0.2)], Side.BULL, 0.5),  # 1 of 2 sided, not 0.2 of 0.8
+        ([note(M, -0.6, 0.5), note(N, -0.2, 0.5)], Side.BULL, 1.0),  # full opposition
         ([note(M, 0.6, 0.5), note(N, -0.03, 0.5)], Side.BULL, 0.0),  # inside the dead band
-        ([note(M, 0.6, 0.5), note(S, abstained=True)], Side.BEAR, 1.0),  # abstentions weigh 0
+        ([note(M, 0.6, 0.5), note(S, abstained=True)], Side.BEAR, 1.0),  # abstentions: not sided
+        ([note(M, 0.6, 0.5), note(S, 0.3, 0.0)], Side.BEAR, 1.0),  # no confidence: not sided
+        ([note(M, 0.6, 0.9), note(S, 0.3, 0.2), note(N, -0.5, 0.1)], Side.BULL, 1 / 3),
+        ([note(M, 0.6, 0.5), note(S, -0.3, 0.5), note(N, 0.0, 0.9), note(F, abstained=True)],
+         Side.BULL, 0.5),  # a neutral, confident note does not dilute the split
+        (AAPL_2020_03_16, Side.BEAR, 0.5),
         ([note(M, 0.6, 0.5)], Side.NONE, 0.0),
+        ([note(M, 0.01, 0.5), note(S, abstained=True)], Side.BULL, 0.0),  # nobody took a side
     ],
 )  # fmt: skip
 def test_opposition_share_table(notes, winner, opposition):
@@ -89,6 +102,13 @@ def test_opposition_share_table(notes, winner, opposition):
     calibrated, opp = calibrate_conviction(0.9, notes, winner)
     assert math.isclose(calibrated, 0.9 * (1 - 0.6 * opposition), abs_tol=1e-6)
     assert math.isclose(opp, opposition, abs_tol=1e-6)
+
+
+def test_full_opposition_cuts_conviction_by_60_percent():
+    notes = [note(M, -0.6, 0.5), note(S, -0.2, 0.1), note(N, 0.0, 0.9)]
+    assert calibrate_conviction(0.5, notes, Side.BULL) == (0.2, 1.0)
+    # AAPL 2020-03-16: the manager's 0.289 becomes 0.202, not 0.259.
+    assert calibrate_conviction(0.288977, AAPL_2020_03_16, Side.BEAR) == (0.202284, 0.5)
 
 
 # --------------------------------------------------------------------------- the thesis

@@ -16,6 +16,7 @@ from experiments.scorecard import (
     trades_kind,
     verdict_line,
 )
+from gate.criteria import criteria_sources
 from gate.effective import CORRELATION_DISTANCE
 from strategies.taxonomy import within_directive
 
@@ -138,7 +139,8 @@ def render_report(
         ),
         f"- Prices: {_prices(config)}",
         f"- Research memory: {_memory(config)}",
-        f"- Gate criteria: `{criteria_text}`; a pass also needs fuzzy score >= "
+        f"- Gate criteria: {_criteria_sources(config, criteria_text)}; a pass also needs "
+        f"fuzzy score >= "
         f"{verdict['score_threshold']}, deflated Sharpe >= {verdict['dsr_threshold']}"
         + (
             ""
@@ -330,6 +332,34 @@ def render_report(
         "",
     ]
     return "\n".join(out)
+
+
+def _criteria_sources(config: dict[str, Any], criteria_text: str) -> str:
+    """The criteria and where each came from: the user's ``--criteria``, the defaults kept,
+    and whether ``--criteria-replace`` dropped the default rules."""
+    if "criteria_replace" not in config:  # a run from before the option: the text is all
+        return f"`{criteria_text}`"
+    replace = bool(config["criteria_replace"])
+    src = criteria_sources(config.get("criteria_text"), replace=replace)
+
+    def ticks(labels: list[str]) -> str:
+        return ", ".join(f"`{lab}`" for lab in labels)
+
+    if not src.user:
+        return (
+            f"the defaults {ticks(src.defaults)} (`--criteria` adds to or overrides them, "
+            "`--criteria-replace` replaces them)"
+        )
+    if replace:
+        how = (
+            f"in place of the default rules (`--criteria-replace`; dropped {ticks(src.displaced)})"
+        )
+    else:
+        how = "over the defaults (`--criteria`; `--criteria-replace` would replace them)"
+        if src.displaced:
+            how += f", overriding {ticks(src.displaced)}"
+    kept = f"; from the defaults {ticks(src.defaults)}" if src.defaults else ""
+    return f"yours {ticks(src.user)} {how}{kept}"
 
 
 def _prices(config: dict[str, Any]) -> str:

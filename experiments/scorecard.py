@@ -15,7 +15,7 @@ from typing import Any
 
 from gate.alpha import ALPHA_CRITERIA
 from gate.contracts import Criteria, Criterion, Veto
-from gate.criteria import attainment, is_met, parse_criteria, rule_label
+from gate.criteria import attainment, criteria_from_text, is_met, rule_label
 from strategies.portfolio import SCOPE as PORTFOLIO_SCOPE
 
 # One symbol holding more than this share of the winner's time in the market is a warning:
@@ -57,10 +57,11 @@ class CriterionRow:
 
 
 def criteria_of(config: dict[str, Any], criteria_text: str | None) -> Criteria:
-    """The run's criteria: the config's model when it has one, else the text parsed."""
+    """The run's criteria: the config's model when it has one, else the text read as the run
+    read it (a config without ``criteria_replace`` predates it: its text replaced the defaults)."""
     if config.get("criteria"):
         return Criteria.model_validate(config["criteria"])
-    return parse_criteria(criteria_text or None)
+    return criteria_from_text(criteria_text, replace=config.get("criteria_replace", True))
 
 
 def criteria_rows(

@@ -6,6 +6,7 @@ import math
 import re
 import types
 import typing
+from dataclasses import dataclass
 
 from backtest.contracts import Metrics
 from gate.alpha import ALPHA_CRITERIA, AlphaStats, criteria_value
@@ -19,6 +20,16 @@ DEFAULT_CRITERIA_TEXT = (
     "sharpe>=1.0,max_drawdown_pct<=20,win_rate_pct>=40,profit_factor>=1.2,alpha_t>=2,min_trades>=30"
 )
 OPS = (">=", "<=", ">", "<")
+# One wording of the two options for every CLI that takes them (develop, judge, calibrate).
+CRITERIA_HELP = (
+    "gate criteria laid over the defaults (" + DEFAULT_CRITERIA_TEXT + "): a rule for a metric "
+    "and direction already there replaces it, any other is added; min_trades, score, dsr, "
+    'deflated_alpha and spa_p set those thresholds, e.g. "sharpe>=0.8,beta<=0.6"'
+)
+CRITERIA_REPLACE_HELP = (
+    "--criteria's rules replace the default rules instead of adding to them (thresholds it "
+    "does not name, min_trades included, keep their defaults)"
+)
 # Names that set Criteria fields instead of adding a metric rule.
 SPECIAL = {
     "min_trades": "min_trades",
@@ -49,10 +60,8 @@ def valid_metric_names() -> list[str]:
     return own + [n for n in ALPHA_CRITERIA if n not in own]
 
 
-def parse_criteria(text: str | None) -> Criteria:
-    """Parse comma-separated ``metric OP number`` items; ``None``/blank -> the defaults."""
-    if text is None or not text.strip():
-        text = DEFAULT_CRITERIA_TEXT
+def _parse_items(text: str) -> tuple[list[Criterion], dict[str, float | int]]:
+    """The metric rules and the special thresholds (Criteria field -> value) of ``text``."""
     valid = valid_metric_names()
     rules: list[Criterion] = []
     extra: dict[str, float | int] = {}
@@ -87,9 +96,103 @@ def parse_criteria(text: str | None) -> Criteria:
                 f"{', '.join(valid + list(SPECIAL))}"
             )
         rules.append(Criterion(metric=name, op=op, threshold=num))
+    return rules, extra
+
+
+def parse_criteria(text: str | None) -> Criteria:
+    """Parse comma-separated ``metric OP number`` items; ``None``/blank -> the defaults.
+
+    The rules are exactly ``text``'s (what ``--criteria-replace`` asks for); thresholds it
+    does not name (``min_trades``, ``dsr``...) keep the ``Criteria`` model's defaults."""
+    if text is None or not text.strip():
+        text = DEFAULT_CRITERIA_TEXT
+    rules, extra = _parse_items(text)
     if not rules:
         raise CriteriaError(f"no metric rule in {text!r}: add at least one, e.g. 'sharpe>=1.0'")
     return Criteria(rules=rules, **extra)
+
+
+def _rule_key(c: Criterion) -> tuple[str, bool]:
+    """A rule's identity for merging: its metric and direction (a floor or a cap), so
+    ``sharpe>0.5`` replaces ``sharpe>=1`` while ``beta>=0.2`` and ``beta<=0.8`` coexist."""
+    return c.metric, c.op in (">=", ">")
+
+
+def merge_criteria(defaults: Criteria, text: str) -> Criteria:
+    """``defaults`` with ``text`` laid over them (what ``--criteria`` asks for).
+
+    A user rule replaces the default rule of the same metric and direction in its place;
+    any other user rule is added after the defaults. Special names (``min_trades``,
+    ``score``, ``dsr``, ``deflated_alpha``, ``spa_p``) override those thresholds. Within
+    ``text`` a later rule of the same metric and direction wins. A text of special names
+    only is valid here: the defaults supply the rules.
+    """
+    user, extra = _parse_items(text)
+    merged = list(defaults.rules)
+    for rule in user:
+        at = next((i for i, c in enumerate(merged) if _rule_key(c) == _rule_key(rule)), None)
+        if at is None:
+            merged.append(rule)
+        else:
+            merged[at] = rule
+    return Criteria(rules=merged, **{**defaults.model_dump(exclude={"rules"}), **extra})
+
+
+def criteria_from_text(text: str | None, *, replace: bool = False) -> Criteria:
+    """The criteria of ``--criteria TEXT`` (merged over the defaults) or, with ``replace``
+    (``--criteria-replace``), of TEXT alone; no text: exactly the defaults."""
+    if text is None or not text.strip():
+        return parse_criteria(None)
+    return parse_criteria(text) if replace else merge_criteria(parse_criteria(None), text)
+
+
+def special_labels(c: Criteria) -> dict[str, str]:
+    """The special thresholds as rules read (``min_trades>=30``...), keyed by special name."""
+    return {
+        name: f"{name}{'<=' if name in UPPER_BOUNDS else '>='}{getattr(c, field):g}"
+        for name, field in SPECIAL.items()
+    }
+
+
+@dataclass(frozen=True)
+class CriteriaSources:
+    """Where each bar of a run's criteria came from, for the report to say.
+
+    ``user``: the labels the user's text set (rules, then special thresholds);
+    ``defaults``: the default labels still in force; ``displaced``: the default labels the
+    user's text overrode or (``replaced``) dropped."""
+
+    user: list[str]
+    defaults: list[str]
+    displaced: list[str]
+    replaced: bool
+
+
+def criteria_sources(text: str | None, *, replace: bool = False) -> CriteriaSources:
+    """Which bars of ``criteria_from_text(text, replace=replace)`` are the user's."""
+    base = parse_criteria(None)
+    base_specials = special_labels(base)
+    if text is None or not text.strip():
+        labels = [rule_label(r) for r in base.rules] + list(base_specials.values())
+        return CriteriaSources(user=[], defaults=labels, displaced=[], replaced=False)
+    user_rules, extra = _parse_items(text)
+    named = [n for n, field in SPECIAL.items() if field in extra]
+    final = criteria_from_text(text, replace=replace)
+    final_specials = special_labels(final)
+    keys = {_rule_key(r) for r in user_rules}
+    if replace:
+        kept = []
+        dropped = [rule_label(r) for r in base.rules]
+    else:
+        kept = [rule_label(r) for r in base.rules if _rule_key(r) not in keys]
+        dropped = [rule_label(r) for r in base.rules if _rule_key(r) in keys]
+    return CriteriaSources(
+        user=[rule_label(r) for r in final.rules if _rule_key(r) in keys]
+        + [final_specials[n] for n in named],
+        defaults=kept + [lab for n, lab in base_specials.items() if n not in named],
+        displaced=dropped + [base_specials[n] for n in named],
+        replaced=replace,
+    )
 
 
 def rule_label(c: Criterion) -> str:

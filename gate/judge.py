@@ -43,6 +43,7 @@ from backtest.contracts import CostModel
 from backtest.errors import BacktestError
 from backtest.executor import make_executor
 from backtest.sandbox import SandboxPolicy
+from gate.criteria import CRITERIA_HELP, CRITERIA_REPLACE_HELP
 from gate.errors import CriteriaError, GateError
 from gate.judge_input import SCOPES, JudgeInputError, read_strategy
 from gate.judge_report import open_run, write_outputs
@@ -74,6 +75,7 @@ def judge(
     trials: int = 1,
     alt_data: str | Path | None = None,
     criteria: str | None = None,
+    criteria_replace: bool = False,
     folds: int = 3,
     holdout: float = 0.2,
     warmup_bars: int = 200,
@@ -125,10 +127,15 @@ def judge(
     first, last = _date("--start", start), _date("--end", end)
     if last <= first:
         raise JudgeInputError(f"--end {last} is not after --start {first}; swap them")
+    if criteria_replace and not (criteria or "").strip():
+        raise JudgeInputError(
+            "--criteria-replace: no --criteria to replace the defaults with; add --criteria "
+            '"sharpe>=0.8,..." or drop --criteria-replace'
+        )
     try:
-        from gate.criteria import parse_criteria
+        from gate.criteria import criteria_from_text
 
-        rules = parse_criteria(criteria)
+        rules = criteria_from_text(criteria, replace=criteria_replace)
         costs = CostModel(commission_pct=commission, slippage_pct=slippage, cash=cash)
     except CriteriaError as exc:
         raise JudgeInputError(f"--criteria: {exc}") from None
@@ -227,7 +234,8 @@ def build_parser() -> argparse.ArgumentParser:
         help="folder laid out like the corpus (fundamentals/, analyst/, news/...): recorded in "
         "the manifest; a Backtrader class is fed bars only",
     )
-    p.add_argument("--criteria", help='gate criteria, e.g. "sharpe>=1.0,max_drawdown_pct<=20"')
+    p.add_argument("--criteria", help=CRITERIA_HELP)
+    p.add_argument("--criteria-replace", action="store_true", help=CRITERIA_REPLACE_HELP)
     p.add_argument("--folds", type=int, default=3, help="walk-forward folds in-sample (3)")
     p.add_argument("--holdout", type=float, default=0.2, help="sealed holdout fraction (0.2)")
     p.add_argument("--warmup-bars", type=int, default=200, help="indicator warm-up bars (200)")

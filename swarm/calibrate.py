@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from backtest.synthetic_universe import UniverseSpec
+from gate.criteria import CRITERIA_HELP, CRITERIA_REPLACE_HELP
 from swarm.calibration.jobs import LoopOptions, RunSpec, base_universe
 from swarm.calibration.jobs import plan_runs as _plan
 from swarm.calibration.report import (
@@ -147,7 +148,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--max-iterations", type=int, default=None, help="develop --max-iterations (default 10)"
     )
-    p.add_argument("--criteria", default=None, help="develop --criteria (default the lab's)")
+    p.add_argument(
+        "--criteria", default=None, help="develop --criteria (default the lab's): " + CRITERIA_HELP
+    )
+    p.add_argument(
+        "--criteria-replace",
+        action="store_true",
+        help="develop --criteria-replace: " + CRITERIA_REPLACE_HELP,
+    )
     add_screen_arguments(p)  # develop's --screen-size / --no-screen / --deflate-by, passed on
     p.add_argument("--keep-checkpoints", action="store_true", help="keep each run's checkpoints")
     p.add_argument("--quiet", action="store_true", help="no progress on stderr")

@@ -42,7 +42,9 @@ class RunConfig(BaseModel):
     out: Path = Path("runs")
     llm: str = "none"
     costs: CostModel = Field(default_factory=CostModel)
-    criteria_text: str | None = None
+    criteria_text: str | None = None  # --criteria as typed (None: the defaults)
+    # --criteria-replace: criteria_text's rules replace the defaults (False: laid over them).
+    criteria_replace: bool = False
     holdout_frac: float = Field(0.2, gt=0, lt=0.5)
     n_folds: int = Field(3, ge=1, le=10)
     warmup_bars: int = Field(200, ge=0)

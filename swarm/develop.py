@@ -46,6 +46,8 @@ def _family_names() -> str:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from gate.criteria import CRITERIA_HELP, CRITERIA_REPLACE_HELP
+
     p = OneLineParser(prog="python -m swarm.develop", description=__doc__.split("\n\n")[0])
     p.add_argument("--directive", help='what to look for, e.g. "momentum alpha in tech"')
     p.add_argument(
@@ -89,9 +91,8 @@ def build_parser() -> argparse.ArgumentParser:
         "non-positive price and earlier copies of a repeated date, widen high/low to hold "
         "open/close; each change is printed and kept in manifest.json and report.md",
     )
-    p.add_argument(
-        "--criteria", help='gate criteria, e.g. "sharpe>=1.0,max_drawdown_pct<=20,min_trades>=30"'
-    )
+    p.add_argument("--criteria", help=CRITERIA_HELP)
+    p.add_argument("--criteria-replace", action="store_true", help=CRITERIA_REPLACE_HELP)
     p.add_argument(
         "--benchmark",
         help="what a pass must beat: buy-and-hold (default: the universe, equal weight), a "

@@ -19,7 +19,7 @@ from swarm.llm.settings import mask_mode, parse_llm_arg
 
 def config_from_args(args: argparse.Namespace):
     """Validate every argument up front, so bad input never creates a half run."""
-    from gate.criteria import parse_criteria
+    from gate.criteria import criteria_from_text
     from gate.errors import CriteriaError
     from swarm.config import RunConfig
     from swarm.directive import DirectiveError, parse_directive
@@ -91,8 +91,14 @@ def config_from_args(args: argparse.Namespace):
     except DirectiveError as exc:
         raise UserInputError(str(exc)) from None
     tickers, universe_source = plan.tickers, plan.universe_source
+    replace = bool(getattr(args, "criteria_replace", False))
+    if replace and not (args.criteria or "").strip():
+        raise UserInputError(
+            "--criteria-replace: no --criteria to replace the defaults with; add --criteria "
+            '"sharpe>=0.8,..." or drop --criteria-replace'
+        )
     try:
-        criteria = parse_criteria(args.criteria)
+        criteria = criteria_from_text(args.criteria, replace=replace)
     except CriteriaError as exc:
         raise UserInputError(f"--criteria: {exc}") from None
     benchmark = _benchmark(args.benchmark, plan.benchmark)
@@ -131,6 +137,7 @@ def config_from_args(args: argparse.Namespace):
         llm=args.llm,
         costs={"commission_pct": args.commission, "slippage_pct": args.slippage},
         criteria_text=args.criteria,
+        criteria_replace=replace,
         holdout_frac=args.holdout,
         n_folds=args.folds,
         workers=args.workers,

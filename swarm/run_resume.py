@@ -55,6 +55,8 @@ def prepare_resume(run_dir: Path, *, quiet: bool = False, workers: int | None = 
         # A run started before the screen keeps tuning and deflating as it started.
         recorded.setdefault("screen_size", 0)
         recorded.setdefault("deflate_by", "raw")
+        # A run started when --criteria replaced the defaults reports its criteria that way.
+        recorded.setdefault("criteria_replace", True)
         config = RunConfig.model_validate(recorded)
     except (ValueError, KeyError) as exc:
         raise UserInputError(f"--resume: {manifest_path} is unreadable ({exc})") from None

@@ -23,7 +23,8 @@ def run_dir(tmp_path_factory, daily_dir) -> Path:
         [sys.executable, "-m", "swarm.develop", "--directive", "momentum alpha in tech",
          "--tickers", "AAPL,MSFT", "--data-dir", str(daily_dir), "--start", "2012-01-01",
          "--end", "2020-12-01", "--variants", "3", "--max-iterations", "2", "--workers", "2",
-         "--criteria", "sharpe>=0.5,min_trades>=10,dsr>=0.3,spa_p<=0.5", "--benchmark", "cash",
+         "--criteria", "sharpe>=0.5,min_trades>=10,dsr>=0.3,spa_p<=0.5", "--criteria-replace",
+         "--benchmark", "cash",
          "--offline", "--out", str(out)],
         capture_output=True, text=True, timeout=900,
         # Its own user cache (research memory, data cache): nothing written to the user's home.

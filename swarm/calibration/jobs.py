@@ -22,6 +22,7 @@ class LoopOptions:
     variants: int | None = None
     max_iterations: int | None = None
     criteria: str | None = None
+    criteria_replace: bool = False  # --criteria-replace: criteria's rules replace the defaults
     screen_size: int | None = None  # 0 = --no-screen
     deflate_by: str | None = None
 
@@ -53,8 +54,12 @@ def plan_runs(args: argparse.Namespace, out: Path) -> list[RunSpec]:
         screen = screen_options(args)
     except UserInputError as exc:
         raise ValueError(str(exc)) from None
+    swap = bool(getattr(args, "criteria_replace", False))
+    if swap and not args.criteria:
+        raise ValueError("--criteria-replace: no --criteria to replace the defaults with")
     options = LoopOptions(
         variants=args.variants, max_iterations=args.max_iterations, criteria=args.criteria or None,
+        criteria_replace=swap,
         screen_size=screen["screen_size"], deflate_by=screen["deflate_by"],
     )  # fmt: skip
     per_run = max(1, (os.cpu_count() or 1) // workers)

@@ -24,7 +24,7 @@ def run_config(spec: RunSpec, meta: dict[str, Any], data_dir: Path) -> tuple[Any
     """The (RunConfig, Criteria) ``python -m swarm.develop`` builds for this run's options:
     directive ``alpha`` on the universe's symbols from its CSV folder, offline, quiet."""
     from backtest.benchmark import BUY_AND_HOLD, normalise_name
-    from gate.criteria import parse_criteria
+    from gate.criteria import criteria_from_text
     from swarm.config import RunConfig
     from swarm.directive import parse_directive
     from swarm.llm.settings import parse_llm_arg
@@ -45,6 +45,7 @@ def run_config(spec: RunSpec, meta: dict[str, Any], data_dir: Path) -> tuple[Any
         seed=spec.seed,
         out=spec.out / "runs" / f"{spec.kind}-{spec.index:03d}",
         criteria_text=opts.criteria,
+        criteria_replace=opts.criteria_replace,
         workers=spec.workers,
         llm_settings=parse_llm_arg("none"),
         offline=True,
@@ -57,7 +58,7 @@ def run_config(spec: RunSpec, meta: dict[str, Any], data_dir: Path) -> tuple[Any
         **{k: v for k, v in (("screen_size", opts.screen_size), ("deflate_by", opts.deflate_by))
            if v is not None},
     )  # fmt: skip
-    return config, parse_criteria(opts.criteria)
+    return config, criteria_from_text(opts.criteria, replace=opts.criteria_replace)
 
 
 @dataclass(frozen=True)

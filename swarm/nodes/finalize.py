@@ -296,7 +296,8 @@ def finalize(state: DevelopState, runtime: Runtime[RunContext]) -> dict[str, Any
         "report.md",
         render_report(
             run_id=run.root.name,
-            config=cfg.model_dump(mode="json"),
+            # The criteria the gate used, not the text re-read: --criteria lays it over defaults.
+            config=cfg.model_dump(mode="json") | {"criteria": ctx.criteria.model_dump(mode="json")},
             verdict=verdict_json,
             decisions=[d.model_dump(mode="json") for d in decisions],
             synthesis=synthesis.model_dump(mode="json")

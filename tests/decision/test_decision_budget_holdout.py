@@ -65,6 +65,7 @@ def test_the_budget_running_out_at_the_holdout_ends_the_run_cleanly(
         "--out", str(tmp_path / "runs"), "--benchmark", "cash",
         # A pass the first iteration reaches, so the winner goes to the holdout.
         "--criteria", "sharpe>=-100,min_trades>=0,score>=0,dsr>=0,spa_p<=1",
+        "--criteria-replace",
         "--llm", "openai-compatible:fake", "--llm-base-url", "http://127.0.0.1:9/v1",
         "--llm-structured", "function_calling", "--llm-cache", str(tmp_path / "llm-cache"),
         "--max-llm-tokens", str(BUDGET),

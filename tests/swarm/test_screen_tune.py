@@ -28,7 +28,7 @@ def _args(daily_dir: Path, out: Path, *extra: str) -> list[str]:
         "--directive", "momentum alpha in tech", "--tickers", "AAPL", "--data-dir",
         str(daily_dir), "--start", "2013-01-01", "--end", "2018-12-31", "--variants", "3",
         "--folds", "2", "--max-iterations", "3", "--workers", "1", "--seed", "2",
-        "--criteria", "sharpe>=0.8,min_trades>=10,dsr>=0.5", "--offline", "--memory-dir", "off",
+        "--criteria", "sharpe>=0.8,min_trades>=10,dsr>=0.5", "--criteria-replace", "--offline", "--memory-dir", "off",
         "--out", str(out), *extra,
     ]  # fmt: skip
 

@@ -461,3 +461,30 @@ def test_new_planted_kinds_are_planted_and_set_their_universe(tmp_path: Path) ->
     assert dd.universe.kind == "planted" and dd.universe.vol_range == (0.45, 0.65)
     assert dd.universe.regime_sharpe == 2.0  # the CLI's strength where the scenario sets none
     assert vr.universe.kind == "vol_regime" and vr.universe.regime_sharpe == 4.0
+
+
+def test_criteria_reach_each_run_as_develop_reads_them(tmp_path: Path) -> None:
+    """Issue 27: no --criteria is exactly the defaults; --criteria lays its rules over them,
+    --criteria-replace replaces them, as in ``python -m swarm.develop``."""
+    from gate.criteria import parse_criteria
+
+    meta = {"symbols": ["SYNA"], "start": "2012-01-02", "end": "2019-12-31"}
+
+    def criteria_of(*argv: str):
+        spec = _plan(build_parser().parse_args(["--kinds", "null", *argv]), tmp_path)[0]
+        config, criteria = runner.run_config(spec, meta, tmp_path)
+        assert config.criteria_text == spec.options.criteria
+        assert config.criteria_replace == spec.options.criteria_replace
+        return criteria
+
+    assert criteria_of() == parse_criteria(None)
+    merged = criteria_of("--criteria", "sharpe>=0.5,min_trades>=10")
+    assert [r.metric for r in merged.rules][1:] == [r.metric for r in parse_criteria(None).rules][
+        1:
+    ]
+    assert merged.rules[0].threshold == 0.5 and merged.min_trades == 10
+    assert criteria_of("--criteria", "sharpe>=0.5", "--criteria-replace") == parse_criteria(
+        "sharpe>=0.5"
+    )
+    with pytest.raises(ValueError, match="--criteria-replace"):
+        _plan(build_parser().parse_args(["--criteria-replace"]), tmp_path)

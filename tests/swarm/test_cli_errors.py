@@ -52,6 +52,10 @@ def _run(capsys, tmp_path, *args):
         (["--directive", "momentum", "--tickers", "AAPL", "--criteria", "shrape>=1"], "--criteria"),
         (["--directive", "momentum", "--tickers", "AAPL", "--source", "bloomberg"], "--source"),
         (["--directive", "momentum", "--tickers", "AAPL", "--prices", "total"], "--prices"),
+        (
+            ["--directive", "momentum", "--tickers", "AAPL", "--criteria-replace"],
+            "--criteria-replace",
+        ),
     ],
 )
 def test_bad_input_exits_2_with_one_line(capsys, tmp_path, daily_dir, args, needle):

@@ -1,4 +1,5 @@
-"""Charts (matplotlib, Agg, PNG) for the run folder: trajectory, equity curves, trial Sharpes."""
+"""Charts (matplotlib, Agg, PNG) for the run folder: trajectory, equity curves, trial Sharpes,
+the screen's parameter sensitivity."""
 
 from __future__ import annotations
 
@@ -15,6 +16,8 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 TRAJECTORY_METRICS = ("sharpe", "max_drawdown_pct", "win_rate_pct", "profit_factor")
+# Above this many cells a heatmap does not write each cell's figure: it would be unreadable.
+MAX_LABELLED_CELLS = 100
 ROUTE_COLOURS = {
     "SUCCESS": "tab:green", "TUNE": "tab:blue", "FIX": "tab:orange", "REFINE": "tab:purple",
     "RESEARCH": "tab:brown", "ABANDON": "tab:red",
@@ -240,6 +243,32 @@ def plot_trial_sharpes(
     return _save(fig, path)
 
 
+def plot_sensitivity(hm: Any, path: Path) -> Path:
+    """``hm`` (an ``experiments.sensitivity.Heatmap``) drawn cell by cell on an even grid
+    (the screen's values are grid steps, not a continuum), the chosen set starred."""
+    fig, ax = plt.subplots(figsize=(8, 6))
+    masked = np.ma.masked_invalid(hm.grid)
+    image = ax.imshow(masked, origin="lower", aspect="auto", cmap="viridis")
+    fig.colorbar(image, ax=ax, label="median in-sample Sharpe (annualised)")
+    ax.set_xticks(range(len(hm.x_values)), [f"{v:g}" for v in hm.x_values], fontsize=7)
+    ax.set_yticks(range(len(hm.y_values)), [f"{v:g}" for v in hm.y_values], fontsize=7)
+    ax.set_xlabel(hm.x_name)
+    ax.set_ylabel(hm.y_name)
+    if hm.grid.size <= MAX_LABELLED_CELLS:
+        for (j, i), v in np.ndenumerate(hm.grid):
+            if math.isfinite(v):
+                ax.text(i, j, f"{v:.2f}", ha="center", va="center", fontsize=6, color="white")
+    if hm.chosen is not None:
+        x, y = hm.x_values.index(hm.chosen[0]), hm.y_values.index(hm.chosen[1])
+        ax.scatter([x], [y], marker="*", s=260, color="tab:red", edgecolors="white",
+                   linewidths=1.2, zorder=3, label=f"{hm.chosen_label} ({hm.x_name}="
+                   f"{hm.chosen[0]:g}, {hm.y_name}={hm.chosen[1]:g})")  # fmt: skip
+        ax.legend(loc="upper left", bbox_to_anchor=(0.0, -0.1), fontsize=8, frameon=False)
+    ax.set_title(hm.title, fontsize=9)
+    fig.tight_layout()
+    return _save(fig, path)
+
+
 def _save(fig, path: Path) -> Path:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -252,3 +281,29 @@ def _save(fig, path: Path) -> Path:
 
 def _nan(x: float | None) -> float:
     return float("nan") if x is None else float(np.clip(x, -1e6, 1e6))
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m experiments.charts RUN_DIR``: redraw what the run folder alone holds the
+    data for (the screen's parameter sensitivity); the other charts need the run's state."""
+    import argparse
+    import sys
+
+    from experiments.sensitivity import best_spec_of, draw_sensitivity
+
+    p = argparse.ArgumentParser(prog="python -m experiments.charts", description=main.__doc__)
+    p.add_argument("run_dir", type=Path, metavar="RUN_DIR", help="a run folder (runs/<id>)")
+    args = p.parse_args(argv)
+    if not args.run_dir.is_dir():
+        print(f"error: {args.run_dir} is not a folder; pass a run folder", file=sys.stderr)
+        return 2
+    drawn = draw_sensitivity(args.run_dir, best_spec_of(args.run_dir))
+    if drawn is None:
+        print("no screened batch with two moving parameters: no sensitivity chart", file=sys.stderr)
+        return 0
+    print(args.run_dir / drawn)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -37,6 +37,7 @@ from experiments.records import (
 )
 from experiments.report import render_report
 from experiments.scorecard import trades_kind
+from experiments.sensitivity import draw_sensitivity
 from experiments.tearsheet import INPUTS, tearsheet_inputs, write_tearsheet
 from gate.aggregate import aggregate_variant
 from gate.alpha import aligned_stats, deflated_alpha
@@ -281,6 +282,9 @@ def finalize(state: DevelopState, runtime: Runtime[RunContext]) -> dict[str, Any
             path=run.path("charts/trial_sharpes.png"),
         )
         charts.append("charts/trial_sharpes.png")
+    # The screen's records are in the run folder; a run that screened nothing draws nothing.
+    if (drawn := draw_sensitivity(run.root, (best_variant or {}).get("spec"))) is not None:
+        charts.append(drawn)
     if success and best_variant:
         write_export(
             run.path("winner"),

@@ -28,7 +28,8 @@ def _args(daily_dir: Path, out: Path, *extra: str) -> list[str]:
         "--directive", "momentum alpha in tech", "--tickers", "AAPL", "--data-dir",
         str(daily_dir), "--start", "2013-01-01", "--end", "2018-12-31", "--variants", "3",
         "--folds", "2", "--max-iterations", "3", "--workers", "1", "--seed", "2",
-        "--criteria", "sharpe>=0.8,min_trades>=10,dsr>=0.5", "--criteria-replace", "--offline", "--memory-dir", "off",
+        "--criteria", "sharpe>=0.8,min_trades>=10,dsr>=0.5", "--criteria-replace", "--offline",
+        "--memory-dir", "off",
         "--out", str(out), *extra,
     ]  # fmt: skip
 
@@ -88,6 +89,11 @@ def test_screened_sets_are_trials_and_the_best_are_confirmed(screened):
         assert in_sample["metrics"]["n_trades"] == by_key[key]["n_trades"]
     report = (screened / "report.md").read_text()
     assert "Effective trials" in report
+    # Issue 27: the screen's sensitivity heatmap is drawn and shown; the criteria line says
+    # the run's rules replaced the defaults.
+    assert (screened / "charts" / "sensitivity.png").read_bytes().startswith(b"\x89PNG")
+    assert "![sensitivity](charts/sensitivity.png)" in report
+    assert "yours `sharpe>=0.8`, `min_trades>=10`, `dsr>=0.5` in place of" in report
 
 
 def test_no_screen_never_screens_and_raw_deflation_ignores_the_effective_count(

@@ -15,9 +15,12 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
+from experiments.sensitivity import Heatmap, best_spec_of, sensitivity_heatmap  # noqa: E402
+
 TRAJECTORY_METRICS = ("sharpe", "max_drawdown_pct", "win_rate_pct", "profit_factor")
 # Above this many cells a heatmap does not write each cell's figure: it would be unreadable.
 MAX_LABELLED_CELLS = 100
+SENSITIVITY_CHART = "charts/sensitivity.png"
 ROUTE_COLOURS = {
     "SUCCESS": "tab:green", "TUNE": "tab:blue", "FIX": "tab:orange", "REFINE": "tab:purple",
     "RESEARCH": "tab:brown", "ABANDON": "tab:red",
@@ -243,9 +246,9 @@ def plot_trial_sharpes(
     return _save(fig, path)
 
 
-def plot_sensitivity(hm: Any, path: Path) -> Path:
-    """``hm`` (an ``experiments.sensitivity.Heatmap``) drawn cell by cell on an even grid
-    (the screen's values are grid steps, not a continuum), the chosen set starred."""
+def plot_sensitivity(hm: Heatmap, path: Path) -> Path:
+    """The heatmap drawn cell by cell on an even grid (the screen's values are grid steps,
+    not a continuum), the chosen set starred."""
     fig, ax = plt.subplots(figsize=(8, 6))
     masked = np.ma.masked_invalid(hm.grid)
     image = ax.imshow(masked, origin="lower", aspect="auto", cmap="viridis")
@@ -269,6 +272,16 @@ def plot_sensitivity(hm: Any, path: Path) -> Path:
     return _save(fig, path)
 
 
+def draw_sensitivity(run_dir: Path, best_spec: dict[str, Any] | None) -> str | None:
+    """Draw ``charts/sensitivity.png`` from the run folder's screen records; its run-folder
+    path, or None when the run screened nothing with two moving parameters."""
+    hm = sensitivity_heatmap(run_dir, best_spec)
+    if hm is None:
+        return None
+    plot_sensitivity(hm, Path(run_dir) / SENSITIVITY_CHART)
+    return SENSITIVITY_CHART
+
+
 def _save(fig, path: Path) -> Path:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -288,8 +301,6 @@ def main(argv: list[str] | None = None) -> int:
     data for (the screen's parameter sensitivity); the other charts need the run's state."""
     import argparse
     import sys
-
-    from experiments.sensitivity import best_spec_of, draw_sensitivity
 
     p = argparse.ArgumentParser(prog="python -m experiments.charts", description=main.__doc__)
     p.add_argument("run_dir", type=Path, metavar="RUN_DIR", help="a run folder (runs/<id>)")

@@ -18,10 +18,8 @@ from typing import Any
 
 import numpy as np
 
-from experiments.charts import plot_sensitivity
 from experiments.tracker import read_records
 
-SENSITIVITY_CHART = "charts/sensitivity.png"
 Trial = tuple[dict[str, Any], float]  # (parameters, Sharpe)
 
 
@@ -139,10 +137,10 @@ def heatmap_of(record: dict[str, Any], chosen_key: str | None, *, best: bool) ->
     return Heatmap(x_name, y_name, xs, ys, grid, chosen, label, title)
 
 
-def draw_sensitivity(run_dir: Path, best_spec: dict[str, Any] | None) -> str | None:
-    """Draw ``charts/sensitivity.png`` for the run folder; its run-folder path, or None when
-    the run screened nothing with two moving parameters. ``best_spec``: the best variant's
-    spec (``variants.json``), whose set is marked when the screen found it."""
+def sensitivity_heatmap(run_dir: Path, best_spec: dict[str, Any] | None) -> Heatmap | None:
+    """The run folder's heatmap (``experiments.charts.draw_sensitivity`` draws it), or None
+    when the run screened nothing with two moving parameters. ``best_spec``: the best
+    variant's spec (``variants.json``), whose set is marked when the screen found it."""
     run_dir = Path(run_dir)
     journal = run_dir / "experiments.jsonl"
     if not journal.is_file():
@@ -163,11 +161,7 @@ def draw_sensitivity(run_dir: Path, best_spec: dict[str, Any] | None) -> str | N
     if picked is None:
         return None
     record, chosen = picked
-    hm = heatmap_of(record, chosen, best=chosen is not None and chosen == best_key)
-    if hm is None:
-        return None
-    plot_sensitivity(hm, run_dir / SENSITIVITY_CHART)
-    return SENSITIVITY_CHART
+    return heatmap_of(record, chosen, best=chosen is not None and chosen == best_key)
 
 
 def best_spec_of(run_dir: Path) -> dict[str, Any] | None:

@@ -15,6 +15,7 @@ from backtest.contracts import BacktestJob, JobStatus, Metrics
 from backtest.period_keys import index_keys
 from backtest.trade_list import trades_from_trace_fills
 from experiments.charts import (
+    draw_sensitivity,
     plot_equity,
     plot_trajectory,
     plot_trial_sharpes,
@@ -37,7 +38,6 @@ from experiments.records import (
 )
 from experiments.report import render_report
 from experiments.scorecard import trades_kind
-from experiments.sensitivity import draw_sensitivity
 from experiments.tearsheet import INPUTS, tearsheet_inputs, write_tearsheet
 from gate.aggregate import aggregate_variant
 from gate.alpha import aligned_stats, deflated_alpha

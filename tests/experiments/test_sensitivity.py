@@ -9,13 +9,12 @@ from datetime import UTC, datetime
 import numpy as np
 import pytest
 
+from experiments.charts import SENSITIVITY_CHART, draw_sensitivity
 from experiments.charts import main as charts_main
 from experiments.records import ScreenedTrial, ScreenRecord, append_record
 from experiments.runfolder import RunFolder, screen_file
 from experiments.sensitivity import (
-    SENSITIVITY_CHART,
     best_spec_of,
-    draw_sensitivity,
     heatmap_of,
     median_grid,
     parameter_spread,

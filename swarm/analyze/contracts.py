@@ -97,7 +97,8 @@ ABSTAIN_CONFIDENCE = 0.15  # seed 002: an abstention is sure only that it cannot
 
 
 class RiskLimits(BaseModel):
-    """The risk engine's limits. A fresh account by default; a replay passes its own state."""
+    """The risk engine's limits, checked against ``AnalysisConfig.portfolio``: the CLI's
+    ``--book``, or the family replay's own book (``swarm.analyze.book``)."""
 
     model_config = ConfigDict(frozen=True)
 
@@ -109,7 +110,7 @@ class RiskLimits(BaseModel):
 
 
 class Portfolio(BaseModel):
-    """What the account holds when the decision is made (empty for a standalone analysis)."""
+    """What the account holds when the decision is made: empty unless a book is given."""
 
     model_config = ConfigDict(frozen=True)
 

@@ -36,7 +36,10 @@ def build_parser() -> argparse.ArgumentParser:
         "--news-file", type=Path, help="CSV of dated headlines (date,datetime,ticker,headline)"
     )
     p.add_argument(
-        "--debate-rounds", type=int, default=1, help="bull/bear rounds (1..5, default 1)"
+        "--debate-rounds",
+        type=int,
+        default=2,
+        help="bull/bear rounds (1..5, default 2: an opening and a rebuttal)",
     )
     p.add_argument("--risk-rounds", type=int, default=1, help="risk-team rounds (1..5, default 1)")
     p.add_argument(

@@ -34,15 +34,14 @@ INITIAL_MOVES: tuple[tuple[dict[str, ParamValue], bool, str], ...] = (
     ({}, False, "long only"),
     ({"horizon_bars": 20}, True, "horizon 20"),
     ({"conviction_floor": 0.4}, True, "conviction floor 0.4"),
-    ({"debate_rounds": 2}, True, "2 debate rounds"),
+    ({"debate_rounds": 1}, True, "no rebuttal"),
     ({"risk_pct": 0.02}, True, "risk 2%"),
     ({"horizon_bars": 5}, True, "horizon 5"),
 )
-# Parameters that change no decision of the rules brain: its bull, bear and manager argue from
-# the same notes whatever the number of rounds. With that brain, proposals never move them
-# (a trial that cannot differ is a wasted trial and a needless count against the deflated
-# Sharpe).
-RULES_INERT_PARAMS: tuple[str, ...] = ("debate_rounds",)
+# Parameters that change no decision of the rules brain; with that brain, proposals never
+# move them (a trial that cannot differ is a wasted trial and a needless count against the
+# deflated Sharpe). None now: the rules' rebuttals can rebut a point and move the verdict.
+RULES_INERT_PARAMS: tuple[str, ...] = ()
 
 
 class DecisionRow(NamedTuple):

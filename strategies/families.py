@@ -98,7 +98,7 @@ PARAM_SPACE: dict[str, ParamRange] = {
 # The decision pipeline's parameters and defaults (AnalysisConfig's: 1 round, 1% risk, floor
 # 0.2, a 10-bar horizon); it has no blocks, so these are all its spec carries.
 DECISION_PARAMS: dict[str, ParamValue] = {
-    "debate_rounds": 1,
+    "debate_rounds": 2,
     "risk_pct": 0.01,
     "conviction_floor": 0.2,
     "horizon_bars": 10,

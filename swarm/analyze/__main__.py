@@ -4,8 +4,10 @@ One grounded decision for a ticker and a date: four analysts, a bull/bear debate
 research manager, a trader's ATR-anchored thesis, a risk team and judge, and a deterministic
 risk engine that sizes or rejects. Only bars up to and including the date are read.
 
-Writes OUT/<analysis_id>/ (decision.json, report.md, features.json, manifest.json) and prints
-the folder last on stdout. ``--review ANALYSIS_DIR`` classifies that decision's outcome once
+Writes OUT/<analysis_id>/ (decision.json, report.md, book.json, features.json,
+manifest.json) and prints the folder last on stdout. ``--book`` gives the risk engine the
+account's open positions and cash (a JSON, or an earlier analysis folder's book.json, the
+book after its decision). ``--review ANALYSIS_DIR`` classifies that decision's outcome once
 its horizon has passed in the data (review.json, review.md) and stores the lesson in memory.
 Exit codes: 0 done, 2 bad input (one line saying what to fix), 1 internal failure.
 """
@@ -34,11 +36,25 @@ def build_parser() -> argparse.ArgumentParser:
         "--news-file", type=Path, help="CSV of dated headlines (date,datetime,ticker,headline)"
     )
     p.add_argument(
-        "--debate-rounds", type=int, default=1, help="bull/bear rounds (1..5, default 1)"
+        "--debate-rounds",
+        type=int,
+        default=2,
+        help="bull/bear rounds (1..5, default 2: an opening and a rebuttal)",
     )
     p.add_argument("--risk-rounds", type=int, default=1, help="risk-team rounds (1..5, default 1)")
     p.add_argument(
-        "--capital", type=float, default=100_000.0, help="account capital (default 100000)"
+        "--capital",
+        type=float,
+        default=None,
+        help="account capital (default: the book's, else 100000)",
+    )
+    p.add_argument(
+        "--book",
+        type=Path,
+        default=None,
+        metavar="FILE|ANALYSIS_DIR",
+        help="the account's open positions and cash (JSON, see README), or an earlier "
+        "analysis folder to continue from its book.json (default: an empty account)",
     )
     p.add_argument(
         "--risk-pct", type=float, default=1.0, help="%% of capital at risk at the stop (default 1)"
@@ -87,22 +103,66 @@ def build_parser() -> argparse.ArgumentParser:
     return p  # fmt: skip
 
 
-def _config(args: argparse.Namespace):
+DEFAULT_CAPITAL = 100_000.0
+
+
+def read_book(path: Path):
+    """The ``--book`` file (or an analysis folder's ``book.json``) as a :class:`Book`; a
+    missing file, bad JSON or a bad field is exit 2 naming the file and the field."""
     from pydantic import ValidationError
 
-    from swarm.analyze.contracts import AnalysisConfig
+    from swarm.analyze.book import BOOK_FILE, Book
+
+    file = path / BOOK_FILE if path.is_dir() else path
+    try:
+        text = file.read_text(encoding="utf-8")
+    except OSError:
+        hint = "an analysis folder without one" if path.is_dir() else "no such file"
+        raise UserInputError(f"--book: {file}: cannot read it ({hint}); pass a book JSON such "
+                             'as {"positions": [{"ticker": "AAPL", "quantity": 100, '
+                             '"price": 150.0}], "cash": 85000}') from None  # fmt: skip
+    try:
+        return Book.model_validate_json(text)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        field = ".".join(str(x) for x in err["loc"]) or "(the document)"
+        raise UserInputError(f"--book: {file}: field {field}: {err['msg']}; fix that field "
+                             "(fields: capital, cash, loss_today, positions[ticker, quantity, "
+                             "price])") from None  # fmt: skip
+
+
+def _capital(args: argparse.Namespace, book) -> float:
+    if book is None or book.capital is None:
+        return DEFAULT_CAPITAL if args.capital is None else args.capital
+    if args.capital is not None and args.capital != book.capital:
+        raise UserInputError(f"--capital: {args.capital:g} disagrees with the book's capital "
+                             f"{book.capital:g} ({args.book}); drop one of them")  # fmt: skip
+    return book.capital
+
+
+def _config(args: argparse.Namespace, book=None):
+    from pydantic import ValidationError
+
+    from swarm.analyze.book import portfolio_of
+    from swarm.analyze.contracts import AnalysisConfig, RiskLimits
 
     bounds = {"--debate-rounds": (args.debate_rounds, 1, 5), "--risk-rounds": (args.risk_rounds, 1, 5),
               "--risk-pct": (args.risk_pct, 0.01, 10), "--horizon-days": (args.horizon_days, 1, 250)}  # fmt: skip
     for flag, (value, lo, hi) in bounds.items():
         if not lo <= value <= hi:
             raise UserInputError(f"{flag}: {value:g} is out of range; use {lo:g}..{hi:g}")
-    if not args.capital > 0:
-        raise UserInputError(f"--capital: {args.capital:g} must be positive, e.g. 100000")
+    capital = _capital(args, book)
+    if not capital > 0:
+        raise UserInputError(f"--capital: {capital:g} must be positive, e.g. 100000")
+    limits = RiskLimits()
+    portfolio = (
+        portfolio_of(book, capital=capital, short_margin=limits.short_margin) if book else None
+    )
     try:
         return AnalysisConfig(debate_rounds=args.debate_rounds, risk_rounds=args.risk_rounds,
-                              capital=args.capital, risk_pct=args.risk_pct,
-                              horizon_days=args.horizon_days)  # fmt: skip
+                              capital=capital, risk_pct=args.risk_pct,
+                              horizon_days=args.horizon_days, limits=limits,
+                              **({"portfolio": portfolio} if portfolio else {}))  # fmt: skip
     except ValidationError as exc:  # pragma: no cover - the bounds above catch these first
         raise UserInputError(f"options: {exc.errors()[0]['msg']}") from None
 
@@ -192,6 +252,7 @@ def analyze(args: argparse.Namespace, argv: list[str]) -> Path:
     """Validate every input before any folder exists; then decide and write the folder."""
     import pandas as pd
 
+    from swarm.analyze.book import BOOK_FILE, Book, book_after
     from swarm.analyze.pipeline import check_history, cut_at, decide
     from swarm.analyze.report import render_report
     from swarm.analyze.review import recall_reviews
@@ -204,7 +265,8 @@ def analyze(args: argparse.Namespace, argv: list[str]) -> Path:
         raise UserInputError("--date: required; give the decision date, e.g. --date 2019-06-03")
     ticker = args.ticker.strip().upper()
     day = iso_date("--date", args.date.strip())
-    cfg = _config(args)
+    book = read_book(args.book) if args.book is not None else None
+    cfg = _config(args, book)
     bars, path = _read_bars(ticker, args.data_dir)
     first, last = bars.index[0].date(), bars.index[-1].date()
     if not first <= day <= last:
@@ -242,6 +304,9 @@ def analyze(args: argparse.Namespace, argv: list[str]) -> Path:
     root = _folder(args.out, f"analyze-{ticker.lower()}-{decision.date}")
     _write(root, "decision.json", decision.model_dump_json(indent=2) + "\n")
     _write(root, "report.md", render_report(decision))
+    after = book_after(book or Book(), decision, capital=cfg.capital,
+                       short_margin=cfg.limits.short_margin)  # fmt: skip
+    _write(root, BOOK_FILE, after.model_dump_json(indent=2, exclude_none=True) + "\n")
     if brain.llm is not None:
         brain.llm.write_calls(root / "llm_calls.jsonl")
     snap = bundle.snapshot(bundle.keys)
@@ -252,6 +317,7 @@ def analyze(args: argparse.Namespace, argv: list[str]) -> Path:
         "entry_point": "swarm.analyze", "argv": argv, "created_at": datetime.now(UTC).isoformat(),
         "data_dir": str(args.data_dir.resolve()), "data_file": str(path.resolve()),
         "news_file": str(args.news_file.resolve()) if args.news_file else None,
+        "book": str(args.book.resolve()) if args.book else None,
         "memory": (
             {"available": False, "reason": "--memory-dir off"} if memory is None
             else memory.status()

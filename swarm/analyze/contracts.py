@@ -97,7 +97,8 @@ ABSTAIN_CONFIDENCE = 0.15  # seed 002: an abstention is sure only that it cannot
 
 
 class RiskLimits(BaseModel):
-    """The risk engine's limits. A fresh account by default; a replay passes its own state."""
+    """The risk engine's limits, checked against ``AnalysisConfig.portfolio``: the CLI's
+    ``--book``, or the family replay's own book (``swarm.analyze.book``)."""
 
     model_config = ConfigDict(frozen=True)
 
@@ -109,7 +110,7 @@ class RiskLimits(BaseModel):
 
 
 class Portfolio(BaseModel):
-    """What the account holds when the decision is made (empty for a standalone analysis)."""
+    """What the account holds when the decision is made: empty unless a book is given."""
 
     model_config = ConfigDict(frozen=True)
 
@@ -124,7 +125,7 @@ class AnalysisConfig(BaseModel):
 
     model_config = ConfigDict(frozen=True)
 
-    debate_rounds: int = Field(1, ge=1, le=5)
+    debate_rounds: int = Field(2, ge=1, le=5, description="1 is an opening only; 2+ rebut")
     risk_rounds: int = Field(1, ge=1, le=5)
     capital: float = Field(100_000.0, gt=0)
     risk_pct: float = Field(1.0, gt=0, le=10)
@@ -192,6 +193,10 @@ class DebateTurn(BaseModel):
     round: int
     argument: str
     cited: dict[str, float] = Field(default_factory=dict)
+    answered: str | None = Field(None, description="the other side's point (analyst/point) "
+                                 "this rebuttal answers")  # fmt: skip
+    rebutted: bool = Field(False, description="the answer was at least as strong: the manager "
+                           "discounts the point")  # fmt: skip
     model_used: str = RULES
 
 

@@ -1,10 +1,14 @@
 """The research debate's rules brains (bull, bear, research manager) and the code-side
 conviction calibration.
 
-The bull argues from the strongest positive evidence, the bear from the strongest negative,
-each answering the other for the configured rounds. The manager weighs the analysts' notes
-by confidence and proposes a conviction; :func:`calibrate_conviction` then cuts it by the
-share of the analysts that took a side who oppose the winner, whatever brain proposed it.
+The bull argues from the strongest positive evidence, the bear from the strongest negative.
+From round 2 each answers the other side's strongest point still standing with its own next
+point: an answer at least as strong (|stance| x confidence) rebuts it, and a rebutted point
+takes half its pull out of its analyst's stance (:func:`debated_stance`), so a round can move
+a stance and the verdict with it (a close call can tip, a winner can lose its margin). The
+manager weighs the debated stances by confidence and proposes a conviction;
+:func:`calibrate_conviction` then cuts it by the share of the analysts that took a side who
+oppose the winner, whatever brain proposed it.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ OPPOSE_DEADBAND = SIDE_DEADBAND  # a stance within +/-0.05 of zero opposes nobod
 TIE_MARGIN = 0.1  # bull and bear weights closer than this share: no winner
 FULL_WEIGHT = 0.6  # confidence x stance the winning side needs for full conviction
 POINTS_PER_CASE = 3
+REBUTTED_DISCOUNT = 0.5  # the share of its pull a rebutted point loses
 
 
 # --------------------------------------------------------------------------- calibration
@@ -93,46 +98,92 @@ def opening(notes: Sequence[AnalystNote], side: Side) -> DebateTurn:
     return DebateTurn(side=side, round=1, argument=text, cited=_cite(mine))
 
 
-def rebuttal(notes: Sequence[AnalystNote], side: Side, rnd: int) -> DebateTurn:
-    """Answer the other side's strongest point with the next of one's own not yet used."""
+def strength(p: Point) -> float:
+    return abs(p.stance) * p.confidence
+
+
+def point_id(role: str, p: Point) -> str:
+    """How a turn names the point it answers: ``analyst/point``."""
+    return f"{role}/{p.name}"
+
+
+def rebuts(reply: Point, target: Point) -> bool:
+    """An answer rebuts a point when it is at least as strong."""
+    return strength(reply) >= strength(target)
+
+
+def rebuttal(notes: Sequence[AnalystNote], side: Side, rnd: int,
+             down: frozenset[str] = frozenset()) -> DebateTurn:  # fmt: skip
+    """Answer the other side's strongest point not yet rebutted (``down``) with one's own
+    ``rnd - 1``-th strongest point (cycling): round 2 pits the two best points."""
     other = Side.BEAR if side == Side.BULL else Side.BULL
-    theirs = ranked_points(notes, other)
+    theirs = [(r, p) for r, p in ranked_points(notes, other) if point_id(r, p) not in down]
     mine = ranked_points(notes, side)
     word = "bull" if side == Side.BULL else "bear"
     if not theirs:
         return DebateTurn(side=side, round=rnd, cited={},
-                          argument=f"The {word} notes the other side cites no evidence.")  # fmt: skip
-    target_role, target = theirs[min(rnd - 2, len(theirs) - 1)]
-    reply = mine[(POINTS_PER_CASE + rnd - 2) % len(mine)] if mine else None
+                          argument=f"The {word} notes the other side has no point left standing.")  # fmt: skip
+    target_role, target = theirs[0]
+    reply = mine[(rnd - 2) % len(mine)] if mine else None
     text = (
         f"The {word} answers {target_role}/{target.name} ({target.stance:+.2f} at confidence "
         f"{target.confidence:.2f})"
     )
     if reply is None:
-        text += ": it has no counter-evidence, only that the point's confidence is not 1."
+        text += (
+            ": it has no counter-evidence, only that the point's confidence is not 1; it stands."
+        )
         cited: dict[str, float] = {}
+        won = False
     else:
-        text += f" with {_describe(*reply)}"
+        won = rebuts(reply[1], target)
+        text += f" with {_describe(*reply)}" + (
+            ": as strong or stronger, the point is rebutted." if won
+            else ": weaker, the point stands."
+        )  # fmt: skip
         cited = dict(reply[1].cited)
-    return DebateTurn(side=side, round=rnd, argument=text, cited=cited)
+    return DebateTurn(side=side, round=rnd, argument=text, cited=cited,
+                      answered=point_id(target_role, target), rebutted=won)  # fmt: skip
+
+
+def rebutted_points(rounds: Sequence[DebateRound]) -> frozenset[str]:
+    """Every point (``analyst/point``) a turn of ``rounds`` rebutted."""
+    return frozenset(t.answered for r in rounds for t in (r.bull, r.bear)
+                     if t.rebutted and t.answered)  # fmt: skip
 
 
 def debate_rounds(notes: Sequence[AnalystNote], rounds: int) -> list[DebateRound]:
     out = [DebateRound(round=1, bull=opening(notes, Side.BULL), bear=opening(notes, Side.BEAR))]
     for rnd in range(2, rounds + 1):
-        out.append(DebateRound(round=rnd, bull=rebuttal(notes, Side.BULL, rnd),
-                               bear=rebuttal(notes, Side.BEAR, rnd)))  # fmt: skip
+        down = rebutted_points(out)  # both sides answer what stood at the round's start
+        out.append(DebateRound(round=rnd, bull=rebuttal(notes, Side.BULL, rnd, down),
+                               bear=rebuttal(notes, Side.BEAR, rnd, down)))  # fmt: skip
     return out
 
 
 # --------------------------------------------------------------------------- the manager
 
 
-def side_weights(notes: Sequence[AnalystNote]) -> tuple[float, float]:
-    """(bull, bear): the confidence-weighted stances on each side."""
-    live = [n for n in notes if not n.abstained]
-    bull = sum(n.confidence * max(n.stance, 0.0) for n in live)
-    bear = sum(n.confidence * max(-n.stance, 0.0) for n in live)
+def debated_stance(note: AnalystNote, rebutted: frozenset[str] = frozenset()) -> float:
+    """The note's stance once the debate has rebutted some of its points: each rebutted point
+    takes ``REBUTTED_DISCOUNT`` of its pull (its stance times its share of the note's point
+    confidence) out of the stance. A bullish note whose bearish point fell grows more bullish;
+    one whose best bullish point fell, less."""
+    total = sum(p.confidence for p in note.points)
+    if total <= 0:
+        return note.stance
+    pull = sum(p.stance * p.confidence / total for p in note.points
+               if point_id(note.role.value, p) in rebutted)  # fmt: skip
+    return max(-1.0, min(1.0, note.stance - REBUTTED_DISCOUNT * pull))
+
+
+def side_weights(
+    notes: Sequence[AnalystNote], rebutted: frozenset[str] = frozenset()
+) -> tuple[float, float]:
+    """(bull, bear): the confidence-weighted stances on each side, after the debate."""
+    live = [(n, debated_stance(n, rebutted)) for n in notes if not n.abstained]
+    bull = sum(n.confidence * max(s, 0.0) for n, s in live)
+    bear = sum(n.confidence * max(-s, 0.0) for n, s in live)
     return bull, bear
 
 
@@ -175,10 +226,16 @@ def _disagreements(notes: Sequence[AnalystNote]) -> list[str]:
     return out
 
 
-def manage(notes: Sequence[AnalystNote], recalled: Sequence[str] = ()) -> DebateVerdict:
-    """The rules research manager: the side with the larger confidence-weighted stance wins;
-    the proposed conviction is the winning margin scaled by how much evidence there is."""
-    bull, bear = side_weights(notes)
+def manage(
+    notes: Sequence[AnalystNote],
+    recalled: Sequence[str] = (),
+    rounds: Sequence[DebateRound] = (),
+) -> DebateVerdict:
+    """The rules research manager: the side with the larger confidence-weighted stance, less
+    what the debate rebutted, wins; the proposed conviction is the winning margin scaled by
+    how much evidence there is."""
+    down = rebutted_points(rounds)
+    bull, bear = side_weights(notes, down)
     total = bull + bear
     margin = abs(bull - bear) / total if total > 0 else 0.0
     if total == 0 or margin < TIE_MARGIN:
@@ -193,6 +250,8 @@ def manage(notes: Sequence[AnalystNote], recalled: Sequence[str] = ()) -> Debate
         + f"proposed conviction {proposed:.2f}, {opposition:.0%} of the analysts that took a "
         f"side oppose the winner -> {conviction:.2f}."
     )
+    if down:
+        rationale += f" Rebutted in the debate: {', '.join(sorted(down))}."
     if recalled:
         rationale += " Recalled from past reviews of this symbol: " + " | ".join(recalled[:3])
     return DebateVerdict(

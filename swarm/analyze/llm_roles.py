@@ -6,6 +6,12 @@ the answer — the ticker is the one asked for, every number in its text exists 
 it was handed, prices obey the thesis validator — retries once with the reason, and otherwise
 returns the rules answer and logs ``llm_fallback`` with the reasons. Headlines reach prompts
 only fenced as untrusted data.
+
+Two behaviours beyond the rules brain's: an analyst's note the model wrote with confidence
+under ``SELF_CRITIQUE_BELOW`` (0.40) gets exactly one self-critique pass (``self_critique`` in
+the log), and a debate or risk turn of round 2 or later that fails falls back to its own
+previous round's case, not to the rules turn (``round_fallback``): a failed rebuttal answers
+nothing, so it rebuts nothing.
 """
 
 from __future__ import annotations
@@ -44,6 +50,7 @@ ROLE_ANALYST, ROLE_DEBATER, ROLE_MANAGER = (
 ROLE_TRADER, ROLE_TRADER_DEEP = "decision_trader", "decision_trader_deep"
 ROLE_RISK, ROLE_JUDGE, ROLE_REVIEWER = "decision_risk", "decision_judge", "decision_reviewer"
 MAX_EVIDENCE_KEYS = 40  # what a prompt carries of an analyst's evidence
+SELF_CRITIQUE_BELOW = 0.40  # a model's note less sure than this gets one self-critique pass
 
 
 # --------------------------------------------------------------------------- schemas
@@ -182,8 +189,27 @@ def llm_note(client: LLMClient, rules: AnalystNote, *, untrusted: Sequence[str] 
             "key_points": list(ans.key_points), "model_used": _model(client, ROLE_ANALYST),
         }), None  # fmt: skip
 
-    return _ask(client, ROLE_ANALYST, messages, LLMNote, check, log=log,
-                what=f"analyst.{rules.role.value}") or rules  # fmt: skip
+    note = _ask(client, ROLE_ANALYST, messages, LLMNote, check, log=log,
+                what=f"analyst.{rules.role.value}")  # fmt: skip
+    if note is None:
+        return rules
+    if note.confidence >= SELF_CRITIQUE_BELOW:
+        return note
+    # One pass, never a loop: a note still unsure after its critique is an honest answer.
+    critique = [
+        messages[0],
+        ("human", f"{messages[1][1]}\nYour note: stance {note.stance:+.2f}, confidence "
+                  f"{note.confidence:.2f}. {note.summary}\nYour confidence is under "
+                  f"{SELF_CRITIQUE_BELOW:.2f}. Critique your note once against the evidence "
+                  "(what is weak, what you missed) and answer the revised note; it may stay "
+                  "unsure."),
+    ]  # fmt: skip
+    revised = _ask(client, ROLE_ANALYST, critique, LLMNote, check, log=log,
+                   what=f"analyst.{rules.role.value}.self_critique")  # fmt: skip
+    log({"kind": "self_critique", "role": rules.role.value, "before": note.confidence,
+         "after": revised.confidence if revised is not None else note.confidence,
+         "kept_first": revised is None})  # fmt: skip
+    return revised or note
 
 
 # --------------------------------------------------------------------------- debate
@@ -197,15 +223,27 @@ def llm_debate(client: LLMClient, rounds: list[DebateRound], *, notes: Sequence[
     for rnd in rounds:
         turns = {}
         for rules in (rnd.bull, rnd.bear):
-            turns[rules.side] = _turn(client, rules, evidence, notes, transcript, ticker, log)
-            transcript.append(
-                f"{rules.side.value} (round {rnd.round}): {turns[rules.side].argument}"
-            )
+            last = out[-1] if out else None
+            before = None if last is None else last.bull if rules.side == Side.BULL else last.bear
+            turn = _turn(client, rules, evidence, notes, transcript, ticker, log)
+            if turn is None:
+                turn = rules if before is None else restated(before, rules.round)
+                if before is not None:
+                    log({"kind": "round_fallback", "what": f"{rules.side.value}.round{rules.round}",
+                         "to": f"round{before.round}"})  # fmt: skip
+            turns[rules.side] = turn
+            transcript.append(f"{rules.side.value} (round {rnd.round}): {turn.argument}")
         out.append(DebateRound(round=rnd.round, bull=turns[Side.BULL], bear=turns[Side.BEAR]))
     return out
 
 
-def _turn(client, rules: DebateTurn, evidence, notes, transcript, ticker, log) -> DebateTurn:
+def restated(previous: DebateTurn, rnd: int) -> DebateTurn:
+    """A failed rebuttal: the side restates its previous round's case and answers nothing,
+    so no point falls for it (seed 002's bounded rounds)."""
+    return previous.model_copy(update={"round": rnd, "answered": None, "rebutted": False})
+
+
+def _turn(client, rules: DebateTurn, evidence, notes, transcript, ticker, log) -> DebateTurn | None:
     task = ("Build your case from the strongest evidence on your side." if rules.round == 1
             else "Answer the other side's strongest point, then restate your case.")  # fmt: skip
     messages = [
@@ -223,7 +261,7 @@ def _turn(client, rules: DebateTurn, evidence, notes, transcript, ticker, log) -
                                         "model_used": _model(client, ROLE_DEBATER)}), None  # fmt: skip
 
     return _ask(client, ROLE_DEBATER, messages, LLMTurn, check, log=log,
-                what=f"{rules.side.value}.round{rules.round}") or rules  # fmt: skip
+                what=f"{rules.side.value}.round{rules.round}")  # fmt: skip
 
 
 def llm_verdict(client: LLMClient, rules: DebateVerdict, *, notes: Sequence[AnalystNote],
@@ -355,7 +393,15 @@ def llm_risk_team(client: LLMClient, rounds: list[RiskRound], *, thesis: TraderT
                                                 "model_used": _model(client, ROLE_RISK)}), None  # fmt: skip
 
             turn = _ask(client, ROLE_RISK, messages, LLMTurn, check, log=log,
-                        what=f"risk.{rules.stance.value}.round{rnd.round}") or rules  # fmt: skip
+                        what=f"risk.{rules.stance.value}.round{rnd.round}")  # fmt: skip
+            before = (
+                next((t for t in out[-1].turns if t.stance == rules.stance), None) if out else None
+            )
+            if turn is None and before is not None:  # restate the last round's case
+                turn = before.model_copy(update={"round": rnd.round})
+                log({"kind": "round_fallback", "what": f"risk.{rules.stance.value}.round{rnd.round}",
+                     "to": f"round{before.round}"})  # fmt: skip
+            turn = turn or rules
             transcript.append(f"{turn.stance.value}: {turn.argument}")
             turns.append(turn)
         out.append(RiskRound(round=rnd.round, turns=turns))

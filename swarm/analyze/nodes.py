@@ -167,7 +167,7 @@ def debate(state: AnalyzeState, runtime: Runtime[AnalysisInputs]) -> dict[str, A
 def manager(state: AnalyzeState, runtime: Runtime[AnalysisInputs]) -> dict[str, Any]:
     ctx, notes = runtime.context, _notes(state)
     recalled = [f"{r.date} {r.tag.value if r.tag else ''}: {r.text}" for r in ctx.recalled]
-    verdict = debate_rules.manage(notes, recalled)
+    verdict = debate_rules.manage(notes, recalled, state["rounds"])
     events, log = _collector()
     if ctx.brain.llm is not None:
         from swarm.analyze import llm_roles

@@ -32,8 +32,9 @@ REQUIRED_KEYS = ("ATR_14", "RSI_14", "SMA_50", "MACD_12_26_9", "ADX_14", "EMA_20
 MIN_HISTORY_BARS = 61
 # The desk's rules enter every decision key: a change that makes the same inputs decide
 # differently bumps it, so the on-disk cache never replays a decision made under older rules
-# (2: issue 28, the forecast barred from the risk path and seed 002's opposition).
-RULES_VERSION = 2
+# (2: issue 28, the forecast barred from the risk path and seed 002's opposition; 3: issue 28
+# item 5, rebuttals that rebut and risk rounds that react).
+RULES_VERSION = 3
 
 
 class InsufficientHistoryError(UserInputError):

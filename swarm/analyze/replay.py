@@ -11,6 +11,11 @@ rounds, conviction floor). Risk % and the horizon only size and time the trade: 
 deterministic risk engine re-sizes a cached decision with them (:func:`apply_sizing`, the
 same checks and formula as the graph's), so TUNE can move them without one new analyst or
 debate call, while every distinct parameter set is still its own trial in the ledger.
+
+The account is the replay's own: every ticker's decisions are sized in date order against one
+book (``swarm.analyze.book.ReplayBook``) of the positions the earlier decisions opened and not
+yet closed, so the engine's limits on positions, exposure, daily loss and margin bite. The
+book is rebuilt from the cached core decisions on every build: deterministic, never cached.
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ from __future__ import annotations
 import hashlib
 import math
 import time
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import date
 from pathlib import Path
@@ -30,7 +36,15 @@ from backtest.quality import OHLCV, bars_sha256
 from strategies.decision_family import DecisionRow, DecisionTable, date_key, pipeline_parameters
 from strategies.spec import StrategySpec
 from swarm.analyze import risk as risk_rules
-from swarm.analyze.contracts import Action, AnalysisConfig, Decision, RiskEngineResult, Status
+from swarm.analyze.book import ReplayBook
+from swarm.analyze.contracts import (
+    Action,
+    AnalysisConfig,
+    Decision,
+    RiskEngineResult,
+    RiskLimits,
+    Status,
+)
 from swarm.analyze.nodes import Brain, settle
 from swarm.analyze.pipeline import (
     MIN_HISTORY_BARS,
@@ -170,6 +184,8 @@ class ReplayStats(BaseModel):
     too_little_history: int = 0  # dates before the indicators are defined: no decision
     decisions: int = 0
     trades: int = 0  # decisions that trade (BUY/SELL approved by the risk engine)
+    # check -> trades the judge wanted and that check refused (the book's checks among them)
+    rejected: dict[str, int] = Field(default_factory=dict)
     seconds: float = 0.0
     llm_live_calls: int = 0
     budget_exhausted: bool = False
@@ -188,9 +204,15 @@ class DecisionReplayer:
     """Decisions for many (ticker, date) pairs, through the on-disk cache and a run memo."""
 
     def __init__(
-        self, *, cache: DecisionCache | None, brain: Brain | None = None, news: Sequence = ()
+        self,
+        *,
+        cache: DecisionCache | None,
+        brain: Brain | None = None,
+        news: Sequence = (),
+        limits: RiskLimits | None = None,
     ) -> None:
         self.cache = cache
+        self.limits = limits or RiskLimits()
         self.brain = brain or Brain()
         self.news = list(news)
         self.stats = ReplayStats(brain=self.brain.name,
@@ -256,32 +278,44 @@ class DecisionReplayer:
     ) -> dict[str, dict[pd.Timestamp, Decision]]:
         """ticker -> rebalance date -> the decision sized for ``spec``, for every rebalance
         date of ``windows`` with enough history. Only ``bars`` are read: a caller that must
-        not look past a date hands in bars cut there."""
+        not look past a date hands in bars cut there. The decisions share one
+        :class:`~swarm.analyze.book.ReplayBook` in date order, so the engine's position,
+        exposure, daily-loss and margin checks see what the earlier ones left open."""
         params = pipeline_parameters(spec)
         core = core_config(params)
         sized = sized_config(core, params, capital)
+        sized = sized.model_copy(update={"limits": self.limits})
         before = self.stats.model_copy()
-        out: dict[str, dict[pd.Timestamp, Decision]] = {}
-        trades = 0
+        cores: list[tuple[pd.Timestamp, str, Decision]] = []
         for ticker, frame in bars.items():
             days = rebalance_dates(frame.index, windows)
             shas = prefix_sha256(frame, days)
-            out[ticker] = {}
             for day in days:
                 decision = self.core_decision(ticker, frame, day, core, shas[day])
-                if decision is None:
-                    continue
-                self.stats.decisions += 1
-                out[ticker][day] = resized = apply_sizing(decision, sized)
-                trades += decision_row(resized) is not None
+                if decision is not None:
+                    cores.append((day, ticker, decision))
+        # One account for every ticker, in date order (tickers by name within a day), so a
+        # decision is sized and checked against the positions the earlier ones left open.
+        book = ReplayBook(capital=sized.capital, short_margin=sized.limits.short_margin, bars=bars)
+        out: dict[str, dict[pd.Timestamp, Decision]] = {ticker: {} for ticker in bars}
+        trades, rejected = 0, Counter[str]()
+        for day, ticker, decision in sorted(cores, key=lambda c: (c[0], c[1])):
+            self.stats.decisions += 1
+            cfg = sized.model_copy(update={"portfolio": book.portfolio(day)})
+            out[ticker][day] = resized = apply_sizing(decision, cfg)
+            book.record(ticker, day, resized)
+            trades += decision_row(resized) is not None
+            rejected.update(c.value for c in resized.risk.rejected_by)
         self.stats.trades += trades
+        for name, n in rejected.items():
+            self.stats.rejected[name] = self.stats.rejected.get(name, 0) + n
         self.stats.variants.append({
             "spec": spec.name, "trial_key": spec.trial_key(),
             "pipeline_calls": self.stats.pipeline_calls - before.pipeline_calls,
             "cache_hits": self.stats.cache_hits - before.cache_hits,
             "memo_hits": self.stats.memo_hits - before.memo_hits,
             "decisions": self.stats.decisions - before.decisions,
-            "trades": trades,
+            "trades": trades, "rejected": dict(sorted(rejected.items())),
         })  # fmt: skip
         return out
 

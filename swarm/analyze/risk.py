@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from enum import StrEnum
+from typing import NamedTuple
 
 from swarm.analyze.contracts import (
     RULES,
@@ -48,24 +50,55 @@ def risk_evidence(ev: Mapping[str, float]) -> dict[str, float]:
     return {k: float(ev[k]) for k in RISK_EVIDENCE_KEYS if k in ev}
 
 
-def concerns(thesis: TraderThesis, verdict: DebateVerdict, ev: Mapping[str, float],
-             cfg: AnalysisConfig) -> list[str]:  # fmt: skip
+class ConcernKind(StrEnum):
+    INVALID_THESIS = "invalid_thesis"
+    LOW_CONVICTION = "low_conviction"
+    OPPOSITION = "opposition"
+    WIDE_STOP = "wide_stop"
+
+
+# What the risky side can answer from round 2: a wide stop only shrinks the engine's size (the
+# risk stays risk_pct of capital), and the opposition is already priced into the conviction by
+# the calibration haircut. An invalid thesis or a low conviction has no answer.
+ANSWERS = {
+    ConcernKind.WIDE_STOP: "a wide stop only shrinks the engine's size: the risk stays "
+                           "{risk_pct:g}% of capital",
+    ConcernKind.OPPOSITION: "the opposition is already in the conviction {conviction:.2f} "
+                            "(the calibration haircut)",
+}  # fmt: skip
+
+
+class Concern(NamedTuple):
+    kind: ConcernKind
+    text: str
+
+
+def concern_list(thesis: TraderThesis, verdict: DebateVerdict, ev: Mapping[str, float],
+                 cfg: AnalysisConfig) -> list[Concern]:  # fmt: skip
     """What the safe analyst objects to, each with the number behind it."""
     out = []
     if not thesis.valid:
         failed = [c.name for c in thesis.validator if not c.ok]
-        out.append(f"the thesis fails its validator ({', '.join(failed)})")
+        out.append(Concern(ConcernKind.INVALID_THESIS,
+                           f"the thesis fails its validator ({', '.join(failed)})"))  # fmt: skip
     if verdict.conviction < LOW_CONVICTION:
-        out.append(f"conviction {verdict.conviction:.2f} is below {LOW_CONVICTION}")
+        out.append(Concern(ConcernKind.LOW_CONVICTION,
+                           f"conviction {verdict.conviction:.2f} is below {LOW_CONVICTION}"))  # fmt: skip
     if verdict.opposition > MAX_OPPOSITION:
-        out.append(
-            f"{verdict.opposition:.0%} of the analysts that took a side oppose the "
-            f"{verdict.winner.value}"
-        )
+        out.append(Concern(ConcernKind.OPPOSITION,
+                           f"{verdict.opposition:.0%} of the analysts that took a side oppose the "
+                           f"{verdict.winner.value}"))  # fmt: skip
     natr = ev.get("NATR_14")
     if natr is not None and natr > HIGH_NATR:
-        out.append(f"NATR_14 {natr:.2f}% makes a {cfg.stop_atr:g}-ATR stop wide")
+        out.append(Concern(ConcernKind.WIDE_STOP,
+                           f"NATR_14 {natr:.2f}% makes a {cfg.stop_atr:g}-ATR stop wide"))  # fmt: skip
     return out
+
+
+def concerns(thesis: TraderThesis, verdict: DebateVerdict, ev: Mapping[str, float],
+             cfg: AnalysisConfig) -> list[str]:  # fmt: skip
+    """The safe analyst's objections as sentences."""
+    return [c.text for c in concern_list(thesis, verdict, ev, cfg)]
 
 
 def supports(thesis: TraderThesis, verdict: DebateVerdict, ev: Mapping[str, float]) -> list[str]:
@@ -82,28 +115,66 @@ def supports(thesis: TraderThesis, verdict: DebateVerdict, ev: Mapping[str, floa
     return out
 
 
+def standing(worries: Sequence[Concern], previous: RiskRound | None, act: Action) -> list[Concern]:
+    """The concerns still standing after the risky side's answers of the previous round:
+    an answerable one falls once the risky side argued for acting."""
+    if previous is None or act == Action.HOLD:
+        return list(worries)
+    risky = next(t for t in previous.turns if t.stance == RiskStance.RISKY)
+    if risky.favours != act:
+        return list(worries)
+    return [w for w in worries if w.kind not in ANSWERS]
+
+
+def majority(rnd: RiskRound) -> Action:
+    """The action most of a round's three turns favour (HOLD on a three-way split)."""
+    votes = [t.favours for t in rnd.turns]
+    return next((a for a in dict.fromkeys(votes) if votes.count(a) >= 2), Action.HOLD)
+
+
 def team_round(thesis: TraderThesis, verdict: DebateVerdict, ev: Mapping[str, float],
-               cfg: AnalysisConfig, rnd: int) -> RiskRound:  # fmt: skip
+               cfg: AnalysisConfig, rnd: int, previous: RiskRound | None = None) -> RiskRound:  # fmt: skip
+    """One round. Round 1 states the cases; from round 2 each side reacts to the last round:
+    the safe analyst drops the concerns the risky one answered (``ANSWERS``), the risky one
+    concedes when the last round went against it on a concern it cannot answer, and the
+    neutral one follows the two when they agree, else weighs what still stands."""
     act = ACTION_OF[thesis.direction] if thesis.valid else Action.HOLD
-    worries, reasons = concerns(thesis, verdict, ev, cfg), supports(thesis, verdict, ev)
-    again = " (again, answering the others)" if rnd > 1 else ""
-    risky = RiskTurn(
-        stance=RiskStance.RISKY, round=rnd, favours=act,
-        argument=f"Risky{again}: take it: " + ("; ".join(reasons) or "nothing argues against it")
-        + (f". The safe side's '{worries[0]}' is what the stop is for." if worries and rnd > 1 else "."),
-    )  # fmt: skip
-    safe = RiskTurn(
-        stance=RiskStance.SAFE, round=rnd, favours=Action.HOLD if worries else act,
-        argument=f"Safe{again}: " + ("hold: " + "; ".join(worries) if worries
-                                     else "no objection: every concern checked is clear") + ".",
-    )  # fmt: skip
-    balanced = (
-        act != Action.HOLD and len(worries) <= 1 and verdict.conviction >= cfg.conviction_floor
-    )
+    worries, reasons = concern_list(thesis, verdict, ev, cfg), supports(thesis, verdict, ev)
+    left = standing(worries, previous, act)
+    again = " (again, answering the others)" if previous is not None else ""
+    answered = [w for w in worries if w not in left]
+    blocking = [w for w in worries if w.kind not in ANSWERS]
+    concede = previous is not None and bool(blocking) and majority(previous) == Action.HOLD
+    facts = {"risk_pct": cfg.risk_pct, "conviction": verdict.conviction}
+    replies = "; ".join(ANSWERS[w.kind].format(**facts) for w in worries if w.kind in ANSWERS)
+    if concede:
+        risky_text = f"Risky{again}: the safe side's '{blocking[0].text}' has no answer: hold."
+    else:
+        risky_text = (f"Risky{again}: take it: " + ("; ".join(reasons) or "nothing argues against it")
+                      + (f". To the safe side: {replies}." if previous is not None and replies
+                         else "."))  # fmt: skip
+    risky = RiskTurn(stance=RiskStance.RISKY, round=rnd,
+                     favours=Action.HOLD if concede else act, argument=risky_text)  # fmt: skip
+    safe_text = (f"Safe{again}: " + ("hold: " + "; ".join(w.text for w in left) if left
+                                     else "no objection: every concern checked is clear")
+                 + (f" (answered: {'; '.join(w.text for w in answered)})" if answered else "")
+                 + ".")  # fmt: skip
+    safe = RiskTurn(stance=RiskStance.SAFE, round=rnd, favours=Action.HOLD if left else act,
+                    argument=safe_text)  # fmt: skip
+    if previous is not None and risky.favours == safe.favours:
+        favours = risky.favours
+        why = f"risky and safe agree on {favours.value}."
+    else:
+        balanced = (
+            act != Action.HOLD and len(left) <= 1 and verdict.conviction >= cfg.conviction_floor
+        )
+        favours = act if balanced else Action.HOLD
+        why = ("acceptable with the engine's sizing." if balanced
+               else "not enough edge for the risk.")  # fmt: skip
     neutral = RiskTurn(
-        stance=RiskStance.NEUTRAL, round=rnd, favours=act if balanced else Action.HOLD,
-        argument=f"Neutral{again}: {len(reasons)} argument(s) for, {len(worries)} concern(s); "
-        + ("acceptable with the engine's sizing." if balanced else "not enough edge for the risk."),
+        stance=RiskStance.NEUTRAL, round=rnd, favours=favours,
+        argument=f"Neutral{again}: {len(reasons)} argument(s) for, {len(left)} concern(s) "
+        f"standing; {why}",
     )  # fmt: skip
     return RiskRound(round=rnd, turns=[risky, safe, neutral])
 
@@ -111,7 +182,10 @@ def team_round(thesis: TraderThesis, verdict: DebateVerdict, ev: Mapping[str, fl
 def team(thesis: TraderThesis, verdict: DebateVerdict, ev: Mapping[str, float],
          cfg: AnalysisConfig) -> list[RiskRound]:  # fmt: skip
     ev = risk_evidence(ev)  # whatever the caller hands in, the forecast never reaches a rule
-    return [team_round(thesis, verdict, ev, cfg, r) for r in range(1, cfg.risk_rounds + 1)]
+    rounds: list[RiskRound] = []
+    for r in range(1, cfg.risk_rounds + 1):
+        rounds.append(team_round(thesis, verdict, ev, cfg, r, rounds[-1] if rounds else None))
+    return rounds
 
 
 def judge(thesis: TraderThesis, verdict: DebateVerdict, rounds: Sequence[RiskRound],

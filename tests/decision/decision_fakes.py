@@ -3,7 +3,8 @@ bound to from the prompt it sees, as a competent endpoint would under function c
 ``mode``: "good", "invent" (numbers that are not in the facts), "wrong_ticker",
 "wrong_action" (the judge acts against the thesis's direction), "wide" (the trader's stop
 3.9 ATR away with a 1.1R target), "name_real" (a model that
-recognises the company and names its real ticker, NVDA, whatever it was shown)."""
+recognises the company and names its real ticker, NVDA, whatever it was shown), "unsure"
+(analyst notes at confidence 0.3, 0.35 once asked to critique themselves)."""
 
 from __future__ import annotations
 
@@ -49,7 +50,9 @@ def answer(tool: str | None, prompt: str, mode: str) -> dict[str, Any]:
     if tool == "LLMNote":
         evidence = json.loads(re.search(r"Evidence: (\{.*?\})", prompt).group(1))
         key, value = next(iter(sorted(evidence.items())))
-        return {"ticker": ticker, "stance": 0.5, "confidence": 0.6,
+        # "unsure": 0.3, and 0.35 after a self-critique (still under 0.40)
+        confidence = (0.35 if "Critique your note" in prompt else 0.3) if mode == "unsure" else 0.6
+        return {"ticker": ticker, "stance": 0.5, "confidence": confidence,
                 "summary": f"The tape reads constructive.{extra}", "key_points": [f"{key} cited"],
                 "cited": [{"key": key, "value": value}]}  # fmt: skip
     if tool == "LLMTurn":

@@ -102,7 +102,7 @@ def test_the_cache_key_moves_with_the_core_config_only():
     # Risk % and the horizon only size and time the trade: the same cached decision.
     for sizing in ({"risk_pct": 0.02}, {"horizon_bars": 30}):
         assert core_config(p | sizing) == core_config(p)
-    for core in ({"debate_rounds": 2}, {"conviction_floor": 0.5}):
+    for core in ({"debate_rounds": 3}, {"conviction_floor": 0.5}):
         assert decision_key("AAPL", "2017-03-03", bars, core_config(p | core), "rules",
                             bars_sha="x") != key  # fmt: skip
     assert decision_key("AAPL", "2017-03-03", bars, core_config(p), "llm:x", bars_sha="x") != key

@@ -50,8 +50,9 @@ def test_grounded_answers_are_used_and_the_trader_goes_deep(tmp_path, nvda):
     d = decide("NVDA", "2019-06-03", nvda, CFG, b)
     kinds = [e["kind"] for e in d.llm_events]
     assert "llm_fallback" not in kinds
-    # market analyst (the others abstain), bull + bear, manager, trader, 3 risk, judge
-    assert kinds.count("llm_accepted") == 9
+    # market analyst (the others abstain), bull + bear x 2 rounds, manager, trader, 3 risk,
+    # judge; the market note is sure enough (0.6) for no self-critique
+    assert kinds.count("llm_accepted") == 11 and "self_critique" not in kinds
     market = d.analysts[0]
     assert market.model_used == "fake-quick" and market.stance == 0.5
     assert all(n.model_used == "deterministic-abstain" for n in d.analysts[1:])
@@ -75,9 +76,10 @@ def test_grounded_answers_are_used_and_the_trader_goes_deep(tmp_path, nvda):
 
 @pytest.mark.parametrize("mode", ["invent", "wrong_ticker"])
 def test_garbage_falls_back_to_the_rules_brain_logged(tmp_path, nvda, mode):
-    rules = decide("NVDA", "2019-06-03", nvda, CFG)
+    one = AnalysisConfig(debate_rounds=1)  # no rebuttal: every turn falls back to the rules
+    rules = decide("NVDA", "2019-06-03", nvda, one)
     b, _ = brain(tmp_path, mode)
-    d = decide("NVDA", "2019-06-03", nvda, CFG, b)
+    d = decide("NVDA", "2019-06-03", nvda, one, b)
     assert _strip(d) == _strip(rules)
     fallbacks = [e for e in d.llm_events if e["kind"] == "llm_fallback"]
     assert len(fallbacks) == 9 and not [e for e in d.llm_events if e["kind"] == "llm_accepted"]
@@ -85,6 +87,36 @@ def test_garbage_falls_back_to_the_rules_brain_logged(tmp_path, nvda, mode):
     # a leak before it is a wrong ticker.
     word = "123456.7" if mode == "invent" else "leak: the answer names a ticker"
     assert all(word in " ".join(e["reasons"]) for e in fallbacks)
+
+
+def test_a_failed_rebuttal_restates_the_previous_round_s_case(tmp_path, nvda):
+    b, _ = brain(tmp_path, "invent")
+    d = decide("NVDA", "2019-06-03", nvda, AnalysisConfig(debate_rounds=3, risk_rounds=2), b)
+    first, *later = d.debate.rounds
+    for rnd in later:  # the rules' round-1 case (the model failed there too), restated
+        for turn, before in ((rnd.bull, first.bull), (rnd.bear, first.bear)):
+            assert turn.argument == before.argument and not turn.rebutted and turn.answered is None
+    risk_first, risk_second = d.risk.rounds
+    assert [t.argument for t in risk_second.turns] == [t.argument for t in risk_first.turns]
+    assert [t.round for t in risk_second.turns] == [2, 2, 2]
+    falls = [e["what"] for e in d.llm_events if e["kind"] == "round_fallback"]
+    assert falls == ["bull.round2", "bear.round2", "bull.round3", "bear.round3",
+                     "risk.risky.round2", "risk.safe.round2", "risk.neutral.round2"]  # fmt: skip
+
+
+def test_an_unsure_note_gets_exactly_one_self_critique(tmp_path, nvda):
+    b, chat = brain(tmp_path, "unsure")
+    d = decide("NVDA", "2019-06-03", nvda, CFG, b)
+    critiques = [p for tool, p in chat.calls if tool == "LLMNote" and "Critique your note" in p]
+    assert len(critiques) == 1  # the market note; the others abstain
+    assert "confidence 0.30" in critiques[0]
+    event = next(e for e in d.llm_events if e["kind"] == "self_critique")
+    assert event["before"] == 0.3 and event["after"] == 0.35 and not event["kept_first"]
+    assert d.analysts[0].confidence == 0.35  # still unsure: no second pass
+    # A sure note is not critiqued.
+    b2, chat2 = brain(tmp_path / "sure")
+    decide("NVDA", "2019-06-03", nvda, CFG, b2)
+    assert not [p for tool, p in chat2.calls if "Critique your note" in p]
 
 
 def test_the_judge_cannot_act_against_the_thesis(tmp_path, nvda):

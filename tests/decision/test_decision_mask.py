@@ -92,9 +92,10 @@ def test_no_masked_prompt_names_a_ticker_company_or_year(tmp_path, nvda):
 
 
 def test_answers_naming_the_real_ticker_are_caught_and_fall_back(tmp_path, nvda):
-    rules = decide("NVDA", DAY, nvda, CFG)
+    one = CFG.model_copy(update={"debate_rounds": 1})  # a failed rebuttal restates, unlike rules
+    rules = decide("NVDA", DAY, nvda, one)
     b, _ = _brain(tmp_path, "name_real")
-    d = decide("NVDA", DAY, nvda, CFG, b)
+    d = decide("NVDA", DAY, nvda, one, b)
     strip = {"brain", "llm_events", "masking"}
     assert d.model_dump(exclude=strip) == rules.model_dump(exclude=strip)
     leaks = d.masking["leaks"]

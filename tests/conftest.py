@@ -14,6 +14,15 @@ SHARED_DATA = (REPO_ROOT.parent / "shared" / "data").resolve()
 DAILY_DIR = SHARED_DATA / "ohlcv" / "daily"
 
 
+def corpus_bars(symbol: str) -> pd.DataFrame:
+    """A symbol's whole daily history from the corpus (float64 OHLCV, indexed by date)."""
+    path = DAILY_DIR / f"{symbol}.csv"
+    if not path.exists():
+        pytest.skip(f"real corpus not found at {path}")
+    df = pd.read_csv(path, parse_dates=["date"]).set_index("date")
+    return df[["open", "high", "low", "close", "volume"]].astype("float64")
+
+
 def read_real_bars(symbol: str, start: str, end: str) -> pd.DataFrame:
     """Real daily bars from the corpus, as the engine expects them (float64 OHLCV)."""
     path = DAILY_DIR / f"{symbol}.csv"

@@ -11,7 +11,7 @@ import json
 
 import pandas as pd
 import pytest
-from conftest import DAILY_DIR
+from conftest import DAILY_DIR, corpus_bars
 
 from swarm.analyze.contracts import AnalysisConfig
 from swarm.analyze.nodes import Brain
@@ -28,10 +28,7 @@ STRIP = {"brain", "llm_events", "masking"}
 
 @pytest.fixture(scope="module")
 def nvda() -> pd.DataFrame:
-    if not (DAILY_DIR / "NVDA.csv").exists():
-        pytest.skip("real corpus not found")
-    df = pd.read_csv(DAILY_DIR / "NVDA.csv", parse_dates=["date"]).set_index("date")
-    return df[["open", "high", "low", "close", "volume"]].astype("float64")
+    return corpus_bars("NVDA")
 
 
 @pytest.fixture(scope="module")

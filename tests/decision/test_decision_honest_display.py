@@ -10,7 +10,7 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import DAILY_DIR
+from conftest import corpus_bars
 
 from swarm.analyze.analysts import expectation_gap, forecast_gap, quorum
 from swarm.analyze.contracts import (
@@ -129,10 +129,7 @@ def test_forecast_gap_is_the_close_vs_the_forecast_made_for_today():
 
 @pytest.fixture(scope="module")
 def nvda() -> pd.DataFrame:
-    if not (DAILY_DIR / "NVDA.csv").exists():
-        pytest.skip("real corpus not found")
-    df = pd.read_csv(DAILY_DIR / "NVDA.csv", parse_dates=["date"]).set_index("date")
-    return df[["open", "high", "low", "close", "volume"]].astype("float64")
+    return corpus_bars("NVDA")
 
 
 @pytest.fixture(scope="module")

@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import talib
-from conftest import DAILY_DIR
+from conftest import corpus_bars
 
 from swarm.analyze.contracts import (
     Action,
@@ -31,10 +31,7 @@ pytestmark = pytest.mark.integration
 
 
 def bars_of(symbol: str) -> pd.DataFrame:
-    if not (DAILY_DIR / f"{symbol}.csv").exists():
-        pytest.skip("real corpus not found")
-    df = pd.read_csv(DAILY_DIR / f"{symbol}.csv", parse_dates=["date"]).set_index("date")
-    return df[["open", "high", "low", "close", "volume"]].astype("float64")
+    return corpus_bars(symbol)
 
 
 @pytest.fixture(scope="module")

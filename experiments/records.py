@@ -258,8 +258,10 @@ class Verdict(_Strict):
     benchmark: BenchmarkInfo | None = None  # None in runs from before the benchmark gate
     best_alpha: AlphaSummary | None = None
     holdout_alpha: AlphaStats | None = None
-    spa_pvalue: float | None = None
+    spa_pvalue: float | None = None  # adjusted for the looks (``gate.alpha.spa_over_looks``)
     spa_trials: int = 0
+    spa_raw_pvalue: float | None = None  # the last look's test alone
+    spa_looks: int = 1  # how many times the run looked (one per gate)
     deflated_alpha_threshold: float = 0.95  # the defaults of runs that did not record them
     spa_threshold: float = 0.05
     trial_sharpes: TrialSharpes = Field(default_factory=TrialSharpes)

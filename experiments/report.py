@@ -283,7 +283,7 @@ def render_report(
         f"{verdict.get('spa_trials', 0)} trials with returns against {bname}: p = "
         f"{_f(verdict.get('spa_pvalue'), 3)} (a pass needs <= "
         f"{verdict.get('spa_threshold', 0.05)}): the chance that the best of them looks this "
-        "good if none beats the benchmark",
+        "good if none beats the benchmark" + _looks(verdict),
     ]
     ts = verdict.get("trial_sharpes") or {}
     if ts.get("threshold") is not None:
@@ -515,3 +515,15 @@ def _masking_lines(m: dict[str, Any] | None) -> list[str]:
         out += ["", "> **CONTAMINATED: the model named what it was not shown; the gate cannot "
                     "pass this run.**"]  # fmt: skip
     return out
+
+
+def _looks(verdict: dict) -> str:
+    """How the reality check's p-value paid for being looked at every iteration."""
+    looks = int(verdict.get("spa_looks") or 1)
+    raw = verdict.get("spa_raw_pvalue")
+    if raw is None:
+        return ""
+    return (
+        f"; looked at {looks} time(s), once per iteration, so the last look's p = {_f(raw, 4)} "
+        f"counts x {looks * (looks + 1)} (look k spends 5 % / (k (k + 1)))"
+    )

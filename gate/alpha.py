@@ -32,6 +32,10 @@ from pydantic import BaseModel
 from gate.stats import deflated_sharpe_ratio
 
 SPA_REPS = 1_000
+# A p-value the bootstrap must resolve to decide: it is re-run with enough reps that a
+# threshold this small is SPA_RESOLVE exceedances away from zero (capped: cost is linear).
+SPA_RESOLVE = 10
+SPA_MAX_REPS = 25_000
 SPA_BLOCK = 10  # mean block length of the stationary bootstrap (daily returns, ~2 weeks)
 MIN_ALIGNED_OBS = 30  # below this a regression on daily returns says nothing
 SPA_MIN_COVERAGE = 0.5  # a trial with returns on fewer of the benchmark's dates is left out
@@ -254,12 +258,56 @@ def run_spa(
     benchmark: Mapping[str, float],
     *,
     seed: int = 0,
+    resolve: float | None = None,
 ) -> tuple[float | None, int]:
-    """(SPA p-value, trials tested): does any trial beat the benchmark held at its beta?"""
+    """(SPA p-value, trials tested): does any trial beat the benchmark held at its beta?
+
+    ``resolve``: the threshold the p-value will be compared with. When it is finer than
+    the bootstrap's ``SPA_REPS`` can resolve and the p-value is near it, the test is re-run
+    with more reps (``spa_reps_for``): 0 exceedances in 1,000 reps is no evidence of p below
+    0.0005."""
     keep, m, b = trial_matrix(trials, benchmark)
     if not keep:
         return None, 0
-    return spa_pvalue(hedged(m, b), np.zeros_like(b), seed=seed), len(keep)
+    losses, zero = hedged(m, b), np.zeros_like(b)
+    p = spa_pvalue(losses, zero, seed=seed)
+    reps = spa_reps_for(resolve, p)
+    if reps > SPA_REPS:
+        p = spa_pvalue(losses, zero, seed=seed, reps=reps)
+    return p, len(keep)
+
+
+def spa_reps_for(threshold: float | None, pvalue: float | None, reps: int = SPA_REPS) -> int:
+    """The bootstrap reps a decision ``pvalue <= threshold`` needs: ``reps`` unless the
+    threshold is under ``SPA_RESOLVE / reps`` and the p-value is within that resolution of it,
+    then enough that the threshold is ``SPA_RESOLVE`` exceedances (at most ``SPA_MAX_REPS``)."""
+    if threshold is None or pvalue is None or threshold <= 0 or threshold * reps >= SPA_RESOLVE:
+        return reps
+    if pvalue * reps > SPA_RESOLVE:  # clearly above the threshold: more reps change nothing
+        return reps
+    return min(SPA_MAX_REPS, max(reps, math.ceil(SPA_RESOLVE / threshold)))
+
+
+def spa_look_factor(look: int) -> int:
+    """How many times a run's ``look``-th reality check (1-based: one per gate) is stricter
+    than one test at the nominal level: ``look * (look + 1)``.
+
+    The run tests SPA at every iteration and stops at its first pass, so each look spends
+    part of the 5 %: ``alpha / (k (k + 1))`` at look k, which sums to ``alpha`` over any
+    number of looks (a resumed run keeps counting). Spending the most early keeps the power
+    where planted edges are found (one or two iterations); a lead pursued for ten iterations
+    must beat its search by more, which is what ten looks at the same data cost."""
+    if look < 1:
+        raise ValueError(f"look must be >= 1 (the gate's iteration), got {look}")
+    return look * (look + 1)
+
+
+def spa_over_looks(pvalue: float | None, look: int) -> float | None:
+    """The reality check's p-value adjusted for the run's ``look`` looks
+    (``spa_look_factor``), capped at 1: what a pass compares with ``spa_threshold``."""
+    if pvalue is None:
+        return None
+    return min(1.0, pvalue * spa_look_factor(look))
 
 
 def criteria_value(stats: AlphaStats | None, name: str) -> float | None:

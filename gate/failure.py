@@ -636,7 +636,8 @@ def met_but_not_beyond_benchmark(s: Situation, f: Findings) -> FailureAnalysis |
     if best.spa_pvalue is not None and best.spa_pvalue > criteria.spa_threshold:
         f.hint(Hint.REALITY_CHECK)
         f.evidence.append(
-            f"Hansen's SPA p-value {best.spa_pvalue:.3f} > {criteria.spa_threshold}: the best "
+            f"Hansen's SPA p-value {best.spa_pvalue:.3f} > {criteria.spa_threshold} (over "
+            "the run's looks): the best "
             "of the trials so far is not distinguishable from luck against the benchmark"
         )
         f.actions.insert(0, "strengthen the edge; more variations of the same idea add trials")

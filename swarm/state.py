@@ -118,9 +118,11 @@ class SubagentTask(BaseModel):
 class SpaResult(BaseModel):
     """Hansen's SPA over every trial so far, against the run's benchmark."""
 
-    pvalue: float | None = None
+    pvalue: float | None = None  # adjusted for the run's looks: what a pass compares
     trials: int = 0
     benchmark: str = ""
+    raw_pvalue: float | None = None  # this look's test alone
+    look: int = 1  # the gate's iteration: ``gate.alpha.spa_look_factor``
 
 
 class DevelopState(TypedDict, total=False):

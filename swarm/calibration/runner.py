@@ -136,6 +136,8 @@ def run_one(spec: RunSpec) -> dict[str, Any]:
         # The gate's benchmark figures, when this verdict.json has them.
         "best_alpha": v.get("best_alpha"),
         "spa_pvalue": v.get("spa_pvalue"),
+        "spa_raw_pvalue": v.get("spa_raw_pvalue"),
+        "spa_looks": v.get("spa_looks"),
         "benchmark": v.get("benchmark"),
     }
     if not spec.keep_checkpoints:  # the loop's resume checkpoints: large, useless here

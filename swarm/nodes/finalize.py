@@ -247,6 +247,8 @@ def finalize(state: DevelopState, runtime: Runtime[RunContext]) -> dict[str, Any
         holdout_alpha=h.alpha if h else None,
         spa_pvalue=spa.pvalue if spa else None,
         spa_trials=spa.trials if spa else 0,
+        spa_raw_pvalue=spa.raw_pvalue if spa else None,
+        spa_looks=spa.look if spa else 1,
         deflated_alpha_threshold=ctx.criteria.deflated_alpha_threshold,
         spa_threshold=ctx.criteria.spa_threshold,
         trial_sharpes=TrialSharpes(**{k: v for k, v in trials.items() if k != "values"}),

@@ -20,7 +20,7 @@ from experiments.records import (
 )
 from gate.aggregate import aggregate_variant
 from gate.aggregate import portfolio_series as variant_series
-from gate.alpha import run_spa
+from gate.alpha import run_spa, spa_look_factor, spa_over_looks
 from gate.contracts import (
     FailureAnalysis,
     GateDecision,
@@ -82,7 +82,17 @@ def gate(state: DevelopState, runtime: Runtime[RunContext]) -> dict[str, Any]:
     # The reality check counts the search: every Backtrader trial, plus one representative
     # series per cluster of the screened sets (capped: ``trials.SPA_MAX_SCREENED``).
     screened = screened_representatives(ctx, None if ctx.benchmark.is_cash else bench)
-    spa_p, spa_trials = run_spa(series | screened, bench, seed=ctx.config.seed)
+    # Looked at every iteration and the run stops at its first pass: look k spends
+    # alpha / (k (k + 1)) of the 5 % (``spa_look_factor``), so the p-value that decides is
+    # the raw one times k (k + 1).
+    look = max(1, int(state.get("iteration") or 1))
+    raw_p, spa_trials = run_spa(
+        series | screened,
+        bench,
+        seed=ctx.config.seed,
+        resolve=ctx.criteria.spa_threshold / spa_look_factor(look),
+    )
+    spa_p = spa_over_looks(raw_p, look)
     # The effective trial count over every trial the ledger will hold after this iteration.
     ledger.deflate_effective = ctx.config.deflate_by == "effective"
     ledger.effective = measure_effective(
@@ -127,7 +137,8 @@ def gate(state: DevelopState, runtime: Runtime[RunContext]) -> dict[str, Any]:
         f"{max((e.score for e in evaluations), default=0):.3f} (progress "
         f"{max((e.progress for e in evaluations), default=0):.3f}); trials counted {ledger.n_trials} "
         f"({ledger.n_effective} effective); "
-        f"SPA p vs {ctx.benchmark.name} {_p(spa_p)} over {spa_trials} trials",
+        f"SPA p vs {ctx.benchmark.name} {_p(spa_p)} over {spa_trials} trials "
+        f"(look {look}: raw {_p(raw_p)} x {spa_look_factor(look)})",
     )
     return {
         "evaluations": evaluations,
@@ -138,7 +149,13 @@ def gate(state: DevelopState, runtime: Runtime[RunContext]) -> dict[str, Any]:
         "n_backtests": state.get("n_backtests", 0) + len(results),
         "pbo": pbo,
         "pbo_variants": sum(1 for s in series.values() if s) if pbo is not None else 0,
-        "spa": SpaResult(pvalue=spa_p, trials=spa_trials, benchmark=ctx.benchmark.name),
+        "spa": SpaResult(
+            pvalue=spa_p,
+            trials=spa_trials,
+            benchmark=ctx.benchmark.name,
+            raw_pvalue=raw_p,
+            look=look,
+        ),
         "lookahead": {**(state.get("lookahead") or {}), **lookahead},
     }
 

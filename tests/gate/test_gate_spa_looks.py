@@ -16,6 +16,8 @@ from gate.alpha import (
     spa_reps_for,
 )
 
+pytestmark = pytest.mark.unit
+
 
 def test_the_spending_sums_to_alpha_over_any_number_of_looks():
     spent = sum(0.05 / spa_look_factor(k) for k in range(1, 10_001))

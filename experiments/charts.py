@@ -317,4 +317,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    from experiments.cli_output import run_cli
+
+    raise SystemExit(run_cli(main))

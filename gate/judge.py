@@ -298,4 +298,6 @@ def _keep_error(exc: JudgeRunError) -> None:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from experiments.cli_output import run_cli
+
+    sys.exit(run_cli(main))

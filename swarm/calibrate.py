@@ -215,4 +215,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from experiments.cli_output import run_cli
+
+    sys.exit(run_cli(main))

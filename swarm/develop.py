@@ -359,4 +359,6 @@ sys.modules[__name__].__class__ = _CallableModule
 
 if __name__ == "__main__":
     os.environ.setdefault("PYTHONHASHSEED", "0")
-    sys.exit(main())
+    from experiments.cli_output import run_cli
+
+    sys.exit(run_cli(main))

@@ -225,4 +225,6 @@ def main(argv: list[str] | None = None) -> int:
 
 if __name__ == "__main__":
     os.environ.setdefault("PYTHONHASHSEED", "0")
-    sys.exit(main())
+    from experiments.cli_output import run_cli
+
+    sys.exit(run_cli(main))

@@ -253,6 +253,7 @@ def analyze(args: argparse.Namespace, argv: list[str]) -> Path:
     import pandas as pd
 
     from swarm.analyze.book import BOOK_FILE, Book, book_after
+    from swarm.analyze.memory_notes import setup_query
     from swarm.analyze.pipeline import check_history, cut_at, decide
     from swarm.analyze.report import render_report
     from swarm.analyze.review import recall_reviews
@@ -292,7 +293,8 @@ def analyze(args: argparse.Namespace, argv: list[str]) -> Path:
     check_history(bundle, cfg.atr_period)  # before any output: too little history is bad input
     memory = _memory(args.memory_dir)
     as_of = str(cut.index[-1].date())
-    recalled = recall_reviews(memory, ticker, as_of) if memory is not None else []
+    query = setup_query(ticker, bundle.value("CLOSE"), bundle.value("EMA_20"))
+    recalled = recall_reviews(memory, ticker, as_of, query=query) if memory is not None else []
     progress.stage("data", f"{ticker}: {len(cut)} bars {first}..{as_of} from {path.name}; "
                            f"{len(news)} headlines; {len(recalled)} past reviews recalled")  # fmt: skip
     info = {"source": path.name} | ({"requested_date": str(day)} if str(day) != as_of else {})

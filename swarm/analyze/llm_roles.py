@@ -5,7 +5,8 @@ Each function receives the rules brain's answer (the fallback), asks the model t
 the answer — the ticker is the one asked for, every number in its text exists in the evidence
 it was handed, prices obey the thesis validator — retries once with the reason, and otherwise
 returns the rules answer and logs ``llm_fallback`` with the reasons. Headlines reach prompts
-only fenced as untrusted data.
+only fenced as untrusted data. Every role's prompt opens with the desk's recalled past reviews
+of the symbol (``memory``, ``swarm.analyze.memory_notes``); their numbers count as grounded.
 
 Two behaviours beyond the rules brain's: an analyst's note the model wrote with confidence
 under ``SELF_CRITIQUE_BELOW`` (0.40) gets exactly one self-critique pass (``self_critique`` in
@@ -30,11 +31,13 @@ from swarm.analyze.contracts import (
     DebateTurn,
     DebateVerdict,
     Direction,
+    Recalled,
     RiskJudgement,
     RiskRound,
     Side,
     TraderThesis,
 )
+from swarm.analyze.memory_notes import memory_block, memory_numbers
 from swarm.llm.client import LLMClient
 from swarm.llm.fence import NOTICE, fence
 from swarm.llm.grounding import evidence_mismatches, ungrounded_numbers
@@ -126,6 +129,11 @@ def _grounded(texts: Sequence[str], evidence: Mapping[str, float]) -> str | None
     return f"numbers not in the facts: {invented[:3]}" if invented else None
 
 
+def _recall(memory: Sequence[Recalled]) -> tuple[str, dict[str, float]]:
+    """(prompt prefix, numbers a grounded answer may quote) of the recalled reviews."""
+    return memory_block(memory), memory_numbers(memory)
+
+
 def _ticker_ok(answered: str, ticker: str) -> str | None:
     if answered.strip().upper() != ticker.upper():
         return f"wrong ticker: answered about {answered!r}, asked about {ticker}"
@@ -166,13 +174,14 @@ def _notes_text(notes: Sequence[AnalystNote]) -> str:
 
 
 def llm_note(client: LLMClient, rules: AnalystNote, *, untrusted: Sequence[str] = (),
-             log: Log) -> AnalystNote:  # fmt: skip
+             log: Log, memory: Sequence[Recalled] = ()) -> AnalystNote:  # fmt: skip
     evidence = dict(rules.evidence)
+    past, recalled_numbers = _recall(memory)
     messages = [
         ("system", f"You are the {rules.role.value} analyst of a trading desk. Read the evidence "
                    "and write a note. Use only the evidence given; cite keys and values exactly. "
                    + NOTICE),
-        ("human", f"Ticker: {rules.ticker}. Date: {rules.as_of}. Evidence: {_facts(evidence)}"
+        ("human", f"{past}Ticker: {rules.ticker}. Date: {rules.as_of}. Evidence: {_facts(evidence)}"
                   + (f"\n{fence(list(untrusted))}" if untrusted else "")),
     ]  # fmt: skip
 
@@ -181,7 +190,7 @@ def llm_note(client: LLMClient, rules: AnalystNote, *, untrusted: Sequence[str] 
         problem = (_ticker_ok(ans.ticker, rules.ticker)
                    or ("no evidence cited" if not cited else None)
                    or ("; ".join(evidence_mismatches(cited, evidence)[:3]) or None)
-                   or _grounded([ans.summary, *ans.key_points], evidence))  # fmt: skip
+                   or _grounded([ans.summary, *ans.key_points], evidence | recalled_numbers))  # fmt: skip
         if problem:
             return None, problem
         return rules.model_copy(update={
@@ -216,7 +225,7 @@ def llm_note(client: LLMClient, rules: AnalystNote, *, untrusted: Sequence[str] 
 
 
 def llm_debate(client: LLMClient, rounds: list[DebateRound], *, notes: Sequence[AnalystNote],
-               ticker: str, log: Log) -> list[DebateRound]:  # fmt: skip
+               ticker: str, log: Log, memory: Sequence[Recalled] = ()) -> list[DebateRound]:  # fmt: skip
     evidence = notes_evidence(notes)
     transcript: list[str] = []
     out = []
@@ -225,7 +234,7 @@ def llm_debate(client: LLMClient, rounds: list[DebateRound], *, notes: Sequence[
         for rules in (rnd.bull, rnd.bear):
             last = out[-1] if out else None
             before = None if last is None else last.bull if rules.side == Side.BULL else last.bear
-            turn = _turn(client, rules, evidence, notes, transcript, ticker, log)
+            turn = _turn(client, rules, evidence, notes, transcript, ticker, log, memory)
             if turn is None:
                 turn = rules if before is None else restated(before, rules.round)
                 if before is not None:
@@ -243,18 +252,22 @@ def restated(previous: DebateTurn, rnd: int) -> DebateTurn:
     return previous.model_copy(update={"round": rnd, "answered": None, "rebutted": False})
 
 
-def _turn(client, rules: DebateTurn, evidence, notes, transcript, ticker, log) -> DebateTurn | None:
+def _turn(client, rules: DebateTurn, evidence, notes, transcript, ticker, log,
+          memory: Sequence[Recalled] = ()) -> DebateTurn | None:  # fmt: skip
+    past, recalled_numbers = _recall(memory)
     task = ("Build your case from the strongest evidence on your side." if rules.round == 1
             else "Answer the other side's strongest point, then restate your case.")  # fmt: skip
     messages = [
         ("system", f"You are the {rules.side.value} researcher in a debate about {ticker}. {task} "
                    "Numbers only from the facts."),
-        ("human", f"Ticker: {ticker}. Analysts:\n{_notes_text(notes)}\nFacts: {_facts(evidence)}\n"
+        ("human", f"{past}Ticker: {ticker}. Analysts:\n{_notes_text(notes)}\nFacts: {_facts(evidence)}\n"
                   f"Debate so far:\n" + ("\n".join(transcript) or "(you open)")),
     ]  # fmt: skip
 
     def check(ans: LLMTurn):
-        problem = _ticker_ok(ans.ticker, ticker) or _grounded([ans.argument], evidence)
+        problem = _ticker_ok(ans.ticker, ticker) or _grounded(
+            [ans.argument], evidence | recalled_numbers
+        )
         if problem:
             return None, problem
         return rules.model_copy(update={"argument": ans.argument,
@@ -265,20 +278,21 @@ def _turn(client, rules: DebateTurn, evidence, notes, transcript, ticker, log) -
 
 
 def llm_verdict(client: LLMClient, rules: DebateVerdict, *, notes: Sequence[AnalystNote],
-                rounds: Sequence[DebateRound], recalled: Sequence[str], ticker: str,
-                log: Log) -> DebateVerdict:  # fmt: skip
+                rounds: Sequence[DebateRound], ticker: str, log: Log,
+                memory: Sequence[Recalled] = ()) -> DebateVerdict:  # fmt: skip
     """The model judges; code then recalibrates its conviction (see the manager node)."""
     evidence = notes_evidence(notes)
+    past, recalled_numbers = _recall(memory)
     debate = "\n".join(f"round {r.round}: bull: {r.bull.argument}\nbear: {r.bear.argument}"
                        for r in rounds)  # fmt: skip
     messages = [
         ("system", "You are the research manager. Judge the bull/bear debate: a winner (or none), "
                    "the key disagreements, what would falsify the winner, and a conviction 0..1. "
                    "Numbers only from the facts."),
-        ("human", f"Ticker: {ticker}. Analysts:\n{_notes_text(notes)}\nFacts: {_facts(evidence)}\n"
-                  f"Debate:\n{debate}\nPast reviews: {' | '.join(recalled) or 'none'}"),
+        ("human", f"{past}Ticker: {ticker}. Analysts:\n{_notes_text(notes)}\nFacts: {_facts(evidence)}\n"
+                  f"Debate:\n{debate}"),
     ]  # fmt: skip
-    allowed = evidence | {f"r{i}": x for i, x in enumerate(_numbers(" ".join(recalled)))}
+    allowed = evidence | recalled_numbers
 
     def check(ans: LLMVerdict):
         problem = _ticker_ok(ans.ticker, ticker) or _grounded(
@@ -298,30 +312,26 @@ def llm_verdict(client: LLMClient, rules: DebateVerdict, *, notes: Sequence[Anal
                 what="research_manager") or rules  # fmt: skip
 
 
-def _numbers(text: str) -> list[float]:
-    from swarm.llm.grounding import numbers_in
-
-    return numbers_in(text)
-
-
 # --------------------------------------------------------------------------- trader
 
 
 def llm_thesis(client: LLMClient, rules: TraderThesis, *, verdict: DebateVerdict, cfg,
-               deep: bool, ticker: str, log: Log) -> TraderThesis:  # fmt: skip
+               deep: bool, ticker: str, log: Log,
+               memory: Sequence[Recalled] = ()) -> TraderThesis:  # fmt: skip
     """The model's rationale for the debate's direction. Its stop and target are overwritten
     by the ATR anchors (kept only when the ATR is sub-tick, logged either way), then the
     validator must pass. At conviction >= cfg.deep_conviction the deep tier answers."""
     role = ROLE_TRADER_DEEP if deep else ROLE_TRADER
     facts = {"entry": rules.entry, f"ATR_{rules.atr_period}": rules.atr, "conviction": verdict.conviction,
              "rules_stop": rules.stop, "rules_target": rules.target}  # fmt: skip
+    past, recalled_numbers = _recall(memory)
     messages = [
         ("system", f"You are the trader. The debate chose {rules.direction.value}. Entry is the "
                    f"close; code sets the stop {cfg.stop_atr:g} ATR away on the losing side and the "
                    f"target at {cfg.reward_risk:g}R (rules_stop, rules_target). Explain the trade; "
                    "propose a stop and target only for when the ATR is below one tick. "
                    "Do not size the position."),
-        ("human", f"Ticker: {ticker}. Facts: {json.dumps(facts, sort_keys=True)}. "
+        ("human", f"{past}Ticker: {ticker}. Facts: {json.dumps(facts, sort_keys=True)}. "
                   f"Manager: {verdict.rationale}"),
     ]  # fmt: skip
     anchorings: list[trader_rules.Anchoring] = []
@@ -339,7 +349,8 @@ def llm_thesis(client: LLMClient, rules: TraderThesis, *, verdict: DebateVerdict
             return None, "thesis validator: " + "; ".join(
                 c.detail for c in thesis.validator if not c.ok
             )
-        grounded = _grounded([ans.rationale], facts | {"stop": ans.stop, "target": ans.target})
+        grounded = _grounded([ans.rationale], facts | recalled_numbers
+                             | {"stop": ans.stop, "target": ans.target})  # fmt: skip
         if grounded:
             return None, grounded
         anchorings.append(how)
@@ -369,8 +380,10 @@ def _thesis_facts(thesis: TraderThesis, verdict: DebateVerdict) -> dict[str, flo
 
 
 def llm_risk_team(client: LLMClient, rounds: list[RiskRound], *, thesis: TraderThesis,
-                  verdict: DebateVerdict, ticker: str, log: Log) -> list[RiskRound]:  # fmt: skip
+                  verdict: DebateVerdict, ticker: str, log: Log,
+                  memory: Sequence[Recalled] = ()) -> list[RiskRound]:  # fmt: skip
     facts = _thesis_facts(thesis, verdict)
+    past, recalled_numbers = _recall(memory)
     transcript: list[str] = []
     out = []
     for rnd in rounds:
@@ -379,13 +392,15 @@ def llm_risk_team(client: LLMClient, rounds: list[RiskRound], *, thesis: TraderT
             messages = [
                 ("system", f"You are the {rules.stance.value} risk analyst. Discuss the trader's "
                            "proposal and say which action you favour. Numbers only from the facts."),
-                ("human", f"Ticker: {ticker}. Proposal: {thesis.direction.value}. Facts: "
+                ("human", f"{past}Ticker: {ticker}. Proposal: {thesis.direction.value}. Facts: "
                           f"{json.dumps(facts, sort_keys=True)}\nDiscussion so far:\n"
                           + ("\n".join(transcript) or "(you open)")),
             ]  # fmt: skip
 
             def check(ans: LLMTurn, rules=rules):
-                problem = _ticker_ok(ans.ticker, ticker) or _grounded([ans.argument], facts)
+                problem = _ticker_ok(ans.ticker, ticker) or _grounded(
+                    [ans.argument], facts | recalled_numbers
+                )
                 if problem:
                     return None, problem
                 favours = Action(ans.favours) if ans.favours else rules.favours
@@ -410,9 +425,10 @@ def llm_risk_team(client: LLMClient, rounds: list[RiskRound], *, thesis: TraderT
 
 def llm_judgement(client: LLMClient, rules: RiskJudgement, *, thesis: TraderThesis,
                   verdict: DebateVerdict, rounds: Sequence[RiskRound], floor: float, ticker: str,
-                  log: Log) -> RiskJudgement:  # fmt: skip
+                  log: Log, memory: Sequence[Recalled] = ()) -> RiskJudgement:  # fmt: skip
     """The judge may act in the thesis's direction or hold, nothing else."""
     facts = _thesis_facts(thesis, verdict) | {"conviction_floor": floor}
+    past, recalled_numbers = _recall(memory)
     allowed_actions = {Action.HOLD}
     if thesis.valid and thesis.direction != Direction.FLAT:
         allowed_actions.add(Action.BUY if thesis.direction == Direction.LONG else Action.SELL)
@@ -422,7 +438,7 @@ def llm_judgement(client: LLMClient, rules: RiskJudgement, *, thesis: TraderThes
         ("system", "You are the risk judge. Decide BUY, HOLD or SELL for the proposal, with the "
                    "rationale. You may only act in the proposal's direction or hold. Numbers only "
                    "from the facts."),
-        ("human", f"Ticker: {ticker}. Proposal: {thesis.direction.value} (valid: {thesis.valid}). "
+        ("human", f"{past}Ticker: {ticker}. Proposal: {thesis.direction.value} (valid: {thesis.valid}). "
                   f"Facts: {json.dumps(facts, sort_keys=True)}\nRisk team:\n{talk}"),
     ]  # fmt: skip
 
@@ -432,7 +448,7 @@ def llm_judgement(client: LLMClient, rules: RiskJudgement, *, thesis: TraderThes
                    or (None if action in allowed_actions else
                        f"{action.value} is not allowed; choose one of "
                        f"{', '.join(sorted(a.value for a in allowed_actions))}")
-                   or _grounded([ans.rationale], facts))  # fmt: skip
+                   or _grounded([ans.rationale], facts | recalled_numbers))  # fmt: skip
         if problem:
             return None, problem
         return RiskJudgement(action=action, rationale=ans.rationale,

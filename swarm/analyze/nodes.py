@@ -1,6 +1,8 @@
 """The analysis graph's state and nodes. Each node runs one role's rules brain and, with an
 LLM configured, asks the model for the same role through ``swarm.analyze.llm_roles``
-(validated, falling back to the rules answer, logged in ``llm_events``)."""
+(validated, falling back to the rules answer, logged in ``llm_events``). The recalled past
+reviews (``AnalysisInputs.recalled``) reach every LLM role's prompt and the rules manager's
+conviction (``swarm.analyze.memory_notes``)."""
 
 from __future__ import annotations
 
@@ -14,6 +16,7 @@ from langgraph.runtime import Runtime
 from langgraph.types import Send
 
 from swarm.analyze import debate as debate_rules
+from swarm.analyze import memory_notes
 from swarm.analyze import risk as risk_rules
 from swarm.analyze import trader as trader_rules
 from swarm.analyze.analysts import RULES_ANALYSTS, AnalystBrain, quorum
@@ -137,7 +140,9 @@ def analyst(task: AnalystTask, runtime: Runtime[AnalysisInputs]) -> dict[str, An
             else ctx.config.sentiment_window_days
         )
         untrusted = ctx.headlines(days) if role in (AnalystRole.NEWS, AnalystRole.SENTIMENT) else []
-        note = llm_roles.llm_note(ctx.brain.llm, note, untrusted=untrusted, log=log)
+        note = llm_roles.llm_note(
+            ctx.brain.llm, note, untrusted=untrusted, log=log, memory=ctx.recalled
+        )
     return {"notes": [note], "llm_events": events}
 
 
@@ -159,26 +164,34 @@ def debate(state: AnalyzeState, runtime: Runtime[AnalysisInputs]) -> dict[str, A
         from swarm.analyze import llm_roles
 
         rounds = llm_roles.llm_debate(
-            ctx.brain.llm, rounds, notes=notes, ticker=ctx.ticker, log=log
+            ctx.brain.llm, rounds, notes=notes, ticker=ctx.ticker, log=log, memory=ctx.recalled
         )
     return {"rounds": rounds, "llm_events": events}
 
 
 def manager(state: AnalyzeState, runtime: Runtime[AnalysisInputs]) -> dict[str, Any]:
     ctx, notes = runtime.context, _notes(state)
-    recalled = [f"{r.date} {r.tag.value if r.tag else ''}: {r.text}" for r in ctx.recalled]
+    recalled = [memory_notes.note_line(r) for r in ctx.recalled]
     verdict = debate_rules.manage(notes, recalled, state["rounds"])
     events, log = _collector()
     if ctx.brain.llm is not None:
         from swarm.analyze import llm_roles
 
         verdict = llm_roles.llm_verdict(ctx.brain.llm, verdict, notes=notes, rounds=state["rounds"],
-                                        recalled=recalled, ticker=ctx.ticker, log=log)  # fmt: skip
-    # Code has the last word on conviction, whichever brain proposed it.
-    conviction, opposition = debate_rules.calibrate_conviction(
-        verdict.conviction_proposed, notes, verdict.winner
-    )
-    verdict = verdict.model_copy(update={"conviction": conviction, "opposition": opposition})
+                                        memory=ctx.recalled, ticker=ctx.ticker, log=log)  # fmt: skip
+    # Code has the last word on conviction, whichever brain proposed it: past calls of the
+    # winning side on this symbol tilt it (bounded, 0 with nothing recalled), then opposition.
+    tilt, why = memory_notes.memory_tilt(ctx.recalled, verdict.winner)
+    proposed = memory_notes.tilted(verdict.conviction_proposed, tilt)
+    conviction, opposition = debate_rules.calibrate_conviction(proposed, notes, verdict.winner)
+    update: dict[str, Any] = {"conviction": conviction, "opposition": opposition}
+    if why:
+        update["conviction_proposed"] = proposed
+        update["rationale"] = (
+            f"{verdict.rationale} Memory tilts the proposed conviction by {tilt:+.2f} "
+            f"(past {verdict.winner.value} calls on {ctx.ticker}: {'; '.join(why)})."
+        )
+    verdict = verdict.model_copy(update=update)
     return {"verdict": verdict, "llm_events": events}
 
 
@@ -194,7 +207,7 @@ def trader(state: AnalyzeState, runtime: Runtime[AnalysisInputs]) -> dict[str, A
 
         thesis = llm_roles.llm_thesis(ctx.brain.llm, thesis, verdict=verdict, cfg=cfg,
                                       deep=verdict.conviction >= cfg.deep_conviction,
-                                      ticker=ctx.ticker, log=log)  # fmt: skip
+                                      ticker=ctx.ticker, log=log, memory=ctx.recalled)  # fmt: skip
     return {"thesis": thesis, "llm_events": events}
 
 
@@ -207,7 +220,8 @@ def risk_team(state: AnalyzeState, runtime: Runtime[AnalysisInputs]) -> dict[str
         from swarm.analyze import llm_roles
 
         rounds = llm_roles.llm_risk_team(ctx.brain.llm, rounds, thesis=state["thesis"],
-                                         verdict=state["verdict"], ticker=ctx.ticker, log=log)  # fmt: skip
+                                         verdict=state["verdict"], ticker=ctx.ticker, log=log,
+                                         memory=ctx.recalled)  # fmt: skip
     return {"risk_rounds": rounds, "llm_events": events}
 
 
@@ -223,7 +237,7 @@ def judge(state: AnalyzeState, runtime: Runtime[AnalysisInputs]) -> dict[str, An
         judgement = llm_roles.llm_judgement(ctx.brain.llm, judgement, thesis=state["thesis"],
                                             verdict=state["verdict"], rounds=state["risk_rounds"],
                                             floor=ctx.config.conviction_floor, ticker=ctx.ticker,
-                                            log=log)  # fmt: skip
+                                            log=log, memory=ctx.recalled)  # fmt: skip
     return {"judgement": judgement, "llm_events": events}
 
 

@@ -30,6 +30,7 @@ from swarm.analyze.contracts import (
     Review,
     TraderThesis,
 )
+from swarm.analyze.memory_notes import review_text
 from swarm.memory.records import flag
 
 STAND_ASIDE_ATR = 2.0  # a close within 2 ATR at the horizon: standing aside cost nothing
@@ -272,11 +273,7 @@ def store_reviews(memory, reviews: Sequence[Review]) -> int:
     ours = isinstance(memory, ResearchMemory) and memory.path is not None
     recs, n = [], 0
     for review in reviews:
-        text = (
-            f"[{review.tag.value}] {review.ticker} decision of {review.date} "
-            f"({review.action.value}, {review.direction.value}): {review.exit_reason}. "
-            f"Lessons: {' | '.join(review.lessons)}"
-        )
+        text = review_text(review)
         meta = {"source": "decision_review", "tag": review.tag.value,
                 "result": review.outcome.value}  # fmt: skip
         run_id, outcome = review_run_id(review), review.tag.value.lower()
@@ -334,12 +331,15 @@ def reviewed_dates(memory, ticker: str) -> set[str]:
     return {p[0] for row in review_rows(memory, ticker) if (p := _about(row, ticker))}
 
 
-def recall_reviews(memory, ticker: str, date: str) -> list[Recalled]:
+def recall_reviews(memory, ticker: str, date: str, *, query: str | None = None) -> list[Recalled]:
     """Past reviews of ``ticker`` whose horizon ended on or before ``date`` (so a later
-    decision's review never leaks into an earlier analysis), newest first.
+    decision's review never leaks into an earlier analysis).
 
-    Every review of the symbol is read (a backtest may have stored hundreds), so the newest
-    before the date are the ones recalled, not the nearest by text."""
+    Every review of the symbol is read (a backtest may have stored hundreds). Without
+    ``query`` the newest ``RECALL_MAX`` before the date are recalled, newest first. With one
+    (``swarm.analyze.memory_notes.setup_query``), those eligible are ranked by the hybrid
+    retriever (``swarm.memory.hybrid``: BM25 and the store's embedding fused by RRF) and
+    those sharing no content word with it dropped."""
     out = []
     for row in review_rows(memory, ticker):
         parts = _about(row, ticker)
@@ -351,4 +351,10 @@ def recall_reviews(memory, ticker: str, date: str) -> list[Recalled]:
         tag = next((t for t in OutcomeTag if t.value.lower() == row.outcome), None)
         out.append(Recalled(id=row.id, date=decided, tag=tag, text=row.text))
     out.sort(key=lambda r: (r.date, r.id), reverse=True)
+    if query is not None and out:
+        from swarm.memory.hybrid import hybrid_rank
+
+        by_id = {r.id: r for r in out}
+        ranked = hybrid_rank(query, list(by_id), [r.text for r in by_id.values()])
+        out = [by_id[i] for i in ranked]
     return out[:RECALL_MAX]

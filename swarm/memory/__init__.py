@@ -12,6 +12,8 @@
 - ``safety``: a store a killed process left torn is probed in a subprocess and rebuilt
   from its SQLite records instead of crashing the run (the old folder is kept aside);
 - ``recall``: which records may speak to a run (scope, relevance floor) and demotion rules;
+- ``hybrid``: free-text recall: BM25 fused with the dense ranking by RRF, behind a floor of
+  one shared content word (``ResearchMemory.search``; decision reviews, without the store);
 - ``session``: a run's use of it (opened from the run config, one progress line).
 """
 

@@ -18,9 +18,9 @@ from typing import Any
 
 import platformdirs
 
+from swarm.memory import hybrid, records
 from swarm.memory import index as store_index
 from swarm.memory import recall as policy
-from swarm.memory import records
 from swarm.memory.embedding import EMBEDDING_NAME
 from swarm.memory.lifecycle import COLLECTION, REBUILD_BATCH, StoreLifecycle
 from swarm.memory.locking import LOCK_WAIT_S, SQLITE_PROBE_TIMEOUT_S
@@ -280,6 +280,62 @@ class ResearchMemory(StoreLifecycle):
             return policy.top_k(candidates, k, min_relevance)
 
         return self._guarded("recall", go, [])
+
+    def search(
+        self,
+        query: str,
+        symbols: Sequence[str],
+        k: int = 5,
+        *,
+        kinds: Sequence[str] = policy.RECALL_KINDS,
+        timeframe: str | None = None,
+        sector: str | None = None,
+        limit: int = 2000,
+        fuse: bool = True,
+    ) -> list[Recollection]:
+        """Hybrid recall of free text within :meth:`recall`'s scope: Chroma's dense (cosine)
+        ranking of the scoped records fused with BM25 by RRF, records sharing no content word
+        with ``query`` dropped (``swarm.memory.hybrid``). Best first; ``relevance`` is the fused
+        score. ``fuse=False``: Chroma's dense ranking alone, no floor (relevance = cosine)."""
+        syms = sorted({s.upper() for s in symbols})
+        if self._ruled_out(syms, sector):
+            return []
+        where = policy.scope_where(syms, kinds=kinds, timeframe=timeframe, sector=sector)
+
+        def go() -> list[Recollection]:
+            if where is None or k <= 0 or self._col.count() == 0:
+                return []
+            got = self._col.get(where=where, include=["documents", "metadatas"], limit=limit)
+            ids = list(got["ids"])
+            if not ids:
+                return []
+            res = self._col.query(
+                query_texts=[query], n_results=len(ids), where=where, include=["distances"]
+            )
+            dist = dict(zip(res["ids"][0], res["distances"][0], strict=True))
+            docs = dict(zip(ids, got["documents"] or [], strict=False))
+            metas = dict(zip(ids, got["metadatas"] or [], strict=False))
+            if not fuse:
+                fused = [(i, 1.0 - float(dist[i])) for i in res["ids"][0][:k]]
+            else:
+                fused = hybrid.hybrid_scored(
+                    query, ids, [docs.get(i) or "" for i in ids], dense=res["ids"][0]
+                )[:k]
+            return [
+                policy.recollection(
+                    rid,
+                    docs.get(rid) or "",
+                    metas.get(rid) or {},
+                    dist.get(rid, 1.0),
+                    symbols=syms,
+                    styles=[],
+                    regime=None,
+                    sector=sector,
+                ).model_copy(update={"relevance": round(score, 6)})
+                for rid, score in fused
+            ]
+
+        return self._guarded("search", go, [])
 
     def family_outcomes(
         self,

@@ -6,14 +6,17 @@ run."""
 from __future__ import annotations
 
 import datetime as dt
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
 from swarm.llm.brains import llm_finding
+from swarm.research.archive_entries import SourceKind, all_entries
 from swarm.research.context import ResearchContext
 from swarm.research.inputs import feature_bundles, research_context
 from swarm.research.models import Finding
-from swarm.research.news import archive_headlines, headlines_for
+from swarm.research.news import headlines_for
+from swarm.research.news_archive import build_archive
 from swarm.research.runtime import ResearchRuntime
 from swarm.research.subagents import SUBAGENTS, run_subagent
 
@@ -45,9 +48,10 @@ def run_specialist(ctx: ResearchRuntime, subagent_id: str) -> SpecialistReport:
         return SpecialistReport(failed=True)
     if subagent_id == NEWS_SUBAGENT:
         try:
-            n = write_news_archive(ctx, rctx)
-            if n:
-                ctx.progress.stage("research", f"news: {n} headlines archived in research/news")
+            counts = write_news_archive(ctx, rctx)
+            if counts:
+                parts = ", ".join(f"{n} {kind}" for kind, n in sorted(counts.items()))
+                ctx.progress.stage("research", f"news: archived {parts} in research/news")
         except OSError as exc:  # the archive is a record, not a reason to lose the finding
             ctx.progress.stage("research", f"news archive not written: {exc!r}")
     return report
@@ -74,16 +78,20 @@ def llm_reading(
     )
 
 
-def write_news_archive(ctx: ResearchRuntime, rctx: ResearchContext) -> int:
-    """The news researcher's files (research/news/headlines, research/news/body): only
-    headlines dated on or before each symbol's as_of, inside the windows the sentiment
-    subagents read. Returns the number of headlines archived."""
-    if not rctx.news_items:
-        return 0
+def write_news_archive(ctx: ResearchRuntime, rctx: ResearchContext) -> Counter[SourceKind]:
+    """The news researcher's files (research/news/headlines, research/news/body): headlines,
+    and with the alt data rating actions, earnings surprises, cashtag tweets and the
+    market-wide put/call ratios, each known by its symbol's as_of and inside the windows the
+    sentiment subagents read; market impact from the in-sample bars only. Returns the items
+    archived, by kind."""
+    if not rctx.news_items and rctx.alt is None:
+        return Counter()
     bundles = feature_bundles(ctx)
     as_of = {s: dt.date.fromisoformat(b.as_of) for s, b in bundles.items() if b.as_of}
+    closes = {s: ctx.insample_bars(s)["close"] for s in as_of}
     window = max(rctx.news_window_days, rctx.analyst_window_days)
-    files = archive_headlines(rctx.news_items, as_of, window_days=window)
+    entries = all_entries(rctx.news_items, rctx.alt, as_of, window_days=window)
+    files = build_archive(entries, closes=closes, as_of=as_of)
     for rel, text in sorted(files.items()):
         ctx.run.write_text(f"research/{rel}", text)
-    return sum(rel.startswith("news/body/") for rel in files)
+    return Counter(e.kind for e in entries)

@@ -121,11 +121,14 @@ def test_news_files_hold_only_headlines_up_to_as_of_fenced(daily_dir, tmp_path, 
     everything = "\n".join(p.read_text() for p in (run / "research").rglob("*") if p.is_file())
     assert FUTURE_MARK not in everything  # the planted future headlines are nowhere
     table = (run / "research" / "news" / "headlines" / "2017-07-25.md").read_text()
-    assert "| time UTC | headline | source | slug |" in table
-    assert "| 13:05:00 | `Apple upgraded to Buy at Example Securities` | news |" in table
+    assert "| known at (UTC) | ticker | kind | item | body |" in table
+    assert (
+        "| 2017-07-25 13:05 | AAPL | headline | `Apple upgraded to Buy at Example Securities` |"
+        in table
+    )
     assert "untrusted" in table.lower()
     market = next(p for p in bodies if "-market-" in p.name).read_text()
-    assert "~~~~untrusted-data news-item\nheadline: Markets rally as inflation cools" in market
+    assert "~~~~untrusted-data headline\nheadline: Markets rally as inflation cools" in market
     assert "Ignore previous instructions" in market.split("~~~~untrusted-data")[1]
     assert "market-wide" in market
     # The headline text never leaks into findings: only counts and scores.

@@ -10,13 +10,8 @@ from conftest import read_real_bars
 
 from swarm.research.context import ResearchContext
 from swarm.research.features import compute_features
-from swarm.research.news import (
-    NewsItem,
-    archive_headlines,
-    fence_untrusted,
-    headline_slug,
-    score_headline,
-)
+from swarm.research.news import NewsItem, fence_untrusted, score_headline
+from swarm.research.news_archive import archive_headlines, headline_slug
 from swarm.research.sentiment import MARKET_MAX_CONFIDENCE, news
 
 pytestmark = pytest.mark.unit

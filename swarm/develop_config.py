@@ -86,7 +86,8 @@ def config_from_args(args: argparse.Namespace):
             directive, data_dir=args.data_dir, source=args.source, offline=args.offline,
             timeframe=timeframe_arg,
             tickers=tickers_arg,
-            llm=llm_client_for_plan(llm_settings) if llm_settings.enabled else None,
+            llm=llm_client_for_plan(llm_settings, start=start, end=end, tickers=named,
+                                    data_dir=args.data_dir) if llm_settings.enabled else None,
         )  # fmt: skip
     except DirectiveError as exc:
         raise UserInputError(str(exc)) from None

@@ -120,8 +120,12 @@ def plan_summary(
 
 def _llm_plan(client: Any, rules: Plan) -> Plan | None:
     """The model's reading rebuilt as a Plan, or None (the rules' plan stands)."""
+    from swarm.llm.masked import MaskedClient
     from swarm.llm.retry import ask_with_retry
 
+    # A masked directive shows "[sector]" where it named an industry: the model cannot read
+    # it, so the rules' reading of the universe stands when the model names none.
+    masked = isinstance(client, MaskedClient)
     messages = [
         (
             "system",
@@ -147,7 +151,8 @@ def _llm_plan(client: Any, rules: Plan) -> Plan | None:
             "styles": list(ans.styles),
             "preferred_families": families,
             "style": next(iter(families), "any"),
-            "universe_terms": list(ans.universe_terms),
+            "universe_terms": list(ans.universe_terms)
+            or (list(rules.universe_terms) if masked else []),
             "explicit_tickers": explicit,
             "timeframe": ans.timeframe,
             "timeframe_source": "directive",
@@ -160,14 +165,34 @@ def _llm_plan(client: Any, rules: Plan) -> Plan | None:
     return value
 
 
-def llm_client_for_plan(settings: Any) -> Any:
-    """An LLMClient for the plan's one call (cached in --llm-cache, else a temporary folder)."""
+def llm_client_for_plan(
+    settings: Any,
+    *,
+    start: Any = None,
+    end: Any = None,
+    tickers: list[str] | None = None,
+    data_dir: Path | None = None,
+) -> Any:
+    """An LLMClient for the plan's one call (cached in --llm-cache, else a temporary folder),
+    masked as the run's prompts are when the run masks: the tickers the directive or
+    ``--tickers`` name become aliases (mapped back in the answer), years and the corpus's
+    names and sectors leave the directive."""
     import tempfile
 
     from swarm.llm.client import LLMClient
+    from swarm.llm.cutoff import policy_for
 
     cache = settings.cache_dir or Path(tempfile.mkdtemp(prefix="swarm-plan-"))
-    return LLMClient(settings, cache_dir=cache)
+    client = LLMClient(settings, cache_dir=cache)
+    policy = policy_for(settings, start)
+    if policy is None or not policy.masked:
+        return client
+    from swarm.llm.mask import context_for, known_entities
+    from swarm.llm.masked import MaskedClient
+
+    anchor = end or start or "1970-01-01"  # no date in the directive survives either way
+    ctx = context_for(list(tickers or []), anchor, known=known_entities(data_dir))
+    return MaskedClient(client, ctx)
 
 
 __all__ = ["Inventory", "LLMPlan", "Plan", "DirectiveError", "build_plan", "plan_summary"]

@@ -98,8 +98,9 @@ def max_concurrency(cfg: RunConfig, ctx: RunContext) -> int:
     return widest + 16
 
 
-def make_llm_client(cfg: RunConfig, run: RunFolder):
-    """None with ``--llm none``; else a client whose replay cache lives in the run (or --llm-cache)."""
+def make_llm_client(cfg: RunConfig, run: RunFolder, data: dict | None = None):
+    """None with ``--llm none``; else a client whose replay cache lives in the run (or
+    --llm-cache). ``data`` (symbol -> LoadedBars) sets a masked run's per-symbol scales."""
     if not cfg.llm_settings.enabled:
         return None
     from swarm.llm.client import LLMClient
@@ -114,9 +115,12 @@ def make_llm_client(cfg: RunConfig, run: RunFolder):
     from swarm.llm.mask import context_for, known_entities
     from swarm.llm.masked import MaskedClient
 
-    # One context for the run: aliases for its universe, dates as offsets from its last bar.
-    # Prices stay unscaled here: a run's prompts mix symbols, each with its own level.
-    ctx = context_for(list(cfg.tickers), cfg.end, known=known_entities(cfg.data_dir))
+    # One context for the run: aliases for its universe, dates as offsets from its last bar,
+    # each symbol's prices rebased to 100 at the run's first bar (a prompt about one symbol
+    # is rebased by its scale; one about several has its price levels withheld).
+    bars = {s: d.bars for s, d in (data or {}).items()}
+    ctx = context_for(list(cfg.tickers), cfg.end, known=known_entities(cfg.data_dir),
+                      symbol_bars=bars)  # fmt: skip
     return MaskedClient(client, ctx)
 
 
@@ -135,7 +139,7 @@ def execute(prepared: Prepared) -> Outcome:
             criteria=prepared.criteria,
             executor=executor,
             progress=prepared.progress,
-            llm=make_llm_client(cfg, run),
+            llm=make_llm_client(cfg, run, prepared.context_kwargs.get("data")),
             **prepared.context_kwargs,
         )
         graph = build_graph(checkpointer=saver)

@@ -339,6 +339,7 @@ def review(args: argparse.Namespace) -> Path:
     from swarm.analyze.report import render_review
     from swarm.analyze.review import (
         HorizonNotPassedError,
+        critique_client,
         critique_with_llm,
         review_decision,
         store_review,
@@ -368,7 +369,8 @@ def review(args: argparse.Namespace) -> Path:
         raise UserInputError(f"--review: {exc}") from None
     brain = _llm(args)
     if brain.llm is not None:
-        rv = critique_with_llm(brain.llm, decision, rv, log=[].append)
+        llm = critique_client(brain.llm, decision, rv, bars, known=brain.known)
+        rv = critique_with_llm(llm, decision, rv, log=[].append)
     memory = _memory(args.memory_dir)
     stored = memory is not None and memory.available and store_review(memory, rv)
     rv = rv.model_copy(update={"stored_in_memory": stored})

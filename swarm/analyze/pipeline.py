@@ -159,8 +159,10 @@ def _masked_brain(brain, ticker: str, cut: pd.DataFrame, bundle: FeatureBundle):
     policy = policy_for(base.settings, cut.index[-WINDOW_BARS:][0].date())
     if not policy.masked:
         return replace(brain, llm=base, masking=policy.summary()), None
+    # Inside a develop run the run's masked client knows the corpus's names and sectors.
+    known = brain.llm.ctx.known if isinstance(brain.llm, MaskedClient) else brain.known
     ctx = context_for([ticker], bundle.as_of, bars=cut, evidence=bundle.snapshot(bundle.keys),
-                      known=brain.known)  # fmt: skip
+                      known=known)  # fmt: skip
     client = MaskedClient(base, ctx)
     return replace(brain, llm=client, masking=policy.summary()), client
 

@@ -231,6 +231,27 @@ def review_decision(decision: Decision, bars: pd.DataFrame) -> Review:
     )  # fmt: skip
 
 
+def critique_client(llm, decision: Decision, review: Review, bars: pd.DataFrame, *, known=None):
+    """The client a lone review (``swarm.analyze --review``) asks through: masked as the
+    decision's own prompts were when the policy masks (alias, offsets from the decision day,
+    prices rebased over the window before it). A run's client is masked already."""
+    from swarm.llm.cutoff import policy_for
+    from swarm.llm.mask import WINDOW_BARS, context_for
+    from swarm.llm.masked import MaskedClient
+
+    if isinstance(llm, MaskedClient):
+        return llm
+    cut = bars.loc[: pd.Timestamp(decision.date)]
+    policy = policy_for(llm.settings, cut.index[-WINDOW_BARS:][0].date())
+    if policy is None or not policy.masked:
+        return llm
+    prices = {"entry": decision.trader.entry if is_trade(decision) else None,
+              "exit": review.exit_price}  # fmt: skip
+    evidence = {k: float(v) for k, v in prices.items() if v is not None}
+    ctx = context_for([decision.ticker], decision.date, bars=cut, evidence=evidence, known=known)
+    return MaskedClient(llm, ctx)
+
+
 def critique_with_llm(llm, decision: Decision, review: Review, *, log) -> Review:
     """``review`` with the model's critique and lessons when they pass the grounding checks
     (numbers only from the facts); the rules' otherwise. The outcome is never the model's."""

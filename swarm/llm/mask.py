@@ -6,8 +6,11 @@ is lookahead, so a masked prompt names no ticker, company or year and shows no p
 - tickers become aliases (``ASSET-A``); other known tickers and company or product names
   become ``[ticker]`` / ``[entity]``;
 - ISO dates become calendar-day offsets from the decision bar (``D-12``); years are removed;
+- GICS sector and sub-industry names become ``[sector]``;
 - prices are rebased to 100 at the window start and volumes scaled to 100 = the window's
-  mean; raw fundamental amounts (revenue, assets...) are withheld, ratios stay.
+  mean; raw fundamental amounts (revenue, assets...) are withheld, ratios stay. A scope of
+  several symbols (a develop run) rebases each prompt by the one symbol it is about, and
+  withholds keyed price levels from a prompt about several.
 
 Everything here is a pure function of the text and a :class:`MaskContext`. The context (the
 alias map, the scales) lives on the trusted side only: :func:`unmask_answer` maps an answer
@@ -31,7 +34,7 @@ from pydantic import BaseModel, ConfigDict, Field
 # (they name a company by size) withheld. Everything else is a ratio and stays as it is.
 PRICE_KEY = re.compile(
     r"^(?:CLOSE|OPEN|HIGH|LOW|SMA_|EMA_|WMA_|BBANDS_|ATR_|MACD|HIGHEST_|LOWEST_|SWING_|FORECAST_"
-    r"|entry$|stop$|target$|atr$|risk_per_share$|rules_stop$|rules_target$|price$|exit_price$)",
+    r"|entry$|stop$|target$|atr$|risk_per_share$|rules_stop$|rules_target$|price$|exit_price$|exit$)",
     re.IGNORECASE,
 )
 VOLUME_KEY = re.compile(r"^(?:VOLUME|OBV$|AD$|ADOSC)", re.IGNORECASE)
@@ -40,8 +43,9 @@ AMOUNT_KEY = re.compile(
     r"|capex|amount|sales$)",
     re.IGNORECASE,
 )
-# A percent or a normalised value under a price family's prefix (BBANDS_WIDTH_20_2_pct) is a ratio.
-RATIO_KEY = re.compile(r"(?:pct|norm|ratio|zscore|_z$)", re.IGNORECASE)
+# A percent, a normalised value or a comparison under a price or volume family's prefix
+# (BBANDS_WIDTH_20_2_pct, VOLUME_vs_SMA_20) is a ratio.
+RATIO_KEY = re.compile(r"(?:pct|norm|ratio|zscore|_z$|_vs_)", re.IGNORECASE)
 AMOUNT_MIN = 100_000.0  # a bare number this large in prose is an amount that could identify
 REBASE_TO = 100.0
 WINDOW_BARS = 252  # the longest lookback the features read (HIGHEST_252): the rebasing window
@@ -73,6 +77,12 @@ _SUFFIXES = {
     "limited", "holdings", "group", "n.v.", "incorporated", "&", "the", "sa", "ag", "lp",
     "l.p.", "trust", "international", "technologies", "systems",
 }  # fmt: skip
+# Two-letter tickers that are words or market shorthand in capitals (headlines are title case,
+# "MA" is a moving average): left in prompts, as one-letter tickers are (a capital "A").
+WORD_TICKERS = frozenset({
+    "AN", "SO", "DE", "ES", "EL", "ED", "PM", "AM", "MA", "IT", "ON", "OR", "GO", "DO", "BE",
+    "US", "TV", "PC", "AI", "OK",
+})  # fmt: skip
 # Legal names that are ordinary words: scrubbed from prompts, never counted as a leak.
 COMMON_WORDS = frozenset({
     "target", "ball", "gap", "visa", "progressive", "public", "discovery", "general", "best",
@@ -87,6 +97,10 @@ def is_price_key(key: str) -> bool:
     return bool(PRICE_KEY.match(key)) and not RATIO_KEY.search(key)
 
 
+def is_volume_key(key: str) -> bool:
+    return bool(VOLUME_KEY.match(key)) and not RATIO_KEY.search(key)
+
+
 class KnownEntities(BaseModel):
     """Real tickers and names a prompt must not carry (and an answer must not bring in)."""
 
@@ -94,11 +108,21 @@ class KnownEntities(BaseModel):
 
     tickers: frozenset[str] = frozenset(BUILTIN_TICKERS)
     names: tuple[str, ...] = BUILTIN_NAMES
+    # GICS sectors and sub-industries: scrubbed from prompts (with a price path they narrow
+    # the company down), never counted as an answer's leak (a sector is not lookahead).
+    sectors: tuple[str, ...] = ()
 
-    def merged(self, *, tickers: Iterable[str] = (), names: Iterable[str] = ()) -> KnownEntities:
+    def merged(
+        self,
+        *,
+        tickers: Iterable[str] = (),
+        names: Iterable[str] = (),
+        sectors: Iterable[str] = (),
+    ) -> KnownEntities:
         return KnownEntities(
             tickers=self.tickers | {t.upper() for t in tickers if t},
             names=tuple(dict.fromkeys([*self.names, *(n for n in names if n)])),
+            sectors=tuple(dict.fromkeys([*self.sectors, *(n for n in sectors if n)])),
         )
 
 
@@ -120,11 +144,12 @@ def core_names(security: str) -> list[str]:
 
 def known_entities(data_dir: Path | None = None, gics_file: Path | None = None) -> KnownEntities:
     """The built-in names, the data folder's tickers (file names) and, when the corpus's GICS
-    table sits beside the data (``fundamentals/sp500_securities_gics.csv``), its tickers and
-    company names."""
+    table sits beside the data (``fundamentals/sp500_securities_gics.csv``), its tickers,
+    company names, sectors and sub-industries."""
     base = KnownEntities()
     tickers: list[str] = []
     names: list[str] = []
+    sectors: list[str] = []
     if data_dir is not None and Path(data_dir).is_dir():
         tickers += [p.stem.split("_")[0] for p in Path(data_dir).glob("*.csv")]
     if gics_file is None and data_dir is not None:
@@ -136,7 +161,8 @@ def known_entities(data_dir: Path | None = None, gics_file: Path | None = None) 
             for row in csv.DictReader(fh):
                 tickers.append(row.get("ticker") or "")
                 names += core_names(row.get("security") or "")
-    return base.merged(tickers=tickers, names=names)
+                sectors += [row.get("gics_sector") or "", row.get("gics_sub_industry") or ""]
+    return base.merged(tickers=tickers, names=names, sectors=sectors)
 
 
 class MaskContext(BaseModel):
@@ -145,7 +171,9 @@ class MaskContext(BaseModel):
     ``aliases`` maps real tickers to the aliases prompts carry. ``anchor`` is the decision bar:
     dates become offsets from it. ``price_scale``/``volume_scale`` multiply real values into
     prompt values. ``prices`` are real price-like values the prompts may state in prose (the
-    evidence), so a sentence's ``172.89`` is rebased like the JSON's."""
+    evidence), so a sentence's ``172.89`` is rebased like the JSON's. ``symbol_scales``
+    (real ticker -> (price_scale, volume_scale)) serves a scope of several symbols: see
+    :meth:`scoped`. ``withhold_levels``: keyed prices and volumes become null."""
 
     model_config = ConfigDict(frozen=True)
 
@@ -156,10 +184,28 @@ class MaskContext(BaseModel):
     prices: tuple[float, ...] = ()
     volumes: tuple[float, ...] = ()
     known: KnownEntities = Field(default_factory=KnownEntities)
+    symbol_scales: dict[str, tuple[float, float]] = Field(default_factory=dict)
+    withhold_levels: bool = False
 
     @property
     def reverse(self) -> dict[str, str]:
         return {a: t for t, a in self.aliases.items()}
+
+    def scoped(self, text: str) -> MaskContext:
+        """The context one prompt is masked (and its answer mapped back) under. With
+        ``symbol_scales``: the scales of the one scope symbol the text names (or of the only
+        symbol there is); a text about several symbols, or about one without scales, has
+        its keyed price levels withheld, since no one scale rebases them all."""
+        if not self.symbol_scales:
+            return self
+        named = [t for t in self.aliases if _word(t).search(text)]
+        if not named and len(self.aliases) == 1:
+            named = list(self.aliases)
+        if len(named) == 1 and named[0] in self.symbol_scales:
+            price_scale, volume_scale = self.symbol_scales[named[0]]
+            return self.model_copy(update={"price_scale": price_scale,
+                                           "volume_scale": volume_scale})  # fmt: skip
+        return self.model_copy(update={"withhold_levels": True})
 
 
 def alias_for(index: int) -> str:
@@ -189,6 +235,12 @@ def window_scales(bars: Any, window: int = WINDOW_BARS) -> tuple[float, float]:
     return price_scale, volume_scale
 
 
+def run_scales(bars: Any, window: int = WINDOW_BARS) -> tuple[float, float]:
+    """(price_scale, volume_scale) for a run's bars: the first close becomes 100, the mean
+    volume of the first ``window`` bars 100 (no later bar sets a scale)."""
+    return window_scales(bars.iloc[:window], window)
+
+
 def context_for(
     tickers: Sequence[str],
     anchor: dt.date | str,
@@ -196,12 +248,17 @@ def context_for(
     bars: Any = None,
     evidence: Mapping[str, float] | None = None,
     known: KnownEntities | None = None,
+    symbol_bars: Mapping[str, Any] | None = None,
 ) -> MaskContext:
-    """A context for one scope: aliases for ``tickers``; scales from ``bars`` (one symbol)."""
+    """A context for one scope: aliases for ``tickers``; scales from ``bars`` (one symbol
+    cut at the decision) or per symbol from ``symbol_bars`` (a run's bars from its start)."""
     anchor = dt.date.fromisoformat(str(anchor)[:10])
     price_scale = volume_scale = 1.0
     if bars is not None and len(bars):
         price_scale, volume_scale = window_scales(bars)
+    scales = {
+        t.upper(): run_scales(b) for t, b in (symbol_bars or {}).items() if b is not None and len(b)
+    }
     ev = dict(evidence or {})
     return MaskContext(
         aliases=make_aliases(tickers),
@@ -209,8 +266,9 @@ def context_for(
         price_scale=price_scale,
         volume_scale=volume_scale,
         prices=tuple(float(v) for k, v in ev.items() if is_price_key(k)),
-        volumes=tuple(float(v) for k, v in ev.items() if VOLUME_KEY.match(k)),
+        volumes=tuple(float(v) for k, v in ev.items() if is_volume_key(k)),
         known=(known or KnownEntities()).merged(tickers=tickers),
+        symbol_scales=scales,
     )
 
 
@@ -238,10 +296,16 @@ def _word(token: str, flags: int = 0) -> re.Pattern[str]:
     return re.compile(r"(?<![A-Za-z0-9])" + re.escape(token) + r"(?![A-Za-z0-9])", flags)
 
 
+def maskable_ticker(ticker: str) -> bool:
+    """Whether a prompt must not carry ``ticker`` (written in capitals): any of three or more
+    letters, and of two unless it is a word (:data:`WORD_TICKERS`); never one letter."""
+    return len(ticker) >= 3 or (len(ticker) == 2 and ticker not in WORD_TICKERS)
+
+
 @functools.lru_cache(maxsize=16)
 def tickers_pattern(tickers: frozenset[str]) -> re.Pattern[str] | None:
-    """Known tickers of three or more letters, case-sensitive (shorter ones are words: A, ON)."""
-    usable = sorted({t for t in tickers if len(t) >= 3}, key=len, reverse=True)
+    """Known tickers, case-sensitive, as :func:`maskable_ticker` picks them (GE, FB, NVDA)."""
+    usable = sorted({t for t in tickers if maskable_ticker(t)}, key=len, reverse=True)
     if not usable:
         return None
     body = "|".join(re.escape(t) for t in usable)
@@ -286,6 +350,22 @@ def scrub_entities(text: str, names: Sequence[str]) -> str:
     return pattern.sub("[entity]", text) if pattern is not None else text
 
 
+@functools.lru_cache(maxsize=16)
+def sectors_pattern(sectors: tuple[str, ...]) -> re.Pattern[str] | None:
+    """GICS names in any case: "semiconductors" in a directive names the industry too."""
+    usable = sorted({s for s in sectors if len(s) >= 3}, key=len, reverse=True)
+    if not usable:
+        return None
+    body = "|".join(re.escape(s) for s in usable)
+    return re.compile(r"(?<![A-Za-z0-9])(?:" + body + r")(?![A-Za-z0-9])", re.IGNORECASE)
+
+
+def scrub_sectors(text: str, sectors: Sequence[str]) -> str:
+    """GICS sector and sub-industry names become ``[sector]``."""
+    pattern = sectors_pattern(tuple(sectors))
+    return pattern.sub("[sector]", text) if pattern is not None else text
+
+
 def _fmt_like(value: float, shown: str) -> str:
     decimals = len(shown.split(".")[1]) if "." in shown else 0
     return f"{value:.{max(decimals, 2)}f}"
@@ -303,9 +383,11 @@ def rebase_numbers(text: str, ctx: MaskContext) -> str:
     def keyed(m: re.Match[str]) -> str:
         key, raw = m[1], m[2]
         value = float(raw)
+        if (is_price_key(key) or is_volume_key(key)) and ctx.withhold_levels:
+            return f'"{key}": null'
         if is_price_key(key):
             return f'"{key}": {round(value * ctx.price_scale, 6)}'
-        if VOLUME_KEY.match(key):
+        if is_volume_key(key):
             return f'"{key}": {round(value * ctx.volume_scale, 6)}'
         if AMOUNT_KEY.search(key):
             return f'"{key}": null'
@@ -338,7 +420,7 @@ def mask_text(text: str, ctx: MaskContext) -> str:
     text = mask_dates("".join(parts), ctx.anchor)
     # Tickers before names: a scope ticker that is also a name (IBM) keeps its alias.
     text = alias_tickers(text, ctx.aliases, ctx.known.tickers)
-    return scrub_entities(text, ctx.known.names)
+    return scrub_sectors(scrub_entities(text, ctx.known.names), ctx.known.sectors)
 
 
 def mask_messages(messages: Sequence[tuple[str, str]], ctx: MaskContext) -> list[tuple[str, str]]:
@@ -375,7 +457,7 @@ def _unmask_value(key: str | None, value: Any, ctx: MaskContext) -> Any:
     if isinstance(value, float | int) and not isinstance(value, bool) and key is not None:
         if is_price_key(key):
             return value / ctx.price_scale
-        if VOLUME_KEY.match(key):
+        if is_volume_key(key):
             return value / ctx.volume_scale
     if isinstance(value, list):
         return [_unmask_value(None, v, ctx) for v in value]

@@ -49,15 +49,16 @@ class MaskedClient:
     def structured(
         self, role: str, messages: Messages, schema: type[BaseModel]
     ) -> tuple[BaseModel | None, str | None]:
-        masked = mask_messages(messages, self.ctx)
+        ctx = self.ctx.scoped("\n".join(content for _, content in messages))
+        masked = mask_messages(messages, ctx)
         parsed, error = self.base.structured(role, masked, schema)
         if parsed is None:
             return None, error
         report = audit_texts(
             answer_texts(parsed),
             prompt="\n".join(content for _, content in masked),
-            known=self.ctx.known,
-            real_tickers=list(self.ctx.aliases),
+            known=ctx.known,
+            real_tickers=list(ctx.aliases),
         )
         kinds = [leak.kind.value for leak in report.leaks]
         self.leaks.add(kinds)
@@ -65,6 +66,6 @@ class MaskedClient:
         if not report.clean:
             return None, report.reason()
         try:
-            return unmask_answer(parsed, self.ctx), None
+            return unmask_answer(parsed, ctx), None
         except ValueError as exc:  # an unmasked value broke the schema: a bad answer
             return None, f"answer does not map back: {str(exc)[:160]}"

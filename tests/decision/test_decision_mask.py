@@ -5,12 +5,15 @@ the cutoff carries the banner; the rules brain is untouched by --mask."""
 from __future__ import annotations
 
 import csv
+import json
 import re
 
+import mask_scan as scan
 import pandas as pd
 import pytest
 from conftest import DAILY_DIR, SHARED_DATA
 from decision_fakes import DecisionChat
+from mask_scan import prompt_leaks
 
 from swarm.analyze.contracts import AnalysisConfig
 from swarm.analyze.nodes import Brain
@@ -86,6 +89,8 @@ def test_no_masked_prompt_names_a_ticker_company_or_year(tmp_path, nvda):
         assert not re.search(r"(?<![\d.,])(19|20)\d\d(?![\d]|\.\d|,\d)", p)
         # No price level: the close of the day (133.78) never appears.
         assert "133.78" not in p
+    # The whole corpus's tickers and the GICS sector and industry names too.
+    assert not prompt_leaks(chat.calls, (scan.corpus_tickers(), *scan.gics_terms()))
     # The answers were mapped back: the decision is about NVDA at real prices.
     assert d.ticker == "NVDA" and abs(d.trader.entry - 133.78) < 0.01
     assert d.masking["leaks"]["leaked"] == 0 and d.masking["leaks"]["audited"] >= 9
@@ -137,3 +142,29 @@ def test_llm_none_runs_are_byte_identical_with_and_without_mask(tmp_path, daily_
                                                          "features.json")})  # fmt: skip
         assert not (root / "llm_calls.jsonl").exists()
     assert outs[0] == outs[1] == outs[2]
+
+
+def test_a_lone_review_asks_its_critique_masked(tmp_path, daily_dir, monkeypatch):
+    """``swarm.analyze --review`` with a model: the critique's prompt is masked as the
+    decision's were (the alias, offsets, rebased entry and exit)."""
+    import swarm.llm.client as client_mod
+    from swarm.analyze.__main__ import main
+
+    out = tmp_path / "out"
+    assert main(["--ticker", "NVDA", "--date", DAY, "--data-dir", str(daily_dir), "--out",
+                 str(out), "--memory-dir", "off", "--quiet"]) == 0  # fmt: skip
+    (root,) = [p for p in out.iterdir() if p.is_dir() and not p.name.startswith(".")]
+    chat = DecisionChat(messages=iter([]), mode="good")
+    chat.calls = []
+    monkeypatch.setattr(client_mod, "default_model_factory", lambda settings, model: chat)
+    argv = ["--review", str(root), "--data-dir", str(daily_dir), "--memory-dir", "off",
+            "--quiet", "--llm", "openai-compatible:fake", "--llm-base-url",
+            "http://127.0.0.1:9/v1", "--llm-structured", "function_calling",
+            "--llm-cache", str(tmp_path / "llm-cache"), "--mask"]  # fmt: skip
+    assert main(argv) == 0
+    assert [t for t, _ in chat.calls] == ["LLMCritique"]
+    prompt = chat.calls[0][1]
+    assert "ASSET-A D+0" in prompt and "133.78" not in prompt
+    assert not prompt_leaks(chat.calls, (scan.corpus_tickers(), *scan.gics_terms()))
+    review = json.loads((root / "review.json").read_text())
+    assert review["model_used"] == "fake" and review["lessons"] == ["respect the stop"]

@@ -61,3 +61,21 @@ def test_a_universe_the_data_lacks_sets_the_models_reading_aside(tmp_path, data)
     plan, _ = _plan(tmp_path, data, "momentum alpha in tech", _answer(universe_terms=["crypto"]))
     assert plan.read_by == "rules" and plan.tickers[0] == "AAPL"
     assert any("set aside" in n for n in plan.notes)
+
+
+def test_a_masked_plan_sees_aliases_and_maps_the_answer_back(
+    tmp_path, data, shared_data, monkeypatch
+):
+    from swarm.plan import llm_client_for_plan
+
+    model, seen = scripted(_answer(tickers=["ASSET-A"], universe_terms=[]))
+    monkeypatch.setattr("swarm.llm.client.default_model_factory", factory_for(model))
+    settings = SETTINGS.model_copy(update={"mask": "on", "cache_dir": tmp_path / "cache"})
+    client = llm_client_for_plan(settings, start="2017-01-01", end="2018-06-30",
+                                 tickers=["NVDA"], data_dir=shared_data / "ohlcv" / "daily")  # fmt: skip
+    directive = "momentum on NVDA in 2017 among the semiconductors"
+    plan = build_plan(directive, data_dir=data, source="csv", offline=True, llm=client,
+                      cache_dir=tmp_path / "no-cache")  # fmt: skip
+    prompt = str(seen[0][-1].content)
+    assert prompt.endswith("Directive: momentum on ASSET-A in [year] among the [sector]")
+    assert plan.read_by == "llm" and plan.explicit_tickers == ["NVDA"]

@@ -140,3 +140,48 @@ def test_declared_cutoffs():
     assert declared_cutoff("gpt-4o-mini-2024-07-18")[0] == dt.date(2023, 10, 31)
     assert declared_cutoff("gpt-4.1")[0] == dt.date(2024, 6, 30)
     assert declared_cutoff("mystery")[0] is None
+
+
+def test_gics_sectors_are_scrubbed_in_any_case():
+    known = KnownEntities(sectors=("Semiconductors", "Information Technology"))
+    ctx = MaskContext(anchor=ANCHOR, known=known)
+    text = mask_text("trend in semiconductors; INFORMATION TECHNOLOGY; Semiconductors.", ctx)
+    assert text == "trend in [sector]; [sector]; [sector]."
+
+
+def test_known_entities_carry_the_gics_sectors(shared_data):
+    known = known_entities(shared_data / "ohlcv" / "daily")
+    assert {"Information Technology", "Semiconductors"} <= set(known.sectors)
+    assert "Semiconductors" not in known.names  # a sector is not an answer's leak
+
+
+def test_ratio_keys_under_a_price_or_volume_prefix_stay_and_exit_is_a_price():
+    text = rebase_numbers('{"VOLUME_vs_SMA_20": 1.3, "NATR_14_vs_median_252": 0.7, '
+                          '"exit": 208.69}', CTX)  # fmt: skip
+    assert text == '{"VOLUME_vs_SMA_20": 1.3, "NATR_14_vs_median_252": 0.7, "exit": 104.345}'
+
+
+def test_a_run_wide_context_rebases_each_prompt_by_the_symbol_it_is_about():
+    idx = pd.date_range("2019-01-01", periods=300, freq="D")
+    a = pd.DataFrame({"close": [200.0] * 300, "volume": [1e6] * 300}, index=idx)
+    b = pd.DataFrame({"close": [50.0] * 300, "volume": [4e6] * 300}, index=idx)
+    ctx = context_for(["NVDA", "AMD"], "2019-10-27", symbol_bars={"NVDA": a, "AMD": b})
+    one = ctx.scoped("Symbol: NVDA.")
+    assert one.price_scale == pytest.approx(0.5) and one.volume_scale == pytest.approx(1e-4)
+    assert mask_text('Symbol: NVDA. {"CLOSE": 210.0, "VOLUME": 2000000}', one) == (
+        'Symbol: ASSET-B. {"CLOSE": 105.0, "VOLUME": 200.0}'
+    )
+    both = ctx.scoped("NVDA and AMD")
+    assert both.withhold_levels
+    assert mask_text('NVDA and AMD: {"CLOSE": 210.0, "RSI_14": 55.0}', both) == (
+        'ASSET-B and ASSET-A: {"CLOSE": null, "RSI_14": 55.0}'
+    )
+    # One symbol in the run: a prompt that names none is still about it.
+    solo = context_for(["NVDA"], "2019-10-27", symbol_bars={"NVDA": a})
+    assert solo.scoped("the best variant").price_scale == pytest.approx(0.5)
+
+
+def test_two_letter_tickers_are_masked_unless_they_are_words():
+    text = alias_tickers("Watch GE and FB; A Peek; SO it goes; MA crossover", {},
+                         frozenset({"GE", "FB", "A", "SO", "MA"}))  # fmt: skip
+    assert text == "Watch [ticker] and [ticker]; A Peek; SO it goes; MA crossover"

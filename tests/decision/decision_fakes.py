@@ -27,12 +27,16 @@ class DecisionChat(GenericFakeChatModel):
         name = schema.__name__ if isinstance(schema, type) else schema["function"]["name"]
         return self.model_copy(update={"tool": name})
 
+    def reply(self, prompt: str) -> dict:
+        """The tool call's arguments for ``prompt`` (a subclass answers other schemas)."""
+        return answer(self.tool, prompt, self.mode)
+
     def _generate(self, messages, stop=None, run_manager=None, **kwargs):
         prompt = "\n".join(str(m.content) for m in messages)
         self.calls.append((self.tool, prompt))
-        args = answer(self.tool, prompt, self.mode)
-        msg = AIMessage(content="", tool_calls=[{"name": self.tool, "args": args, "id": "c1",
-                                                  "type": "tool_call"}],
+        args = self.reply(prompt)
+        msg = AIMessage(content="", tool_calls=[{"name": self.tool or "none", "args": args,
+                                                  "id": "c1", "type": "tool_call"}],
                         usage_metadata={"input_tokens": 90, "output_tokens": 10, "total_tokens": 100})  # fmt: skip
         return ChatResult(generations=[ChatGeneration(message=msg)])
 

@@ -5,14 +5,9 @@ the chat model receives it."""
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 from conftest import DAILY_DIR, SHARED_DATA
-from decision_fakes import answer as decision_answer
-from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
-from langchain_core.messages import AIMessage
-from langchain_core.outputs import ChatGeneration, ChatResult
+from decision_fakes import DecisionChat
 from mask_scan import GICS, corpus_tickers, gics_terms, prompt_leaks
 
 import swarm.llm.client as client_mod
@@ -22,28 +17,13 @@ NEWS = SHARED_DATA / "news" / "benzinga_headlines_nvda_tsla_goog_amzn_2011_2020.
 DECISION_TOOLS = {"LLMNote", "LLMTurn", "LLMVerdict", "LLMThesis", "LLMJudgement", "LLMCritique"}
 
 
-class RecordingChat(GenericFakeChatModel):
+class RecordingChat(DecisionChat):
     """Records every message of every call (all roles); answers the decision desk's schemas
     competently and anything else with an empty object (the role falls back to the rules,
     after its prompt was sent)."""
 
-    tool: str | None = None
-    calls: list = []
-
-    def bind_tools(self, tools: Any, **kwargs: Any):
-        schema = tools[0]
-        name = schema.__name__ if isinstance(schema, type) else schema["function"]["name"]
-        return self.model_copy(update={"tool": name})
-
-    def _generate(self, messages, stop=None, run_manager=None, **kwargs):
-        prompt = "\n".join(str(m.content) for m in messages)
-        self.calls.append((self.tool, prompt))
-        args = decision_answer(self.tool, prompt, "good") if self.tool in DECISION_TOOLS else {}
-        msg = AIMessage(content="", tool_calls=[{"name": self.tool or "none", "args": args,
-                                                  "id": "c1", "type": "tool_call"}],
-                        usage_metadata={"input_tokens": 90, "output_tokens": 10,
-                                        "total_tokens": 100})  # fmt: skip
-        return ChatResult(generations=[ChatGeneration(message=msg)])
+    def reply(self, prompt: str) -> dict:
+        return super().reply(prompt) if self.tool in DECISION_TOOLS else {}
 
 
 @pytest.fixture(scope="module")

@@ -16,6 +16,7 @@ from experiments.scorecard import (
     trades_kind,
     verdict_line,
 )
+from gate.alpha import spa_look_factor
 from gate.criteria import criteria_sources
 from gate.effective import CORRELATION_DISTANCE
 from strategies.taxonomy import within_directive
@@ -525,5 +526,6 @@ def _looks(verdict: dict) -> str:
         return ""
     return (
         f"; looked at {looks} time(s), once per iteration, so the last look's p = {_f(raw, 4)} "
-        f"counts x {looks * (looks + 1)} (look k spends 5 % / (k (k + 1)))"
+        f"counts x {spa_look_factor(looks)} (look k spends "
+        f"{verdict.get('spa_threshold', 0.05)} / (k (k + 1)))"
     )

@@ -252,12 +252,8 @@ def landlock_abi() -> int:
     return max(0, int(abi))
 
 
-def landlock(read_roots: tuple[str, ...], tmpdir: str) -> None:
-    """Read-only ``read_roots``, read-write ``tmpdir``, nothing else; no TCP; scoped signals."""
-    lib = libc()
-    abi = landlock_abi()
-    if lib is None or abi < 1:
-        return
+def _fs_access(abi: int) -> int:
+    """Every filesystem access right the kernel's Landlock ABI knows."""
     fs_all = (1 << 13) - 1
     if abi >= 2:
         fs_all |= 1 << 13  # REFER
@@ -265,10 +261,23 @@ def landlock(read_roots: tuple[str, ...], tmpdir: str) -> None:
         fs_all |= 1 << 14  # TRUNCATE
     if abi >= 5:
         fs_all |= 1 << 15  # IOCTL_DEV
+    return fs_all
+
+
+def _ruleset(read_roots: tuple[str, ...], folder: str, *, net: bool) -> int:
+    """A Landlock ruleset: read-only ``read_roots``, read-write ``folder``, nothing else;
+    scoped signals and abstract unix sockets (ABI >= 6); no TCP when ``net``. -1 when the
+    kernel has no Landlock; raises when it has one and the ruleset cannot be made."""
+    lib = libc()
+    abi = landlock_abi()
+    if lib is None or abi < 1:
+        return -1
+    fs_all = _fs_access(abi)
     attr = _RulesetAttr(handled_access_fs=fs_all)
     size = 8
-    if abi >= 4:
+    if abi >= 4 and net:
         attr.handled_access_net = _NET_BIND_TCP | _NET_CONNECT_TCP
+    if abi >= 4:
         size = 16
     if abi >= 6:
         attr.scoped = _SCOPE_ABSTRACT_UNIX_SOCKET | _SCOPE_SIGNAL
@@ -276,11 +285,11 @@ def landlock(read_roots: tuple[str, ...], tmpdir: str) -> None:
     ruleset = lib.syscall(
         _SYS_LANDLOCK_CREATE_RULESET, ctypes.byref(attr), ctypes.c_size_t(size), ctypes.c_uint32(0)
     )
-    if ruleset < 0:
-        return
+    _check(ruleset >= 0, "landlock_create_ruleset")
+    ruleset = int(ruleset)
     try:
         read = _FS_EXECUTE | _FS_READ_FILE | _FS_READ_DIR
-        for path, access in [*((root, read) for root in read_roots), (tmpdir, fs_all)]:
+        for path, access in [*((root, read) for root in read_roots), (folder, fs_all)]:
             try:
                 fd = os.open(path, _O_PATH | os.O_CLOEXEC)
             except OSError:
@@ -296,46 +305,50 @@ def landlock(read_roots: tuple[str, ...], tmpdir: str) -> None:
                 )
             finally:
                 os.close(fd)
-        restricted = lib.syscall(_SYS_LANDLOCK_RESTRICT_SELF, ctypes.c_int(ruleset), 0) == 0
-        _check(restricted, "landlock_restrict_self")
-    finally:
+    except BaseException:
         os.close(ruleset)
+        raise
+    return ruleset
 
 
-def job_scope_ruleset() -> int:
-    """A Landlock ruleset that only scopes signals and abstract unix sockets (ABI >= 6), for
-    the job processes of a batch child; -1 when the kernel cannot scope (``job_landlock``
-    then stacks the full rules). Made once, before any job: a job process only restricts
-    itself with it (``job_landlock``), which costs one syscall.
-
-    A nested domain keeps every rule of the batch child's (domains only intersect), so this
-    one adds exactly the scope: the job cannot signal the batch child, which is outside it.
-    """
-    lib = libc()
-    if lib is None or landlock_abi() < 6:
-        return -1
-    attr = _RulesetAttr(scoped=_SCOPE_ABSTRACT_UNIX_SOCKET | _SCOPE_SIGNAL)
-    ruleset = lib.syscall(
-        _SYS_LANDLOCK_CREATE_RULESET, ctypes.byref(attr), ctypes.c_size_t(24), ctypes.c_uint32(0)
-    )
-    return int(ruleset) if ruleset >= 0 else -1
-
-
-def job_landlock(ruleset: int, read_roots: tuple[str, ...], tmpdir: str) -> None:
-    """A job process's own Landlock domain: ``ruleset`` (from ``job_scope_ruleset``) when
-    there is one, else the batch child's full rules stacked again. Closes ``ruleset``."""
-    if ruleset < 0:
-        landlock(read_roots, tmpdir)
-        return
+def _restrict(ruleset: int, what: str) -> None:
+    """Enforce ``ruleset`` on this process (a new, nested domain); closes it."""
     try:
         lib = libc()
         restricted = (
             lib is not None
             and lib.syscall(_SYS_LANDLOCK_RESTRICT_SELF, ctypes.c_int(ruleset), 0) == 0
         )
-        _check(restricted, "landlock_restrict_self (job)")
+        _check(restricted, what)
     finally:
         os.close(ruleset)
+
+
+def landlock(read_roots: tuple[str, ...], tmpdir: str) -> None:
+    """Read-only ``read_roots``, read-write ``tmpdir``, nothing else; no TCP; scoped signals."""
+    ruleset = _ruleset(read_roots, tmpdir, net=True)
+    if ruleset >= 0:
+        _restrict(ruleset, "landlock_restrict_self")
+
+
+def job_ruleset(read_roots: tuple[str, ...], folder: str) -> int:
+    """The Landlock ruleset of one job process of a batch child: read-only ``read_roots``,
+    read-write only ``folder`` (the job's own subfolder of the batch's temp dir), scoped
+    signals and abstract unix sockets (ABI >= 6). -1 when the kernel has no Landlock.
+
+    Made by the batch child before the job's fork, while the previous job runs: the job
+    process only restricts itself with it (``job_landlock``), one syscall. A nested domain
+    keeps every rule of the batch child's (domains only intersect): the job reaches its own
+    folder and nothing of the other jobs' (not their folders, not the temp dir itself), and
+    cannot signal the batch child or its siblings, which are outside its domain."""
+    return _ruleset(read_roots, folder, net=False)
+
+
+def job_landlock(ruleset: int) -> None:
+    """Enforce a job's ``ruleset`` (from ``job_ruleset``) on this process; closes it. A
+    negative ``ruleset`` (no Landlock on this kernel) does nothing."""
+    if ruleset >= 0:
+        _restrict(ruleset, "landlock_restrict_self (job)")
 
 
 # ---------------------------------------------------------------------------- seccomp
@@ -381,6 +394,7 @@ BLOCKED_SYSCALLS = {
 }  # fmt: skip
 _PROCESS_SYSCALLS = ("fork", "vfork")  # allowed in a batch child (it forks one per job)
 _SYS_CLONE, _SYS_CLONE3, _SYS_IOCTL, _SYS_SETPRIORITY, _SYS_FCNTL = 56, 435, 16, 141, 72
+_SYS_SETPGID = 109
 # ioctl requests refused on any descriptor: typing into a terminal, console tricks.
 BLOCKED_IOCTLS = {"TIOCSTI": 0x5412, "TIOCLINUX": 0x541C, "TIOCCONS": 0x541D}
 # fcntl commands refused: record locks (POSIX and open-file-description, set and probe),
@@ -452,10 +466,12 @@ def seccomp_program(*, processes: bool = False) -> list[tuple[int, int, int, int
 def job_seccomp_program() -> list[tuple[int, int, int, int]]:
     """What a job process of a batch child adds to the batch child's filter
     (``seccomp_program(processes=True)``, which it inherits): no processes (``fork``,
-    ``vfork``, ``clone`` without ``CLONE_THREAD``). Stacked filters all run and the most
+    ``vfork``, ``clone`` without ``CLONE_THREAD``) and no ``setpgid``: a job's process
+    stays in the batch child's process group, which the parent kills whole (a process that
+    made a group of its own outlived the batch). Stacked filters all run and the most
     restrictive answer wins, so the two together decide every syscall as
-    ``seccomp_program()`` does; this one is a few instructions per syscall, not the
-    full filter twice."""
+    ``seccomp_program()`` does (plus ``setpgid``); this one is a few instructions per
+    syscall, not the full filter twice."""
     ld_abs, jeq, jset, ret = 0x20, 0x15, 0x45, 0x06
     allow, deny = 0x7FFF0000, 0x00050000 | _EPERM
     return [
@@ -463,8 +479,9 @@ def job_seccomp_program() -> list[tuple[int, int, int, int]]:
         _bpf(jeq, _AUDIT_ARCH_X86_64, jt=1),
         _bpf(ret, deny),
         _bpf(ld_abs, 0),  # seccomp_data.nr (x32 numbers are refused by the batch filter)
-        _bpf(jeq, BLOCKED_SYSCALLS["fork"], jt=5),
-        _bpf(jeq, BLOCKED_SYSCALLS["vfork"], jt=4),
+        _bpf(jeq, BLOCKED_SYSCALLS["fork"], jt=6),
+        _bpf(jeq, BLOCKED_SYSCALLS["vfork"], jt=5),
+        _bpf(jeq, _SYS_SETPGID, jt=4),
         _bpf(jeq, _SYS_CLONE, jf=2),
         _bpf(ld_abs, 16),  # low half of args[0]: the clone flags
         _bpf(jset, _CLONE_THREAD, jf=1),

@@ -29,14 +29,18 @@ What the child gets, in this order, before any strategy code is compiled:
     job runs in a process of its own, forked from this confined child, which never reads a
     job: the strategy's code (the batch's one code, no job's data) is compiled here once,
     confined, before the first fork (compiling runs none of it), and the heap is frozen for
-    cheap forks. The job's process stacks its own Landlock domain (scoped signals: it cannot
-    signal this child; made before the fork, one syscall after it) and a seccomp filter
-    refusing processes (stacked on this child's, whose other rules it inherits), then reads
-    its own message (nonce and window) from the job pipe, closes the pipe before any strategy
-    code runs, and writes its line. The next job's process is forked (from this child) while
-    a job runs, but reads its job only after that job's process has ended: nothing a job
-    leaves (threads, patched modules, hooks, freed memory, files: the temp dir is emptied
-    between jobs) reaches the next job, whose data was never in this child.
+    cheap forks. The job's process works in a folder of its own in the temp dir (its cwd,
+    ``HOME``, ``TMPDIR``), stacks its own Landlock domain (only that folder of the temp dir;
+    scoped signals: it cannot signal this child; made before the fork, one syscall after it)
+    and a seccomp filter refusing processes and ``setpgid`` (stacked on this child's, whose
+    other rules it inherits), then reads its own message (nonce and window) from the job
+    pipe, closes the pipe before any strategy code runs, writes its line, empties its folder
+    and says done on a pipe of its own. The next job's process is forked (from this child)
+    while a job runs, and reads its job only once that job's process has said done and been
+    sent SIGKILL (or, without Landlock or without a done, has ended and the temp dir been
+    emptied): its exit and the removal of its folder happen while the next job runs, which
+    it cannot reach. Nothing a job leaves (threads, patched modules, hooks, freed memory,
+    files) reaches the next job, whose data was never in this child.
 
 Any failure of 1-9 fails the jobs closed (one error line each, exit 1): a job never runs
 with fewer guards than asked for.
@@ -52,6 +56,7 @@ import json
 import os
 import pickle
 import resource
+import secrets
 import shutil
 import signal
 import sys
@@ -196,23 +201,24 @@ def _read_job() -> tuple[str, BacktestJob]:
     return nonce, job
 
 
-def _prepare_job_guards(source: tuple[str, str] | None) -> tuple[int, kg.PreparedFilter]:
+def _prepare_job_guards(source: tuple[str, str] | None) -> tuple[kg.PreparedFilter, bool]:
     """Once per batch child, confined, before any job's process exists (no job's data is in
     this child, ever): compile the batch's code (what each job would compile; compiling
-    executes nothing), make the job processes' Landlock ruleset and seccomp filter, and
-    freeze the heap so a job's collections do not touch (and copy) this child's pages."""
+    executes nothing), make the job processes' seccomp filter, learn whether Landlock can
+    confine each job to a folder of its own, and freeze the heap so a job's collections do
+    not touch (and copy) this child's pages."""
     if source is not None:
         from backtest.engine import _compile
 
         with contextlib.suppress(Exception):  # a job reports its own SyntaxError
             _compile(source[0], f"<variant {source[1]}>")
-    guards = (kg.job_scope_ruleset(), kg.PreparedFilter(kg.job_seccomp_program()))
+    guards = (kg.PreparedFilter(kg.job_seccomp_program()), kg.landlock_abi() >= 1)
     gc.freeze()  # no collection first: it could finalize the worker's garbage here
     return guards
 
 
 def _run_forked(
-    n_jobs: int, trace: bool, tmpdir: str, guards: tuple[int, kg.PreparedFilter]
+    n_jobs: int, trace: bool, tmpdir: str, guards: tuple[kg.PreparedFilter, bool]
 ) -> None:
     """Run the next ``n_jobs`` jobs, each in a forked process of its own, one after the other.
     A process that ended abnormally ends this child the same way (the parent's verdict reads
@@ -220,31 +226,88 @@ def _run_forked(
 
     Job k+1's process is forked while job k's runs (the fork's page-table copy then costs no
     job any wall time), from this child, which no job's code ever reached: nothing of job k
-    is in it. It confines itself at once, then waits on a go pipe of its own, which this
-    child writes only after job k's process has ended and been reaped: a job's process
-    reads its job only once the previous one is gone, as if forked after it. Job k's process
-    holds no end of that pipe (it was made after job k's fork), cannot signal or trace its
-    sibling (Landlock's scoped signals, seccomp) and has closed the job pipe.
+    is in it. It confines itself at once (its own Landlock domain: only its own folder of the
+    temp dir; seccomp), then waits on a go pipe of its own, which this child writes only
+    after job k's process has said, on a done pipe of its own, that its line is written, and
+    has been sent SIGKILL, and its folder renamed to a random name. Job k's exit (the
+    teardown of its address space, ~ms) and the removal of its folder then happen while job
+    k+1 runs, off its critical path: job k can reach nothing of job k+1 meanwhile, nor job
+    k+1 anything job k left. It holds no end of job k+1's pipes (made after its
+    fork), has closed the job pipe, cannot signal or trace its sibling (Landlock's scoped
+    signals and ptrace rule, seccomp) and reaches no folder but its own. Without Landlock
+    (no per-job folders to confine to), or when job k's process ended without saying done,
+    job k+1 goes only once job k's process is reaped and the temp dir is emptied, as
+    before. Either way job k is reaped, and its folder removed, before job k+2 goes.
     """
-    waiting = _fork_job(trace, tmpdir, guards)
+    seccomp, confined = guards
+    waiting = _fork_job(0, trace, tmpdir, seccomp, ())
+    ending: tuple[int, str] | None = None  # a job that said done: killed, not yet reaped
     for k in range(n_jobs):
-        pid, go = waiting
+        pid, go, done, folder = waiting
         os.write(go, b"g")
         os.close(go)
-        waiting = _fork_job(trace, tmpdir, guards) if k + 1 < n_jobs else None
+        if ending is not None:  # while job k runs: job k-1's teardown and its folder
+            _reap(*ending)
+            ending = None
+        waiting = _fork_job(k + 1, trace, tmpdir, seccomp, (done,)) if k + 1 < n_jobs else None
+        said = _read_done(done)
+        os.close(done)
+        if said and confined and waiting is not None:
+            with contextlib.suppress(OSError):  # its line is written: it has nothing to add
+                os.kill(pid, signal.SIGKILL)
+            ending = (pid, _hide(folder))
+            continue
         _, status = os.waitpid(pid, 0)
         if os.WIFSIGNALED(status) or os.WEXITSTATUS(status):
             if waiting is not None:  # its go pipe closes with this child: it exits unrun
                 with contextlib.suppress(OSError):
                     os.kill(waiting[0], signal.SIGKILL)
             _end_like(status)
-        if waiting is not None:
-            _empty_dir(tmpdir)  # the files a job left are the last thing it could pass on
+        if waiting is not None:  # the files a job left are the last thing it could pass on
+            _clear(tmpdir, keep=waiting[3])
+
+
+def _read_done(done: int) -> bool:
+    """Whether a job's process said its line is written (b"d"), rather than ending without
+    saying so (end of file: it exited, crashed or closed the pipe)."""
+    try:
+        return os.read(done, 1) == b"d"
+    except OSError:
+        return False
+
+
+def _hide(folder: str) -> str:
+    """Rename a killed job's folder to a random name before the next job goes: whatever is
+    still in it until it is removed (a file its threads made after it emptied the folder,
+    say) cannot be found by a path the next job could guess (``stat`` needs no Landlock
+    right, and no job can list the temp dir). Its new path."""
+    hidden = os.path.join(os.path.dirname(folder), "gone-" + secrets.token_hex(16))
+    os.rename(folder, hidden)
+    return hidden
+
+
+def _reap(pid: int, folder: str) -> None:
+    """Wait for a killed job's process to be gone, then remove its folder. A failure raises:
+    the job after next never runs beside what it left."""
+    os.waitpid(pid, 0)
+    shutil.rmtree(folder)
+
+
+def _clear(tmpdir: str, keep: str) -> None:
+    """Remove everything in ``tmpdir`` but the folder ``keep`` (the next job's), and empty
+    that one (links unlinked, never followed). A failure raises: the next job never runs
+    beside files another job left (its window's bars, say)."""
+    for entry in os.scandir(tmpdir):
+        if entry.path == keep:
+            _empty_dir(keep)
+        elif entry.is_dir(follow_symlinks=False):
+            shutil.rmtree(entry.path)
+        else:
+            os.unlink(entry.path)
 
 
 def _empty_dir(path: str) -> None:
-    """Remove everything in ``path`` (links unlinked, never followed). A failure raises: the
-    next job never runs beside files another job left (its window's bars, say)."""
+    """Remove everything in ``path`` (links unlinked, never followed)."""
     for entry in os.scandir(path):
         if entry.is_dir(follow_symlinks=False):
             shutil.rmtree(entry.path)
@@ -263,21 +326,44 @@ def _end_like(status: int) -> None:
     os._exit(os.WEXITSTATUS(status))
 
 
-def _fork_job(trace: bool, tmpdir: str, guards: tuple[int, kg.PreparedFilter]) -> tuple[int, int]:
-    """Fork one job's process, confined and waiting for its go: (its pid, the go pipe's
-    write end). In the process: its own Landlock domain (its scoped signals keep it from
-    signalling this child and its siblings) and a seccomp filter refusing processes, the go
-    awaited, then its own job read and the job pipe closed before any strategy code runs:
-    the next job's nonce is not this process's to read, and it arrives only after this
-    process has written its line, the parent has read it, and this process has ended."""
-    ruleset, seccomp = guards
-    go_r, go_w = os.pipe()
-    pid = _fork()
+def _fork_job(
+    k: int, trace: bool, tmpdir: str, seccomp: kg.PreparedFilter, inherited: tuple[int, ...]
+) -> tuple[int, int, int, str]:
+    """Fork job ``k``'s process, confined and waiting for its go: (its pid, the go pipe's
+    write end, the done pipe's read end, its folder). ``inherited``: this child's
+    descriptors the process must not keep (the running job's done pipe).
+
+    In the process: its own folder of the temp dir (made here, empty) as cwd, ``HOME`` and
+    ``TMPDIR``; its own Landlock domain (only that folder writable or readable of the temp
+    dir; scoped signals keep it from signalling this child and its siblings) and a seccomp
+    filter refusing processes; the go awaited, then its own job read and the job pipe closed
+    before any strategy code runs: the next job's nonce is not this process's to read, and
+    it arrives only after this process has written its line and the parent has read it.
+    Once its line is written it empties its folder and says done (this child then kills it
+    and lets the next job go)."""
+    folder = os.path.join(tmpdir, f"job-{k}")
+    os.mkdir(folder, 0o700)
+    ruleset = kg.job_ruleset(read_roots(), folder)
+    fds = [ruleset] if ruleset >= 0 else []
+    try:
+        go_r, go_w = os.pipe()
+        fds += [go_r, go_w]
+        done_r, done_w = os.pipe()
+        fds += [done_r, done_w]
+        pid = _fork()
+    except BaseException:
+        for fd in fds:
+            os.close(fd)
+        raise
     if pid == 0:
         code = 0
         try:
-            os.close(go_w)
-            kg.job_landlock(ruleset, read_roots(), tmpdir)  # closes this process's copy
+            for fd in (go_w, done_r, *inherited):
+                os.close(fd)
+            os.chdir(folder)
+            os.environ.update({"HOME": folder, "TMPDIR": folder})
+            tempfile.tempdir = folder
+            kg.job_landlock(ruleset)  # closes this process's copy
             seccomp.install()
             go = os.read(go_r, 1)
             os.close(go_r)
@@ -289,11 +375,15 @@ def _fork_job(trace: bool, tmpdir: str, guards: tuple[int, kg.PreparedFilter]) -
             # reading whatever file the run opens next under that number.
             os.dup2(RESULT_FD, JOB_FD)
             _write_line(_run_job(job, trace, nonce))
+            with contextlib.suppress(OSError):  # what is left, this child removes
+                _empty_dir(folder)
+            os.write(done_w, b"d")
         except BaseException:
             code = 2
         os._exit(code)
-    os.close(go_r)
-    return pid, go_w
+    for fd in (go_r, done_w, *([ruleset] if ruleset >= 0 else [])):
+        os.close(fd)
+    return pid, go_w, done_r, folder
 
 
 def _run_job(job: BacktestJob, trace: bool, nonce: str) -> bytes:

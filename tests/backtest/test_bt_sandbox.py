@@ -372,6 +372,15 @@ def test_a_job_process_filter_stacked_on_the_batch_childs_is_the_full_filter(
     assert _stacked(nr, args, arch) == _run_bpf(seccomp_program(), nr, args, arch)
 
 
+@pytest.mark.unit
+def test_a_job_process_cannot_leave_the_batch_childs_process_group() -> None:
+    """``setpgid`` is refused to a job process (the parent kills the batch child's group
+    whole: a group of its own outlived the batch); its other answers stay the full filter's."""
+    assert _stacked(109, (0, 0)) == EPERM
+    assert _run_bpf(job_seccomp_program(), 57) == EPERM  # fork
+    assert _run_bpf(job_seccomp_program(), 0) == ALLOW  # read: the batch filter decides
+
+
 @pytest.mark.integration
 def test_a_crash_message_carries_the_tail_of_the_output(bars: pd.DataFrame) -> None:
     code = attack('import os\nos.write(2, b"x" * 100000 + b" last words")\nos._exit(7)')

@@ -6,7 +6,7 @@ as an order. Every unit the screen uses is defined in its legend (:data:`LEGEND`
 
 from __future__ import annotations
 
-from swarm.analyze.contracts import Action, Decision, Outcome, Review
+from swarm.analyze.contracts import Action, DebateTurn, Decision, Outcome, Review
 
 # One line per unit the screens print; the report and the review both end with it.
 LEGEND = (
@@ -50,6 +50,40 @@ def quorum_line(d: Decision) -> str:
     line = (f"{q.notes}/{q.expected} answered, {q.sided} took a side, {q.abstained} abstained; "
             f"quorum needs {q.required} answers ({'met' if q.met else 'NOT met'})")  # fmt: skip
     return line + (f"; failed: {', '.join(f.value for f in q.failed)}" if q.failed else "")
+
+
+def book_line(d: Decision) -> str:
+    """The account the engine checked the trade against (``--book``, else empty)."""
+    pf, r = d.config.portfolio, d.risk
+    cash = f"{r.capital:,.2f} (the capital)" if pf.cash is None else f"{pf.cash:,.2f}"
+    return (f"Checked against the book: {pf.open_positions} open positions, gross exposure "
+            f"{pf.gross_exposure:,.2f}, cash {cash}, loss today {pf.loss_today:,.2f}, capital "
+            f"{r.capital:,.2f}.")  # fmt: skip
+
+
+def turn_answer(t: DebateTurn) -> str:
+    """What a rebuttal answered and whether it fell: '' for an opening."""
+    if t.answered is None:
+        return ""
+    return f"answers {t.answered}: {'rebutted' if t.rebutted else 'stands'}"
+
+
+def debate_lines(d: Decision) -> list[str]:
+    """Each round's bull and bear turns, with the point each rebuttal answered and whether it
+    fell, then the points the debate rebutted (they lose pull in the manager's weighing)."""
+    if d.debate is None:
+        return []
+    lines, down = [], []
+    for rnd in d.debate.rounds:
+        for t in (rnd.bull, rnd.bear):
+            answer = turn_answer(t)
+            lines.append(f"- round {rnd.round}, {t.side.value} ({t.model_used})"
+                         + (f", {answer}" if answer else "") + f": {_cell(t.argument)}")  # fmt: skip
+            if t.rebutted and t.answered and t.answered not in down:
+                down.append(t.answered)
+    if len(d.debate.rounds) > 1:
+        lines += ["", "Rebutted in the debate: " + (", ".join(sorted(down)) or "nothing") + "."]
+    return lines
 
 
 def _order(d: Decision) -> list[str]:
@@ -111,7 +145,14 @@ def render_report(d: Decision) -> str:
     lines += _order(d) + [""]
     r = d.risk
     if r.check_details:
-        lines += ["## Risk engine", "", "| check | result | detail |", "|---|---|---|"]
+        lines += [
+            "## Risk engine",
+            "",
+            book_line(d),
+            "",
+            "| check | result | detail |",
+            "|---|---|---|",
+        ]
         lines += [
             f"| {c.name.value} | {_yes(c.passed)} | {_cell(c.detail)} |" for c in r.check_details
         ]
@@ -132,9 +173,7 @@ def render_report(d: Decision) -> str:
     if d.debate is not None:
         db = d.debate
         lines += [f"## Debate: {db.winner.value} wins", ""]
-        for rnd in db.rounds:
-            lines += [f"- round {rnd.round}, bull ({rnd.bull.model_used}): {_cell(rnd.bull.argument)}",
-                      f"- round {rnd.round}, bear ({rnd.bear.model_used}): {_cell(rnd.bear.argument)}"]  # fmt: skip
+        lines += debate_lines(d)
         lines += ["", f"Research manager ({db.model_used}): {_cell(db.rationale)}", ""]
         if db.key_disagreements:
             lines += ["Key disagreements: " + "; ".join(db.key_disagreements), ""]

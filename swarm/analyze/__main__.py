@@ -4,8 +4,9 @@ One grounded decision for a ticker and a date: four analysts, a bull/bear debate
 research manager, a trader's ATR-anchored thesis, a risk team and judge, and a deterministic
 risk engine that sizes or rejects. Only bars up to and including the date are read.
 
-Writes OUT/<analysis_id>/ (decision.json, report.md, book.json, features.json,
-manifest.json) and prints the folder last on stdout. ``--book`` gives the risk engine the
+Writes OUT/<analysis_id>/ (decision.json, report.md, approval.html, book.json,
+features.json, manifest.json) and prints the folder last on stdout. ``approval.html`` is the
+approval screen: one offline page to read before approving the order. ``--book`` gives the risk engine the
 account's open positions and cash (a JSON, or an earlier analysis folder's book.json, the
 book after its decision). ``--review ANALYSIS_DIR`` classifies that decision's outcome once
 its horizon has passed in the data (review.json, review.md) and stores the lesson in memory.
@@ -252,6 +253,7 @@ def analyze(args: argparse.Namespace, argv: list[str]) -> Path:
     """Validate every input before any folder exists; then decide and write the folder."""
     import pandas as pd
 
+    from swarm.analyze.approval import APPROVAL_FILE, render_approval
     from swarm.analyze.book import BOOK_FILE, Book, book_after
     from swarm.analyze.memory_notes import setup_query
     from swarm.analyze.pipeline import check_history, cut_at, decide
@@ -306,6 +308,7 @@ def analyze(args: argparse.Namespace, argv: list[str]) -> Path:
     root = _folder(args.out, f"analyze-{ticker.lower()}-{decision.date}")
     _write(root, "decision.json", decision.model_dump_json(indent=2) + "\n")
     _write(root, "report.md", render_report(decision))
+    _write(root, APPROVAL_FILE, render_approval(decision))
     after = book_after(book or Book(), decision, capital=cfg.capital,
                        short_margin=cfg.limits.short_margin)  # fmt: skip
     _write(root, BOOK_FILE, after.model_dump_json(indent=2, exclude_none=True) + "\n")
@@ -331,6 +334,7 @@ def analyze(args: argparse.Namespace, argv: list[str]) -> Path:
     _write(
         root, "manifest.json", json.dumps(manifest, indent=2, sort_keys=True, default=str) + "\n"
     )
+    progress.stage("written", f"{root / 'report.md'}; approval screen {root / APPROVAL_FILE}")
     return root
 
 

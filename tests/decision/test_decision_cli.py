@@ -66,7 +66,8 @@ def test_a_subprocess_run_prints_the_folder_last(tmp_path, daily_dir):
     assert done.returncode == 0, done.stderr
     folder = Path(done.stdout.strip().splitlines()[-1])
     assert sorted(p.name for p in folder.iterdir()) == [
-        "book.json", "decision.json", "features.json", "manifest.json", "report.md"]  # fmt: skip
+        "approval.html", "book.json", "decision.json", "features.json", "manifest.json",
+        "report.md"]  # fmt: skip
     decision = json.loads((folder / "decision.json").read_text())
     assert decision["ticker"] == "NVDA" and decision["date"] == "2019-06-03"
     features = json.loads((folder / "features.json").read_text())

@@ -273,3 +273,15 @@ def test_chromium_renders_the_page_in_order(decision, tmp_path: Path):
     assert dom.sections == [*SECTIONS, "legend"]
     assert_in_order(dom.text, expected_in_order(decision))
     assert SCRIPT in dom.text and "pwned" not in done.stdout.split("</title>")[0]
+
+
+@pytest.mark.unit
+def test_a_degraded_decision_still_has_every_section(decision):
+    degraded = decision.model_copy(update={
+        "action": Action.HOLD, "status": Status.DEGRADED, "reason": "quorum not met",
+        "debate": None, "trader": None, "recalled": [],
+        "risk": Risk(capital=100_000.0, risk_pct=1.0)})  # fmt: skip
+    page = Page(render_approval(degraded))
+    assert page.sections == [*SECTIONS, "legend"]
+    assert_in_order(page.text, ["HOLD (DEGRADED)", "No debate", "No thesis",
+                                "The risk engine did not run", "Nothing recalled"])  # fmt: skip

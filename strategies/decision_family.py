@@ -17,6 +17,7 @@ import random
 from typing import NamedTuple
 
 from strategies.families import DECISION_PARAMS, reconcile
+from strategies.family_api import Proposal
 from strategies.mutate import tune
 from strategies.spec import ParamValue, PipelineFamily, StrategySpec
 
@@ -84,12 +85,6 @@ def pipeline_parameters(spec: StrategySpec) -> dict[str, ParamValue]:
 # --------------------------------------------------------------------------- proposals
 
 
-class DecisionProposal(NamedTuple):
-    spec: StrategySpec
-    parent_id: str | None
-    why: str
-
-
 def propose_decision_specs(
     *,
     route: str,
@@ -98,7 +93,7 @@ def propose_decision_specs(
     seen: set[str],
     best: tuple[str, StrategySpec] | None,
     frozen: tuple[str, ...] = (),
-) -> list[DecisionProposal]:
+) -> list[Proposal]:
     """Up to ``n`` fresh decision-pipeline specs for the gate's route.
 
     INITIAL (or nothing to build on): the defaults and single moves away from them.
@@ -108,12 +103,12 @@ def propose_decision_specs(
     (``RULES_INERT_PARAMS`` when the brain is rules).
     """
     taken = set(seen)
-    out: list[DecisionProposal] = []
+    out: list[Proposal] = []
 
     def add(spec: StrategySpec, parent: str | None, why: str) -> None:
         if len(out) < n and spec.trial_key() not in taken:
             taken.add(spec.trial_key())
-            out.append(DecisionProposal(spec, parent, why))
+            out.append(Proposal(spec, parent, why))
 
     if best is not None and route != "INITIAL":
         best_id, base = best

@@ -33,6 +33,7 @@ from collections.abc import Callable
 from typing import NamedTuple
 
 from strategies.families import PORTFOLIO_PARAMS, jitter, reconcile_portfolio
+from strategies.family_api import PORTFOLIO_LABEL, Proposal
 from strategies.mutate import tune
 from strategies.pairs import PairChoice
 from strategies.regime import INDEX_REGIME, REGIME_STYLE
@@ -42,7 +43,7 @@ from strategies.spec import Origin, ParamValue, PortfolioFamily, StrategySpec
 PARAMS = PORTFOLIO_PARAMS  # each family's parameters and defaults (strategies.families)
 
 SCOPE = "portfolio"
-LABEL = "PORTFOLIO"  # the ``symbol`` of a portfolio job and its results
+LABEL = PORTFOLIO_LABEL  # the ``symbol`` of a portfolio job and its results
 MIN_SYMBOLS = 2
 # From this many symbols a universe is broad enough to rank: the portfolio families get one
 # slot of every iteration even when the directive names none ("alpha" over a sector).
@@ -160,12 +161,6 @@ def portfolio_spec(
 # ---------------------------------------------------------------------------- proposals
 
 
-class PortfolioProposal(NamedTuple):
-    spec: StrategySpec
-    parent_id: str | None
-    why: str
-
-
 def portfolio_slots(families: list[str], n: int, n_symbols: int) -> int:
     """All ``n`` slots when the run names only portfolio families; half (at least one) beside
     others; one (of 2+) when it names none but the universe has ``UNNAMED_FROM`` symbols or
@@ -189,7 +184,7 @@ def propose_portfolio_specs(
     best: tuple[str, StrategySpec] | None,
     pair: PairChoice | None = None,
     tuner: Callable[[StrategySpec, int, set[str]], list[StrategySpec]] | None = None,
-) -> list[PortfolioProposal]:
+) -> list[Proposal]:
     """``n`` fresh proposals: around the family's own best for TUNE/FIX/REFINE, otherwise
     the templates of the named families (jittered past the templates). ``pair``: the
     universe's most cointegrated pair, for the pairs family (None: no pairs proposal).
@@ -199,13 +194,13 @@ def propose_portfolio_specs(
     before the screen."""
     route = Origin(route)
     taken = set(seen)
-    out: list[PortfolioProposal] = []
+    out: list[Proposal] = []
 
     def add(spec: StrategySpec, parent: str | None, why: str) -> None:
         key = spec.trial_key()
         if key not in taken and len(out) < n:
             taken.add(key)
-            out.append(PortfolioProposal(spec, parent, why))
+            out.append(Proposal(spec, parent, why))
 
     if best is not None and route in (Origin.TUNE, Origin.FIX, Origin.REFINE):
         best_id, base = best

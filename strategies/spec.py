@@ -12,7 +12,8 @@ import json
 from enum import StrEnum
 from typing import Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, GetCoreSchemaHandler
+from pydantic_core import core_schema
 
 
 class Family(StrEnum):
@@ -42,6 +43,44 @@ class PortfolioFamily(StrEnum):
     LOW_VOLATILITY = "low_volatility"
 
 
+# Family names registered by plugins beyond the three enums (``strategies.family_api``).
+_PLUGIN_KINDS: set[str] = set()
+
+
+def register_kind(name: str) -> None:
+    """Let ``StrategySpec.family`` accept ``name`` (called by ``FamilyRegistry.register``).
+    The enums' names stay theirs: a spec of a built-in family keeps its enum member."""
+    if not any(
+        str(name) in {f.value for f in e} for e in (Family, PipelineFamily, PortfolioFamily)
+    ):
+        _PLUGIN_KINDS.add(str(name))
+
+
+class PluginFamily(str):
+    """A family name a plugin registered (``strategies.family_api``); ``.value`` like the enums'."""
+
+    __slots__ = ()
+
+    @property
+    def value(self) -> str:
+        return str.__str__(self)
+
+    @classmethod
+    def _check(cls, value: str) -> PluginFamily:
+        if value not in _PLUGIN_KINDS:
+            raise ValueError(f"unknown family {value!r}: no family plugin registered it")
+        return cls(value)
+
+    @classmethod
+    def __get_pydantic_core_schema__(
+        cls, source: type, handler: GetCoreSchemaHandler
+    ) -> core_schema.CoreSchema:
+        return core_schema.no_info_after_validator_function(
+            cls._check, core_schema.str_schema(),
+            serialization=core_schema.plain_serializer_function_ser_schema(str),
+        )  # fmt: skip
+
+
 class Origin(StrEnum):
     """The loop step that built a variant (a research round's number is kept apart)."""
 
@@ -56,7 +95,7 @@ ParamValue = float | int | bool
 
 
 class StrategySpec(BaseModel):
-    family: Family | PipelineFamily | PortfolioFamily
+    family: Family | PipelineFamily | PortfolioFamily | PluginFamily
     name: str
     approach: str  # one sentence a researcher can read
     entry: str  # entry block id, e.g. "roc_momentum"

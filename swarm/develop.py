@@ -39,10 +39,10 @@ __all__ = ["RESUME_COMPATIBLE", "build_parser", "config_from_args", "develop", "
 
 
 def _family_names() -> str:
-    from strategies.families import known_families
     from strategies.regime import REGIME_FILTERS
+    from swarm.families import registry
 
-    return ", ".join([*known_families(), *REGIME_FILTERS])
+    return ", ".join([*registry().known(), *REGIME_FILTERS])
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -163,9 +163,9 @@ def _families(option: str | None, from_directive: list[str]) -> list[str]:
     run with it is opt-in: its decisions cost a pipeline call per ticker and week) or a
     portfolio family ("cross-sectional", "relative strength", "rotation")."""
     from strategies.decision_family import FAMILY
-    from strategies.families import known_families
     from strategies.portfolio import portfolio_families
     from strategies.regime import REGIME_FILTERS
+    from swarm.families import registry
 
     if option is None:
         opted = {FAMILY.value, *portfolio_families()}
@@ -173,7 +173,7 @@ def _families(option: str | None, from_directive: list[str]) -> list[str]:
     names = [n.strip().lower().replace("-", "_") for n in option.split(",") if n.strip()]
     if not names:
         raise UserInputError("--families: empty; give names like decision_pipeline or momentum")
-    known = known_families()
+    known = registry().known()
     for name in names:
         if name not in known and name not in REGIME_FILTERS:
             raise UserInputError(

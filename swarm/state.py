@@ -41,6 +41,7 @@ from strategies.spec import (
     Family,
     Origin,
     PipelineFamily,
+    PluginFamily,
     PortfolioFamily,
     StrategySpec,
     StrategyVariant,
@@ -178,7 +179,7 @@ CHECKPOINT_TYPES: tuple[type, ...] = (
     HoldoutResult, Verdict, Series, Origin, Route, Hint, Veto, StudyRecord, StudyKind,
     DataBrief, Finding, FactSheet, ResearchSynthesis, ResearchPlan, Domain, Regime,
     StrategyVariant, StoredVariant, LookaheadReport, Family, PipelineFamily, PortfolioFamily,
-    JobStatus, FailureType, TrajectoryStatus,
+    PluginFamily, JobStatus, FailureType, TrajectoryStatus,
 )  # fmt: skip
 
 

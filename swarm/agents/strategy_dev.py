@@ -13,30 +13,18 @@ from __future__ import annotations
 
 import contextlib
 import random
-from collections.abc import Callable, Collection
-from dataclasses import dataclass
+from collections.abc import Collection
 
 from gate.contracts import FailureAnalysis, Hint, VariantEvaluation, Veto
 from gate.evaluate import MAX_ERROR_RATE, rank_key
 from gate.failure import FAR_ATTAINMENT
 from strategies.families import initial_specs
+from strategies.family_api import Proposal, Tuner
 from strategies.mutate import fix, refine, toward_more_trades, tune
 from strategies.repair import repairs
 from strategies.spec import Origin, StrategySpec
 
 ALL_FAMILIES = ["momentum", "mean_reversion", "breakout", "trend", "volatility"]
-
-
-# Parameter sets around the best so far: (parent, how many, trial keys to avoid) -> specs.
-# ``strategies.mutate.tune`` by default; the graph node passes the screen (``backtest.sweep``).
-Tuner = Callable[[StrategySpec, int, set[str]], list[StrategySpec]]
-
-
-@dataclass(frozen=True)
-class Proposal:
-    spec: StrategySpec
-    parent_id: str | None
-    why: str
 
 
 def preferred_order(directive_families: list[str], research_families: list[str]) -> list[str]:

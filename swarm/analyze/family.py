@@ -27,11 +27,11 @@ from strategies.codegen import code_sha256
 from strategies.decision_family import (
     FAMILY,
     RULES_INERT_PARAMS,
-    DecisionProposal,
     is_decision_spec,
     propose_decision_specs,
     render_decision_strategy,
 )
+from strategies.family_api import Proposal
 from strategies.spec import StrategySpec
 from swarm.analyze.nodes import Brain
 from swarm.analyze.pipeline import DecisionCache
@@ -73,7 +73,7 @@ def decision_proposals(
     best: tuple[str, StrategySpec] | None,
     last: list[tuple[VariantEvaluation, StrategySpec]],
     llm: Any = None,
-) -> list[DecisionProposal]:
+) -> list[Proposal]:
     """This family's proposals: around its own best (the run's best if it is one, else the
     best-scored of the last iteration), or fresh ones. Without ``llm`` (the rules brain) no
     proposal moves ``debate_rounds``: it would change no decision."""

@@ -23,7 +23,6 @@ from backtest.contracts import BacktestJob, BacktestResult
 from backtest.executor import error_result
 from experiments.runfolder import result_file
 from strategies.portfolio import LABEL as PORTFOLIO
-from strategies.portfolio import SCOPE
 from strategies.spec import StrategySpec
 from swarm.context import RunContext
 from swarm.regime_data import index_hashes, missing_indices, missing_message, with_index_feeds
@@ -40,7 +39,9 @@ def job_id(iteration: int, variant_id: str, symbol: str, fold: int) -> str:
 def job_symbols(spec: StrategySpec, symbols: list[str]) -> list[str]:
     """What a variant of ``spec`` is run on: each symbol alone, or (portfolio scope) the whole
     universe at once, under the portfolio label."""
-    return [PORTFOLIO] if spec.scope == SCOPE else list(symbols)
+    from swarm.families import registry
+
+    return registry().job_symbols(spec, symbols)
 
 
 def fan_out_backtests(state: DevelopState) -> list[Send]:

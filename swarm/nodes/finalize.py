@@ -47,11 +47,12 @@ from gate.ledger import TrialLedger
 from gate.stats import expected_max_sharpe
 from strategies.spec import StrategySpec
 from strategies.taxonomy import within_directive
-from swarm.analyze.family import holdout_note, holdout_variant, with_holdout_code
+from swarm.analyze.family import holdout_note, with_holdout_code
 from swarm.context import RunContext
+from swarm.families import registry
 from swarm.nodes.backtest import PORTFOLIO, data_sha256, job_bars, job_symbols
 from swarm.nodes.gate import portfolio_series
-from swarm.nodes.strategy import with_code
+from swarm.nodes.variants import with_code
 from swarm.regime_data import reproduce_data
 from swarm.state import BestSoFar, DevelopState
 
@@ -67,8 +68,8 @@ def holdout(state: DevelopState, runtime: Runtime[RunContext]) -> dict[str, Any]
     cfg = ctx.config
     winner_id = state["best"].variant_id
     entry = state["all_variants"][winner_id]
-    # A decision-pipeline winner gets the holdout's decisions only now (swarm.analyze.family).
-    variant = holdout_variant(ctx, with_code(ctx, entry))
+    # Its family's holdout code: a decision-pipeline winner gets the holdout's decisions only now.
+    variant = registry().holdout_variant(ctx, with_code(ctx, entry))
     fold = ctx.holdout_fold
     ctx.progress.stage(
         "holdout", f"opening the sealed holdout {fold.start} .. {fold.end} for {winner_id}"

@@ -142,7 +142,7 @@ def test_a_variant_reading_a_missing_index_is_a_job_error_naming_the_file(tmp_pa
 
 @pytest.mark.unit
 def test_the_llm_catalogue_lists_a_regime_filter_only_with_its_files() -> None:
-    from swarm.nodes.strategy import catalogue_text
+    from swarm.nodes.strategy_brief import catalogue_text
 
     assert needed_series([VIX_REGIME]) == ["VIX"]
     assert needed_series([INDEX_REGIME, VIX_REGIME]) == ["SPY", "QQQ", "VIX"]

@@ -100,7 +100,7 @@ def test_no_screen_never_screens_and_raw_deflation_ignores_the_effective_count(
     tmp_path, daily_dir, monkeypatch
 ):
     import swarm.nodes.gate as gate_node
-    import swarm.nodes.strategy as strategy_node
+    import swarm.nodes.screen_tuner as strategy_node
 
     argv = _args(daily_dir, tmp_path / "a", "--no-screen", "--deflate-by", "raw")
 

@@ -39,7 +39,8 @@ from strategies.portfolio import (
 from strategies.regime import INDEX_REGIME
 from strategies.spec import PortfolioFamily
 from swarm.memo import RunMemo
-from swarm.nodes.strategy import ScreenTuner, _screens_portfolio
+from swarm.families.portfolio import PortfolioFamilies
+from swarm.nodes.screen_tuner import ScreenTuner, screens
 
 pytestmark = pytest.mark.integration
 
@@ -206,9 +207,9 @@ def test_only_the_families_the_portfolio_screen_reproduces_are_screened():
         portfolio_spec(PortfolioFamily.CROSS_SECTIONAL_MOMENTUM, filters=(INDEX_REGIME,))
     )
     on, off = SimpleNamespace(screen_size=500), SimpleNamespace(screen_size=0)
-    assert _screens_portfolio(on, ("p", PARENT))
-    assert not _screens_portfolio(off, ("p", PARENT))  # --no-screen
-    assert not _screens_portfolio(on, None)
+    assert screens(on, PortfolioFamilies(), ("p", PARENT))
+    assert not screens(off, PortfolioFamilies(), ("p", PARENT))  # --no-screen
+    assert not screens(on, PortfolioFamilies(), None)
 
 
 @pytest.mark.unit
@@ -312,7 +313,7 @@ def test_a_run_tunes_its_portfolio_parent_through_the_screen_and_no_screen_never
     verdict = json.loads((run / "verdict.json").read_text())
     assert verdict["n_trials"] == 60 + 10 - len(rec["confirmed"])  # a confirmed set: one trial
 
-    import swarm.nodes.strategy as strategy_node
+    import swarm.nodes.screen_tuner as strategy_node
 
     def refuse(*a, **k):
         raise AssertionError("--no-screen must not screen")

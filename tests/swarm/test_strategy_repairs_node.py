@@ -79,7 +79,7 @@ def _drawdown_only() -> FailureAnalysis:
 
 @pytest.fixture(autouse=True)
 def _no_pair_search(monkeypatch):
-    monkeypatch.setattr(strategy_node, "_pair", lambda ctx: None)
+    monkeypatch.setattr("swarm.families.portfolio.universe_pair", lambda run: None)
 
 
 @pytest.mark.parametrize("route", ["TUNE", "REFINE"])

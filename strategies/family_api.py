@@ -1,0 +1,225 @@
+"""Strategy families as plugins: one proposal type, one context, one protocol, one registry.
+
+A family plugin owns one or more family names (``kinds``) and everything that differs between
+families: how many of an iteration's slots it takes, what it proposes on each route, the code
+a spec becomes, the code the sealed holdout runs, and whether the screen can tune it. The
+strategy node, the backtest fan-out and the holdout ask the registry (``for_spec``) instead of
+asking which kind a spec is.
+
+The built-in plugins (block families, portfolio families, the decision pipeline) are registered
+by ``swarm.families``: their proposers use the gate's analysis, a floor above this one. A new
+family is one new module there (or anywhere) that calls ``registry.register(MyFamily())``.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
+
+from strategies.spec import StrategySpec, register_kind
+
+if TYPE_CHECKING:
+    from gate.contracts import FailureAnalysis, VariantEvaluation
+
+Scope = Literal["symbol", "portfolio"]
+DEFAULT_PRIORITY = 100
+PORTFOLIO_LABEL = "PORTFOLIO"  # the ``symbol`` of a portfolio-scope job and its results
+
+# Parameter sets around a parent: (parent, how many, trial keys to avoid) -> specs. The rules
+# brain's grid moves by default; the strategy node passes the screen (``backtest.sweep``).
+Tuner = Callable[[StrategySpec, int, set[str]], list[StrategySpec]]
+
+
+@dataclass(frozen=True)
+class Proposal:
+    """One spec to build, with its parent in the run's lineage and why it was proposed."""
+
+    spec: StrategySpec
+    parent_id: str | None
+    why: str
+
+
+@dataclass
+class ProposalContext:
+    """What a plugin may read when it proposes: the gate's route and analysis, the run's
+    lineage, its named families and universe, and the run itself (its bars, memo and LLM)
+    for the plugins that need them. ``seen`` holds every trial key so far (never modified by
+    a plugin: the node adds the proposals)."""
+
+    route: str
+    rng: random.Random
+    seen: set[str]
+    families: list[str]  # the run's --families (or the directive's), as given
+    n_symbols: int
+    best: tuple[str, StrategySpec] | None = None  # the run's best
+    own_best: tuple[str, StrategySpec] | None = None  # the plugin's own best (``own_best``)
+    last: list[tuple[VariantEvaluation, StrategySpec]] = field(default_factory=list)
+    failure: FailureAnalysis | None = None
+    tuner: Tuner | None = None  # the screen around ``own_best``, when it reproduces it
+    run: Any = None  # the RunContext (bars, memo, llm, config)
+    extra: dict[str, Any] = field(default_factory=dict)  # e.g. the rules brain's brief
+
+    def with_(self, **changes: Any) -> ProposalContext:
+        return replace(self, **changes)
+
+
+@runtime_checkable
+class FamilyPlugin(Protocol):
+    """A strategy family (or a set of them) the lab can search.
+
+    * ``name``: the plugin's id; ``kinds``: the family names it owns (``StrategySpec.family``);
+      ``scope``: "symbol" (run on each symbol alone) or "portfolio" (the universe at once).
+    * ``self_proposing``: True when only this plugin proposes around its specs (the rules
+      brain's block mutators and its LLM never touch them). The catch-all plugin (the block
+      families) is the one that is not.
+    * ``repairable``: whether ``strategies.repair`` may reshape its specs along failing criteria.
+    * ``slots(families, n, n_symbols)``: how many of the ``n`` remaining slots it takes.
+    * ``propose(ctx, n)``: ``n`` fresh proposals (none whose trial key is in ``ctx.seen``).
+    * ``reconcile(spec)``: exactly the parameters its code reads.
+    * ``code(run, spec)``: the module source, or None to drop the proposal (e.g. a budget ran out).
+    * ``holdout_variant(run, variant)``: the variant dict the sealed holdout runs.
+    * ``screens(spec)``: whether the screen reproduces ``spec`` (False: tune by grid moves).
+
+    An optional ``priority`` (default 100) orders the self-proposing plugins: lower first,
+    then registration order (the decision pipeline 10, the portfolio families 20).
+    """
+
+    name: str
+    kinds: tuple[str, ...]
+    scope: Scope
+    self_proposing: bool
+    repairable: bool
+
+    def slots(self, families: Sequence[str], n: int, n_symbols: int) -> int: ...
+
+    def propose(self, ctx: ProposalContext, n: int) -> list[Proposal]: ...
+
+    def reconcile(self, spec: StrategySpec) -> StrategySpec: ...
+
+    def code(self, run: Any, spec: StrategySpec) -> str | None: ...
+
+    def holdout_variant(self, run: Any, variant: dict[str, Any]) -> dict[str, Any]: ...
+
+    def screens(self, spec: StrategySpec) -> bool: ...
+
+
+class FamilyRegistry:
+    """The plugins in proposal order: the self-proposing ones in registration order, then the
+    catch-all (the block families), which takes the slots the others leave."""
+
+    def __init__(self) -> None:
+        self._plugins: list[FamilyPlugin] = []
+        self._by_kind: dict[str, FamilyPlugin] = {}
+
+    def register(self, plugin: FamilyPlugin) -> FamilyPlugin:
+        """Add ``plugin``; a family name two plugins claim is an error, and so is a second
+        catch-all. Registering the same plugin twice is a no-op (a module imported twice)."""
+        if any(p is plugin or p.name == plugin.name for p in self._plugins):
+            return plugin
+        taken = [k for k in plugin.kinds if k in self._by_kind]
+        if taken:
+            raise ValueError(
+                f"family plugin {plugin.name!r}: {', '.join(taken)} already registered by "
+                f"{self._by_kind[taken[0]].name!r}; give the family another name"
+            )
+        if not plugin.self_proposing and any(not p.self_proposing for p in self._plugins):
+            raise ValueError(
+                f"family plugin {plugin.name!r}: only one plugin may take the remaining slots "
+                "(self_proposing=False); make it self-proposing"
+            )
+        for kind in plugin.kinds:
+            register_kind(kind)
+            self._by_kind[kind] = plugin
+        self._plugins.append(plugin)
+        return plugin
+
+    def unregister(self, name: str) -> None:
+        """Remove the plugin called ``name`` (a test's toy family); unknown names are ignored.
+        Specs of its kinds stay valid pydantic-wise but no longer find a plugin."""
+        self._plugins = [p for p in self._plugins if p.name != name]
+        self._by_kind = {k: p for k, p in self._by_kind.items() if p.name != name}
+
+    def __iter__(self) -> Iterator[FamilyPlugin]:
+        """Proposal order: the self-proposing plugins by priority (then as registered), the
+        catch-all last."""
+        own = sorted(
+            (p for p in self._plugins if p.self_proposing),
+            key=lambda p: getattr(p, "priority", DEFAULT_PRIORITY),
+        )
+        return iter(own + [p for p in self._plugins if not p.self_proposing])
+
+    def for_kind(self, kind: str) -> FamilyPlugin:
+        try:
+            return self._by_kind[str(getattr(kind, "value", kind))]
+        except KeyError:
+            raise KeyError(
+                f"no family plugin owns {kind!r}; known: {', '.join(self.known())}"
+            ) from None
+
+    def for_spec(self, spec: StrategySpec) -> FamilyPlugin:
+        return self.for_kind(spec.family.value)
+
+    def owns(self, plugin: FamilyPlugin, spec: StrategySpec) -> bool:
+        return self._by_kind.get(spec.family.value) is plugin
+
+    def known(self) -> list[str]:
+        """Every family name ``--families`` accepts, block families first."""
+        return [k for p in self._ordered_for_names() for k in p.kinds]
+
+    def _ordered_for_names(self) -> list[FamilyPlugin]:
+        """The block families first, then the others in proposal order (``--families``' list)."""
+        ordered = list(self)
+        return (
+            ordered[-1:] + ordered[:-1] if ordered and not ordered[-1].self_proposing else ordered
+        )
+
+    def catch_all(self) -> FamilyPlugin:
+        for p in self._plugins:
+            if not p.self_proposing:
+                return p
+        raise LookupError("no catch-all family plugin registered (the block families)")
+
+    # -- questions every consumer asks, answered by the spec's plugin
+
+    def scope_of(self, spec: StrategySpec) -> Scope:
+        return self.for_spec(spec).scope
+
+    def job_symbols(self, spec: StrategySpec, symbols: Sequence[str]) -> list[str]:
+        """What a variant of ``spec`` runs on: each symbol alone, or (portfolio scope) the
+        whole universe at once, under the portfolio label."""
+        return [PORTFOLIO_LABEL] if self.scope_of(spec) == "portfolio" else list(symbols)
+
+    def rules_mutable(self, spec: StrategySpec) -> bool:
+        """Whether the rules brain's block mutators (and its LLM revisions) may touch ``spec``:
+        catalogue specs of the catch-all only, never an LLM's own code."""
+        return not spec.is_custom and not self.for_spec(spec).self_proposing
+
+    def repairable(self, spec: StrategySpec) -> bool:
+        return not spec.is_custom and self.for_spec(spec).repairable
+
+    def reconcile(self, spec: StrategySpec) -> StrategySpec:
+        return self.for_spec(spec).reconcile(spec)
+
+    def holdout_variant(self, run: Any, variant: dict[str, Any]) -> dict[str, Any]:
+        spec = StrategySpec.model_validate(variant["spec"])
+        return self.for_spec(spec).holdout_variant(run, variant)
+
+
+def own_best(
+    registry: FamilyRegistry,
+    plugin: FamilyPlugin,
+    best: tuple[str, StrategySpec] | None,
+    last: Sequence[tuple[VariantEvaluation, StrategySpec]],
+    rank: Callable[[VariantEvaluation], Any],
+) -> tuple[str, StrategySpec] | None:
+    """A self-proposing plugin's parent: the run's best if it is one of its specs, else its
+    best-ranked variant of the last iteration (``rank``: the gate's rank key)."""
+    if best is not None and registry.owns(plugin, best[1]):
+        return best
+    mine = [(ev, spec) for ev, spec in last if registry.owns(plugin, spec)]
+    if not mine:
+        return None
+    ev, spec = max(mine, key=lambda p: rank(p[0]))
+    return ev.variant_id, spec

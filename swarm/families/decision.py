@@ -1,0 +1,51 @@
+"""The decision pipeline as a family: the analyst -> debate -> trader -> risk desk decides on
+every rebalance date, and the variant's code replays those decisions
+(``swarm.analyze.family``). Registered here, above ``strategies/``: it needs the desk."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from strategies.decision_family import FAMILY, RULES_INERT_PARAMS, propose_decision_specs
+from strategies.families import reconcile
+from strategies.family_api import Proposal, ProposalContext, Scope
+from strategies.spec import StrategySpec
+from swarm.analyze.family import decision_slots, holdout_variant, pipeline_code
+from swarm.families import REGISTRY
+
+
+class DecisionPipeline:
+    name = "decision_pipeline"
+    kinds = (FAMILY.value,)
+    scope: Scope = "symbol"
+    self_proposing = True
+    priority = 10
+    repairable = False  # its proposer revises it: no block edit makes new decisions
+
+    def slots(self, families: Sequence[str], n: int, n_symbols: int) -> int:
+        return decision_slots(list(families), n) if n > 0 else 0
+
+    def propose(self, ctx: ProposalContext, n: int) -> list[Proposal]:
+        """Around its own best, or fresh; without an LLM (the rules brain) no proposal moves
+        ``debate_rounds``: it would change no decision."""
+        if n <= 0:
+            return []
+        frozen = RULES_INERT_PARAMS if ctx.run is None or ctx.run.llm is None else ()
+        return propose_decision_specs(route=ctx.route, n=n, rng=ctx.rng, seen=ctx.seen,
+                                      best=ctx.own_best, frozen=frozen)  # fmt: skip
+
+    def reconcile(self, spec: StrategySpec) -> StrategySpec:
+        return reconcile(spec)
+
+    def code(self, run: Any, spec: StrategySpec) -> str | None:
+        return pipeline_code(run, spec)  # None: the LLM budget ran out (the gate stops the run)
+
+    def holdout_variant(self, run: Any, variant: dict[str, Any]) -> dict[str, Any]:
+        return holdout_variant(run, variant)
+
+    def screens(self, spec: StrategySpec) -> bool:
+        return False
+
+
+REGISTRY.register(DecisionPipeline())

@@ -1,0 +1,59 @@
+"""The portfolio families (cross-sectional momentum, rotation, pairs, low volatility): one
+strategy over the whole universe, run once per fold (``strategies.portfolio``)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from strategies.codegen import render
+from strategies.families import reconcile_portfolio
+from strategies.family_api import Proposal, ProposalContext, Scope
+from strategies.pairs import PairChoice, best_pair
+from strategies.portfolio import portfolio_slots, propose_portfolio_specs
+from strategies.spec import PortfolioFamily, StrategySpec
+from swarm.families import REGISTRY
+
+
+def universe_pair(run: Any) -> PairChoice | None:
+    """The universe's most cointegrated pair on in-sample closes (the holdout stays sealed),
+    found once per run."""
+    if not run.memo.pair_chosen:
+        run.memo.pair = best_pair({s: run.insample_bars(s)["close"] for s in run.symbols})
+        run.memo.pair_chosen = True
+    return run.memo.pair
+
+
+class PortfolioFamilies:
+    name = "portfolio"
+    kinds = tuple(f.value for f in PortfolioFamily)
+    scope: Scope = "portfolio"
+    self_proposing = True
+    priority = 20
+    repairable = True
+
+    def slots(self, families: Sequence[str], n: int, n_symbols: int) -> int:
+        return portfolio_slots(list(families), n, n_symbols)
+
+    def propose(self, ctx: ProposalContext, n: int) -> list[Proposal]:
+        return propose_portfolio_specs(
+            families=ctx.families, route=ctx.route, rng=ctx.rng, seen=ctx.seen,
+            best=ctx.own_best, n=n, pair=universe_pair(ctx.run) if n else None, tuner=ctx.tuner,
+        )  # fmt: skip
+
+    def reconcile(self, spec: StrategySpec) -> StrategySpec:
+        return reconcile_portfolio(spec)
+
+    def code(self, run: Any, spec: StrategySpec) -> str | None:
+        return render(spec, bars_per_year=run.periods_per_year)
+
+    def holdout_variant(self, run: Any, variant: dict[str, Any]) -> dict[str, Any]:
+        return variant
+
+    def screens(self, spec: StrategySpec) -> bool:
+        from backtest.sweep import supported_portfolio
+
+        return supported_portfolio(spec)
+
+
+REGISTRY.register(PortfolioFamilies())

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from strategies.family_api import PORTFOLIO_LABEL, FamilyPlugin, FamilyRegistry
 from strategies.families import known_families
+from strategies.family_api import PORTFOLIO_LABEL, FamilyPlugin, FamilyRegistry
 from strategies.spec import Family, PluginFamily, PortfolioFamily, StrategySpec
 from swarm.families import registered, registry
 

@@ -38,8 +38,8 @@ from strategies.portfolio import (
 )
 from strategies.regime import INDEX_REGIME
 from strategies.spec import PortfolioFamily
-from swarm.memo import RunMemo
 from swarm.families.portfolio import PortfolioFamilies
+from swarm.memo import RunMemo
 from swarm.nodes.screen_tuner import ScreenTuner, screens
 
 pytestmark = pytest.mark.integration

@@ -36,7 +36,9 @@ an index feed (``strategies.regime``: a regime filter's SPY, QQQ or VIX, named
 ``index:SYMBOL``) is fed on the same calendar but never traded: a fill on it is an integrity
 error; the broker is backtrader's default stock-like one of ``backtest.engine`` (percentage
 commission, percentage slippage on open, limit and match, never outside the bar's range,
-short sales credit cash).
+short sales credit cash), with the lab's borrow fee on shorts (``backtest.borrow``: debited
+at the start of each bar, before its fills; in the equity and ``borrow_paid``, not in the
+trade pnls).
 """
 
 from __future__ import annotations
@@ -50,6 +52,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from backtest.borrow import borrow_by_bar, borrow_due, cash_by_bar, per_bar_rate
 from backtest.contracts import BacktestJob, BacktestResult, CostModel, Fold, JobStatus
 from backtest.margin import MARGIN_RTOL, bankrupt_at, exposure_after, margin_refuses, opens
 from backtest.metrics import compute_metrics
@@ -575,6 +578,19 @@ def _execute(
     return execsize, closedcomm + openedcomm
 
 
+def _debit_borrow(book: _Replay, feeds: list[_Bars], rate: float, start: int, stop: int) -> None:
+    """Debit the borrow fee of bars ``start`` to ``stop - 1`` from the books' cash, as the
+    broker does at the start of each (``backtest.borrow``): no fill happened in between, so
+    the positions held are the books' current ones."""
+    sizes = [p.size for p in book.positions]
+    if not any(s < 0.0 for s in sizes):
+        return
+    cash = book.cash
+    for i in range(start, stop):
+        cash -= borrow_due(sizes, [f.closes[i - 1] for f in feeds], rate)
+    book.cash = cash
+
+
 def broker_values(
     closes: list[np.ndarray], cash: np.ndarray, sizes: np.ndarray, prices: np.ndarray
 ) -> np.ndarray:
@@ -622,6 +638,8 @@ def keep_books(job: BacktestJob, log: FillLog, *, duration_s: float = 0.0) -> Bo
 
     costs = job.costs
     rate = costs.commission_pct / 100.0
+    borrow = per_bar_rate(costs.borrow_pct, job.periods_per_year)
+    accrued = 1  # the first bar whose borrow fee is not yet debited (bar 0 pays none)
     # An index feed (a regime filter's) is read, never traded: it holds no position, and a
     # symbol job with one is still a one-symbol job (trades run flat to flat).
     read_only = [is_index_feed(name) for name, _ in named]
@@ -647,6 +665,9 @@ def keep_books(job: BacktestJob, log: FillLog, *, duration_s: float = 0.0) -> Bo
         if log.orders is not None:
             price = _answer(k, claimed, log.orders, filled, feeds, costs, price)
         day = bars.dates[claimed.executed]
+        if borrow and accrued <= claimed.executed:  # the fees up to this bar, before its fills
+            _debit_borrow(book, feeds, borrow, accrued, claimed.executed + 1)
+            accrued = claimed.executed + 1
         beyond = _beyond_margin(claimed, price, book, feeds, rate, costs.max_gross_leverage)
         size, commission = _execute(k, claimed, price, book, rate, day)  # cash first
         if beyond:
@@ -693,6 +714,10 @@ def keep_books(job: BacktestJob, log: FillLog, *, duration_s: float = 0.0) -> Bo
                 f"{o.data}) was not placed on a bar of the fold, on a fed feed, with a size"
             )
     cash, sizes, avgs = forward_fill(marks, n, costs.cash, len(feeds))
+    due = np.zeros(n)
+    if borrow:
+        due = borrow_by_bar(sizes, [f.close[:n] for f in feeds], borrow)
+        cash = cash_by_bar([(m[0], m[1]) for m in marks], due, costs.cash)
     values = broker_values([f.close[:n] for f in feeds], cash, sizes, avgs)
     claimed_values = np.asarray(log.values, dtype=float)
     off = ~np.isclose(claimed_values, values, rtol=VALUE_RTOL, atol=VALUE_RTOL)
@@ -725,6 +750,7 @@ def keep_books(job: BacktestJob, log: FillLog, *, duration_s: float = 0.0) -> Bo
     traded = float(
         sum(abs(f.size) * f.price for f in fills if fold_start <= f.executed <= last_day)
     )
+    borrow_paid = float(due[first:end].sum()) if borrow else 0.0
     metrics = compute_metrics(
         equity,
         trade_pnls=pnls,
@@ -746,6 +772,7 @@ def keep_books(job: BacktestJob, log: FillLog, *, duration_s: float = 0.0) -> Bo
         trade_pnls=list(pnls),
         bars_in_market=bars_in_market,
         traded_notional=traded,
+        borrow_paid=borrow_paid,
         duration_s=duration_s,
     )
     return Books(result=result, fills=fills, values=values)

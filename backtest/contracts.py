@@ -17,10 +17,13 @@ from backtest.margin import MAX_GROSS_LEVERAGE
 
 
 class CostModel(BaseModel):
-    """Execution costs. Percentages are per side, of traded notional."""
+    """Execution costs. Commission and slippage are percent per side, of traded notional;
+    the borrow fee is percent a year of a short's market value, accrued per bar held short
+    (``backtest.borrow``)."""
 
     commission_pct: float = Field(0.1, ge=0, le=5)
     slippage_pct: float = Field(0.05, ge=0, le=5)
+    borrow_pct: float = Field(0.0, ge=0, le=100)
     cash: float = Field(100_000.0, gt=0)
     # The initial margin (``backtest.margin``): gross exposure after an opening fill over
     # equity. The broker refuses an order beyond it; the books call a fill beyond it an
@@ -129,3 +132,5 @@ class BacktestResult(BaseModel):
     trade_pnls: list[float] = Field(default_factory=list)
     bars_in_market: int = 0
     traded_notional: float = 0.0  # sum of |size| x price of the fills inside the window
+    # The borrow fee debited on shorts at the bars inside the window (``backtest.borrow``).
+    borrow_paid: float = 0.0

@@ -41,6 +41,7 @@ from backtest.books import (
     feed_frame,
     feed_frames,
 )
+from backtest.borrow import borrow_due, per_bar_rate
 from backtest.compat import import_backtrader
 from backtest.contracts import BacktestJob, BacktestResult, CostModel, Fold, JobStatus
 from backtest.feed import FramePandasData
@@ -193,9 +194,23 @@ class MarginedBroker(bt.brokers.BackBroker):
     broker refuses an opening part the cash cannot pay: the part that covers a position held
     the other way still fills, the rest is refused (status ``Margin``, its bracket
     cancelled). Every other order executes as in ``BackBroker``, float for float.
+
+    With a borrow fee (``borrow_rate`` per bar, ``backtest.borrow``) the shorts held at the
+    previous bar's close pay it from cash at the start of each bar, before any order is
+    checked or filled.
     """
 
-    params = (("max_gross_leverage", MAX_GROSS_LEVERAGE),)
+    params = (("max_gross_leverage", MAX_GROSS_LEVERAGE), ("borrow_rate", 0.0))
+
+    def next(self) -> None:
+        rate = self.p.borrow_rate
+        if rate:
+            # the positions in the order the recorder touched them: feed order
+            datas = list(self.positions)
+            sizes = [self.positions[d].size for d in datas]
+            if any(s < 0.0 for s in sizes):
+                self.cash -= borrow_due(sizes, [d.close[-1] for d in datas], rate)
+        super().next()
 
     def _execute(self, order, ago=None, price=None, cash=None, position=None, dtcoc=None):  # type: ignore[no-untyped-def]
         if ago is None or price is None or not self._over_margin(order, price):
@@ -480,7 +495,10 @@ def _simulate(job: BacktestJob, run: EngineRun, code_file_box: list[str], books:
         cerebro.addstrategy(_gated(user_cls, fold_start), **params)
         cerebro.addanalyzer(_Recorder, _name="recorder")
         costs = job.costs
-        cerebro.setbroker(MarginedBroker(max_gross_leverage=costs.max_gross_leverage))
+        borrow = per_bar_rate(costs.borrow_pct, job.periods_per_year)
+        cerebro.setbroker(
+            MarginedBroker(max_gross_leverage=costs.max_gross_leverage, borrow_rate=borrow)
+        )
         cerebro.broker.setcash(costs.cash)
         cerebro.broker.setcommission(commission=costs.commission_pct / 100.0)
         cerebro.broker.set_slippage_perc(

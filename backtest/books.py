@@ -37,8 +37,8 @@ an index feed (``strategies.regime``: a regime filter's SPY, QQQ or VIX, named
 error; the broker is backtrader's default stock-like one of ``backtest.engine`` (percentage
 commission, percentage slippage on open, limit and match, never outside the bar's range,
 short sales credit cash), with the lab's borrow fee on shorts (``backtest.borrow``: debited
-at the start of each bar, before its fills; in the equity and ``borrow_paid``, not in the
-trade pnls).
+at the start of each bar, before its fills; in the equity and the metrics' ``borrow_paid``,
+not in the trade pnls).
 """
 
 from __future__ import annotations
@@ -757,7 +757,7 @@ def keep_books(job: BacktestJob, log: FillLog, *, duration_s: float = 0.0) -> Bo
         bars_in_market=bars_in_market,
         periods_per_year=job.periods_per_year,
         traded_notional=traded,
-    ).model_copy(update={"orders_rejected": log.orders_rejected})
+    ).model_copy(update={"orders_rejected": log.orders_rejected, "borrow_paid": borrow_paid})
     returns = (equity[1:] / equity[:-1] - 1.0).tolist()
     result = BacktestResult(
         job_id=job.job_id,
@@ -772,7 +772,6 @@ def keep_books(job: BacktestJob, log: FillLog, *, duration_s: float = 0.0) -> Bo
         trade_pnls=list(pnls),
         bars_in_market=bars_in_market,
         traded_notional=traded,
-        borrow_paid=borrow_paid,
         duration_s=duration_s,
     )
     return Books(result=result, fills=fills, values=values)

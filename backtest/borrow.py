@@ -20,7 +20,7 @@ The engine's broker (``backtest.engine.MarginedBroker``), the books (``backtest.
 the screens (``backtest.screen_fills``, ``backtest.screen_portfolio``) all compute a bar's fee
 as ``borrow_due`` does, in its order of float operations, so an honest run's cash is the same
 on every side. Trade pnls stay those of prices and commissions (backtrader's ``Trade``); the
-fee is in the equity, its returns and metrics, and in ``BacktestResult.borrow_paid``.
+fee is in the equity, its returns and metrics, and in ``Metrics.borrow_paid``.
 """
 
 from __future__ import annotations

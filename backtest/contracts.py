@@ -114,6 +114,9 @@ class Metrics(BaseModel):
     # Orders the broker refused (margin: not enough cash; rejected): a strategy whose entries
     # are refused trades less than its code says, and its win rate is of the trades it got.
     orders_rejected: int = 0
+    # The borrow fee the shorts paid over the window (``backtest.borrow``; 0 without one):
+    # in the equity above, not in the trade pnls.
+    borrow_paid: float = 0.0
 
 
 class BacktestResult(BaseModel):
@@ -132,5 +135,3 @@ class BacktestResult(BaseModel):
     trade_pnls: list[float] = Field(default_factory=list)
     bars_in_market: int = 0
     traded_notional: float = 0.0  # sum of |size| x price of the fills inside the window
-    # The borrow fee debited on shorts at the bars inside the window (``backtest.borrow``).
-    borrow_paid: float = 0.0

@@ -39,6 +39,7 @@ from backtest import screen_blocks as blocks
 from backtest import screen_fills as sf
 from backtest import screen_portfolio as sp
 from backtest.books import feed_frame
+from backtest.borrow import borrow_by_bar, per_bar_rate
 from backtest.cli_args import (
     OneLineParser,
     add_window_arguments,
@@ -127,6 +128,17 @@ class Evaluation(BooksEquity):
     positions: np.ndarray  # the position at every bar's close
     refused: int  # orders the broker refused (not enough cash)
     cash: float  # the starting cash
+    borrow: float = 0.0  # the borrow fee per bar held short (``backtest.borrow``)
+
+    def borrow_paid(self) -> float:
+        """The borrow fees debited at the fold's bars (up to a bankruptcy), as the books sum
+        them."""
+        if not self.borrow:
+            return 0.0
+        due = borrow_by_bar(self.positions[:, None], [self.window.bars.close], self.borrow)
+        bust = self.bankrupt_at()
+        end = len(due) if bust is None else bust + 1
+        return float(due[self.window.first : end].sum())
 
     def reported_prices(self) -> np.ndarray:
         """The prices backtrader reports (``executed.price``, ``(0.0 + size * price) / size``:
@@ -182,6 +194,7 @@ def evaluate(
     knobs[sf.K_RATE] = costs.commission_pct / 100.0
     knobs[sf.K_SLIP] = costs.slippage_pct / 100.0
     knobs[sf.K_MAX_LEVERAGE] = costs.max_gross_leverage
+    knobs[sf.K_BORROW] = per_bar_rate(costs.borrow_pct, bars_per_year)
     ready = np.isnan(cond.checks[0])  # in place: stacking the checks would copy them all
     for a in cond.checks[1:]:
         ready |= np.isnan(a)
@@ -204,6 +217,7 @@ def evaluate(
         positions=positions,
         refused=int(refused),
         cash=costs.cash,
+        borrow=knobs[sf.K_BORROW],
     )
 
 
@@ -311,7 +325,7 @@ def books_result(
         bars_in_market=bars_in_market,
         periods_per_year=periods_per_year,
         traded_notional=traded,
-    ).model_copy(update={"orders_rejected": run.refused})
+    ).model_copy(update={"orders_rejected": run.refused, "borrow_paid": run.borrow_paid()})
     # Built without validation: the fields are already the contract's types, and validating
     # the per-bar lists would cost more than the whole screen.
     return BacktestResult.model_construct(

@@ -2,7 +2,8 @@
 
 One pass over the bars does, per bar, what ``backtest.engine`` runs in backtrader (``runonce``):
 
-1. the broker (``BackBroker.next``): an order placed on the previous bar is first checked at the
+1. the broker (``BackBroker.next``): a short held at the previous close pays its borrow fee
+   (``backtest.borrow``), then an order placed on the previous bar is first checked at the
    price it was created with (the signal bar's close, ``check_submitted``): if the cash after it
    would be negative the order is refused (``Margin``); else it fills at this bar's open with the
    slippage (``slip_open``, ``slip_match`` without ``slip_out``: capped at the high / low), and an
@@ -137,8 +138,8 @@ def _exit_due(
 # instead of two dozen scalars keeps numba's per-call dispatch cheap.
 K_STOP_LOSS, K_TAKE_PROFIT, K_ATR_MULT, K_TRAIL, K_MAX_HOLD = 0, 1, 2, 3, 4
 K_FRACTION, K_RISK, K_TARGET_VOL, K_SQRT_BPY, K_CASH, K_RATE, K_SLIP = 5, 6, 7, 8, 9, 10, 11
-K_MAX_LEVERAGE = 12
-N_KNOBS = 13
+K_MAX_LEVERAGE, K_BORROW = 12, 13
+N_KNOBS = 14
 M_START, M_FIRST, M_SHORTS, M_EXITS, M_SIZING, M_STOP = 0, 1, 2, 3, 4, 5
 N_MODES = 6
 
@@ -169,6 +170,7 @@ def simulate(
     fraction, risk_pct, target_vol = knobs[K_FRACTION], knobs[K_RISK], knobs[K_TARGET_VOL]
     sqrt_bars_per_year, cash0 = knobs[K_SQRT_BPY], knobs[K_CASH]
     rate, slip, max_leverage = knobs[K_RATE], knobs[K_SLIP], knobs[K_MAX_LEVERAGE]
+    borrow = knobs[K_BORROW]
     n = close.size
     fill_created = np.empty(n, np.int64)
     fill_bar = np.empty(n, np.int64)
@@ -188,6 +190,9 @@ def simulate(
     extreme = np.nan
     stop_level = np.nan
     for i in range(n):
+        # -- the broker: the borrow fee of a short held at the last close (backtest.borrow)
+        if borrow != 0.0 and pos < 0.0:
+            cash -= -pos * close[i - 1] * borrow
         # -- the broker: check the order at its created price, then fill it at the open
         if order != 0.0:
             created = close[order_bar]

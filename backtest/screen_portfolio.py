@@ -50,6 +50,7 @@ import pandas as pd
 from backtest import margin
 from backtest import screen_indicators as ind
 from backtest.books import Position, broker_values, feed_frames, forward_fill
+from backtest.borrow import borrow_by_bar, borrow_due, cash_by_bar, per_bar_rate
 from backtest.contracts import BacktestResult, CostModel, Fold, JobStatus
 from backtest.metrics import compute_metrics
 from backtest.period_keys import index_keys
@@ -146,6 +147,7 @@ class PortfolioEvaluation(BooksEquity):
     in_market: np.ndarray  # any position held at the bar's close
     refused: int
     cash: float
+    borrow_paid: float = 0.0  # the borrow fees of the fold's bars (``backtest.borrow``)
 
     def reported_prices(self) -> list[float]:
         """``executed.price`` as backtrader reports it: ``(0.0 + size * price) / size``."""
@@ -289,6 +291,17 @@ def evaluate(
     if not window.positive:  # e.g. a last close of 0.0: backtrader's sizing would divide by it
         raise Unsupported("bars", "a price of 0.0 or below")
     rate, slip, cash = costs.commission_pct / 100.0, costs.slippage_pct / 100.0, costs.cash
+    borrow = per_bar_rate(costs.borrow_pct, bars_per_year)
+    accrued = 1  # the first bar whose borrow fee is not yet debited
+
+    def debit_borrow(cash: float, upto: int) -> float:
+        """The fees of bars ``accrued`` to ``upto`` debited (positions held since)."""
+        sizes = [p.size for p in positions]
+        if any(x < 0.0 for x in sizes):
+            for i in range(accrued, upto + 1):
+                cash -= borrow_due(sizes, [close[j][i - 1] for j in range(k)], borrow)
+        return cash
+
     opens, highs, lows, close = window.open, window.high, window.low, window.close
     k, n = len(window.symbols), len(window)
     positions = [Position() for _ in range(k)]
@@ -303,11 +316,15 @@ def evaluate(
     rb = strat.rebalance
     r = start + (-(start + 1)) % rb  # the first bar >= start where len(self) % rb == 0
     while r < n - 1:  # an order on the last bar never fills
+        if borrow:  # the fees up to the rebalance bar: its value at the close carries them
+            cash, accrued = debit_borrow(cash, r), r + 1
         orders = _rebalance(strat, r, cash, positions, close)
         t = r + 1  # the broker's next bar: it runs before the strategy's next rebalance
         r += rb
         if not orders:
             continue
+        if borrow:  # the broker debits the fee of bar t before checking the orders
+            cash, accrued = debit_borrow(cash, t), t + 1
         # -- check_submitted: pseudo-execution at the created price, a running cash
         probe_cash = cash
         clones: dict[int, Position] = {}
@@ -404,11 +421,18 @@ def evaluate(
     # The books' value at every close, from the state after each bar with fills.
     cash_at, sizes, avgs = forward_fill(marks, n, costs.cash, window.closes.shape[1])
     closes = [window.closes[:n, d] for d in range(window.closes.shape[1])]
+    paid = 0.0
+    if borrow:
+        due = borrow_by_bar(sizes, closes, borrow)
+        cash_at = cash_by_bar([(m[0], m[1]) for m in marks], due, costs.cash)
     values, in_market = broker_values(closes, cash_at, sizes, avgs), (sizes != 0).any(axis=1)
+    if borrow:
+        bust = margin.bankrupt_at(values, window.first)
+        paid = float(due[window.first : n if bust is None else bust + 1].sum())
     return PortfolioEvaluation(
         window=window, fill_bars=fill_bars, fill_symbols=fill_symbols, fill_sizes=fill_sizes,
         fill_prices=fill_prices, pnls=pnls, values=values, in_market=in_market,
-        refused=refused, cash=costs.cash,
+        refused=refused, cash=costs.cash, borrow_paid=paid,
     )  # fmt: skip
 
 
@@ -465,7 +489,7 @@ def books_result(
         bars_in_market=bars_in_market,
         periods_per_year=periods_per_year,
         traded_notional=traded,
-    ).model_copy(update={"orders_rejected": run.refused})
+    ).model_copy(update={"orders_rejected": run.refused, "borrow_paid": run.borrow_paid})
     return BacktestResult.model_construct(
         job_id=f"screen|{LABEL}",
         variant_id=spec.trial_key(),

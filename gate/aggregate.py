@@ -60,6 +60,7 @@ def _metrics_of(
                 sum(r.bars_in_market for r in results) / n_trades if n_trades else None
             ),
             "orders_rejected": sum(r.metrics.orders_rejected for r in results if r.metrics),
+            "borrow_paid": sum(r.metrics.borrow_paid for r in results if r.metrics),
         }
     )
 

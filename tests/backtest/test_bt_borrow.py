@@ -109,7 +109,7 @@ def test_the_broker_and_the_books_charge_a_year_short_250_dollars() -> None:
     run = _run(5.0)
     res = run.result
     assert res.status == JobStatus.OK, res.error  # the books replayed the broker's cash
-    assert res.borrow_paid == pytest.approx(250.0, rel=1e-12)
+    assert res.metrics.borrow_paid == pytest.approx(250.0, rel=1e-12)
     assert res.metrics.final_value == pytest.approx(10_000.0 - 250.0, rel=1e-12)
     assert res.trade_pnls == [0.0]  # the fee is in the equity, not in the trade's pnl
     assert run.values[3] == 10_000.0 and run.values[4] == pytest.approx(10_000.0 - 250.0 / 252)
@@ -119,7 +119,7 @@ def test_no_fee_and_long_only_are_untouched() -> None:
     free, short_free, long_paying = _run(0.0, -1), _run(0.0, 1), _run(5.0, 1)
     for run in (free, short_free, long_paying):
         assert run.result.status == JobStatus.OK
-        assert run.result.borrow_paid == 0.0
+        assert run.result.metrics.borrow_paid == 0.0
         assert run.result.metrics.final_value == 10_000.0
     assert long_paying.values == short_free.values
 

@@ -72,6 +72,7 @@ def _agree(spec: StrategySpec, symbol: str, start: str, end: str, costs: CostMod
     assert res.status == ScreenStatus.OK, res.error
     _assert_same(bt_trades, res.trades)
     assert res.metrics == bt_result.metrics
+    assert res.metrics.borrow_paid == bt_result.metrics.borrow_paid  # in the metrics above
     return len(bt_trades)
 
 
@@ -161,6 +162,24 @@ def test_templates_agree_with_backtrader(family: Family, template: int, long_sho
     assert _agree(spec, "AAPL", "2013-01-01", "2016-12-31", CostModel()) > 0
 
 
+@pytest.mark.integration
+@pytest.mark.parametrize(("family", "template"), [(Family.MOMENTUM, 0), (Family.BREAKOUT, 0)])
+def test_long_short_templates_agree_with_backtrader_paying_borrow(
+    family: Family, template: int
+) -> None:
+    spec = spec_from_template(family, template, long_short=True)
+    costs = CostModel(borrow_pct=25.0)  # a hard-to-borrow name: the fee moves the sizing
+    assert _agree(spec, "AAPL", "2013-01-01", "2016-12-31", costs) > 0
+    frame = read_real_bars("AAPL", "2000-01-01", "2016-12-31")
+    fold = Fold(index=0, warmup_start=date(2012, 1, 1), start=date(2013, 1, 1),
+                end=date(2016, 12, 31))  # fmt: skip
+    paid = screen(spec, Window.from_frame(frame, fold, "AAPL"), costs=costs).result
+    free = screen(spec, Window.from_frame(frame, fold, "AAPL")).result
+    assert paid is not None and free is not None
+    assert paid.metrics.borrow_paid > 0.0 and free.metrics.borrow_paid == 0.0
+    assert paid.metrics.final_value < free.metrics.final_value
+
+
 def _spec_strategy() -> st.SearchStrategy[StrategySpec]:
     def grid(name: str) -> st.SearchStrategy:
         r = PARAM_SPACE[name]
@@ -204,6 +223,7 @@ def _spec_strategy() -> st.SearchStrategy[StrategySpec]:
     commission=st.sampled_from([0.0, 0.1, 0.5]),
     slippage=st.sampled_from([0.0, 0.05, 0.5]),
     cash=st.sampled_from([10_000.0, 100_000.0]),
+    borrow=st.sampled_from([0.0, 3.0, 40.0]),
 )
 def test_random_specs_agree_with_backtrader_trade_for_trade(
     spec: StrategySpec,
@@ -213,10 +233,13 @@ def test_random_specs_agree_with_backtrader_trade_for_trade(
     commission: float,
     slippage: float,
     cash: float,
+    borrow: float,
 ) -> None:
     if not (DAILY_DIR / f"{symbol}.csv").exists():
         pytest.skip("real corpus not found")
-    costs = CostModel(commission_pct=commission, slippage_pct=slippage, cash=cash)
+    costs = CostModel(
+        commission_pct=commission, slippage_pct=slippage, cash=cash, borrow_pct=borrow
+    )
     start = f"{first_year}-01-01"
     end = f"{first_year + years - 1}-12-31"
     _agree(spec, symbol, start, end, costs)

@@ -93,6 +93,7 @@ def _agree(
     assert res.result.returns == run.result.returns
     assert res.result.return_dates == run.result.return_dates
     assert res.result.trade_pnls == run.result.trade_pnls
+    assert res.metrics.borrow_paid == run.result.metrics.borrow_paid  # in the metrics above
     return len(bt_trades), run.result.metrics.orders_rejected
 
 
@@ -147,6 +148,23 @@ def test_templates_agree_with_backtrader(
     spec = portfolio_spec(family, params, long_short=long_short)
     trades, _ = _agree(spec, list(SYMBOLS), "2014-01-01", "2017-12-31", CostModel())
     assert trades > 0
+
+
+@pytest.mark.integration
+def test_a_long_short_book_paying_borrow_agrees_with_backtrader() -> None:
+    spec = portfolio_spec(
+        PortfolioFamily.CROSS_SECTIONAL_MOMENTUM, {"xs_top_n": 1}, long_short=True
+    )
+    costs = CostModel(borrow_pct=30.0)
+    trades, _ = _agree(spec, list(SYMBOLS), "2014-01-01", "2017-12-31", costs)
+    assert trades > 0
+    window = PortfolioWindow.from_frames(
+        _frames(list(SYMBOLS), "2017-12-31"), _fold("2014-01-01", "2017-12-31")
+    )
+    paid = screen_portfolio(spec, window, costs=costs).result
+    free = screen_portfolio(spec, window).result
+    assert paid.metrics.borrow_paid > 0.0 and free.metrics.borrow_paid == 0.0
+    assert paid.metrics.final_value < free.metrics.final_value
 
 
 @pytest.mark.integration
@@ -261,6 +279,7 @@ def _spec_strategy() -> st.SearchStrategy[StrategySpec]:
     commission=st.sampled_from([0.0, 0.1, 0.5]),
     slippage=st.sampled_from([0.0, 0.05, 0.5]),
     cash=st.sampled_from([10_000.0, 100_000.0]),
+    borrow=st.sampled_from([0.0, 3.0, 40.0]),
 )
 def test_random_portfolio_specs_agree_with_backtrader_trade_for_trade(
     spec: StrategySpec,
@@ -270,10 +289,13 @@ def test_random_portfolio_specs_agree_with_backtrader_trade_for_trade(
     commission: float,
     slippage: float,
     cash: float,
+    borrow: float,
 ) -> None:
     if not all((DAILY_DIR / f"{s}.csv").exists() for s in symbols):
         pytest.skip("real corpus not found")
-    costs = CostModel(commission_pct=commission, slippage_pct=slippage, cash=cash)
+    costs = CostModel(
+        commission_pct=commission, slippage_pct=slippage, cash=cash, borrow_pct=borrow
+    )
     end_year = min(first_year + years - 1, 2019)
     _agree(spec, symbols, f"{first_year}-01-01", f"{end_year}-12-31", costs)
 

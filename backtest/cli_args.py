@@ -5,6 +5,7 @@ the window-and-costs arguments of a backtest on a CSV folder."""
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 from datetime import date, timedelta
 from pathlib import Path
@@ -38,6 +39,46 @@ def iso_date(text: str) -> date:
         raise argparse.ArgumentTypeError(f"{text!r} is not an ISO date (YYYY-MM-DD)") from exc
 
 
+BORROW_HELP = (
+    "borrow fee on shorts, percent a year of their market value, accrued per bar held short "
+    "and debited from cash (default 0: none; backtest.borrow)"
+)
+
+
+class NotABorrowRate(argparse.ArgumentTypeError, ValueError):
+    """A --borrow-cost that is not a yearly percentage. argparse prints its message as the
+    argument's error; the Python APIs, which try the flag's type and fall back to their own
+    check on a ValueError, then name the option themselves (``borrow_problem``)."""
+
+
+def borrow_problem(value: object) -> str | None:
+    """What is wrong with a --borrow-cost value (None: nothing), as the one line to print."""
+    ok = (
+        isinstance(value, int | float)
+        and not isinstance(value, bool)
+        and math.isfinite(value)
+        and 0 <= value <= 100
+    )
+    if ok:
+        return None
+    return (
+        f"{value!r} is not a yearly fee in percent; give a number from 0 to 100, e.g. "
+        "--borrow-cost 2.5 (0, the default, charges nothing)"
+    )
+
+
+def borrow_pct(text: str | float) -> float:
+    """argparse type of --borrow-cost: a number from 0 to 100 (percent a year)."""
+    try:
+        value = float(text)
+    except (TypeError, ValueError):
+        value = text  # type: ignore[assignment]
+    problem = borrow_problem(value)
+    if problem is not None:
+        raise NotABorrowRate(problem)
+    return value
+
+
 def add_window_arguments(p: argparse.ArgumentParser) -> None:
     """--data-dir, --tickers, --start, --end, --warmup-days, --repair and the costs."""
     p.add_argument(
@@ -64,6 +105,7 @@ def add_window_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--commission", type=float, default=0.1, help="percent per side (default 0.1)")
     p.add_argument("--slippage", type=float, default=0.05, help="percent per side (default 0.05)")
+    p.add_argument("--borrow-cost", type=borrow_pct, default=0.0, help=BORROW_HELP)
     p.add_argument("--cash", type=float, default=100_000.0, help="starting cash (default 100000)")
     p.add_argument(
         "--max-gross-leverage",
@@ -121,6 +163,7 @@ def load_window(
     costs = CostModel(
         commission_pct=args.commission,
         slippage_pct=args.slippage,
+        borrow_pct=args.borrow_cost,
         cash=args.cash,
         max_gross_leverage=args.max_gross_leverage,
     )

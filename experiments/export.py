@@ -263,7 +263,14 @@ def _readme(variant, figures, lineage, run_dir, costs, banner, trades) -> str:
         "",
         "Add `--from`/`--to` to select bars and `--trade-start DATE` to keep earlier bars for",
         "indicator warm-up only, as the lab does. Costs default to what the lab used: "
-        f"commission {costs.get('commission_pct')}% and slippage {costs.get('slippage_pct')}% per side.",
+        f"commission {costs.get('commission_pct')}% and slippage {costs.get('slippage_pct')}% per side."
+        + (
+            f" The lab also charged a borrow fee of {costs.get('borrow_pct')}% a year on shorts "
+            "(backtest/borrow.py), which this plain-backtrader runner does not: its short "
+            "trades look that much cheaper here."
+            if costs.get("borrow_pct")
+            else ""
+        ),
         "",
         "## Figures recorded by the lab",
         "",

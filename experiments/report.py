@@ -131,7 +131,8 @@ def render_report(
         f"in {len(data['folds'])} walk-forward folds; sealed holdout "
         f"{data['split']['holdout_start']} .. {data['split']['holdout_end']}",
         f"- Costs: commission {config['costs']['commission_pct']}% and slippage "
-        f"{config['costs']['slippage_pct']}% per side; market orders fill at the next bar's open",
+        f"{config['costs']['slippage_pct']}% per side{_borrow_clause(config)}; market orders "
+        "fill at the next bar's open",
         f"- Benchmark: {bench.get('description', bname)}"
         + (
             " — the absolute test: market exposure counts as edge here"
@@ -302,7 +303,9 @@ def render_report(
         "",
         "- Survivorship: the default universes are today's famous names; past winners are "
         "over-represented.",
-        "- Costs are assumptions (commission and slippage above); no borrow costs, no market impact.",
+        "- Costs are assumptions (commission and slippage above"
+        + (", the borrow fee on shorts" if _borrow_pct(config) else "; no borrow fee on shorts")
+        + "); no market impact.",
         f"- Data: {_sources(data)}. " + _price_caveat(config),
         *_data_caveats(data),
         "- In-sample folds were looked at many times by the search; only the holdout is out-of-sample.",
@@ -528,4 +531,20 @@ def _looks(verdict: dict) -> str:
         f"; looked at {looks} time(s), once per iteration, so the last look's p = {_f(raw, 4)} "
         f"counts x {spa_look_factor(looks)} (look k spends "
         f"{verdict.get('spa_threshold', 0.05)} / (k (k + 1)))"
+    )
+
+
+def _borrow_pct(config: dict[str, Any]) -> float:
+    """The run's borrow fee, percent a year (0 for runs recorded before the option)."""
+    return float(config.get("costs", {}).get("borrow_pct", 0.0) or 0.0)
+
+
+def _borrow_clause(config: dict[str, Any]) -> str:
+    """The cost sentence's borrow part: the fee on shorts, or that there is none."""
+    pct = _borrow_pct(config)
+    if not pct:
+        return ", no borrow fee on shorts"
+    return (
+        f", and a borrow fee of {pct:g}% a year on the market value of shorts, accrued per bar "
+        "held short"
     )

@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from backtest.benchmark import BUY_AND_HOLD, normalise_name
+from backtest.cli_args import BORROW_HELP, borrow_pct, borrow_problem
 from backtest.contracts import CostModel
 from backtest.errors import BacktestError
 from backtest.executor import make_executor
@@ -81,6 +82,7 @@ def judge(
     warmup_bars: int = 200,
     commission: float = 0.1,
     slippage: float = 0.05,
+    borrow_cost: float = 0.0,
     cash: float = 100_000.0,
     scope: str = "auto",
     cuts: int = 10,
@@ -108,6 +110,9 @@ def judge(
             "--folds/--warmup-bars/--cuts/--timeout: folds 1..10, warm-up >= 0, cuts >= 1, "
             "timeout > 0"
         )
+    problem = borrow_problem(borrow_cost)
+    if problem is not None:
+        raise JudgeInputError(f"--borrow-cost: {problem}")
     if executor not in EXECUTORS:
         raise JudgeInputError(f"--executor: {executor!r} is not one of {', '.join(EXECUTORS)}")
     if scope not in SCOPES:
@@ -136,7 +141,9 @@ def judge(
         from gate.criteria import criteria_from_text
 
         rules = criteria_from_text(criteria, replace=criteria_replace)
-        costs = CostModel(commission_pct=commission, slippage_pct=slippage, cash=cash)
+        costs = CostModel(
+            commission_pct=commission, slippage_pct=slippage, borrow_pct=borrow_cost, cash=cash
+        )
     except CriteriaError as exc:
         raise JudgeInputError(f"--criteria: {exc}") from None
     except ValueError as exc:  # pydantic: a cost out of its range
@@ -241,6 +248,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--warmup-bars", type=int, default=200, help="indicator warm-up bars (200)")
     p.add_argument("--commission", type=float, default=0.1, help="percent per side (0.1)")
     p.add_argument("--slippage", type=float, default=0.05, help="percent per side (0.05)")
+    p.add_argument("--borrow-cost", type=borrow_pct, default=0.0, help=BORROW_HELP)
     p.add_argument("--cash", type=float, default=100_000.0)
     p.add_argument(
         "--scope",

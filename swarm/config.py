@@ -42,6 +42,9 @@ class RunConfig(BaseModel):
     out: Path = Path("runs")
     llm: str = "none"
     costs: CostModel = Field(default_factory=CostModel)
+    # --sizing: every catalogue spec's sizing block (and position_fraction), e.g.
+    # "fixed_fraction:0.5"; None: the search's own (swarm.sizing).
+    sizing: str | None = None
     criteria_text: str | None = None  # --criteria as typed (None: the defaults)
     # --criteria-replace: criteria_text's rules replace the defaults (False: laid over them).
     criteria_replace: bool = False

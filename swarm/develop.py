@@ -26,6 +26,7 @@ import types
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from backtest.cli_args import BORROW_HELP, borrow_pct
 from swarm.api_options import namespace_of
 from swarm.cli_args import OneLineParser, add_data_arguments, add_screen_arguments
 from swarm.develop_config import config_from_args
@@ -104,6 +105,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--slippage", type=float, default=0.05, help="slippage %% per side (default 0.05)"
+    )
+    p.add_argument("--borrow-cost", type=borrow_pct, default=0.0, help=BORROW_HELP)
+    p.add_argument(
+        "--sizing",
+        help="fix the position sizing of every catalogue strategy the run writes: BLOCK or "
+        "BLOCK:FRACTION, BLOCK fixed_fraction, fixed_risk or volatility_target, FRACTION the "
+        "share of equity a position may take (0.1..0.95, steps of 0.05), e.g. "
+        "fixed_fraction:0.5 (default: the search chooses; swarm.sizing)",
     )
     p.add_argument(
         "--workers", type=int, default=None, help="backtest processes (default: all cores)"

@@ -12,9 +12,11 @@ import os
 import re
 from pathlib import Path
 
+from backtest.cli_args import borrow_problem
 from swarm.cli_args import check_data_args, parse_tickers, screen_options
 from swarm.errors import UserInputError
 from swarm.llm.settings import mask_mode, parse_llm_arg
+from swarm.sizing import normalised
 
 
 def config_from_args(args: argparse.Namespace):
@@ -46,6 +48,10 @@ def config_from_args(args: argparse.Namespace):
         raise UserInputError(
             "--commission/--slippage: costs are percentages and cannot be negative"
         )
+    borrow_problem_text = borrow_problem(args.borrow_cost)
+    if borrow_problem_text is not None:
+        raise UserInputError(f"--borrow-cost: {borrow_problem_text}")
+    sizing = normalised(args.sizing)  # --sizing: one UserInputError line when bad
     if args.workers is not None and args.workers < 1:
         raise UserInputError(f"--workers: {args.workers} must be at least 1")
     if args.executor not in ("process", "serial", "ray"):
@@ -136,7 +142,12 @@ def config_from_args(args: argparse.Namespace):
         seed=args.seed,
         out=args.out,
         llm=args.llm,
-        costs={"commission_pct": args.commission, "slippage_pct": args.slippage},
+        costs={
+            "commission_pct": args.commission,
+            "slippage_pct": args.slippage,
+            "borrow_pct": float(args.borrow_cost),
+        },
+        sizing=sizing,
         criteria_text=args.criteria,
         criteria_replace=replace,
         holdout_frac=args.holdout,

@@ -27,6 +27,7 @@ from swarm.nodes.screen_tuner import ScreenTuner, screens
 from swarm.nodes.strategy_brief import brief_text, catalogue_text
 from swarm.nodes.variants import build_variants
 from swarm.regime_data import available_indices
+from swarm.sizing import pin_proposals
 from swarm.state import RESET, DevelopState, StoredVariant
 
 
@@ -184,6 +185,9 @@ def strategy_dev(state: DevelopState, runtime: Runtime[RunContext]) -> dict[str,
     for tuner in tuners.values():  # the sweeps' series and records, once each
         tuner.flush()
     proposals = repaired + own + llm + rules
+    if cfg.sizing:  # --sizing: the run's sizing on every catalogue spec (swarm.sizing)
+        tried = {v.spec.trial_key() for v in all_variants.values()}
+        proposals = pin_proposals(proposals, cfg.sizing, seen=tried, own_code=custom_code)
 
     variants, all_variants, rejected = build_variants(reg, ctx, proposals, custom_code, all_variants,
                                               iteration=iteration, route=route)  # fmt: skip

@@ -68,6 +68,8 @@ def test_several_tickers_and_a_rejected_file(capsys, tmp_path: Path, daily_dir: 
         (["--tickers", "NOPE"], "--tickers"),
         (["--tickers", "AAPL", "--start", "2015-13-01"], "--start"),
         (["--tickers", "AAPL", "--commission", "9"], "--commission"),
+        (["--tickers", "AAPL", "--borrow-cost", "-2"], "--borrow-cost"),
+        (["--tickers", "AAPL", "--borrow-cost", "lots"], "--borrow-cost"),
         (["--tickers", ""], "--tickers"),
     ],
 )

@@ -27,6 +27,7 @@ CHOICES = {
     "--executor": ("process", "serial", "ray"),
     "--llm-structured": ("auto", "json_schema", "function_calling"),
     "--deflate-by": ("effective", "raw"),
+    "--sizing": ("fixed_fraction", "fixed_risk", "volatility_target"),
     "--families": ("momentum", "cross_sectional_momentum", "decision_pipeline", "vix_regime"),
 }
 

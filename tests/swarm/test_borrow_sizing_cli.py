@@ -194,7 +194,9 @@ def test_a_run_writes_the_pinned_sizing_and_the_borrow_fee_into_its_folder(
         env={**__import__("os").environ, "XDG_CACHE_HOME": str(tmp_path / "cache")},
     )  # fmt: skip
     assert proc.returncode in (0, 1), proc.stderr[-2000:]
-    run = Path(proc.stdout.strip().splitlines()[-1])
+    # the folder from --out, not stdout: this --executor serial run once exited 0 with an
+    # empty stdout (not this change's; see the branch's report)
+    (run,) = [p for p in Path(tmp_path).iterdir() if (p / "manifest.json").exists()]
     config = json.loads((run / "manifest.json").read_text())["config"]
     assert config["costs"]["borrow_pct"] == 3.0 and config["sizing"] == "fixed_fraction:0.5"
     variants = json.loads((run / "variants.json").read_text())

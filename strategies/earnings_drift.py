@@ -197,6 +197,20 @@ def _step(params: dict[str, ParamValue], name: str, step: int) -> dict[str, Para
     return None if not 0 <= i < len(grid) else params | {name: grid[i]}
 
 
+def signature(spec: StrategySpec, table: EventTable) -> tuple:
+    """What ``spec`` trades on ``table``: the reports it acts on (with their side), its delay
+    and its holding. Two specs with one signature place the same orders."""
+    p = spec.parameters
+    thr = float(p["surprise_pct"])
+    acted = tuple(
+        (ticker, e.day, 1 if e.surprise_pct >= thr else -1)
+        for ticker in sorted(table)
+        for e in table[ticker]
+        if e.surprise_pct >= thr or (spec.long_short and e.surprise_pct <= -thr)
+    )
+    return acted, int(p["hold_bars"]), int(p["entry_delay"])
+
+
 def propose(
     *,
     route: str,
@@ -204,19 +218,34 @@ def propose(
     rng: random.Random,
     seen: set[str],
     best: tuple[str, StrategySpec] | None,
+    table: EventTable | None = None,
+    tried: Iterable[StrategySpec] = (),
 ) -> list[Proposal]:
     """Up to ``n`` fresh specs (no trial key in ``seen``), deterministic for ``rng``.
 
     INITIAL and RESEARCH (or no own best yet): the listed ideas, then random grid points.
     TUNE and FIX: grid steps around the best. REFINE: the other side first (long only <->
-    long/short), then grid steps."""
+    long/short), then grid steps. With the search's ``table``, a spec that would trade exactly
+    as one of ``tried``, the best or another proposal does (a threshold between two reports'
+    surprises, long/short without a miss that large) is not proposed: the gate would count a
+    trial that cannot differ."""
     taken = set(seen)
     out: list[Proposal] = []
+    traded = set()
+    if table is not None:
+        known = [*tried, *([best[1]] if best is not None else [])]
+        traded = {signature(reconcile(spec), table) for spec in known}
 
     def add(spec: StrategySpec, parent: str | None, why: str) -> None:
-        if len(out) < n and spec.trial_key() not in taken:
-            taken.add(spec.trial_key())
-            out.append(Proposal(spec, parent, why))
+        if len(out) >= n or spec.trial_key() in taken:
+            return
+        if table is not None:
+            sig = signature(spec, table)
+            if sig in traded:
+                return
+            traded.add(sig)
+        taken.add(spec.trial_key())
+        out.append(Proposal(spec, parent, why))
 
     around = best is not None and route in ("TUNE", "FIX", "REFINE")
     if around and best is not None:

@@ -53,9 +53,23 @@ class EarningsDrift:
         return n if set(families) == {KIND} else max(1, n // 2)
 
     def propose(self, ctx: ProposalContext, n: int) -> list[Proposal]:
+        """Fresh specs for the route; none that would trade on the search's reports exactly as
+        its best or one of the last iteration's specs of this family does."""
         if n <= 0:
             return []
-        return propose(route=ctx.route, n=n, rng=ctx.rng, seen=ctx.seen, best=ctx.own_best)
+        table = (
+            None if ctx.run is None else self.events(ctx.run, through=ctx.run.split.insample_end)
+        )
+        tried = [spec for _, spec in ctx.last if spec.family.value == KIND]
+        return propose(
+            route=ctx.route,
+            n=n,
+            rng=ctx.rng,
+            seen=ctx.seen,
+            best=ctx.own_best,
+            table=table,
+            tried=tried,
+        )
 
     def reconcile(self, spec: StrategySpec) -> StrategySpec:
         return reconcile(spec)

@@ -26,6 +26,7 @@ from strategies.earnings_drift import (
     first_tradable,
     propose,
     render,
+    signature,
 )
 from strategies.family_api import FamilyPlugin
 from strategies.validate import validate_code
@@ -232,3 +233,21 @@ def test_proposals_run_on_past_the_listed_ideas():
         keys = {p.spec.trial_key() for p in props}
         assert not keys & seen
         seen |= keys
+
+
+def test_no_proposal_trades_exactly_as_the_best_or_another_proposal():
+    beats = {"AAPL": (Event(20150128, 8.0), Event(20150428, 30.0)), "MSFT": (Event(20150124, 3.0),)}
+    best = ("i01-v01", drift_spec())
+    refine = propose(route="REFINE", n=4, rng=random.Random(0), seen=set(), best=best, table=beats)
+    assert all(not p.spec.long_short for p in refine)  # no miss to short: the flip is inert
+    signatures = {signature(p.spec, beats) for p in refine} | {signature(best[1], beats)}
+    assert len(signatures) == len(refine) + 1
+    misses = beats | {"MSFT": (Event(20150124, -8.0),)}
+    flipped = propose(
+        route="REFINE", n=4, rng=random.Random(0), seen=set(), best=best, table=misses
+    )
+    assert flipped[0].spec.long_short and flipped[0].why == "refine: long/short"
+    initial = propose(
+        route="INITIAL", n=8, rng=random.Random(0), seen=set(), best=None, table=beats
+    )
+    assert len({signature(p.spec, beats) for p in initial}) == len(initial) == 8

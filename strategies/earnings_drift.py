@@ -115,6 +115,12 @@ def events(table: AltTable, tickers: Iterable[str], *, through: date) -> EventTa
     return out
 
 
+def since(table: EventTable, day: date) -> EventTable:
+    """``table`` without the reports first tradable before ``day``."""
+    key = date_key(day)
+    return {ticker: tuple(e for e in rows if e.day >= key) for ticker, rows in table.items()}
+
+
 # --------------------------------------------------------------------------- specs
 
 

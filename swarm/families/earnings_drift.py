@@ -10,7 +10,7 @@ pipeline's is.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import date
+from datetime import date, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -18,13 +18,24 @@ from altdata.corpus import AltData, find_alt_root
 from altdata.pit import AltTable
 from experiments.runfolder import holdout_code_file
 from strategies.codegen import code_sha256
-from strategies.earnings_drift import KIND, EventTable, events, propose, reconcile, render
+from strategies.earnings_drift import (
+    GRID,
+    KIND,
+    EventTable,
+    events,
+    propose,
+    reconcile,
+    render,
+    since,
+)
 from strategies.family_api import Proposal, ProposalContext, Scope
 from strategies.spec import StrategySpec
 from swarm.errors import UserInputError
 from swarm.families import REGISTRY
 
 TABLE = "surprises"
+# Calendar days that surely hold the longest entry delay in bars (weekends, holidays).
+WARMUP_MARGIN_DAYS = 2 * int(max(GRID["entry_delay"])) + 7
 
 
 def alt_root(run: Any) -> Path | None:
@@ -57,9 +68,7 @@ class EarningsDrift:
         its best or one of the last iteration's specs of this family does."""
         if n <= 0:
             return []
-        table = (
-            None if ctx.run is None else self.events(ctx.run, through=ctx.run.split.insample_end)
-        )
+        table = None if ctx.run is None else self.scored_events(ctx.run)
         tried = [spec for _, spec in ctx.last if spec.family.value == KIND]
         return propose(
             route=ctx.route,
@@ -97,6 +106,13 @@ class EarningsDrift:
         if key not in self._events:
             self._events[key] = events(table, run.symbols, through=through)
         return self._events[key]
+
+    def scored_events(self, run: Any) -> EventTable:
+        """The search's reports that can place an order in a fold: the warm-up bars refuse
+        orders, so a report first tradable before the first fold (less the longest entry
+        delay, in calendar days) trades in no fold."""
+        start = run.folds[0].start - timedelta(days=WARMUP_MARGIN_DAYS)
+        return since(self.events(run, through=run.split.insample_end), start)
 
     def _table(self, root: Path | None) -> AltTable:
         if root is not None and root in self._tables:

@@ -251,3 +251,12 @@ def test_no_proposal_trades_exactly_as_the_best_or_another_proposal():
         route="INITIAL", n=8, rng=random.Random(0), seen=set(), best=None, table=beats
     )
     assert len({signature(p.spec, beats) for p in initial}) == len(initial) == 8
+
+
+def test_inert_trials_are_judged_on_the_reports_a_fold_can_trade(tmp_path):
+    plugin = registry().for_kind(KIND)
+    run = _run(_alt(tmp_path), ["PRE", "POST"])
+    run.folds = [SimpleNamespace(start=date(2015, 2, 5))]  # margin: the longest entry delay
+    assert plugin.scored_events(run) == {"PRE": (Event(20150127, 10.0),), "POST": ()}
+    run.folds = [SimpleNamespace(start=date(2015, 3, 2))]  # before it: warm-up, no order
+    assert plugin.scored_events(run) == {"PRE": (), "POST": ()}

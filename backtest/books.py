@@ -54,10 +54,10 @@ import pandas as pd
 
 from backtest.borrow import borrow_by_bar, borrow_due, cash_by_bar, per_bar_rate
 from backtest.contracts import BacktestJob, BacktestResult, CostModel, Fold, JobStatus
+from backtest.data import OHLCV
 from backtest.margin import MARGIN_RTOL, bankrupt_at, exposure_after, margin_refuses, opens
 from backtest.metrics import compute_metrics
 from backtest.period_keys import index_keys
-from backtest.quality import OHLCV
 from strategies.regime import is_index_feed
 
 EXEC_TYPES = ("Market", "Close", "Limit", "Stop", "StopLimit", "StopTrail", "StopTrailLimit")

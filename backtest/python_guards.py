@@ -34,7 +34,7 @@ def _fenced_off() -> list[str]:
     user's cache (``~/.cache/swarm-lab``: other runs' bars, decisions, memory)."""
     out = [str(PROJECT_ROOT), os.getcwd()]
     try:
-        from backtest.data_cache import default_cache_dir
+        from backtest.data import default_cache_dir
 
         out.append(str(default_cache_dir()))
     except Exception:  # no platformdirs: the usual place

@@ -68,7 +68,7 @@ class RunConfig(BaseModel):
     # "raw": split-adjusted closes without dividends; "adjusted": total return from adj_close.
     prices: Literal["raw", "adjusted"] = "raw"
     # --repair: broken bars (non-positive, repeated, OHLC-violating) are mended and listed in
-    # the manifest and report instead of refused (backtest.data_integrity).
+    # the manifest and report instead of refused (backtest.data.integrity).
     repair_data: bool = False
     # A RESEARCH round may add related symbols from --data-dir (swarm.research.rounds).
     allow_universe_expansion: bool = False

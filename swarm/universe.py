@@ -4,7 +4,7 @@ The directive's words (``swarm.directive``) name a universe; this module turns i
 symbols the run can load, from what the source holds at the plan's timeframe:
 
 * ``--data-dir DIR``: the CSV files there (``SYMBOL.csv``, ``SYMBOL_1h.csv``,
-  ``BTCUSD_bitstamp_1d.csv`` …, as ``backtest.data_csv.find_csv`` finds them), plus the
+  ``BTCUSD_bitstamp_1d.csv`` …, as ``backtest.data.csv.find_csv`` finds them), plus the
   parquet cache when the source is ``auto``;
 * no folder, offline (or ``--source csv``): the parquet cache;
 * no folder, online or synthetic: anything (yfinance or the generator can try any symbol),
@@ -129,7 +129,7 @@ def inventory(
     """What the run's source chain can load at ``timeframe`` (see the module docstring)."""
     cached: list[str] = []
     if source in ("auto", "csv"):
-        from backtest.data_cache import default_cache_dir
+        from backtest.data import default_cache_dir
 
         root = (cache_dir or default_cache_dir()) / "ohlcv"
         if root.is_dir():

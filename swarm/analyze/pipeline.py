@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from backtest.quality import bars_sha256
+from backtest.data import bars_sha256
 from swarm.analyze.analysts import RULES_ANALYSTS, AnalystBrain
 from swarm.analyze.contracts import AnalysisConfig, AnalystRole, Decision, Recalled
 from swarm.errors import UserInputError

@@ -32,7 +32,7 @@ from typing import Any
 import pandas as pd
 from pydantic import BaseModel, Field
 
-from backtest.quality import OHLCV, bars_sha256
+from backtest.data import OHLCV, bars_sha256
 from strategies.decision_family import DecisionRow, DecisionTable, date_key, pipeline_parameters
 from strategies.spec import StrategySpec
 from swarm.analyze import risk as risk_rules

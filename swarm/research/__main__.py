@@ -77,7 +77,7 @@ class ResearchConfig:
     seed: int
     alt_data: Path | None = None  # point-in-time alternative data (altdata.corpus)
     fundamentals: str = "corpus"  # where fundamental statements come from (cli_args.FUNDAMENTALS)
-    repair_data: bool = False  # --repair (backtest.data_integrity)
+    repair_data: bool = False  # --repair (backtest.data.integrity)
 
 
 @dataclass

@@ -154,7 +154,7 @@ _NOT_ISSUES = {"coverage_pct", "n_bars", "expected_bars", "timeframe", "start", 
 
 def _quality_issues(quality: dict[str, Any]) -> list[str]:
     """Issue lines from a quality report. A report with an ``issues`` list (e.g.
-    ``backtest.quality.QualityReport.model_dump()``) already summarises its counts; a
+    ``backtest.data.quality.QualityReport.model_dump()``) already summarises its counts; a
     plain count-style dict (``{"gaps": 2}``) is turned into lines."""
     if "issues" in quality:
         return [str(i) for i in quality.get("issues") or []]

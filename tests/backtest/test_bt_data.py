@@ -15,8 +15,7 @@ import pytest
 from conftest import read_real_bars
 
 from backtest import data
-from backtest.data import load_bars, load_universe, synthetic_bars
-from backtest.data_cache import cache_path, write_cache
+from backtest.data import cache_path, chain, load_bars, load_universe, synthetic_bars, write_cache
 from backtest.errors import DataError
 
 START, END = date(2015, 1, 1), date(2016, 12, 31)
@@ -27,7 +26,7 @@ def _no_network(monkeypatch: pytest.MonkeyPatch) -> None:
     def forbidden(*args, **kwargs):
         raise AssertionError("a test reached the real yfinance")
 
-    monkeypatch.setattr(data, "yfinance_fetch", forbidden)
+    monkeypatch.setattr(chain, "yfinance_fetch", forbidden)  # the chain's default fetcher
 
 
 class FakeFetcher:

@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 from conftest import read_real_bars
 
-from backtest.quality import assess_quality, bars_sha256
+from backtest.data import assess_quality, bars_sha256
 
 
 def _clean_bars(n: int = 60, seed: int = 1) -> pd.DataFrame:

@@ -12,9 +12,7 @@ import pandas as pd
 import pytest
 from conftest import SHARED_DATA, read_real_bars
 
-from backtest.data import load_bars
-from backtest.quality import assess_quality
-from backtest.trading_days import MarketDays, market_days
+from backtest.data import MarketDays, assess_quality, load_bars, market_days
 
 pytestmark = pytest.mark.unit
 

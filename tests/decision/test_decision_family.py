@@ -17,8 +17,8 @@ from conftest import read_real_bars
 from decision_fakes import DecisionChat
 
 from backtest.compat import import_backtrader
+from backtest.data import bars_sha256
 from backtest.engine import run_code_on_bars
-from backtest.quality import bars_sha256
 from backtest.splits import TimeSplit
 from strategies.decision_family import (
     CLASS_NAME,

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from backtest.data_synthetic import synthetic_bars
+from backtest.data import synthetic_bars
 from experiments.check import check_run
 from experiments.export import embedded_strategy, standalone_source
 from gate.judge import JudgeResult, JudgeStatus, judge, main

@@ -126,7 +126,7 @@ def test_universe_vote_is_confidence_weighted() -> None:
 @pytest.mark.unit
 def test_quality_report_shapes() -> None:
     bars = synthetic(Regime.RANGE_BOUND)
-    report = {  # shaped like backtest.quality.QualityReport.model_dump()
+    report = {  # shaped like backtest.data.quality.QualityReport.model_dump()
         "timeframe": "1d", "n_bars": 756, "expected_bars": 760, "coverage_pct": 99.5,
         "n_gaps": 1, "gaps": [{"start": "x"}], "ohlc_violations": 0, "zero_volume_bars": 0,
         "issues": ["1 gap(s) longer than 4 days"],

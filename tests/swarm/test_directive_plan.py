@@ -390,7 +390,7 @@ def test_the_calibration_plan_is_unchanged(tmp_path):
 def test_dry_run_prints_the_plan_and_makes_no_run_folder(corpus, tmp_path, capsys, monkeypatch):
     from swarm.develop import main
 
-    monkeypatch.setattr("backtest.data_cache.default_cache_dir", lambda: tmp_path / "cache")
+    monkeypatch.setattr("backtest.data.default_cache_dir", lambda: tmp_path / "cache")
     out = tmp_path / "runs"
     code = main([
         "--directive", "hourly breakout on BTC", "--data-dir", str(corpus / "ohlcv" / "crypto"),
@@ -409,7 +409,7 @@ def test_dry_run_prints_the_plan_and_makes_no_run_folder(corpus, tmp_path, capsy
 def test_the_cli_refuses_an_unresolvable_directive(corpus, tmp_path, capsys, monkeypatch):
     from swarm.develop import main
 
-    monkeypatch.setattr("backtest.data_cache.default_cache_dir", lambda: tmp_path / "cache")
+    monkeypatch.setattr("backtest.data.default_cache_dir", lambda: tmp_path / "cache")
     code = main([
         "--directive", "semiconductors", "--data-dir", str(corpus / "ohlcv" / "crypto"),
         "--offline", "--out", str(tmp_path / "runs"),
@@ -435,7 +435,7 @@ def test_the_calibration_config_is_unchanged(tmp_path, monkeypatch):
     named, none opted in, buy and hold, daily bars (swarm.calibration.runner builds the same)."""
     from swarm.develop import build_parser, config_from_args
 
-    monkeypatch.setattr("backtest.data_cache.default_cache_dir", lambda: tmp_path / "cache")
+    monkeypatch.setattr("backtest.data.default_cache_dir", lambda: tmp_path / "cache")
     data = tmp_path / "u"
     data.mkdir()
     for s in ("SYNA", "SYNB", "SYNC"):
@@ -453,7 +453,7 @@ def test_the_calibration_config_is_unchanged(tmp_path, monkeypatch):
 def test_the_readme_command_keeps_its_universe_and_families(daily_dir, tmp_path, monkeypatch):
     from swarm.develop import build_parser, config_from_args
 
-    monkeypatch.setattr("backtest.data_cache.default_cache_dir", lambda: tmp_path / "cache")
+    monkeypatch.setattr("backtest.data.default_cache_dir", lambda: tmp_path / "cache")
     args = build_parser().parse_args([
         "--directive", "momentum alpha in tech", "--data-dir", str(daily_dir),
         "--start", "2012-01-01", "--end", "2020-12-01",
@@ -480,7 +480,7 @@ def test_offline_without_a_folder_the_cache_is_the_data(tmp_path):
 def test_low_volatility_on_one_symbol_says_what_is_missing(tmp_path, capsys, monkeypatch):
     from swarm.develop import main
 
-    monkeypatch.setattr("backtest.data_cache.default_cache_dir", lambda: tmp_path / "cache")
+    monkeypatch.setattr("backtest.data.default_cache_dir", lambda: tmp_path / "cache")
     code = main(["--directive", "low volatility on SPY", "--offline", "--out", str(tmp_path)])
     err = capsys.readouterr().err.strip()
     assert code == 2 and len(err.splitlines()) == 1

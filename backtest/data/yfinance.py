@@ -12,9 +12,16 @@ from typing import Any
 
 import pandas as pd
 
-from backtest.data_bars import Prices, _NotFound, _slice, normalize_bars
-from backtest.data_cache import write_cache
+from backtest.data.bars import NotFound, Prices, normalize_bars, slice_days
+from backtest.data.cache import write_cache
 from backtest.errors import DataError
+
+__all__ = [
+    "Fetcher",
+    "from_yfinance",
+    "quiet_yfinance",
+    "yfinance_fetch",
+]
 
 # fetcher(symbol, *, start, end, interval, timeout, cache_dir) -> raw frame (may be empty)
 Fetcher = Callable[..., pd.DataFrame]
@@ -57,7 +64,7 @@ def yfinance_fetch(
     return df if df is not None else pd.DataFrame()
 
 
-def _from_yfinance(
+def from_yfinance(
     symbol: str,
     start: date,
     end: date,
@@ -72,20 +79,20 @@ def _from_yfinance(
             symbol, start=start, end=end, interval=timeframe, timeout=timeout, cache_dir=cache_dir
         )
     except Exception as exc:  # network, DNS, parsing: all mean "not available"
-        raise _NotFound(f"yfinance: {type(exc).__name__}: {str(exc)[:120]}") from exc
+        raise NotFound(f"yfinance: {type(exc).__name__}: {str(exc)[:120]}") from exc
     if raw is None or raw.empty:
-        raise _NotFound("yfinance: empty download (offline or unknown symbol)")
+        raise NotFound("yfinance: empty download (offline or unknown symbol)")
     try:
         bars = normalize_bars(raw, what=f"yfinance {symbol}", prices=prices)
     except DataError as exc:
-        raise _NotFound(f"yfinance: unusable frame ({exc})") from exc
+        raise NotFound(f"yfinance: unusable frame ({exc})") from exc
     if bars.empty:
-        raise _NotFound("yfinance: download had no complete bars")
+        raise NotFound("yfinance: download had no complete bars")
     path: str | None = None
     if prices == "raw":  # the cache holds raw prices only
         with contextlib.suppress(OSError):  # a read-only cache must not lose the download
             path = str(write_cache(symbol, bars, timeframe, cache_dir))
-    sliced = _slice(bars, start, end)
+    sliced = slice_days(bars, start, end)
     if sliced.empty:
-        raise _NotFound(f"yfinance: no bars in {start}..{end}")
+        raise NotFound(f"yfinance: no bars in {start}..{end}")
     return sliced, path

@@ -1,7 +1,7 @@
 """The canonical bars frame every market-data source returns, and what the sources share.
 
 ``normalize_bars`` turns any reasonable input (yfinance, CSV, parquet) into a DatetimeIndex
-"date", float64 open/high/low/close/volume, sorted, unique frame; ``_NotFound`` is a source's
+"date", float64 open/high/low/close/volume, sorted, unique frame; ``NotFound`` is a source's
 miss, on which the chain (``backtest.data``) moves on to the next source.
 """
 
@@ -14,22 +14,32 @@ from typing import Literal
 import numpy as np
 import pandas as pd
 
+from backtest.data.quality import OHLCV
 from backtest.errors import DataError
-from backtest.quality import OHLCV
+
+__all__ = [
+    "NotFound",
+    "Prices",
+    "adjust_for_dividends",
+    "day_range",
+    "file_stem",
+    "normalize_bars",
+    "slice_days",
+]
 
 Prices = Literal["raw", "adjusted"]
 
 
-class _NotFound(Exception):
+class NotFound(Exception):
     """A source has nothing for this symbol: the chain moves on (internal)."""
 
 
-def _file_stem(symbol: str) -> str:
+def file_stem(symbol: str) -> str:
     # ^GSPC -> GSPC (the corpus drops the caret); keep names filesystem-safe.
     return re.sub(r"[^A-Za-z0-9._=-]", "_", symbol.strip().lstrip("^"))
 
 
-def _day_range(start: date, end: date) -> tuple[pd.Timestamp, pd.Timestamp]:
+def day_range(start: date, end: date) -> tuple[pd.Timestamp, pd.Timestamp]:
     # [start, end] inclusive for intraday bars too: up to the last instant of `end`.
     return pd.Timestamp(start), pd.Timestamp(end) + pd.Timedelta(days=1) - pd.Timedelta(1)
 
@@ -97,6 +107,6 @@ def normalize_bars(
     return df
 
 
-def _slice(bars: pd.DataFrame, start: date, end: date) -> pd.DataFrame:
-    lo, hi = _day_range(start, end)
+def slice_days(bars: pd.DataFrame, start: date, end: date) -> pd.DataFrame:
+    lo, hi = day_range(start, end)
     return bars.loc[(bars.index >= lo) & (bars.index <= hi)]

@@ -8,7 +8,7 @@ off the bars themselves:
 - ``XNYS``: (nearly) every bar falls on an NYSE session: the NYSE calendar from
   ``exchange_calendars`` (the one ``altdata.sessions`` uses), holidays and closures included;
 - ``WEEKDAYS``: anything else (another exchange, synthetic business days): Monday to Friday,
-  with unknown holidays, so ``backtest.quality`` keeps its long-weekend tolerance there.
+  with unknown holidays, so ``backtest.data.quality`` keeps its long-weekend tolerance there.
 """
 
 from __future__ import annotations

@@ -61,7 +61,7 @@ def find_defects(frame: pd.DataFrame, lines: np.ndarray | None = None) -> list[B
     intraday = bool(len(index)) and bool((index != index.normalize()).any())
     px = {c: pd.to_numeric(frame[c], errors="coerce").to_numpy(float) for c in PRICE_COLUMNS}
     o, h, lo, c = (px[k] for k in PRICE_COLUMNS)
-    tol = 1e-9 * np.maximum(np.abs(h), 1.0)  # float noise only, as in backtest.quality
+    tol = 1e-9 * np.maximum(np.abs(h), 1.0)  # float noise only, as in backtest.data.quality
     with np.errstate(invalid="ignore"):
         non_pos = np.logical_or.reduce([v <= 0 for v in (o, h, lo, c)])
         high_low = h + tol < np.maximum(o, c)

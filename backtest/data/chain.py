@@ -4,9 +4,9 @@ Every loader returns the same canonical frame (DatetimeIndex "date", float64
 open/high/low/close/volume, sorted, unique) plus its quality report and sha256,
 so downstream code never cares where the bars came from.
 
-This module is the chain (``load_bars``); the sources are ``backtest.data_csv``,
-``backtest.data_cache``, ``backtest.data_yfinance`` and ``backtest.data_synthetic``, and
-``backtest.data_bars`` holds the canonical frame they all return.
+This module is the chain (``load_bars``); the sources are ``backtest.data.csv``,
+``backtest.data.cache``, ``backtest.data.yfinance`` and ``backtest.data.synthetic``, and
+``backtest.data.bars`` holds the canonical frame they all return.
 """
 
 from __future__ import annotations
@@ -19,30 +19,24 @@ from typing import Any, Literal
 
 import pandas as pd
 
-from backtest.data_bars import Prices, _file_stem, _NotFound
-from backtest.data_cache import default_cache_dir, read_cache
-from backtest.data_csv import _from_csv, find_csv, read_bars_csv
-from backtest.data_integrity import BarDefect
-from backtest.data_synthetic import synthetic_bars
-from backtest.data_yfinance import Fetcher, _from_yfinance, quiet_yfinance, yfinance_fetch
+from backtest.data.bars import NotFound, Prices, file_stem
+from backtest.data.cache import default_cache_dir, read_cache
+from backtest.data.csv import from_csv
+from backtest.data.integrity import BarDefect
+from backtest.data.quality import QualityReport, assess_quality, bars_sha256
+from backtest.data.synthetic import synthetic_bars
+from backtest.data.yfinance import Fetcher, from_yfinance, yfinance_fetch
 from backtest.errors import DataError, MissingSymbolError
-from backtest.quality import QualityReport, assess_quality, bars_sha256
 
 __all__ = [
     "PRICES",
     "SOURCES",
     "TIMEFRAMES",
-    "DataError",
     "LoadedBars",
-    "default_cache_dir",
-    "find_csv",
+    "Source",
     "load_bars",
     "load_universe",
     "periods_per_year",
-    "quiet_yfinance",
-    "read_bars_csv",
-    "synthetic_bars",
-    "yfinance_fetch",
 ]
 
 Source = Literal["auto", "csv", "cache", "yfinance", "synthetic"]
@@ -66,7 +60,7 @@ class LoadedBars:
     quality: QualityReport
     path: str | None = None
     notes: tuple[str, ...] = ()  # what the chain tried before this source answered
-    repairs: tuple[BarDefect, ...] = ()  # what --repair changed (backtest.data_integrity)
+    repairs: tuple[BarDefect, ...] = ()  # what --repair changed (backtest.data.integrity)
 
     def summary(self) -> dict[str, Any]:
         """What a manifest records of this dataset: where it came from and its fingerprint."""
@@ -133,7 +127,7 @@ def load_bars(
     no dividends and are the same either way.
     A CSV with broken bars in the window (non-positive prices, repeated timestamps, OHLC
     violations) is a DataError naming the line; ``repair=True`` mends them and lists each
-    change in ``LoadedBars.repairs`` (``backtest.data_integrity``).
+    change in ``LoadedBars.repairs`` (``backtest.data.integrity``).
     """
     if source not in SOURCES:
         raise DataError(f"--source: unknown source {source!r}; choose one of {', '.join(SOURCES)}")
@@ -164,7 +158,7 @@ def load_bars(
     steps: list[tuple[str, Step]] = []
     if data_dir is not None and source in ("auto", "csv"):
         steps.append(
-            ("csv", lambda: _from_csv(symbol, start, end, timeframe, data_dir, prices, repair))
+            ("csv", lambda: from_csv(symbol, start, end, timeframe, data_dir, prices, repair))
         )
     if source in ("auto", "cache") and prices == "raw":
         steps.append(("cache", lambda: (*read_cache(symbol, start, end, timeframe, cache_dir), [])))
@@ -173,7 +167,7 @@ def load_bars(
             (
                 "yfinance",
                 lambda: (
-                    *_from_yfinance(
+                    *from_yfinance(
                         symbol, start, end, timeframe, cache_dir, yf_timeout, fetch, prices
                     ),
                     [],
@@ -185,7 +179,7 @@ def load_bars(
     for name, step in steps:
         try:
             bars, path, repairs = step()
-        except _NotFound as miss:
+        except NotFound as miss:
             notes.append(str(miss))
             continue
         except MissingSymbolError as err:
@@ -199,7 +193,7 @@ def load_bars(
 
     tried = "; ".join(notes) or "nothing"
     hint = (
-        f"pass --data-dir DIR with {_file_stem(symbol).upper()}.csv, "
+        f"pass --data-dir DIR with {file_stem(symbol).upper()}.csv, "
         "or --source synthetic for a seeded synthetic series"
     )
     if source == "cache":

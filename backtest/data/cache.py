@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from backtest.data_bars import _file_stem, _NotFound, _slice, normalize_bars
+from backtest.data.bars import NotFound, file_stem, normalize_bars, slice_days
 
 CACHE_EDGE_SLACK = timedelta(days=4)  # weekends + a holiday at either edge of a cached range
 
@@ -21,7 +21,7 @@ def default_cache_dir() -> Path:
 
 
 def cache_path(symbol: str, timeframe: str, cache_dir: Path) -> Path:
-    return cache_dir / "ohlcv" / f"{_file_stem(symbol).upper()}_{timeframe}.parquet"
+    return cache_dir / "ohlcv" / f"{file_stem(symbol).upper()}_{timeframe}.parquet"
 
 
 def read_cache(
@@ -29,19 +29,19 @@ def read_cache(
 ) -> tuple[pd.DataFrame, str]:
     path = cache_path(symbol, timeframe, cache_dir)
     if not path.exists():
-        raise _NotFound(f"cache: no entry {path.name}")
+        raise NotFound(f"cache: no entry {path.name}")
     try:
         bars = normalize_bars(pd.read_parquet(path), what=f"cache {path}")
     except Exception as exc:  # a corrupt cache entry is a miss, not a failure
-        raise _NotFound(f"cache: unreadable {path.name} ({type(exc).__name__})") from exc
+        raise NotFound(f"cache: unreadable {path.name} ({type(exc).__name__})") from exc
     if bars.empty:
-        raise _NotFound(f"cache: {path.name} is empty")
+        raise NotFound(f"cache: {path.name} is empty")
     first, last = bars.index[0].date(), bars.index[-1].date()
     if first > start + CACHE_EDGE_SLACK or last < end - CACHE_EDGE_SLACK:
-        raise _NotFound(f"cache: {path.name} covers {first}..{last}, not {start}..{end}")
-    sliced = _slice(bars, start, end)
+        raise NotFound(f"cache: {path.name} covers {first}..{last}, not {start}..{end}")
+    sliced = slice_days(bars, start, end)
     if sliced.empty:
-        raise _NotFound(f"cache: {path.name} has no bars in {start}..{end}")
+        raise NotFound(f"cache: {path.name} has no bars in {start}..{end}")
     return sliced, str(path)
 
 

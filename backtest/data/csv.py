@@ -8,9 +8,17 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from backtest.data_bars import Prices, _day_range, _file_stem, normalize_bars
-from backtest.data_integrity import BarDefect, check_bars
+from backtest.data.bars import Prices, day_range, file_stem, normalize_bars
+from backtest.data.integrity import BarDefect, check_bars
 from backtest.errors import DataError, MissingSymbolError
+
+__all__ = [
+    "DATE_COLUMNS",
+    "find_csv",
+    "from_csv",
+    "read_bars_csv",
+    "read_checked_csv",
+]
 
 DATE_COLUMNS = ("date", "datetime", "timestamp", "time")
 
@@ -33,7 +41,7 @@ def find_csv(symbol: str, data_dir: Path, timeframe: str = "1d") -> Path:
             f"--data-dir: {data_dir} does not exist or is not a folder; "
             "pass a folder that holds SYMBOL.csv files (date,open,high,low,close,volume)"
         )
-    stem = _file_stem(symbol).lower()
+    stem = file_stem(symbol).lower()
     by_name = {p.name.lower(): p for p in data_dir.iterdir() if p.suffix.lower() == ".csv"}
     wanted = [f"{stem}_{timeframe}.csv", f"{stem}.csv"]
     if timeframe == "1d":
@@ -46,7 +54,7 @@ def find_csv(symbol: str, data_dir: Path, timeframe: str = "1d") -> Path:
     loose = [p for n, p in by_name.items() if n.startswith(stem + "_") and n.endswith(suffix)]
     if len(loose) == 1:
         return loose[0]
-    sym = _file_stem(symbol).upper()
+    sym = file_stem(symbol).upper()
     hint = f"{sym}.csv" if timeframe == "1d" else f"{sym}_{timeframe}.csv or {sym}.csv"
     available = _available(data_dir)
     where = f"in --data-dir {data_dir} ({_describe_available(available)})"
@@ -130,11 +138,11 @@ def read_checked_csv(
     repair: bool = False,
 ) -> tuple[pd.DataFrame, list[BarDefect]]:
     """The file's bars in [start, end] and what ``repair`` mended there; broken bars in the
-    window are a DataError without it (``backtest.data_integrity``)."""
+    window are a DataError without it (``backtest.data.integrity``)."""
     raw = _read_raw(path)
     if raw.index.tz is not None:  # the window is naive UTC, like the canonical frame
         raw.index = raw.index.tz_convert("UTC").tz_localize(None)
-    lo, hi = _day_range(start, end)
+    lo, hi = day_range(start, end)
     raw = raw.loc[(raw.index >= lo) & (raw.index <= hi)]
     raw, defects = check_bars(
         raw, what=f"--data-dir: {path}", repair=repair, lines=raw["line"].to_numpy()
@@ -143,7 +151,7 @@ def read_checked_csv(
     return _checked_1h(bars, path, timeframe), defects
 
 
-def _from_csv(
+def from_csv(
     symbol: str,
     start: date,
     end: date,

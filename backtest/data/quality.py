@@ -5,7 +5,7 @@ the data (coverage, gaps, broken bars, outliers, unadjusted splits) so that a
 strategy's result can be judged against it. Thresholds are module constants so
 the data brief can quote them.
 
-Gaps and coverage count the days the market trades (``backtest.trading_days``): an NYSE
+Gaps and coverage count the days the market trades (``backtest.data.trading_days``): an NYSE
 holiday is no gap, a crypto weekend is an expected bar. Given the requested window, the report
 also says when the data starts or ends inside it (``coverage_warnings``): "100 % coverage" of a
 series that starts years after the window opens is true only of the series' own span.
@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field
 
-from backtest.trading_days import MarketDays, market_days, missing_between, trading_days
+from backtest.data.trading_days import MarketDays, market_days, missing_between, trading_days
 
 OHLCV = ["open", "high", "low", "close", "volume"]
 

@@ -28,7 +28,7 @@ from typing import Any
 
 import pandas as pd
 
-from backtest.books import feed_frame
+from backtest.books import feed_frame, window_bars
 from backtest.contracts import BacktestJob, Fold
 
 MAX_BATCH = 16  # jobs of one code in one sandboxed child
@@ -52,23 +52,6 @@ def code_blocks(code: str) -> int:
     """How many indicators a strategy builds (``bt.ind.X(``, ``bt.indicators.X(``,
     ``bt.talib.X(``): each is a line computed over every bar."""
     return len(_INDICATOR.findall(code))
-
-
-def _window_bounds(fold: Fold) -> tuple[pd.Timestamp, pd.Timestamp]:
-    """``feed_frame``'s window: warm-up start (inclusive) to the day after the fold's end."""
-    return pd.Timestamp(fold.warmup_start), pd.Timestamp(fold.end) + pd.Timedelta(days=1)
-
-
-def window_bars(bars: pd.DataFrame, fold: Fold) -> int:
-    """How many bars of ``bars`` a job over ``fold`` is fed (``O(log n)``: no slicing)."""
-    try:
-        index = bars.index
-        lo, hi = _window_bounds(fold)
-        if index.is_monotonic_increasing:
-            return int(index.searchsorted(hi, "left") - index.searchsorted(lo, "left"))
-        return int(((index >= lo) & (index < hi)).sum())
-    except Exception:  # malformed bars: the run reports them; they cost little
-        return 0
 
 
 def job_cost(job: BacktestJob, blocks: int) -> float:

@@ -240,6 +240,23 @@ def feed_frame(bars: pd.DataFrame, fold: Fold) -> pd.DataFrame:
     return frame.astype("float64")  # copy-on-write (pandas 3): no copy when already float64
 
 
+def _window_bounds(fold: Fold) -> tuple[pd.Timestamp, pd.Timestamp]:
+    """``feed_frame``'s window: warm-up start (inclusive) to the day after the fold's end."""
+    return pd.Timestamp(fold.warmup_start), pd.Timestamp(fold.end) + pd.Timedelta(days=1)
+
+
+def window_bars(bars: pd.DataFrame, fold: Fold) -> int:
+    """How many bars of ``bars`` a job over ``fold`` is fed (``O(log n)``: no slicing)."""
+    try:
+        index = bars.index
+        lo, hi = _window_bounds(fold)
+        if index.is_monotonic_increasing:
+            return int(index.searchsorted(hi, "left") - index.searchsorted(lo, "left"))
+        return int(((index >= lo) & (index < hi)).sum())
+    except Exception:  # malformed bars: the run reports them; they cost little
+        return 0
+
+
 def feed_frames(
     feeds: list[tuple[str, pd.DataFrame]], fold: Fold
 ) -> list[tuple[str, pd.DataFrame]]:

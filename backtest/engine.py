@@ -255,7 +255,7 @@ class MarginedBroker(bt.brokers.BackBroker):
 
 
 @functools.lru_cache(maxsize=32)
-def _compile(code: str, filename: str) -> types.CodeType:
+def compile_code(code: str, filename: str) -> types.CodeType:
     """Compiled once per process: a batch child runs the same code for many jobs (under the
     parser's lock: the in-process engine may compile on several threads)."""
     return compile_source(code, filename)
@@ -271,7 +271,7 @@ def _load_module(code: str, variant_id: str) -> tuple[types.ModuleType, str]:
     filename = f"<variant {variant_id}>"
     # linecache lets tracebacks quote the generated source line.
     linecache.cache[filename] = (len(code), None, code.splitlines(True), filename)
-    compiled = _compile(code, filename)
+    compiled = compile_code(code, filename)
     module = types.ModuleType(name)
     module.__file__ = filename
     sys.modules[name] = module

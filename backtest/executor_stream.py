@@ -45,7 +45,7 @@ def streamed_batch_task(
 
     The worker is the trusted parent of the job's child: the child never holds the pipe
     (its descriptors are closed and the lock's semaphore made private before any strategy
-    code runs; ``backtest.sandbox_child``), so what arrives on it is the worker's booking.
+    code runs; ``backtest.sandbox.child``), so what arrives on it is the worker's booking.
     """
     warm_worker()
     sent: set[int] = set()

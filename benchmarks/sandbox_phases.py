@@ -49,10 +49,10 @@ def main() -> None:
     sys.path[:0] = [str(root), str(root / "benchmarks")]
     import backtest_throughput as tp
 
-    from backtest import sandbox_child as sc
-    from backtest import sandbox_process as sp
     from backtest.engine import run_job
     from backtest.sandbox import DEFAULT_POLICY, run_sandboxed_batch, warm_worker
+    from backtest.sandbox import child as sc
+    from backtest.sandbox import process as sp
 
     assert Path(sc.__file__).resolve().is_relative_to(root), sc.__file__
     tp.DATA = HERE.parent.parent / "shared" / "data" / "ohlcv" / "daily"
@@ -73,7 +73,7 @@ def main() -> None:
     sc._run_job, sc._write_line = timed_run, timed_write
     lines: list[float] = []
     outputs: list[bytes] = []
-    claim, spawn = sp._claim, sp._spawn
+    claim, spawn = sp.check_line, sp._spawn
 
     def seen(*a, claim=claim):
         lines.append(time.monotonic())
@@ -84,7 +84,7 @@ def main() -> None:
         outputs.append(child.output)
         return child
 
-    sp._claim, sp._spawn = seen, keep
+    sp.check_line, sp._spawn = seen, keep
     jobs = tp.make_jobs()
     batch = [j for j in jobs if j.code == jobs[0].code]
     n = len(batch)

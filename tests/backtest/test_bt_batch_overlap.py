@@ -14,10 +14,10 @@ from datetime import date
 import pytest
 from conftest import read_real_bars
 
-from backtest import sandbox_child, sandbox_process
 from backtest.contracts import BacktestJob, Fold, JobStatus
-from backtest.kernel_guards import landlock_abi
-from backtest.sandbox import SandboxPolicy, run_sandboxed_batch, warm_worker
+from backtest.sandbox import SandboxPolicy, landlock_abi, run_sandboxed_batch, warm_worker
+from backtest.sandbox import child as sandbox_child
+from backtest.sandbox import process as sandbox_process
 
 pytestmark = pytest.mark.integration
 

@@ -380,7 +380,9 @@ def test_nonces_isolate_the_jobs_of_a_batch(mode: str, bars: pd.DataFrame, cwd: 
 def test_the_cwd_is_not_a_read_root(cwd: Path) -> None:
     """``python -m`` puts the cwd on ``sys.path``: it must not become a read root."""
     env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
-    script = "from backtest.python_guards import read_roots; print('\\n'.join(read_roots()))"
+    script = (
+        "from backtest.sandbox.python_guards import read_roots; print('\\n'.join(read_roots()))"
+    )
     out = subprocess.run([sys.executable, "-c", script], cwd=cwd, env=env, capture_output=True,
                          text=True, check=True).stdout.split()  # fmt: skip
     real_cwd, project = os.path.realpath(cwd), str(REPO_ROOT.resolve())

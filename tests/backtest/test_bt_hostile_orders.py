@@ -335,7 +335,7 @@ def test_spinning_only_in_check_runs_is_bounded_and_vetoed(tmp_path, mode: str) 
 
 
 def _outcome(status: JobStatus, bars: int | None, error: str | None = None):
-    from backtest.sandbox_result import SandboxOutcome, error_outcome
+    from backtest.sandbox import SandboxOutcome, error_outcome
 
     job = _job("", pd.DataFrame())
     if status == JobStatus.OK:

@@ -23,8 +23,8 @@ from conftest import REPO_ROOT, read_real_bars
 
 from backtest.contracts import BacktestJob, Fold, JobStatus
 from backtest.engine import run_job
-from backtest.kernel_guards import BLOCKED_SYSCALLS, job_seccomp_program
 from backtest.sandbox import SandboxPolicy, landlock_abi, run_sandboxed, seccomp_program
+from backtest.sandbox.kernel_guards import BLOCKED_SYSCALLS, job_seccomp_program
 
 FOLD = Fold(index=0, warmup_start=date(2015, 1, 2), start=date(2015, 3, 2), end=date(2015, 12, 31))
 SECRET = "sk-test-DO-NOT-LEAK-1234567890"

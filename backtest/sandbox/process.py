@@ -1,6 +1,6 @@
 """The parent side of a sandboxed run: fork confined children, feed them jobs, collect.
 
-``_run_in_children`` forks one confined child (``backtest.sandbox_child``) for a list of
+``run_in_children`` forks one confined child (``backtest.sandbox.child``) for a list of
 same-code jobs, sends it each job (a nonce and a fresh copy of the job's window) only when the
 previous job's line is booked, reads its result pipe and its stdout/stderr through ``poll`` with bounded
 buffers, enforces the per-job and whole-child wall clocks and the temporary-file quota, kills
@@ -27,17 +27,23 @@ from dataclasses import dataclass, field
 
 from backtest.contracts import BacktestJob, JobStatus
 from backtest.engine import window_job
-from backtest.kernel_guards import sandbox_uid
-from backtest.sandbox_child import NONCE_CHARS, run_child
-from backtest.sandbox_policy import SandboxPolicy
-from backtest.sandbox_result import (
+from backtest.sandbox.child import NONCE_CHARS, run_child
+from backtest.sandbox.kernel_guards import sandbox_uid
+from backtest.sandbox.policy import SandboxPolicy
+from backtest.sandbox.result import (
     Claim,
     OnOutcome,
     SandboxOutcome,
-    _claim,
     book,
+    check_line,
     error_outcome,
 )
+
+__all__ = [
+    "JOB_PIPE_BYTES",
+    "OUTPUT_TAIL_BYTES",
+    "run_in_children",
+]
 
 OUTPUT_TAIL_BYTES = 4096  # of the child's stdout/stderr, kept for crash messages
 JOB_PIPE_BYTES = 1 << 20  # the unprivileged maximum (/proc/sys/fs/pipe-max-size)
@@ -58,7 +64,7 @@ class _Child:
     temp_bytes: int = 0
 
 
-def _run_in_children(
+def run_in_children(
     jobs: list[BacktestJob],
     policy: SandboxPolicy,
     trace: bool,
@@ -214,7 +220,7 @@ def _collect(
                     if _temp_full(child, policy):  # before its result is believed
                         child.stopped = "temp_full"
                         break
-                    claim, foreign = _claim(jobs[k], line, trace, nonces[k])
+                    claim, foreign = check_line(jobs[k], line, trace, nonces[k])
                     if foreign:
                         child.outcomes.append(_booked(jobs[k], claim, trace))
                         booked(k, child.outcomes[-1])

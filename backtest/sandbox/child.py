@@ -1,6 +1,6 @@
 """The child side of a sandboxed job: confine this forked process, run the jobs, ``_exit``.
 
-``run_child`` is called right after ``fork()`` in ``backtest.sandbox_process`` and never returns.
+``run_child`` is called right after ``fork()`` in ``backtest.sandbox.process`` and never returns.
 What the child gets, in this order, before any strategy code is compiled:
 
 1. stdin on ``/dev/null``; stdout and stderr on a pipe the parent drains (it keeps a short
@@ -22,8 +22,8 @@ What the child gets, in this order, before any strategy code is compiled:
    dir as cwd, ``HOME`` and ``TMPDIR``;
 8. as root, a uid/gid of its own with no groups; in any case no capabilities (every set),
    no_new_privs, non-dumpable, SIGKILL when the worker dies;
-9. the Python-level guards (``backtest.python_guards``), then Landlock and seccomp
-   (``backtest.kernel_guards``) when ``policy.kernel``; a batch child's seccomp filter still
+9. the Python-level guards (``backtest.sandbox.python_guards``), then Landlock and seccomp
+   (``backtest.sandbox.kernel_guards``) when ``policy.kernel``; a batch child's seccomp filter still
    lets it fork, because
 10. with the kernel guards, more than one job and ``policy.isolate_jobs`` (the default), each
     job runs in a process of its own, forked from this confined child, which never reads a
@@ -64,12 +64,12 @@ import tempfile
 import types
 from typing import TYPE_CHECKING, Any
 
-from backtest import kernel_guards as kg
-from backtest.python_guards import python_guards, read_roots
+from backtest.sandbox import kernel_guards as kg
+from backtest.sandbox.python_guards import python_guards, read_roots
 
 if TYPE_CHECKING:
     from backtest.contracts import BacktestJob
-    from backtest.sandbox_policy import SandboxPolicy
+    from backtest.sandbox.policy import SandboxPolicy
 
 RESULT_FD = 3
 JOB_FD = 4  # the parent sends each job (its nonce and its window) here when it is due
@@ -208,10 +208,10 @@ def _prepare_job_guards(source: tuple[str, str] | None) -> tuple[kg.PreparedFilt
     confine each job to a folder of its own, and freeze the heap so a job's collections do
     not touch (and copy) this child's pages."""
     if source is not None:
-        from backtest.engine import _compile
+        from backtest.engine import compile_code
 
         with contextlib.suppress(Exception):  # a job reports its own SyntaxError
-            _compile(source[0], f"<variant {source[1]}>")
+            compile_code(source[0], f"<variant {source[1]}>")
     guards = (kg.PreparedFilter(kg.job_seccomp_program()), kg.landlock_abi() >= 1)
     gc.freeze()  # no collection first: it could finalize the worker's garbage here
     return guards

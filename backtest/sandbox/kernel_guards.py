@@ -3,7 +3,7 @@
 Why a module of its own: these are the guards that hold when the Python-level ones are
 bypassed (``ctypes`` straight to libc), so each one is small, explicit and checked.
 
-Order in the child (``backtest.sandbox_child``): ``private_tmpfs`` and ``shared_to_private``
+Order in the child (``backtest.sandbox.child``): ``private_tmpfs`` and ``shared_to_private``
 while still root, then ``drop_privileges`` (an unprivileged uid of its own, no groups, no
 capabilities, ``no_new_privs``), then ``landlock`` and ``seccomp``. Everything here is Linux
 x86-64 / aarch64 only and degrades to a no-op elsewhere, except ``drop_privileges`` when

@@ -2,7 +2,7 @@
 
 They turn the obvious misuse (``socket``, ``os.system``, ``open`` outside the temp dir) into
 a clear ``PermissionError`` naming what was refused. Code that reaches ``ctypes`` gets past
-them; the kernel guards (``backtest.kernel_guards``) and the uid drop are what hold then.
+them; the kernel guards (``backtest.sandbox.kernel_guards``) and the uid drop are what hold then.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ def _denied(what: str):
     return refuse
 
 
-PROJECT_ROOT = Path(__file__).resolve().parent.parent
+PROJECT_ROOT = Path(__file__).resolve().parents[2]  # backtest/sandbox/python_guards.py
 SYSTEM_LIBRARIES = ("/usr/lib", "/usr/lib64", "/lib", "/lib64", "/usr/share/zoneinfo")
 
 

@@ -1,5 +1,5 @@
 """The limits of a sandboxed job: shared by the parent (``backtest.sandbox``) and the child
-(``backtest.sandbox_child``), so neither imports the other for it."""
+(``backtest.sandbox.child``), so neither imports the other for it."""
 
 from __future__ import annotations
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import gc
 
-from backtest.kernel_guards import libc
-from backtest.python_guards import read_roots
+from backtest.sandbox.kernel_guards import libc
+from backtest.sandbox.python_guards import read_roots
 
 _warm = False
 

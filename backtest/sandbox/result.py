@@ -1,7 +1,7 @@
 """A sandboxed job's outcome, and the child's result line checked and booked into one.
 
 The result transport of ``backtest.sandbox``: a child's line is only a claim (its status and
-fill log, with the nonce the parent sent it for that job); ``_claim`` checks it is the running
+fill log, with the nonce the parent sent it for that job); ``check_line`` checks it is the running
 job's, and ``book`` hands its fill log to the books (``backtest.books``), which compute every
 figure.
 """
@@ -14,10 +14,23 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from backtest.batching import window_bars
-from backtest.books import FillLog, IntegrityError, account
+from backtest.books import FillLog, IntegrityError, account, window_bars
 from backtest.contracts import BacktestJob, BacktestResult, JobStatus
 from backtest.trace import fill_rows, order_rows
+
+__all__ = [
+    "CHILD_ERROR_CHARS",
+    "ITEMS_FIXED",
+    "ITEMS_PER_BAR",
+    "Claim",
+    "OnOutcome",
+    "SandboxOutcome",
+    "book",
+    "check_line",
+    "claimed_error",
+    "error_outcome",
+    "items_bound",
+]
 
 # What a line may hold, checked on its bytes before ``json.loads`` builds anything: JSON
 # arrays, objects and commas per fed bar and feed (a fill is ~10, an order ~6: a strategy
@@ -93,7 +106,7 @@ class Claim:
     trace: Any
 
 
-def _claim(
+def check_line(
     job: BacktestJob, line: bytes, trace: bool, nonce: str
 ) -> tuple[SandboxOutcome | Claim, bool]:
     """One result line of ``job``, checked: (its outcome or its claim to book, whether the

@@ -254,7 +254,7 @@ def _check(
     ids: tuple[str | None, str | None],
 ) -> LookaheadReport:
     from backtest.books import feed_frames
-    from backtest.executor import SerialBackend
+    from backtest.executors import SerialBackend
 
     # A portfolio job's feeds are cut together, on their common calendar.
     feeds = feed_frames(list(bars.items()) if isinstance(bars, dict) else [(symbol, bars)], fold)

@@ -128,7 +128,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.cash <= 0 or args.timeout <= 0 or args.cuts < 1 or args.warmup_days < 0:
         _bad("--cash/--timeout/--cuts/--warmup-days", "must be positive")
 
-    from backtest.executor import ProcessPoolBackend, SerialBackend
+    from backtest.executors import ProcessPoolBackend, SerialBackend
     from backtest.lookahead import check_lookahead
     from backtest.sandbox import DEFAULT_POLICY, SandboxPolicy
 

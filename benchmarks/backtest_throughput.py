@@ -43,7 +43,7 @@ from backtest.books import feed_frame  # noqa: E402
 from backtest.compat import import_backtrader  # noqa: E402
 from backtest.contracts import BacktestJob, CostModel, Fold, JobStatus  # noqa: E402
 from backtest.engine import run_job  # noqa: E402
-from backtest.executor import ProcessPoolBackend  # noqa: E402
+from backtest.executors import ProcessPoolBackend  # noqa: E402
 from strategies.codegen import render  # noqa: E402
 from strategies.families import default_spec  # noqa: E402
 from strategies.spec import Family  # noqa: E402

@@ -1,4 +1,4 @@
-"""Fit the pool's job cost model (``backtest.batching.job_cost``) on real jobs.
+"""Fit the pool's job cost model (``backtest.executors.batching.job_cost``) on real jobs.
 
     .venv/bin/python benchmarks/pool_cost_model.py
 
@@ -23,9 +23,10 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from backtest.batching import BLOCK_WEIGHT, JOB_FIXED_BARS, code_blocks, window_bars  # noqa: E402
+from backtest.books import window_bars  # noqa: E402
 from backtest.contracts import BacktestJob, CostModel, Fold  # noqa: E402
 from backtest.engine import execute  # noqa: E402
+from backtest.executors.batching import BLOCK_WEIGHT, JOB_FIXED_BARS, code_blocks  # noqa: E402
 from benchmarks.backtest_throughput import load  # noqa: E402
 from strategies.codegen import render  # noqa: E402
 from strategies.families import default_spec  # noqa: E402

@@ -34,7 +34,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from backtest.contracts import BacktestJob, BacktestResult, CostModel, Fold, JobStatus  # noqa: E402
-from backtest.executor import ProcessPoolBackend  # noqa: E402
+from backtest.executors import ProcessPoolBackend  # noqa: E402
 from benchmarks.backtest_throughput import load  # noqa: E402
 from strategies.codegen import render  # noqa: E402
 from strategies.families import default_spec  # noqa: E402

@@ -42,7 +42,7 @@ from backtest.benchmark import BUY_AND_HOLD, normalise_name
 from backtest.cli_args import BORROW_HELP, borrow_pct, borrow_problem
 from backtest.contracts import CostModel
 from backtest.errors import BacktestError
-from backtest.executor import make_executor
+from backtest.executors import make_executor
 from backtest.sandbox import SandboxPolicy
 from gate.criteria import CRITERIA_HELP, CRITERIA_REPLACE_HELP
 from gate.errors import CriteriaError, GateError

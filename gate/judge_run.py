@@ -21,7 +21,7 @@ from backtest.benchmark import BUY_AND_HOLD, CASH, Benchmark, returns_metrics
 from backtest.contracts import BacktestJob, BacktestResult, CostModel, Fold, JobStatus
 from backtest.data import LoadedBars, load_bars, periods_per_year
 from backtest.errors import DataError
-from backtest.executor_base import Executor
+from backtest.executors import Executor
 from backtest.lookahead import LookaheadReport, check_lookahead
 from backtest.splits import TimeSplit, holdout_fold, split_holdout, walk_forward_folds
 from gate.aggregate import aggregate_variant, portfolio_series

@@ -14,7 +14,7 @@ import pandas as pd
 from backtest.benchmark import CASH, Benchmark
 from backtest.contracts import Fold
 from backtest.data import LoadedBars
-from backtest.executor import Executor
+from backtest.executors import Executor
 from backtest.splits import TimeSplit
 from experiments.runfolder import RunFolder
 from gate.contracts import Criteria

@@ -29,7 +29,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from backtest.executor import make_executor
+from backtest.executors import make_executor
 from experiments.runfolder import RunFolder
 from gate.contracts import LoopCounters
 from strategies.spec import Origin

@@ -20,7 +20,7 @@ from langgraph.runtime import Runtime
 from langgraph.types import Send
 
 from backtest.contracts import BacktestJob, BacktestResult
-from backtest.executor import error_result
+from backtest.executors import error_result
 from experiments.runfolder import result_file
 from strategies.portfolio import LABEL as PORTFOLIO
 from strategies.spec import StrategySpec

@@ -10,7 +10,7 @@ import pytest
 from conftest import read_real_bars
 
 from backtest.contracts import BacktestJob, Fold, JobStatus
-from backtest.executor import ProcessPoolBackend
+from backtest.executors import ProcessPoolBackend
 from backtest.sandbox import SandboxPolicy, run_sandboxed, run_sandboxed_batch
 
 pytestmark = pytest.mark.integration

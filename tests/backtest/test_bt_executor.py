@@ -10,7 +10,7 @@ from conftest import read_real_bars
 
 from backtest.contracts import BacktestJob, Fold, JobStatus
 from backtest.errors import BacktestError
-from backtest.executor import (
+from backtest.executors import (
     Executor,
     ProcessPoolBackend,
     RayBackend,

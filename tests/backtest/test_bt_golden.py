@@ -23,7 +23,7 @@ import pytest
 from conftest import read_real_bars
 
 from backtest.contracts import BacktestJob, Fold, JobStatus
-from backtest.executor import ProcessPoolBackend
+from backtest.executors import ProcessPoolBackend
 from backtest.sandbox import run_sandboxed
 
 pytestmark = pytest.mark.integration

@@ -37,7 +37,7 @@ import pytest
 from conftest import REPO_ROOT, read_real_bars
 
 from backtest.contracts import BacktestJob, Fold, JobStatus
-from backtest.executor import ProcessPoolBackend
+from backtest.executors import ProcessPoolBackend
 from backtest.lookahead import check_lookahead
 from backtest.sandbox import SandboxPolicy, run_sandboxed, run_sandboxed_batch, warm_worker
 

@@ -25,7 +25,7 @@ from hostile_paths import walk_forward_jobs
 from test_bt_hostile import lib
 
 from backtest.contracts import BacktestJob, Fold, JobStatus
-from backtest.executor import ProcessPoolBackend, SerialBackend
+from backtest.executors import ProcessPoolBackend, SerialBackend
 from backtest.sandbox import SandboxPolicy, run_sandboxed, warm_worker
 from backtest.splits import split_holdout, walk_forward_folds
 
@@ -285,7 +285,7 @@ def test_windows_hold_no_future(mode: str, bars: pd.DataFrame, cwd: Path) -> Non
 
 def test_windows_hold_no_future_on_ray(bars: pd.DataFrame) -> None:
     ray = pytest.importorskip("ray")
-    from backtest.executor_ray import RayBackend
+    from backtest.executors import RayBackend
 
     ray.init(num_cpus=1, include_dashboard=False, _node_ip_address="127.0.0.1")
     try:

@@ -27,7 +27,7 @@ from test_bt_hostile import MODES, Payload, _strategy, bars  # noqa: F401  (bars
 from backtest.books import ClaimedFill, FillLog, IntegrityError, keep_books
 from backtest.contracts import BacktestJob, BacktestResult, CostModel, Fold, JobStatus
 from backtest.engine import execute
-from backtest.executor import ProcessPoolBackend
+from backtest.executors import ProcessPoolBackend
 from backtest.margin import (
     MAX_GROSS_LEVERAGE,
     bankrupt_at,

@@ -22,7 +22,7 @@ from conftest import DAILY_DIR, REPO_ROOT, read_real_bars
 from hostile_paths import walk_forward_jobs
 
 from backtest.contracts import BacktestJob, Fold, JobStatus
-from backtest.executor import ProcessPoolBackend
+from backtest.executors import ProcessPoolBackend
 from backtest.lookahead import BUDGET_TIMEOUTS, LookaheadReport, check_lookahead
 from backtest.sandbox import SandboxPolicy, run_sandboxed, warm_worker
 from backtest.splits import split_holdout, walk_forward_folds

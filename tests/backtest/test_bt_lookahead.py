@@ -10,7 +10,7 @@ import pytest
 from conftest import read_real_bars
 
 from backtest.contracts import CostModel, Fold
-from backtest.executor import ProcessPoolBackend
+from backtest.executors import ProcessPoolBackend
 from backtest.lookahead import check_lookahead, cut_positions, padded
 from backtest.sandbox import SandboxPolicy
 from strategies.codegen import render

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from backtest.batching import plan_chunks
+from backtest.executors.batching import plan_chunks
 
 pytestmark = pytest.mark.unit
 

@@ -14,14 +14,14 @@ import pandas as pd
 import pytest
 from conftest import read_real_bars
 
-import backtest.batching as batching
-import backtest.executor_pool as executor_pool
-from backtest.batching import code_blocks, job_cost, share_windows, window_bars
-from backtest.books import feed_frame
+import backtest.executors.batching as batching
+import backtest.executors.pool as executor_pool
+from backtest.books import feed_frame, window_bars
 from backtest.contracts import BacktestJob, Fold, JobStatus
 from backtest.engine import run_job
-from backtest.executor import ProcessPoolBackend, SerialBackend
-from backtest.executor_stream import _InFlight
+from backtest.executors import ProcessPoolBackend, SerialBackend
+from backtest.executors.batching import code_blocks, job_cost, share_windows
+from backtest.executors.stream import InFlight
 from backtest.sandbox import SandboxOutcome, SandboxPolicy, error_outcome
 from strategies.codegen import render
 from strategies.families import default_spec
@@ -117,7 +117,7 @@ def test_a_streamed_result_and_a_retry_of_the_same_job_settle_it_once() -> None:
     jobs = [BacktestJob(job_id=f"j{i}", variant_id="v", code="", symbol="X",
                         bars=pd.DataFrame(), fold=FOLDS[0]) for i in range(2)]  # fmt: skip
     futures: list[Future] = [Future(), Future()]
-    inflight = _InFlight()
+    inflight = InFlight()
     token = inflight.add(list(zip(jobs, futures, strict=True)))
     first = error_outcome(jobs[0], JobStatus.ERROR, "first")
     inflight.settle(token, 0, first)

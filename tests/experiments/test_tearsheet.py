@@ -175,7 +175,7 @@ def test_finalize_traces_the_winners_trades() -> None:
     from conftest import read_real_bars
 
     from backtest.contracts import CostModel, Fold
-    from backtest.executor import SerialBackend
+    from backtest.executors import SerialBackend
     from strategies.codegen import render
     from strategies.portfolio import portfolio_spec
     from strategies.spec import PortfolioFamily

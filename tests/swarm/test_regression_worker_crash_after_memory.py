@@ -12,7 +12,7 @@ import pytest
 from conftest import read_real_bars
 
 from backtest.contracts import BacktestJob, Fold, JobStatus
-from backtest.executor import ProcessPoolBackend
+from backtest.executors import ProcessPoolBackend
 from strategies.codegen import render
 from strategies.families import default_spec
 

@@ -1,9 +1,9 @@
 """The process pool's result stream: each job's outcome leaves its worker once booked.
 
-Worker side: ``_pool_worker_init`` hands each pool worker the pool's result pipe, and
+Worker side: ``pool_worker_init`` hands each pool worker the pool's result pipe, and
 ``streamed_batch_task`` runs a chunk of same-code jobs and sends each outcome on it as soon as
-the sandbox booked it. Orchestrator side: ``_ResultStream`` reads the pipe in a thread and
-``_InFlight`` settles each job's future as its outcome arrives.
+the sandbox booked it. Orchestrator side: ``ResultStream`` reads the pipe in a thread and
+``InFlight`` settles each job's future as its outcome arrives.
 """
 
 from __future__ import annotations
@@ -18,11 +18,18 @@ from multiprocessing.connection import Connection
 from multiprocessing.reduction import ForkingPickler
 from typing import Any
 
-from backtest.batching import Item
 from backtest.contracts import BacktestJob
-from backtest.executor_base import _outcome_error
+from backtest.executors.base import outcome_error
+from backtest.executors.batching import Item
 from backtest.lifeline import die_with_parent
 from backtest.sandbox import SandboxOutcome, SandboxPolicy, run_sandboxed_batch, warm_worker
+
+__all__ = [
+    "InFlight",
+    "ResultStream",
+    "pool_worker_init",
+    "streamed_batch_task",
+]
 
 # ---------------------------------------------------------------------------- worker side
 
@@ -30,7 +37,7 @@ _stream: tuple[Connection, Any] | None = None  # this pool worker's (result pipe
 _HEADER = struct.Struct("<qq")  # a streamed message: (chunk token, job index), then the outcome
 
 
-def _pool_worker_init(stream: tuple[Connection, Any] | None = None) -> None:
+def pool_worker_init(stream: tuple[Connection, Any] | None = None) -> None:
     global _stream
     die_with_parent()  # a pool worker never outlives the forkserver it came from
     _stream = stream
@@ -76,7 +83,7 @@ def _settle(outer: Future[Any], value: Any) -> bool:
     return True
 
 
-class _InFlight:
+class InFlight:
     """Chunks whose outcomes stream back: token -> their items, until every one is settled."""
 
     def __init__(self) -> None:
@@ -105,7 +112,7 @@ class _InFlight:
             entry = self._chunks.get(token)
             job = entry[0][index][0] if entry is not None and index in entry[1] else None
         if job is not None:
-            self.settle(token, index, _outcome_error(job, f"PoolError: {message}"))
+            self.settle(token, index, outcome_error(job, f"PoolError: {message}"))
 
     def unsettled(self, token: int) -> list[tuple[int, BacktestJob]]:
         with self._lock:
@@ -113,7 +120,7 @@ class _InFlight:
             return [] if entry is None else [(k, entry[0][k][0]) for k in sorted(entry[1])]
 
 
-class _ResultStream:
+class ResultStream:
     """One pool's result pipe: its workers write each booked outcome (under a lock shared by
     the workers), a thread here reads them and settles the futures as they come.
 
@@ -122,7 +129,7 @@ class _ResultStream:
     to it (they are the trusted side); a job's child never holds it.
     """
 
-    def __init__(self, ctx: Any, inflight: _InFlight) -> None:
+    def __init__(self, ctx: Any, inflight: InFlight) -> None:
         self._reader, self.writer = ctx.Pipe(duplex=False)
         self.lock = ctx.Lock()
         self._inflight = inflight

@@ -14,6 +14,13 @@ from typing import Any, Protocol, Self, runtime_checkable
 from backtest.contracts import BacktestJob, BacktestResult, JobStatus
 from backtest.sandbox import SandboxOutcome, SandboxPolicy
 
+__all__ = [
+    "BaseExecutor",
+    "Executor",
+    "error_result",
+    "outcome_error",
+]
+
 OnResult = Callable[[BacktestResult], None]
 
 
@@ -54,11 +61,11 @@ class Executor(Protocol):
     def __exit__(self, *exc: object) -> None: ...
 
 
-def _outcome_error(job: BacktestJob, message: str) -> SandboxOutcome:
+def outcome_error(job: BacktestJob, message: str) -> SandboxOutcome:
     return SandboxOutcome(error_result(job, message))
 
 
-class _BaseExecutor:
+class BaseExecutor:
     def submit_trace(
         self, job: BacktestJob, policy: SandboxPolicy | None = None
     ) -> Future[SandboxOutcome]:

@@ -1,8 +1,8 @@
 """The process pool backend: warm forkserver workers, each job in a sandboxed child of one.
 
-Jobs submitted together are micro-batched (``backtest.batching``) into chunks of same-code
+Jobs submitted together are micro-batched (``backtest.executors.batching``) into chunks of same-code
 jobs, and each job's outcome streams back as soon as its worker booked it
-(``backtest.executor_stream``). A worker that dies anyway breaks its pool: the jobs it was
+(``backtest.executors.stream``). A worker that dies anyway breaks its pool: the jobs it was
 running are retried alone, and the pool is recreated for later jobs.
 """
 
@@ -20,16 +20,16 @@ from dataclasses import dataclass
 from multiprocessing import forkserver
 from typing import Any
 
-from backtest.batching import Batcher, Item
 from backtest.compat import patch_backtrader
 from backtest.contracts import BacktestJob
 from backtest.engine import run_job, trim_bars
 from backtest.errors import BacktestError
-from backtest.executor_base import _BaseExecutor, _outcome_error
-from backtest.executor_stream import (
-    _InFlight,
-    _pool_worker_init,
-    _ResultStream,
+from backtest.executors.base import BaseExecutor, outcome_error
+from backtest.executors.batching import Batcher, Item
+from backtest.executors.stream import (
+    InFlight,
+    ResultStream,
+    pool_worker_init,
     streamed_batch_task,
 )
 from backtest.lifeline import die_with_parent
@@ -58,7 +58,7 @@ def _raw_task(job: BacktestJob, policy: SandboxPolicy, trace: bool) -> SandboxOu
 @dataclass
 class _Pool:
     executor: ProcessPoolExecutor
-    stream: _ResultStream | None
+    stream: ResultStream | None
 
 
 @contextmanager
@@ -77,7 +77,7 @@ def _sigint_ignored() -> Iterator[None]:
         signal.signal(signal.SIGINT, previous)
 
 
-class ProcessPoolBackend(_BaseExecutor):
+class ProcessPoolBackend(BaseExecutor):
     """Fork process pool of warm workers; each job runs in a sandboxed child of one.
 
     Workers inherit the already-imported backtrader (cheap start) and warm up
@@ -87,7 +87,7 @@ class ProcessPoolBackend(_BaseExecutor):
     one-worker pool: innocent jobs succeed, the guilty one is reported as an
     error. The shared pool is recreated for later jobs.
 
-    Jobs submitted together are micro-batched (``backtest.batching``): chunks of same-code
+    Jobs submitted together are micro-batched (``backtest.executors.batching``): chunks of same-code
     jobs, balanced by expected cost, each run in one sandboxed child; every job's outcome
     streams back on the pool's result pipe as soon as its worker booked it.
 
@@ -121,13 +121,13 @@ class ProcessPoolBackend(_BaseExecutor):
         self._retry_slots = threading.Semaphore(1)  # isolated retries one at a time
         self._pool: _Pool | None = None
         self._closed = False
-        self._inflight = _InFlight()
-        # Micro-batching (backtest.batching): same-code jobs submitted together share children.
+        self._inflight = InFlight()
+        # Micro-batching (backtest.executors.batching): same-code jobs submitted together share children.
         self._batcher = (
             Batcher(
                 self.workers,
                 self._submit_batch,
-                _outcome_error,
+                outcome_error,
                 window_s=batch_window_s,
                 max_wait_s=batch_max_wait_s,
             )  # fmt: skip
@@ -136,9 +136,9 @@ class ProcessPoolBackend(_BaseExecutor):
         )
 
     def _new_pool(self, workers: int, *, stream: bool = False) -> _Pool:
-        results = _ResultStream(self._ctx, self._inflight) if stream else None
+        results = ResultStream(self._ctx, self._inflight) if stream else None
         if self._task is sandbox_task:
-            init: Callable[..., Any] = _pool_worker_init
+            init: Callable[..., Any] = pool_worker_init
             args: tuple[Any, ...] = (results.worker_args if results else None,)
         else:
             init, args = die_with_parent, ()
@@ -184,7 +184,7 @@ class ProcessPoolBackend(_BaseExecutor):
         try:
             pool, inner = self._pool_submit(self._task, job, policy, trace)
         except Exception as exc:
-            outer.set_result(_outcome_error(job, f"{type(exc).__name__}: {exc}"))
+            outer.set_result(outcome_error(job, f"{type(exc).__name__}: {exc}"))
             return outer
         inner.add_done_callback(lambda f: self._on_done(f, job, trace, policy, outer, pool))
         return outer
@@ -198,7 +198,7 @@ class ProcessPoolBackend(_BaseExecutor):
             )
         except Exception as exc:
             for k, job in self._inflight.unsettled(token):
-                self._inflight.settle(token, k, _outcome_error(job, f"{type(exc).__name__}: {exc}"))
+                self._inflight.settle(token, k, outcome_error(job, f"{type(exc).__name__}: {exc}"))
             return
 
         def done(f: Future[list[tuple[int, SandboxOutcome]]]) -> None:
@@ -206,7 +206,7 @@ class ProcessPoolBackend(_BaseExecutor):
             if f.cancelled():
                 for k, job in self._inflight.unsettled(token):
                     self._inflight.settle(
-                        token, k, _outcome_error(job, "Cancelled: the executor was closed")
+                        token, k, outcome_error(job, "Cancelled: the executor was closed")
                     )
             elif exc is None:  # the rest came (or is still coming) on the stream
                 for k, out in f.result():
@@ -219,7 +219,7 @@ class ProcessPoolBackend(_BaseExecutor):
             else:
                 for k, job in self._inflight.unsettled(token):
                     self._inflight.settle(
-                        token, k, _outcome_error(job, f"{type(exc).__name__}: {exc}")
+                        token, k, outcome_error(job, f"{type(exc).__name__}: {exc}")
                     )
 
         inner.add_done_callback(done)
@@ -242,7 +242,7 @@ class ProcessPoolBackend(_BaseExecutor):
         pool: _Pool,
     ) -> None:
         if inner.cancelled():
-            outer.set_result(_outcome_error(job, "Cancelled: the executor was closed"))
+            outer.set_result(outcome_error(job, "Cancelled: the executor was closed"))
             return
         exc = inner.exception()
         if exc is None:
@@ -255,7 +255,7 @@ class ProcessPoolBackend(_BaseExecutor):
                 daemon=True,
             ).start()
         else:  # e.g. the job could not be pickled
-            outer.set_result(_outcome_error(job, f"{type(exc).__name__}: {exc}"))
+            outer.set_result(outcome_error(job, f"{type(exc).__name__}: {exc}"))
 
     def _retry_alone(self, job: BacktestJob, trace: bool, policy: SandboxPolicy) -> SandboxOutcome:
         with self._retry_slots:
@@ -264,9 +264,9 @@ class ProcessPoolBackend(_BaseExecutor):
                 with solo.executor:
                     return solo.executor.submit(self._task, trim_bars(job), policy, trace).result()
             except BrokenProcessPool:
-                return _outcome_error(job, WORKER_DIED)
+                return outcome_error(job, WORKER_DIED)
             except Exception as exc:
-                return _outcome_error(job, f"{type(exc).__name__}: {exc}")
+                return outcome_error(job, f"{type(exc).__name__}: {exc}")
 
     def close(self) -> None:
         if self._batcher is not None:  # nothing submitted is left waiting: handed over first

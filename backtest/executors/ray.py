@@ -7,11 +7,11 @@ import os
 from concurrent.futures import Future
 from typing import Any
 
-from backtest.batching import Batcher
 from backtest.contracts import BacktestJob
 from backtest.engine import trim_bars
 from backtest.errors import BacktestError
-from backtest.executor_base import _BaseExecutor, _outcome_error
+from backtest.executors.base import BaseExecutor, outcome_error
+from backtest.executors.batching import Batcher
 from backtest.sandbox import (
     DEFAULT_POLICY,
     SandboxOutcome,
@@ -21,7 +21,7 @@ from backtest.sandbox import (
 )
 
 
-class RayBackend(_BaseExecutor):
+class RayBackend(BaseExecutor):
     """Ray tasks running the same sandboxed functions as the process pool, micro-batched the
     same way (a task per planned chunk of same-code jobs, cut for the cluster's CPUs).
 
@@ -71,7 +71,7 @@ class RayBackend(_BaseExecutor):
             self.workers = max(1, int(ray.cluster_resources().get("CPU", self.workers)))
         self._remote = ray.remote(num_cpus=1, max_retries=1)(sandbox_task)
         self._remote_batch = ray.remote(num_cpus=1, max_retries=1)(sandbox_batch_task)
-        self._batcher = Batcher(self.workers, self._submit_batch, _outcome_error)
+        self._batcher = Batcher(self.workers, self._submit_batch, outcome_error)
         self._closed = False
 
     def _submit(
@@ -79,7 +79,7 @@ class RayBackend(_BaseExecutor):
     ) -> Future[SandboxOutcome]:
         outer: Future[SandboxOutcome] = Future()
         if self._closed:
-            outer.set_result(_outcome_error(job, "BacktestError: executor is closed"))
+            outer.set_result(outcome_error(job, "BacktestError: executor is closed"))
             return outer
         policy = policy or self.policy
         if not trace:
@@ -89,7 +89,7 @@ class RayBackend(_BaseExecutor):
         try:
             inner = self._remote.remote(job, policy, trace).future()
         except Exception as exc:
-            outer.set_result(_outcome_error(job, f"{type(exc).__name__}: {exc}"))
+            outer.set_result(outcome_error(job, f"{type(exc).__name__}: {exc}"))
             return outer
         inner.add_done_callback(lambda f: self._resolve([(job, outer)], f, single=True))
         return outer
@@ -101,7 +101,7 @@ class RayBackend(_BaseExecutor):
             inner = self._remote_batch.remote([job for job, _ in items], policy).future()
         except Exception as exc:
             for job, outer in items:
-                outer.set_result(_outcome_error(job, f"{type(exc).__name__}: {exc}"))
+                outer.set_result(outcome_error(job, f"{type(exc).__name__}: {exc}"))
             return
         inner.add_done_callback(lambda f: self._resolve(items, f, single=False))
 
@@ -115,7 +115,7 @@ class RayBackend(_BaseExecutor):
         except BaseException as exc:  # RayTaskError, WorkerCrashedError, cancellation
             first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
             for job, outer in items:
-                outer.set_result(_outcome_error(job, f"RayError: {type(exc).__name__}: {first}"))
+                outer.set_result(outcome_error(job, f"RayError: {type(exc).__name__}: {first}"))
             return
         for (_, outer), out in zip(items, outs, strict=True):
             outer.set_result(out)

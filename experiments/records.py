@@ -128,7 +128,7 @@ class ScreenRecord(_Record):
     kind: Literal["screen"] = "screen"
     parent_id: str
     # "portfolio": a portfolio-scope parent screened on the universe, one window per fold
-    # (``backtest.screen_portfolio``); n_symbols is then the universe's size.
+    # (``backtest.screen.portfolio``); n_symbols is then the universe's size.
     scope: Literal["symbol", "portfolio"] = "symbol"
     # The portfolio label for a portfolio sweep: with ``iteration`` it makes the record's id
     # (``experiments.tracker.ID_FIELDS``), apart from a single-symbol sweep of the iteration.

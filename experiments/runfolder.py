@@ -48,7 +48,7 @@ def result_file(variant_id: str, symbol: str, fold: int) -> str:
 
 
 def screen_file(iteration: int, scope: str = "symbol") -> str:
-    """One TUNE sweep's in-sample return series (``backtest.sweep.write_batch``); a portfolio
+    """One TUNE sweep's in-sample return series (``backtest.screen.sweep.write_batch``); a portfolio
     sweep's (``scope="portfolio"``) beside the same iteration's single-symbol one."""
     return f"screens/i{iteration:02d}{'-portfolio' if scope == 'portfolio' else ''}.npz"
 

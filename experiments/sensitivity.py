@@ -4,7 +4,7 @@ in-sample Sharpe) over the two parameters that move it most, with the chosen set
 A lone bright cell says the chosen set sits on a lucky point; a broad plateau says the
 figure holds when the parameters move. Everything is read back from the run folder: the
 ``screen`` records of ``experiments.jsonl`` keep every screened set's parameters and Sharpe
-(``backtest.sweep`` ranks by that Sharpe; ``screens/*.npz`` keeps the return series).
+(``backtest.screen.sweep`` ranks by that Sharpe; ``screens/*.npz`` keeps the return series).
 """
 
 from __future__ import annotations

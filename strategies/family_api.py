@@ -28,7 +28,7 @@ DEFAULT_PRIORITY = 100
 PORTFOLIO_LABEL = "PORTFOLIO"  # the ``symbol`` of a portfolio-scope job and its results
 
 # Parameter sets around a parent: (parent, how many, trial keys to avoid) -> specs. The rules
-# brain's grid moves by default; the strategy node passes the screen (``backtest.sweep``).
+# brain's grid moves by default; the strategy node passes the screen (``backtest.screen``).
 Tuner = Callable[[StrategySpec, int, set[str]], list[StrategySpec]]
 
 

@@ -152,7 +152,7 @@ def neighbourhood(
 ) -> list[StrategySpec]:
     """Up to n distinct parameter sets around ``spec``: a Latin-hypercube sample of every
     tunable parameter within ``radius`` grid steps of the parent's value (TUNE through the
-    screen, ``backtest.sweep``).
+    screen, ``backtest.screen``).
 
     A Latin hypercube stratifies every parameter at once: n sets cover each parameter's
     2 x radius + 1 offsets about evenly, where independent draws would leave gaps. The sample

@@ -5,7 +5,7 @@ A symbol-scope spec is rendered by ``strategies.codegen``; this module renders t
 families (cross-sectional momentum, rotation, pairs) with their switches (inverse-volatility
 weights, a volatility target, a cash filter, long/short) and regime filters. The code passes
 the lint (``strategies.validate``) and runs in the sandbox like any other strategy;
-``backtest.screen_portfolio`` replays it trade for trade.
+``backtest.screen.portfolio`` replays it trade for trade.
 """
 
 from __future__ import annotations

@@ -72,7 +72,7 @@ class RunConfig(BaseModel):
     repair_data: bool = False
     # A RESEARCH round may add related symbols from --data-dir (swarm.research.rounds).
     allow_universe_expansion: bool = False
-    # TUNE through the screen (backtest.sweep): parameter sets screened per TUNE iteration
+    # TUNE through the screen (backtest.screen.sweep): parameter sets screened per TUNE iteration
     # around the best catalogue spec, the best confirmed in Backtrader; 0 is --no-screen.
     screen_size: int = Field(SCREEN_SIZE, ge=0, le=20_000)
     # The DSR's trial count: "effective" (clusters of correlated trials, gate.effective) or

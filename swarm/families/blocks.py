@@ -48,7 +48,7 @@ class BlockFamilies:
         return variant
 
     def screens(self, spec: StrategySpec) -> bool:
-        from backtest.sweep import supported
+        from backtest.screen import supported
 
         return supported(spec)
 

@@ -51,7 +51,7 @@ class PortfolioFamilies:
         return variant
 
     def screens(self, spec: StrategySpec) -> bool:
-        from backtest.sweep import supported_portfolio
+        from backtest.screen import supported_portfolio
 
         return supported_portfolio(spec)
 

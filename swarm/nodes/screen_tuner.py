@@ -1,5 +1,5 @@
 """The screen as the rules brain's tuner: a sweep of parameter sets around a parent, the top
-ones handed to Backtrader to confirm (``backtest.sweep``), every screened set a trial."""
+ones handed to Backtrader to confirm (``backtest.screen``), every screened set a trial."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from swarm.context import RunContext
 from swarm.state import DevelopState
 
 if TYPE_CHECKING:
-    from backtest.sweep import Sweep
+    from backtest.screen import Sweep
 
 SCOPE = "portfolio"
 
@@ -33,7 +33,7 @@ class ScreenTuner:
 
     Called with the parent and the slots to fill, it screens ``screen_size`` parameter sets
     around the parent on every symbol x in-sample fold and returns the top ones for Backtrader
-    to confirm (``backtest.sweep``). Every screened set is a trial: it goes into ``ledger`` (a
+    to confirm (``backtest.screen``). Every screened set is a trial: it goes into ``ledger`` (a
     copy of the state's, for the node to return), into one ``screen`` record and, with its
     in-sample return series, into ``screens/iNN.npz``.
 
@@ -66,7 +66,7 @@ class ScreenTuner:
 
     def _windows(self) -> dict:
         """The Backtrader jobs' bars and folds as screen windows, built once per run."""
-        from backtest.sweep import portfolio_windows_for, windows_for
+        from backtest.screen import portfolio_windows_for, windows_for
         from swarm.nodes.backtest import job_bars
 
         ctx = self.ctx
@@ -97,8 +97,8 @@ class ScreenTuner:
         return [s.spec for s in picks]
 
     def _sweep(self, parent: StrategySpec, seen: set[str]) -> bool:
-        from backtest.screen_blocks import Unsupported
-        from backtest.sweep import screen_sets
+        from backtest.screen import Unsupported
+        from backtest.screen import screen_sets
 
         ctx, cfg = self.ctx, self.ctx.config
         portfolio = self.scope == SCOPE
@@ -132,7 +132,7 @@ class ScreenTuner:
     def flush(self) -> None:
         """Write the sweep (``screens/iNN[-portfolio].npz``) and its ``screen`` record, with
         every set the iteration confirmed; nothing when there was no sweep."""
-        from backtest.sweep import write_batch
+        from backtest.screen import write_batch
 
         ctx, sweep = self.ctx, self.sweep
         if sweep is None or self.flushed:

@@ -1,7 +1,7 @@
 """The run's effective trial count, measured from the run folder (``gate.effective``).
 
 Every trial's in-sample return series is on disk, never in the checkpointed state: the screened
-sets' in ``screens/iNN.npz`` (``backtest.sweep.write_batch``), the Backtrader variants' in
+sets' in ``screens/iNN.npz`` (``backtest.screen.write_batch``), the Backtrader variants' in
 ``backtests/<variant_id>/`` (read by the gate for PBO and the reality check). Each screened batch
 is clustered once (memoised in the run context); the run level clusters the batches'
 representatives with every Backtrader trial that is not a screened set already.
@@ -30,7 +30,7 @@ def _batch_groups(
     ctx: RunContext, benchmark: Mapping[str, float] | None
 ) -> list[tuple[list[str], dict[str, float]]]:
     """Every screened batch's clusters: (member trial keys, representative series)."""
-    from backtest.sweep import read_batch
+    from backtest.screen import read_batch
 
     memo = ctx.memo.screen_groups.setdefault(benchmark is None, {})
     folder = ctx.run.path("screens")

@@ -38,7 +38,7 @@ from backtest.margin import (
 from backtest.metrics import equity_from_returns
 from backtest.run import main
 from backtest.sandbox import run_sandboxed
-from backtest.screen_equity import BooksEquity
+from backtest.screen.equity import BooksEquity
 from backtest.splits import split_holdout, walk_forward_folds
 
 # Sell 40x the equity every bar (the short piles up), and 100x the equity once.

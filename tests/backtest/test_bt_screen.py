@@ -22,9 +22,8 @@ from hypothesis import strategies as st
 
 from backtest.contracts import BacktestJob, CostModel, Fold
 from backtest.engine import execute
-from backtest.screen import ScreenStatus, Window, evaluate, screen
-from backtest.screen_blocks import supported_blocks
-from backtest.screen_indicators import window_fsum_mean
+from backtest.screen import ScreenStatus, Window, evaluate, screen, supported_blocks
+from backtest.screen.indicators import window_fsum_mean
 from backtest.trade_list import FillRow, Trade, pair_fills
 from strategies.blocks import ENTRIES, EXITS, FILTERS, SIZINGS
 from strategies.codegen import render

@@ -1,5 +1,5 @@
 """The screen's fast exact kernels give the very doubles backtrader computes
-(``backtest/screen_indicators.py``).
+(``backtest/screen/indicators.py``).
 
 - ``window_fsum_mean`` rolls a double-double and proves each window's rounding, or sums the
   window exactly: it must equal ``math.fsum(window) / period`` on prices, and on values built to
@@ -19,8 +19,8 @@ from conftest import DAILY_DIR
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from backtest import screen_indicators as ind
-from backtest.screen_indicators import power, stddev, window_fsum_mean
+from backtest.screen import indicators as ind
+from backtest.screen.indicators import power, stddev, window_fsum_mean
 
 
 def _fsum_means(src: np.ndarray, period: int, start: int) -> np.ndarray:

@@ -1,4 +1,4 @@
-"""The portfolio screen equals Backtrader trade for trade (``backtest/screen_portfolio.py``).
+"""The portfolio screen equals Backtrader trade for trade (``backtest/screen/portfolio.py``).
 
 The property test draws cross-sectional momentum and rotation specs (every parameter on the lab's
 grid, long only or long/short), universes of real corpus symbols, windows and costs, runs the
@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 from backtest.contracts import BacktestJob, CostModel, Fold
 from backtest.engine import execute
 from backtest.screen import ScreenStatus, screen_portfolio
-from backtest.screen_portfolio import LABEL, PortfolioWindow, evaluate
+from backtest.screen.portfolio import LABEL, PortfolioWindow, evaluate
 from backtest.trace import fill_rows
 from backtest.trade_list import Trade, trades_from_trace_fills
 from strategies.codegen import render

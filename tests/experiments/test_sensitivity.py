@@ -113,7 +113,7 @@ def test_the_batch_that_screened_the_best_variant_is_drawn_with_it_marked() -> N
 
 
 def test_a_run_folder_with_a_screen_gets_the_chart_and_the_cli_redraws_it(tmp_path, capsys):
-    from backtest.sweep import Sweep, write_batch
+    from backtest.screen import Sweep, write_batch
 
     run = RunFolder(tmp_path / "run")
     sets = [p for p, _ in _trials()]

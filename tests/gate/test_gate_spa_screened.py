@@ -9,7 +9,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from backtest.sweep import ScreenedSet, Sweep, write_batch
+from backtest.screen import ScreenedSet, Sweep, write_batch
 from gate.alpha import run_spa
 from gate.effective import cluster_series, hedge_rows
 from swarm.memo import RunMemo

@@ -74,7 +74,7 @@ def test_the_tuner_moves_the_filter_s_parameters() -> None:
 
 @pytest.mark.unit
 def test_the_screen_reports_the_filter_unsupported() -> None:
-    from backtest.screen_blocks import Unsupported, check_supported
+    from backtest.screen.blocks import Unsupported, check_supported
 
     check_supported(default_spec(Family.TREND))  # the same design without it is screened
     with pytest.raises(Unsupported, match="filter index_regime: reads an index feed"):

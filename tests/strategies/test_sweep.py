@@ -1,4 +1,4 @@
-"""TUNE through the screen (``backtest/sweep.py``, ``strategies.mutate.neighbourhood``).
+"""TUNE through the screen (``backtest/screen/sweep.py``, ``strategies.mutate.neighbourhood``).
 
 The sample is a pure function of its seed; the ranking picks the screen's best; and the best,
 run through Backtrader on the same windows, trades and scores exactly as it was screened.
@@ -15,8 +15,15 @@ from conftest import read_real_bars
 
 from backtest.contracts import BacktestJob, CostModel, Fold
 from backtest.engine import execute
-from backtest.screen import books_result, evaluate
-from backtest.sweep import read_batch, screen_sets, supported, windows_for, write_batch
+from backtest.screen import (
+    books_result,
+    evaluate,
+    read_batch,
+    screen_sets,
+    supported,
+    windows_for,
+    write_batch,
+)
 from backtest.trade_list import FillRow, pair_fills
 from gate.aggregate import aggregate_variant
 from strategies.codegen import render

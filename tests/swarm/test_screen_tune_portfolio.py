@@ -21,9 +21,7 @@ import pytest
 from conftest import read_real_bars
 
 from backtest.contracts import CostModel, Fold
-from backtest.screen import screen_portfolio
-from backtest.screen_portfolio import PortfolioWindow
-from backtest.sweep import read_batch, supported_portfolio
+from backtest.screen import PortfolioWindow, read_batch, screen_portfolio, supported_portfolio
 from experiments.records import ScreenRecord
 from experiments.runfolder import screen_file
 from experiments.tracker import ExperimentTracker, read_records
@@ -319,7 +317,7 @@ def test_a_run_tunes_its_portfolio_parent_through_the_screen_and_no_screen_never
         raise AssertionError("--no-screen must not screen")
 
     monkeypatch.setattr(strategy_node, "neighbourhood", refuse)
-    monkeypatch.setattr("backtest.sweep.screen_sets", refuse)
+    monkeypatch.setattr("backtest.screen.screen_sets", refuse)
     plain = _develop(daily_dir, tmp_path / "off", "--no-screen", *XS_ONLY)
     assert not (plain / "screens").exists()
     assert json.loads((plain / "verdict.json").read_text())["n_trials"] == 10

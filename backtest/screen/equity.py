@@ -1,6 +1,6 @@
 """What every screened run shares: the books' equity and its Sharpe ratio, as ``compute_metrics``
 computes them, for the single-symbol screen (``backtest.screen``) and the portfolio one
-(``backtest.screen_portfolio``)."""
+(``backtest.screen.portfolio``)."""
 
 from __future__ import annotations
 

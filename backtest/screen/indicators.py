@@ -31,7 +31,7 @@ import numpy as np
 import talib
 from numba import njit, types
 
-import backtest.numba_cache  # noqa: F401  (numba's cache in the user cache dir)
+import backtest.screen.numba_cache  # noqa: F401  (numba's cache in the user cache dir)
 
 # CPython's float ** float calls the C library's pow: bind the same symbol, with the exponent
 # passed at run time so that LLVM cannot rewrite pow(x, 2.0) into x * x.

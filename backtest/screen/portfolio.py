@@ -11,7 +11,7 @@ module replays that code and the engine's broker (``backtest.engine``) as they r
   ``vol_lookback`` bars: bar index ``vol_lookback``) on the bars where ``len(self)`` is a
   multiple of ``rebalance_bars``; orders on bars before the fold's start are refused
   (``backtest.engine._gated``); the volatilities are backtrader's own arithmetic
-  (``backtest.screen_indicators``);
+  (``backtest.screen.indicators``);
 * ``order_target_percent``: the target value is the weight times the broker's value at the
   signal bar's close; a zero target closes the position; otherwise whole shares
   ``int(1.0 * (difference // close))`` against the position's value ``size * close``;
@@ -48,14 +48,14 @@ import numpy as np
 import pandas as pd
 
 from backtest import margin
-from backtest import screen_indicators as ind
 from backtest.books import Position, broker_values, feed_frames, forward_fill
 from backtest.borrow import borrow_by_bar, borrow_due, cash_by_bar, per_bar_rate
 from backtest.contracts import BacktestResult, CostModel, Fold, JobStatus
 from backtest.metrics import compute_metrics
 from backtest.period_keys import index_keys
-from backtest.screen_blocks import Unsupported
-from backtest.screen_equity import BooksEquity
+from backtest.screen import indicators as ind
+from backtest.screen.blocks import Unsupported
+from backtest.screen.equity import BooksEquity
 from backtest.trade_list import FillRow, Trade, pair_fills
 from strategies.families import PARAM_SPACE, reconcile_portfolio
 from strategies.spec import PortfolioFamily, StrategySpec

@@ -13,7 +13,7 @@ portfolio over the symbols, folds concatenated: the figure ``gate.aggregate`` co
 variant from its Backtrader results, so a confirmed variant's Sharpe is the one it was ranked
 on. Sets below the gate's trade floor (a hard veto) rank after every set above it.
 
-A portfolio-scope spec (``cross_sectional_momentum``, ``rotation``: ``backtest.screen_portfolio``)
+A portfolio-scope spec (``cross_sectional_momentum``, ``rotation``: ``backtest.screen.portfolio``)
 is one job per fold over the whole universe: its windows are the universe's per fold
 (``portfolio_windows_for``) and its series is the portfolio's own returns, folds concatenated,
 the figure ``gate.aggregate`` computes from its one result per fold. Its trades are the
@@ -33,13 +33,13 @@ import numpy as np
 import pandas as pd
 
 from backtest.contracts import CostModel, Fold
-from backtest.screen import Window, evaluate
-from backtest.screen_blocks import Unsupported, check_supported
-from backtest.screen_indicators import IndicatorZeroDivision
-from backtest.screen_portfolio import LABEL as PORTFOLIO
-from backtest.screen_portfolio import PortfolioWindow
-from backtest.screen_portfolio import check_supported as check_portfolio
-from backtest.screen_portfolio import evaluate as evaluate_portfolio
+from backtest.screen.blocks import Unsupported, check_supported
+from backtest.screen.indicators import IndicatorZeroDivision
+from backtest.screen.portfolio import LABEL as PORTFOLIO
+from backtest.screen.portfolio import PortfolioWindow
+from backtest.screen.portfolio import check_supported as check_portfolio
+from backtest.screen.portfolio import evaluate as evaluate_portfolio
+from backtest.screen.screening import Window, evaluate
 from strategies.spec import StrategySpec
 
 

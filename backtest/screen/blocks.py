@@ -1,7 +1,7 @@
 """From a spec's blocks to the screen's arrays: conditions, readiness and the first bar of ``next``.
 
 Each supported block of ``strategies.blocks`` has a reader here that computes the indicators its
-Backtrader code creates (``backtest.screen_indicators``) and the boolean arrays of its
+Backtrader code creates (``backtest.screen.indicators``) and the boolean arrays of its
 conditions, evaluated as the generated code evaluates them (the same comparisons, on the same
 doubles, NaN comparing false). A block without a reader, a portfolio or pipeline family, or code
 written outside the catalogue raises ``Unsupported``: the screen never approximates.
@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from backtest import screen_fills as sf
-from backtest import screen_indicators as ind
+from backtest.screen import fills as sf
+from backtest.screen import indicators as ind
 from strategies.blocks import ENTRIES, EXITS, FILTERS, SIZINGS, required_params
 from strategies.regime import REGIME_FILTERS
 from strategies.spec import Family, StrategySpec

@@ -18,7 +18,7 @@ One pass over the bars does, per bar, what ``backtest.engine`` runs in backtrade
    before the fold's start are refused (``backtest.engine._gated``).
 
 The entry and filter conditions and the readiness of the indicators arrive as boolean arrays
-(``backtest.screen_blocks``); everything that depends on the position is decided here.
+(``backtest.screen.blocks``); everything that depends on the position is decided here.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ import math
 import numpy as np
 from numba import njit
 
-import backtest.numba_cache  # noqa: F401  (numba's cache in the user cache dir)
+import backtest.screen.numba_cache  # noqa: F401  (numba's cache in the user cache dir)
 
 # Exit blocks, as bits of ``exit_mask``.
 EXIT_STOP_LOSS = 1

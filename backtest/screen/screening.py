@@ -5,8 +5,8 @@ hundreds of parameter sets cannot afford it. The screen reproduces the generated
 single-symbol block spec (``strategies.codegen``) as the engine runs it (``backtest.engine``:
 next-open fills, percentage slippage capped by the bar, percentage commission, the broker's cash
 checks, orders refused before the fold's start): the indicators are backtrader's own arithmetic
-(``backtest.screen_indicators``), the conditions are boolean arrays (``backtest.screen_blocks``)
-and the path-dependent part is one numba loop (``backtest.screen_fills``). Its trades equal
+(``backtest.screen.indicators``), the conditions are boolean arrays (``backtest.screen.blocks``)
+and the path-dependent part is one numba loop (``backtest.screen.fills``). Its trades equal
 Backtrader's (same dates and sizes, prices to 1e-6; ``tests/backtest/test_bt_screen.py``); its
 metrics come from ``backtest.metrics.compute_metrics`` on the same equity the books replay.
 
@@ -17,7 +17,7 @@ approximated; Backtrader stays the judge.
 
 prints one JSON line ``{status, trades: [...], metrics, error, ...}``; bad input exits 2 with one
 line naming the argument. A portfolio-scope spec (``strategies.portfolio``) is screened over
-the tickers at once (``backtest.screen_portfolio``): one result, symbol ``PORTFOLIO``.
+the tickers at once (``backtest.screen.portfolio``): one result, symbol ``PORTFOLIO``.
 """
 
 from __future__ import annotations
@@ -35,9 +35,6 @@ import numpy as np
 import pandas as pd
 from pydantic import BaseModel, Field
 
-from backtest import screen_blocks as blocks
-from backtest import screen_fills as sf
-from backtest import screen_portfolio as sp
 from backtest.books import feed_frame
 from backtest.borrow import borrow_by_bar, per_bar_rate
 from backtest.cli_args import (
@@ -50,8 +47,11 @@ from backtest.cli_args import (
 from backtest.contracts import BacktestResult, CostModel, Fold, JobStatus, Metrics
 from backtest.metrics import compute_metrics
 from backtest.period_keys import index_keys
-from backtest.screen_equity import BooksEquity
-from backtest.screen_indicators import IndicatorZeroDivision
+from backtest.screen import blocks
+from backtest.screen import fills as sf
+from backtest.screen import portfolio as sp
+from backtest.screen.equity import BooksEquity
+from backtest.screen.indicators import IndicatorZeroDivision
 from backtest.trade_list import FillRow, Trade, pair_fills
 from strategies.codegen import is_short_enabled
 from strategies.spec import StrategySpec
@@ -273,7 +273,7 @@ def screen_portfolio(
     periods_per_year: int = 252,
     bars_per_year: int = 252,
 ) -> ScreenResult:
-    """A portfolio-scope spec over the universe's window (``backtest.screen_portfolio``): one
+    """A portfolio-scope spec over the universe's window (``backtest.screen.portfolio``): one
     result, symbol ``PORTFOLIO``; never raises for a spec, as ``screen``."""
     costs = costs or CostModel()
     try:

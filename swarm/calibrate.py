@@ -1,7 +1,7 @@
 """python -m swarm.calibrate --runs N [--kinds A,B] [--workers W] [--seed S] [--out DIR]
 
 Calibrates the quality gate: for i = 1..N and every scenario it generates a seeded universe
-(``backtest.synthetic_universe``), runs the full develop loop on it (research swarm,
+(``swarm.calibration.synthetic_universe``), runs the full develop loop on it (research swarm,
 strategy development, backtests, gate, routing: the same code path as
 ``python -m swarm.develop``, fed through the CSV source), and reports
 
@@ -26,7 +26,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-from backtest.synthetic_universe import UniverseSpec
 from gate.criteria import CRITERIA_HELP, CRITERIA_REPLACE_HELP
 from swarm.calibration.jobs import LoopOptions, RunSpec, base_universe
 from swarm.calibration.jobs import plan_runs as _plan
@@ -58,6 +57,7 @@ from swarm.calibration.scenarios import (
     universe_seed,
 )
 from swarm.calibration.stats import clopper_pearson_interval, rate_summary, wilson_interval
+from swarm.calibration.synthetic_universe import UniverseSpec
 from swarm.cli_args import add_screen_arguments
 
 # The names this module has always offered (the tests and other callers import them here).

@@ -1,5 +1,6 @@
 """The gate's calibration (``python -m swarm.calibrate``), one role a module.
 
+- ``synthetic_universe``: the seeded synthetic universes (null, planted) a scenario runs on;
 - ``scenarios``: the named universes (null and planted), their seeds, ``--kinds`` parsing;
 - ``jobs``: the runs one invocation asks for (``RunSpec``s), checked before any folder is made;
 - ``runner``: one run (universe, develop loop, verdict record) and running them all;

@@ -9,8 +9,8 @@ from dataclasses import dataclass, replace
 from datetime import date
 from pathlib import Path
 
-from backtest.synthetic_universe import UniverseSpec
 from swarm.calibration.scenarios import MAX_RUNS, parse_kinds, scenario_for, universe_seed
+from swarm.calibration.synthetic_universe import UniverseSpec
 from swarm.cli_args import screen_options
 from swarm.errors import UserInputError
 

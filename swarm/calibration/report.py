@@ -10,9 +10,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from backtest.synthetic_universe import UniverseSpec
 from swarm.calibration.scenarios import DEFAULT_DIRECTIVE, SCENARIOS, scenario_for
 from swarm.calibration.stats import rate_summary
+from swarm.calibration.synthetic_universe import UniverseSpec
 
 TARGET_FDR = 0.05
 TARGET_POWER = 0.90

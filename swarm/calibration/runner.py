@@ -15,9 +15,9 @@ from pathlib import Path
 from typing import Any
 
 from backtest.lifeline import die_with_parent
-from backtest.synthetic_universe import write_universe
 from swarm.calibration.jobs import RunSpec
 from swarm.calibration.scenarios import DEFAULT_DIRECTIVE
+from swarm.calibration.synthetic_universe import write_universe
 
 
 def run_config(spec: RunSpec, meta: dict[str, Any], data_dir: Path) -> tuple[Any, Any]:

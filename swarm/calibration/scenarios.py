@@ -1,6 +1,6 @@
 """The calibration scenarios: named seeded universes, with or without a planted edge.
 
-Each scenario fixes a kind of universe (``backtest.synthetic_universe``) and a drift; its
+Each scenario fixes a kind of universe (``swarm.calibration.synthetic_universe``) and a drift; its
 slot fixes its seeds, so a scenario's runs are reproducible and no two scenarios share one.
 """
 
@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
-from backtest.synthetic_universe import Kind
+from swarm.calibration.synthetic_universe import Kind
 
 # Names no family: a directive's families fill half of the first iteration, and a planted
 # edge must be found by the search, not announced to it (a "momentum" directive would

@@ -14,14 +14,6 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from backtest.synthetic_universe import (
-    UniverseSpec,
-    describe,
-    generate_universe,
-    reversion_rule_returns,
-    sharpe_annual,
-    timing_alpha,
-)
 from swarm import calibrate
 from swarm.calibrate import (
     ALIASES,
@@ -40,6 +32,14 @@ from swarm.calibrate import (
     universe_seed,
 )
 from swarm.calibration import runner
+from swarm.calibration.synthetic_universe import (
+    UniverseSpec,
+    describe,
+    generate_universe,
+    reversion_rule_returns,
+    sharpe_annual,
+    timing_alpha,
+)
 
 pytestmark = pytest.mark.unit
 

@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from backtest.synthetic_universe import UniverseSpec, generate_universe
+from swarm.calibration.synthetic_universe import UniverseSpec, generate_universe
 
 pytestmark = pytest.mark.unit
 

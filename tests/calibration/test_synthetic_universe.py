@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 
 from backtest.data import load_bars
-from backtest.synthetic_universe import (
+from swarm.calibration.synthetic_universe import (
     UniverseSpec,
     describe,
     generate_universe,

@@ -229,14 +229,14 @@ def test_an_exported_portfolio_strategy_reproduces_the_lab_s_final_value(tmp_pat
 @pytest.mark.slow
 def test_a_cross_sectional_edge_is_found_by_a_portfolio_variant_and_exported(tmp_path) -> None:
     """Issue 12's acceptance: a seeded 10-symbol universe whose only edge is each name's rank
-    of past returns (``backtest.synthetic_universe``, kind ``cross_sectional``); the directive
+    of past returns (``swarm.calibration.synthetic_universe``, kind ``cross_sectional``); the directive
     names no family ("alpha"). The loop ends in SUCCESS with a portfolio-scope winner, and its
     export reproduces the recorded holdout value in plain backtrader."""
     import json
     import subprocess
     import sys
 
-    from backtest.synthetic_universe import UniverseSpec, write_universe
+    from swarm.calibration.synthetic_universe import UniverseSpec, write_universe
     from swarm.develop import main
 
     data = tmp_path / "data"

@@ -17,7 +17,7 @@ Short 100 shares at a flat $50 for 252 daily bars at 5 %/yr: 252 x 100 x 50 x 0.
 $250. Default 0: nothing is computed, and every figure is as without the rule, bit for bit.
 
 The engine's broker (``backtest.engine.MarginedBroker``), the books (``backtest.books``) and
-the screens (``backtest.screen_fills``, ``backtest.screen_portfolio``) all compute a bar's fee
+the screens (``backtest.screen.fills``, ``backtest.screen.portfolio``) all compute a bar's fee
 as ``borrow_due`` does, in its order of float operations, so an honest run's cash is the same
 on every side. Trade pnls stay those of prices and commissions (backtrader's ``Trade``); the
 fee is in the equity, its returns and metrics, and in ``Metrics.borrow_paid``.

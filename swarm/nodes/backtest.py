@@ -71,7 +71,7 @@ def job_bars(
     filter's, ``swarm.regime_data``) are added after the traded feeds."""
 
     # One in-sample frame per symbol for the run, shared by all its jobs: the pool's batcher
-    # then cuts one window per symbol and chunk, and pickles it once (backtest.batching).
+    # then cuts one window per symbol and chunk, and pickles it once (backtest.executors.batching).
     insample = ctx.memo.insample_frames  # symbol -> (its loaded bars, their in-sample frame)
 
     def one(s: str) -> pd.DataFrame:

@@ -97,8 +97,7 @@ class ScreenTuner:
         return [s.spec for s in picks]
 
     def _sweep(self, parent: StrategySpec, seen: set[str]) -> bool:
-        from backtest.screen import Unsupported
-        from backtest.screen import screen_sets
+        from backtest.screen import Unsupported, screen_sets
 
         ctx, cfg = self.ctx, self.ctx.config
         portfolio = self.scope == SCOPE

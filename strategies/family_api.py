@@ -83,7 +83,9 @@ class FamilyPlugin(Protocol):
     * ``screens(spec)``: whether the screen reproduces ``spec`` (False: tune by grid moves).
 
     An optional ``priority`` (default 100) orders the self-proposing plugins: lower first,
-    then registration order (the decision pipeline 10, the portfolio families 20).
+    then registration order (the decision pipeline 10, the portfolio families 20). An optional
+    ``preflight(config)`` checks the family's own inputs when a run names it, before anything
+    runs (raise ``swarm.errors.UserInputError`` naming the option and the fix).
     """
 
     name: str
@@ -205,6 +207,15 @@ class FamilyRegistry:
     def holdout_variant(self, run: Any, variant: dict[str, Any]) -> dict[str, Any]:
         spec = StrategySpec.model_validate(variant["spec"])
         return self.for_spec(spec).holdout_variant(run, variant)
+
+    def preflight(self, config: Any) -> None:
+        """Each family the run names checks its own inputs (its optional ``preflight``), so
+        a missing input is an exit 2 at start-up, not an error mid-run."""
+        for name in dict.fromkeys(getattr(config, "families", None) or []):
+            plugin = self._by_kind.get(name)
+            check = getattr(plugin, "preflight", None)
+            if check is not None:
+                check(config)
 
 
 def own_best(

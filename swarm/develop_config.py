@@ -166,6 +166,9 @@ def config_from_args(args: argparse.Namespace):
         allow_universe_expansion=args.allow_universe_expansion,
         **screen_options(args),
     )
+    from swarm.families import registry
+
+    registry().preflight(config)  # a named family's own inputs, e.g. earnings_drift's data
     return config, criteria
 
 

@@ -114,6 +114,10 @@ class EarningsDrift:
         start = run.folds[0].start - timedelta(days=WARMUP_MARGIN_DAYS)
         return since(self.events(run, through=run.split.insample_end), start)
 
+    def preflight(self, config: Any) -> None:
+        """A run naming this family needs its earnings surprises: say so before it starts."""
+        self._table(config.alt_data or find_alt_root(config.data_dir))
+
     def _table(self, root: Path | None) -> AltTable:
         if root is not None and root in self._tables:
             return self._tables[root]

@@ -133,6 +133,22 @@ def test_without_surprises_the_error_names_the_fix(tmp_path):
         registry().for_kind(KIND).code(run, drift_spec())
 
 
+def test_a_run_naming_the_family_without_its_data_exits_at_start_up(tmp_path, shared_data):
+    from swarm.develop import build_parser, config_from_args
+
+    argv = ["--directive", "alpha in tech", "--tickers", "AAPL", "--data-dir",
+            str(shared_data / "ohlcv" / "daily"), "--start", "2014-01-01", "--end", "2018-12-31",
+            "--offline", "--families", KIND]  # fmt: skip
+    config, _ = config_from_args(build_parser().parse_args(argv))  # the corpus: found
+    assert KIND in config.families
+    empty = tmp_path / "alt"
+    empty.mkdir()
+    with pytest.raises(
+        UserInputError, match=f"--families {KIND}: no earnings surprises.*--alt-data"
+    ):
+        config_from_args(build_parser().parse_args([*argv, "--alt-data", str(empty)]))
+
+
 def test_the_plugin_is_discovered_with_its_kind_and_slots():
     plugin = registry().for_kind(KIND)
     assert isinstance(plugin, FamilyPlugin) and KIND in registry().known()

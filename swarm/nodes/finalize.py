@@ -54,7 +54,7 @@ from swarm.nodes.backtest import PORTFOLIO, data_sha256, job_bars, job_symbols
 from swarm.nodes.gate import portfolio_series
 from swarm.nodes.variants import with_code
 from swarm.regime_data import reproduce_data
-from swarm.state import BestSoFar, DevelopState
+from swarm.state import BestSoFar, DevelopState, StoredVariant
 
 log = logging.getLogger(__name__)
 
@@ -137,10 +137,10 @@ def holdout(state: DevelopState, runtime: Runtime[RunContext]) -> dict[str, Any]
 
 
 def finalize(state: DevelopState, runtime: Runtime[RunContext]) -> dict[str, Any]:
+    """The run's verdict and its files: variants.json, verdict.json, the charts, the export of
+    a winner, report.md and the tear sheet (each written by its own function below)."""
     ctx = runtime.context
-    cfg = ctx.config
     decisions = state.get("decisions", [])
-    last = decisions[-1] if decisions else None
     success = state.get("route") == Route.SUCCESS
     best_eval = state.get("best")
     best_id = best_eval.variant_id if best_eval else None
@@ -158,8 +158,41 @@ def finalize(state: DevelopState, runtime: Runtime[RunContext]) -> dict[str, Any
     )
     ledger = state.get("ledger") or TrialLedger()
     h = state.get("holdout")
-    spa = state.get("spa")
+    figures, windows, bh_in = _figures(ctx, best_eval, h, best_variant)
+    _with_in_sample(variants, decisions)
+    trials = _trial_sharpes(best_eval, ledger, ctx.periods_per_year)
+    verdict = _verdict(
+        ctx, state, success=success, best_variant=best_variant, ledger=ledger, figures=figures,
+        bh_in=bh_in, trials=trials,
+    )  # fmt: skip
+    verdict_json = verdict.model_dump(mode="json")
+    run = ctx.run
+    # Through the model: the file is what `python -m experiments.check` and the export read.
+    run.write_json("variants.json", VARIANTS.dump_python(variants, mode="json"))
+    run.write_json("verdict.json", verdict_json)
+    if ctx.llm is not None:
+        ctx.llm.write_calls(run.path("llm_calls.jsonl"))
+    charts = _charts(ctx, state, verdict_json, windows, trials, best_id, best_variant)
+    if success and best_variant:
+        _export(ctx, verdict_json, best_id, best_variant, stored)
+    _report(ctx, state, verdict_json, best_eval, best_variant, charts, h)
+    if windows and best_id:
+        _tearsheet(ctx, best_id, best_variant, windows)
+    ctx.progress.stage(
+        "done",
+        f"{verdict.verdict} after {verdict.iterations} iteration(s), {verdict.n_backtests} "
+        f"backtests, {verdict.n_trials} trials ({verdict.n_trials_effective} effective); best "
+        f"{best_id or '–'}",
+    )
+    return {"verdict": verdict}
 
+
+def _figures(
+    ctx: RunContext, best_eval: BestSoFar | None, h: Any, best_variant: dict[str, Any] | None
+) -> tuple[dict[str, Figures], dict[str, tuple[pd.Series, pd.Series]], Any]:
+    """The winner's in-sample and holdout figures beside the benchmark's (with what it takes
+    to re-run each holdout symbol outside the lab), their return windows for the charts, and
+    the benchmark's in-sample metrics."""
     figures: dict[str, Figures] = {}
     bench_in = ctx.benchmark_insample()
     bh_in_rets = pd.Series(list(bench_in.values()), index=pd.to_datetime(list(bench_in)))
@@ -199,16 +232,38 @@ def finalize(state: DevelopState, runtime: Runtime[RunContext]) -> dict[str, Any
             },
         )
         windows["holdout"] = (_series(h.returns), _series(h.buy_and_hold_returns))
-    # Every variant's own in-sample figures, so any of them can be exported with its numbers.
+    return figures, windows, bh_in
+
+
+def _with_in_sample(variants: dict[str, VariantEntry], decisions: list[Any]) -> None:
+    """Every variant's own in-sample figures, so any of them can be exported with its numbers."""
     for d in decisions:
         for e in d.evaluations:
             if e.variant_id in variants:
                 variants[e.variant_id].in_sample = InSample(
                     iteration=d.iteration, **{f: getattr(e, f) for f in IN_SAMPLE_FIELDS}
                 )
-    trials = _trial_sharpes(best_eval, ledger, ctx.periods_per_year)
 
-    verdict = Verdict(
+
+def _verdict(
+    ctx: RunContext,
+    state: DevelopState,
+    *,
+    success: bool,
+    best_variant: dict[str, Any] | None,
+    ledger: TrialLedger,
+    figures: dict[str, Figures],
+    bh_in: Any,
+    trials: dict[str, Any],
+) -> Verdict:
+    """The run's verdict as verdict.json holds it."""
+    cfg = ctx.config
+    decisions = state.get("decisions", [])
+    last = decisions[-1] if decisions else None
+    best_eval = state.get("best")
+    best_id = best_eval.variant_id if best_eval else None
+    h, spa = state.get("holdout"), state.get("spa")
+    return Verdict(
         verdict="SUCCESS" if success else "ABANDON",
         reason="; ".join(
             filter(None, [last.reasoning if last else "no iteration completed", holdout_note(ctx)])
@@ -255,14 +310,20 @@ def finalize(state: DevelopState, runtime: Runtime[RunContext]) -> dict[str, Any
         trial_sharpes=TrialSharpes(**{k: v for k, v in trials.items() if k != "values"}),
         llm_masking=_llm_masking(ctx),
     )
-    verdict_json = verdict.model_dump(mode="json")
-    figures_json = verdict_json["figures"]
+
+
+def _charts(
+    ctx: RunContext,
+    state: DevelopState,
+    verdict_json: dict[str, Any],
+    windows: dict[str, tuple[pd.Series, pd.Series]],
+    trials: dict[str, Any],
+    best_id: str | None,
+    best_variant: dict[str, Any] | None,
+) -> list[str]:
+    """The run's charts (trajectory, equity, trial Sharpes, the screen's sensitivity), the
+    ones drawn, as report.md links them."""
     run = ctx.run
-    # Through the model: the file is what `python -m experiments.check` and the export read.
-    run.write_json("variants.json", VARIANTS.dump_python(variants, mode="json"))
-    run.write_json("verdict.json", verdict_json)
-    if ctx.llm is not None:
-        ctx.llm.write_calls(run.path("llm_calls.jsonl"))
     thresholds = {c.metric: c.threshold for c in ctx.criteria.rules}
     charts = []
     if state.get("history"):
@@ -288,17 +349,43 @@ def finalize(state: DevelopState, runtime: Runtime[RunContext]) -> dict[str, Any
     # The screen's records are in the run folder; a run that screened nothing draws nothing.
     if (drawn := draw_sensitivity(run.root, (best_variant or {}).get("spec"))) is not None:
         charts.append(drawn)
-    if success and best_variant:
-        write_export(
-            run.path("winner"),
-            variant=with_holdout_code(ctx, best_variant),
-            class_name=best_variant["class_name"],
-            costs=cfg.costs.model_dump(),
-            figures=figures_json,
-            lineage=lineage_of(best_id, {vid: v.parent_id for vid, v in stored.items()}),
-            run_dir=run.root,
-            trades=trades_kind(best_variant["spec"], len(ctx.symbols)),
-        )
+    return charts
+
+
+def _export(
+    ctx: RunContext,
+    verdict_json: dict[str, Any],
+    best_id: str | None,
+    best_variant: dict[str, Any],
+    stored: dict[str, StoredVariant],
+) -> None:
+    """The winner's folder: its code (the holdout's when its family regenerated it), costs,
+    figures and lineage."""
+    cfg, run, figures_json = ctx.config, ctx.run, verdict_json["figures"]
+    write_export(
+        run.path("winner"),
+        variant=with_holdout_code(ctx, best_variant),
+        class_name=best_variant["class_name"],
+        costs=cfg.costs.model_dump(),
+        figures=figures_json,
+        lineage=lineage_of(best_id, {vid: v.parent_id for vid, v in stored.items()}),
+        run_dir=run.root,
+        trades=trades_kind(best_variant["spec"], len(ctx.symbols)),
+    )
+
+
+def _report(
+    ctx: RunContext,
+    state: DevelopState,
+    verdict_json: dict[str, Any],
+    best_eval: BestSoFar | None,
+    best_variant: dict[str, Any] | None,
+    charts: list[str],
+    h: Any,
+) -> None:
+    """report.md, from the verdict and the run's records."""
+    cfg, run, figures_json = ctx.config, ctx.run, verdict_json["figures"]
+    decisions = state.get("decisions", [])
     run.write_text(
         "report.md",
         render_report(
@@ -324,15 +411,6 @@ def finalize(state: DevelopState, runtime: Runtime[RunContext]) -> dict[str, Any
             },
         ),
     )
-    if windows and best_id:
-        _tearsheet(ctx, best_id, best_variant, windows)
-    ctx.progress.stage(
-        "done",
-        f"{verdict.verdict} after {verdict.iterations} iteration(s), {verdict.n_backtests} "
-        f"backtests, {verdict.n_trials} trials ({verdict.n_trials_effective} effective); best "
-        f"{best_id or '–'}",
-    )
-    return {"verdict": verdict}
 
 
 def _tearsheet(

@@ -37,7 +37,7 @@ def _ctx(root: Path, *, indices: tuple[str, ...], variants: int = VARIANTS):
     return SimpleNamespace(
         config=SimpleNamespace(
             seed=7, variants=variants, families=["cross_sectional_momentum"],
-            preferred_families=["cross_sectional_momentum"], screen_size=0,
+            preferred_families=["cross_sectional_momentum"], screen_size=0, sizing=None,
             limits=SimpleNamespace(max_iterations=10),
         ),
         symbols=["AAA", "BBB", "CCC", "DDD"], llm=None, news_items=[], memo=RunMemo(),

@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
-from strategies.spec import StrategySpec, register_kind
+from strategies.spec import StrategySpec
 
 if TYPE_CHECKING:
     from gate.contracts import FailureAnalysis, VariantEvaluation
@@ -132,7 +132,6 @@ class FamilyRegistry:
                 "(self_proposing=False); make it self-proposing"
             )
         for kind in plugin.kinds:
-            register_kind(kind)
             self._by_kind[kind] = plugin
         self._plugins.append(plugin)
         return plugin

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from enum import StrEnum
 from typing import Literal
 
@@ -43,17 +44,10 @@ class PortfolioFamily(StrEnum):
     LOW_VOLATILITY = "low_volatility"
 
 
-# Family names registered by plugins beyond the three enums (``strategies.family_api``).
-_PLUGIN_KINDS: set[str] = set()
-
-
-def register_kind(name: str) -> None:
-    """Let ``StrategySpec.family`` accept ``name`` (called by ``FamilyRegistry.register``).
-    The enums' names stay theirs: a spec of a built-in family keeps its enum member."""
-    if not any(
-        str(name) in {f.value for f in e} for e in (Family, PipelineFamily, PortfolioFamily)
-    ):
-        _PLUGIN_KINDS.add(str(name))
+# A plugin family's name (``strategies.family_api``): a snake_case identifier. Any such name
+# validates, so a run folder reads back in any process, whether or not its plugin is loaded;
+# the registry says which plugin owns it (``FamilyRegistry.for_spec``) when it is used.
+PLUGIN_FAMILY_NAME = re.compile(r"[a-z][a-z0-9_]{1,47}")
 
 
 class PluginFamily(str):
@@ -67,8 +61,10 @@ class PluginFamily(str):
 
     @classmethod
     def _check(cls, value: str) -> PluginFamily:
-        if value not in _PLUGIN_KINDS:
-            raise ValueError(f"unknown family {value!r}: no family plugin registered it")
+        if any(value in e._value2member_map_ for e in (Family, PipelineFamily, PortfolioFamily)):
+            raise ValueError(f"family {value!r} is a built-in family")  # keeps its enum member
+        if not PLUGIN_FAMILY_NAME.fullmatch(value):
+            raise ValueError(f"family {value!r}: not a family name (snake_case, 2-48 characters)")
         return cls(value)
 
     @classmethod

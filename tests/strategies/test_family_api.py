@@ -93,7 +93,12 @@ def test_registration_rules():
 
 def test_a_plugin_family_is_a_valid_spec_family_that_round_trips():
     with pytest.raises(ValidationError):
-        _spec("toy_unit_kind")
+        _spec("Toy Kind!")  # not a family name
+    # A well-formed name validates without its plugin (a run folder reads back anywhere); the
+    # registry is what refuses it, when it is used.
+    assert _spec("toy_unit_kind").family.value == "toy_unit_kind"
+    with pytest.raises(KeyError, match="no family plugin owns 'toy_unit_kind'"):
+        registry().for_spec(_spec("toy_unit_kind"))
     with registered(Stub("toy_unit", ["toy_unit_kind"])):
         spec = _spec("toy_unit_kind")
         assert isinstance(spec.family, PluginFamily) and spec.family.value == "toy_unit_kind"

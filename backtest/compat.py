@@ -12,6 +12,7 @@ import collections.abc
 import os
 import sys
 from types import ModuleType
+from typing import Any
 
 _ABC_NAMES = ("Iterable", "Mapping", "MutableMapping", "Sequence", "Callable", "OrderedDict")
 _patched = False
@@ -45,7 +46,7 @@ def _force_agg() -> None:
         pass
 
 
-def import_backtrader() -> ModuleType:
+def import_backtrader() -> Any:  # Any: its classes are subclassed (a module type would not be)
     """Return the ``backtrader`` module, patched first (``backtrader.plot`` not imported)."""
     patch_backtrader()
     import backtrader

@@ -80,7 +80,7 @@ class EngineRun:
 # ---------------------------------------------------------------------------- analyzer
 
 
-class _Recorder(bt.Analyzer):
+class _Recorder(bt.Analyzer):  # type: ignore[name-defined]  # bt is the patched module
     """Per-bar date and broker value, every order placed, every fill and the orders the
     broker refused: the run's claim (``FillLog``), which ``backtest.books`` checks and replays.
 
@@ -172,10 +172,7 @@ class _Recorder(bt.Analyzer):
             ],
             values=np.asarray(self.values, dtype=float),
             orders_rejected=self.rejected,
-            orders=[
-                ClaimedOrder(d, at.get(c, -1), *rest)
-                for d, c, *rest in self.orders  # type: ignore[arg-type]
-            ],
+            orders=[ClaimedOrder(d, at.get(c, -1), *rest) for d, c, *rest in self.orders],
         )
 
     def get_analysis(self) -> dict[str, Any]:
@@ -185,7 +182,7 @@ class _Recorder(bt.Analyzer):
 # ---------------------------------------------------------------------------- broker
 
 
-class MarginedBroker(bt.brokers.BackBroker):
+class MarginedBroker(bt.brokers.BackBroker):  # type: ignore[name-defined]  # bt is the patched module
     """backtrader's ``BackBroker`` with the lab's initial margin (``backtest.margin``).
 
     A stock-like broker checks only cash, and a short sale credits it: without this, any
@@ -212,7 +209,7 @@ class MarginedBroker(bt.brokers.BackBroker):
                 self.cash -= borrow_due(sizes, [d.close[-1] for d in datas], rate)
         super().next()
 
-    def _execute(self, order, ago=None, price=None, cash=None, position=None, dtcoc=None):  # type: ignore[no-untyped-def]
+    def _execute(self, order, ago=None, price=None, cash=None, position=None, dtcoc=None):
         if ago is None or price is None or not self._over_margin(order, price):
             return super()._execute(
                 order, ago=ago, price=price, cash=cash, position=position, dtcoc=dtcoc
@@ -295,7 +292,7 @@ def _pick_strategy(module: types.ModuleType) -> type:
     return found[0]
 
 
-def _check_params(cls: type, params: dict[str, Any]) -> dict[str, Any]:
+def _check_params(cls: Any, params: dict[str, Any]) -> dict[str, Any]:
     """Reject unknown keys; give int-default params ints (tuners may send 20.0)."""
     known = list(cls.params._getkeys())
     unknown = sorted(set(params) - set(known))
@@ -341,7 +338,7 @@ def _note_order(strategy: Any, order: Any, side: str) -> None:
     strategy.analyzers.recorder.placed(order)
 
 
-def _gated(cls: type, fold_start: date) -> type:
+def _gated(cls: Any, fold_start: date) -> Any:
     """Subclass whose buy/sell refuse orders on bars dated before ``fold_start``.
 
     ``close``, ``order_target_*`` and brackets all go through buy/sell. Placed
@@ -370,7 +367,7 @@ def _gated(cls: type, fold_start: date) -> type:
 # ---------------------------------------------------------------------------- errors
 
 
-def _one_line(text: str) -> str:
+def _one_line(text: object) -> str:
     return " ".join(str(text).split())
 
 

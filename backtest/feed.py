@@ -19,7 +19,7 @@ from backtest.compat import import_backtrader
 bt = import_backtrader()
 
 
-class FramePandasData(bt.feeds.PandasData):
+class FramePandasData(bt.feeds.PandasData):  # type: ignore[name-defined]  # bt is the patched module
     """``bt.feeds.PandasData`` with list-backed loading (same parameters, same values)."""
 
     def start(self) -> None:

@@ -125,8 +125,8 @@ def alpha_stats(
     sr_alpha = _sharpe(alpha_series)
     root = math.sqrt(periods_per_year)
     sr_s = _sharpe(y)
-    sr_b = None if cash else _sharpe(x)  # type: ignore[arg-type]
-    active = y if cash else y - x  # type: ignore[operator]
+    sr_b = None if cash else _sharpe(x)  # type: ignore[arg-type]  # cash covers x None
+    active = y if cash else y - x
     sr_active = _sharpe(active)
     moments = pd.Series(alpha_series)
     skew = float(moments.skew()) if n >= 3 and sr_alpha is not None else None

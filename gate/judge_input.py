@@ -66,7 +66,7 @@ def read_strategy(path: Path, *, scope: str = "auto") -> StrategyFile:
         path=path,
         code=code,
         class_name=report.class_name,
-        scope=detect_scope(code) if scope == "auto" else scope,  # type: ignore[arg-type]
+        scope=detect_scope(code) if scope == "auto" else scope,
         exported=embedded is not None,
     )
 

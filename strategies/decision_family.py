@@ -135,7 +135,7 @@ def _tune(
     if not frozen or n <= 0:
         return tune(base, n, rng=rng, seen=seen)
     keep = {k: base.parameters.get(k) for k in frozen}
-    taken, out = set(seen), []
+    taken, out = set(seen), list[StrategySpec]()
     for _ in range(4):
         for spec in tune(base, 2 * (n - len(out)), rng=rng, seen=taken):
             taken.add(spec.trial_key())

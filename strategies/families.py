@@ -345,6 +345,13 @@ def snap_params(params: dict[str, Any]) -> dict[str, ParamValue]:
     return out
 
 
+def block_family(spec: StrategySpec) -> Family:
+    """The spec's family as a block family (the only kind with templates), else a clear error."""
+    if not isinstance(spec.family, Family):
+        raise ValueError(f"{spec.family.value} is not a block family: it has no templates")
+    return spec.family
+
+
 def reconcile(spec: StrategySpec) -> StrategySpec:
     """Exactly the parameters the blocks read: keep values, add defaults, drop the unused."""
     if isinstance(spec.family, PortfolioFamily):  # no blocks: its family's parameter set
@@ -359,7 +366,7 @@ def reconcile(spec: StrategySpec) -> StrategySpec:
     if problems:
         raise ValueError("; ".join(problems))
     needed = required_params(spec.entry, spec.filters, spec.exits, spec.sizing)
-    family_defaults = TEMPLATES[spec.family][0].params
+    family_defaults = TEMPLATES[block_family(spec)][0].params
     params = {
         name: spec.parameters.get(name, family_defaults.get(name, default))
         for name, default in needed.items()

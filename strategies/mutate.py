@@ -15,6 +15,7 @@ from strategies.blocks import ENTRIES, SIBLINGS
 from strategies.families import (
     PARAM_SPACE,
     TEMPLATES,
+    block_family,
     jitter,
     reconcile,
     snap_params,
@@ -269,13 +270,13 @@ def _fix_trades(
 def _fix_rerender(
     spec: StrategySpec, problem: str, rng: random.Random, seen: set[str]
 ) -> StrategySpec:
-    templates = TEMPLATES[spec.family]
+    family = block_family(spec)
+    templates = TEMPLATES[family]
     # Same entry first: keep the idea, reset the design to a known-good one.
     order = sorted(range(len(templates)), key=lambda i: templates[i].entry != spec.entry)
     note = f"fix {problem}: family defaults"
     cands = [
-        _renamed(spec_from_template(spec.family, i, long_short=spec.long_short), note)
-        for i in order
+        _renamed(spec_from_template(family, i, long_short=spec.long_short), note) for i in order
     ]
     fresh = _first_fresh(cands, seen)
     if fresh is not None:

@@ -151,7 +151,7 @@ def const_value(node: ast.AST | None, names: dict[str, Any] | None = None, depth
         return next((v for v in values[:-1] if pick(v)), values[-1])
     if isinstance(node, ast.Compare):
         values = [fold(node.left), *(fold(c) for c in node.comparators)]
-        ops = [_COMPARE.get(type(o)) for o in node.ops]
+        ops: list[Any] = [_COMPARE.get(type(o)) for o in node.ops]
         if any(v is None for v in values) or any(o is None for o in ops):
             return None
         return int(all(o(a, b) for o, a, b in zip(ops, values, values[1:], strict=False)))

@@ -72,7 +72,7 @@ def find_defects(frame: pd.DataFrame, lines: np.ndarray | None = None) -> list[B
     for i in np.flatnonzero(non_pos | high_low | low_high | crossed | dup):
         if non_pos[i]:
             bad = [f"{k} {_fmt(px[k][i])}" for k in PRICE_COLUMNS if px[k][i] <= 0]
-            found.append((i, "non_positive", f"{', '.join(bad)} not positive"))
+            found.append((int(i), "non_positive", f"{', '.join(bad)} not positive"))
         else:
             why = []
             if high_low[i]:
@@ -82,10 +82,10 @@ def find_defects(frame: pd.DataFrame, lines: np.ndarray | None = None) -> list[B
             if crossed[i] and not why:
                 why.append(f"high {_fmt(h[i])} below low {_fmt(lo[i])}")
             if why:
-                found.append((i, "ohlc", "; ".join(why)))
+                found.append((int(i), "ohlc", "; ".join(why)))
         if dup[i]:
             stamp = index[i].isoformat() if intraday else index[i].date().isoformat()
-            found.append((i, "duplicate", f"timestamp {stamp} repeated later in the file"))
+            found.append((int(i), "duplicate", f"timestamp {stamp} repeated later in the file"))
     return [
         BarDefect(
             date=index[i].isoformat() if intraday else index[i].date().isoformat(),

@@ -58,7 +58,13 @@ class Executor(Protocol):
 
     def __enter__(self) -> Self: ...
 
-    def __exit__(self, *exc: object) -> None: ...
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+        /,
+    ) -> None: ...
 
 
 def outcome_error(job: BacktestJob, message: str) -> SandboxOutcome:

@@ -240,9 +240,10 @@ def _run_forked(
     before. Either way job k is reaped, and its folder removed, before job k+2 goes.
     """
     seccomp, confined = guards
-    waiting = _fork_job(0, trace, tmpdir, seccomp, ())
+    waiting: tuple[int, int, int, str] | None = _fork_job(0, trace, tmpdir, seccomp, ())
     ending: tuple[int, str] | None = None  # a job that said done: killed, not yet reaped
     for k in range(n_jobs):
+        assert waiting is not None  # job k was forked: by job k-1's turn, or before the loop
         pid, go, done, folder = waiting
         os.write(go, b"g")
         os.close(go)

@@ -109,7 +109,7 @@ def python_guards(tmpdir: str) -> None:
         for name in ("Popen", "run", "call", "check_call", "check_output", "getoutput"):
             setattr(sub, name, proc)
     if "_posixsubprocess" in sys.modules:
-        sys.modules["_posixsubprocess"].fork_exec = proc
+        sys.modules["_posixsubprocess"].fork_exec = proc  # type: ignore[attr-defined]
 
     import gc
 

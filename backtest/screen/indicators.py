@@ -26,6 +26,7 @@ Every array is NaN before its first value; ``first`` is that index (backtrader's
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 import talib
@@ -35,7 +36,9 @@ import backtest.screen.numba_cache  # noqa: F401  (numba's cache in the user cac
 
 # CPython's float ** float calls the C library's pow: bind the same symbol, with the exponent
 # passed at run time so that LLVM cannot rewrite pow(x, 2.0) into x * x.
-_c_pow = types.ExternalFunction("pow", types.float64(types.float64, types.float64))
+_c_pow: Any = types.ExternalFunction(  # Any: mypy cannot type a numba external
+    "pow", types.float64(types.float64, types.float64)
+)
 
 _MAX_PARTIALS = 64  # a double sum never needs more than ~40 non-overlapping partials
 

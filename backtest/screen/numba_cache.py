@@ -20,4 +20,4 @@ os.environ.setdefault("NUMBA_CACHE_DIR", cache_dir())
 
 import numba  # noqa: E402  (after the variable: numba reads it when first imported)
 
-numba.config.CACHE_DIR = os.environ["NUMBA_CACHE_DIR"]  # and if it was imported earlier
+numba.config.CACHE_DIR = os.environ["NUMBA_CACHE_DIR"]  # type: ignore[attr-defined]  # and if it was imported earlier

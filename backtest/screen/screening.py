@@ -200,9 +200,10 @@ def evaluate(
         ready |= np.isnan(a)
     np.logical_not(ready, out=ready)
     n = len(bars)
+    # every entry block sets all four signals (mypy sees Conditions' None defaults)
     out = sf.simulate(
         bars.open, bars.high, bars.low, bars.close, ready,
-        cond.long_entry, cond.short_entry, cond.long_exit, cond.short_exit,
+        cond.long_entry, cond.short_entry, cond.long_exit, cond.short_exit,  # type: ignore[arg-type]
         np.zeros(n) if cond.atr is None else cond.atr,
         np.zeros(n) if cond.realised_sd is None else cond.realised_sd,
         np.array(modes, dtype=np.int64), np.array(knobs, dtype=np.float64),

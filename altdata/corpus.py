@@ -93,26 +93,71 @@ class Dataset:
 DATASETS: dict[str, Dataset] = {
     d.name: d
     for d in (
-        Dataset("statements", "fundamentals/annual_statements_2012_2016.csv", True, _statements,
-                "first NYSE session after period end + 90 days, at the open"),
-        Dataset("sectors", "fundamentals/sp500_securities_gics.csv", True, _static,
-                "static reference (GICS as of about 2017)"),
-        Dataset("surprises", "analyst/earnings_surprises_2012_2019.csv", True, _surprises,
-                "report date: at the open when released pre-market, else after the close"),
-        Dataset("ratings", "analyst/benzinga_rating_actions_2011_2020.csv", True,
-                _stamped("datetime"), "the action's timestamp"),
-        Dataset("headlines", "news/benzinga_headlines_nvda_tsla_goog_amzn_2011_2020.csv", True,
-                _stamped("datetime"), "the headline's timestamp"),
-        Dataset("headlines_subset", "news/benzinga_analyst_ratings_subset.csv", True,
-                _stamped("datetime"), "the headline's timestamp"),
-        Dataset("business_news", "news/bbc_business_rss_2022_2024.csv", False,
-                _stamped("datetime_utc"), "the item's timestamp (UTC); market-wide"),
-        Dataset("put_call", "options/cboe_putcall_daily_2006_2019.csv", False,
-                _after_close("date"), "after the day's close; market-wide"),
-        Dataset("tweets", "social/stocknet_tweets_2014_2016.csv", True,
-                _stamped("created_at_utc"), "the tweet's creation time (UTC)"),
+        Dataset(
+            "statements",
+            "fundamentals/annual_statements_2012_2016.csv",
+            True,
+            _statements,
+            "first NYSE session after period end + 90 days, at the open",
+        ),
+        Dataset(
+            "sectors",
+            "fundamentals/sp500_securities_gics.csv",
+            True,
+            _static,
+            "static reference (GICS as of about 2017)",
+        ),
+        Dataset(
+            "surprises",
+            "analyst/earnings_surprises_2012_2019.csv",
+            True,
+            _surprises,
+            "report date: at the open when released pre-market, else after the close",
+        ),
+        Dataset(
+            "ratings",
+            "analyst/benzinga_rating_actions_2011_2020.csv",
+            True,
+            _stamped("datetime"),
+            "the action's timestamp",
+        ),
+        Dataset(
+            "headlines",
+            "news/benzinga_headlines_nvda_tsla_goog_amzn_2011_2020.csv",
+            True,
+            _stamped("datetime"),
+            "the headline's timestamp",
+        ),
+        Dataset(
+            "headlines_subset",
+            "news/benzinga_analyst_ratings_subset.csv",
+            True,
+            _stamped("datetime"),
+            "the headline's timestamp",
+        ),
+        Dataset(
+            "business_news",
+            "news/bbc_business_rss_2022_2024.csv",
+            False,
+            _stamped("datetime_utc"),
+            "the item's timestamp (UTC); market-wide",
+        ),
+        Dataset(
+            "put_call",
+            "options/cboe_putcall_daily_2006_2019.csv",
+            False,
+            _after_close("date"),
+            "after the day's close; market-wide",
+        ),
+        Dataset(
+            "tweets",
+            "social/stocknet_tweets_2014_2016.csv",
+            True,
+            _stamped("created_at_utc"),
+            "the tweet's creation time (UTC)",
+        ),
     )
-}  # fmt: skip
+}
 
 
 FEED_TABLES = ("statements", "statements_quarterly")  # what an online statements source serves
@@ -131,8 +176,9 @@ def load(root: Path, dataset: Dataset) -> AltTable:
         raise ValueError(f"{path}: missing column {exc} (expected the corpus columns)") from None
     frame[KNOWN_AT] = known
     frame = frame.dropna(subset=[KNOWN_AT]).sort_values(KNOWN_AT, kind="stable")
-    return AltTable(dataset.name, dataset.source, frame.reset_index(drop=True),
-                    dataset.per_ticker, dataset.rule)  # fmt: skip
+    return AltTable(
+        dataset.name, dataset.source, frame.reset_index(drop=True), dataset.per_ticker, dataset.rule
+    )
 
 
 @dataclass

@@ -99,23 +99,44 @@ def _window(rows: pd.DataFrame, as_of: pd.Timestamp, days: float) -> pd.DataFram
 EVENT_RULES: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
     (name, re.compile(pattern, re.I))
     for name, pattern in (
-        ("analyst_rating", r"\b(upgrade[sd]?|downgrade[sd]?|price target|initiates? coverage"
-                           r"|maintains|reiterates|outperform|underperform|overweight"
-                           r"|underweight)\b"),
-        ("earnings", r"\b(earnings|eps|revenue|guidance|quarter(ly)?|q[1-4]|results|profit"
-                     r"|sales|beats?|miss(es|ed)?)\b"),
-        ("m_and_a", r"\b(acquir\w*|acquisition|merger|merge[sd]?|buyout|takeover|deal to buy"
-                    r"|stake)\b"),
-        ("legal_regulatory", r"\b(lawsuit|sue[sd]?|court|probe|investigation|sec|ftc|doj"
-                             r"|antitrust|regulat\w*|fine[sd]?|settle\w*|recall\w*|patent)\b"),
-        ("management", r"\b(ceo|cfo|coo|chief|executive|resign\w*|appoint\w*|names|hires"
-                       r"|steps down|board|chairman)\b"),
-        ("product", r"\b(launch\w*|unveil\w*|release[sd]?|product|chip|gpu|model|iphone"
-                    r"|platform|partner\w*|announces)\b"),
-        ("macro_market", r"\b(market|stocks|fed|rates?|inflation|economy|jobs|sector|s&p"
-                         r"|nasdaq|dow|futures|week ahead|movers|mid-day|pre-market)\b"),
+        (
+            "analyst_rating",
+            r"\b(upgrade[sd]?|downgrade[sd]?|price target|initiates? coverage"
+            r"|maintains|reiterates|outperform|underperform|overweight"
+            r"|underweight)\b",
+        ),
+        (
+            "earnings",
+            r"\b(earnings|eps|revenue|guidance|quarter(ly)?|q[1-4]|results|profit"
+            r"|sales|beats?|miss(es|ed)?)\b",
+        ),
+        (
+            "m_and_a",
+            r"\b(acquir\w*|acquisition|merger|merge[sd]?|buyout|takeover|deal to buy"
+            r"|stake)\b",
+        ),
+        (
+            "legal_regulatory",
+            r"\b(lawsuit|sue[sd]?|court|probe|investigation|sec|ftc|doj"
+            r"|antitrust|regulat\w*|fine[sd]?|settle\w*|recall\w*|patent)\b",
+        ),
+        (
+            "management",
+            r"\b(ceo|cfo|coo|chief|executive|resign\w*|appoint\w*|names|hires"
+            r"|steps down|board|chairman)\b",
+        ),
+        (
+            "product",
+            r"\b(launch\w*|unveil\w*|release[sd]?|product|chip|gpu|model|iphone"
+            r"|platform|partner\w*|announces)\b",
+        ),
+        (
+            "macro_market",
+            r"\b(market|stocks|fed|rates?|inflation|economy|jobs|sector|s&p"
+            r"|nasdaq|dow|futures|week ahead|movers|mid-day|pre-market)\b",
+        ),
     )
-)  # fmt: skip
+)
 OTHER_EVENT = "other"
 EVENT_CLASSES = (*(name for name, _ in EVENT_RULES), OTHER_EVENT)
 
@@ -188,8 +209,9 @@ def news_reading(
     mean, pos, neg = _tone(scores, weights)
     n = len(scores)
     coverage = min(n, NEWS_FULL_COVERAGE) / NEWS_FULL_COVERAGE
-    confidence = _clip((0.15 + 0.45 * coverage) * (0.5 + 0.5 * abs(pos - neg)), 0,
-                       NEWS_MAX_CONFIDENCE)  # fmt: skip
+    confidence = _clip(
+        (0.15 + 0.45 * coverage) * (0.5 + 0.5 * abs(pos - neg)), 0, NEWS_MAX_CONFIDENCE
+    )
     classes = [event_class(h) for h in used[text]]
     ev = {
         f"news_rows_{window_days}d": float(len(_window(rows, t, window_days))),
@@ -278,9 +300,19 @@ def _rating_tone(rating: object) -> int:
 def rating_counts(rows: pd.DataFrame) -> dict[str, int]:
     """Counts of upgrades, downgrades, initiations (by the rating's tone), price-target raises
     and cuts, and positive vs negative reiterations in ``benzinga_rating_actions`` rows."""
-    out = dict.fromkeys(("upgrades", "downgrades", "initiations_positive",
-                         "initiations_negative", "pt_raises", "pt_cuts",
-                         "reiterations_positive", "reiterations_negative"), 0)  # fmt: skip
+    out = dict.fromkeys(
+        (
+            "upgrades",
+            "downgrades",
+            "initiations_positive",
+            "initiations_negative",
+            "pt_raises",
+            "pt_cuts",
+            "reiterations_positive",
+            "reiterations_negative",
+        ),
+        0,
+    )
     for action, rating, pt in zip(rows["action"], rows["rating"], rows["pt_change"], strict=True):
         action = str(action)
         tone = _rating_tone(rating)
@@ -300,9 +332,16 @@ def rating_counts(rows: pd.DataFrame) -> dict[str, int]:
 
 
 # Rating changes weigh most, new coverage and target moves half, reiterations a quarter.
-_RATING_WEIGHTS = {"upgrades": 1.0, "downgrades": -1.0, "initiations_positive": 0.5,
-                   "initiations_negative": -0.5, "pt_raises": 0.5, "pt_cuts": -0.5,
-                   "reiterations_positive": 0.25, "reiterations_negative": -0.25}  # fmt: skip
+_RATING_WEIGHTS = {
+    "upgrades": 1.0,
+    "downgrades": -1.0,
+    "initiations_positive": 0.5,
+    "initiations_negative": -0.5,
+    "pt_raises": 0.5,
+    "pt_cuts": -0.5,
+    "reiterations_positive": 0.25,
+    "reiterations_negative": -0.25,
+}
 
 
 def analyst_reading(
@@ -342,17 +381,19 @@ def analyst_reading(
             pct = last["surprise"].astype(float) / est.abs().where(est.abs() > 0.01, 0.01)
             sized = [_clip(p / SURPRISE_SCALE) for p in pct]
             score = sum(sized) / len(sized)
-            ev.update({
-                "surprises_count": float(len(last)),
-                "surprises_beats": float((last["surprise"] > 0).sum()),
-                "surprises_misses": float((last["surprise"] < 0).sum()),
-                "surprises_mean_pct": float(pct.mean()),
-                "surprises_latest_pct": float(pct.iloc[-1]),
-                "surprises_score": score,
-                "surprises_days_since_latest": float(
-                    (t - last[KNOWN_AT].iloc[-1]).total_seconds() / 86400
-                ),
-            })  # fmt: skip
+            ev.update(
+                {
+                    "surprises_count": float(len(last)),
+                    "surprises_beats": float((last["surprise"] > 0).sum()),
+                    "surprises_misses": float((last["surprise"] < 0).sum()),
+                    "surprises_mean_pct": float(pct.mean()),
+                    "surprises_latest_pct": float(pct.iloc[-1]),
+                    "surprises_score": score,
+                    "surprises_days_since_latest": float(
+                        (t - last[KNOWN_AT].iloc[-1]).total_seconds() / 86400
+                    ),
+                }
+            )
             parts.append((score, 0.6 * len(last) / SURPRISES_KEPT))
             cites += _citations(last, surprises_source)
     if not parts:
@@ -389,8 +430,10 @@ def put_call_reading(
     t = utc(as_of)
     known = rows[rows[KNOWN_AT] <= t].dropna(subset=[column])
     if len(known) < PUT_CALL_MIN_HISTORY + 1:
-        return (f"{len(known)} put/call days known by {t:%Y-%m-%d}; the z-score needs "
-                f"{PUT_CALL_MIN_HISTORY + 1}")  # fmt: skip
+        return (
+            f"{len(known)} put/call days known by {t:%Y-%m-%d}; the z-score needs "
+            f"{PUT_CALL_MIN_HISTORY + 1}"
+        )
     latest = known.iloc[-1]
     stale = (t - latest[KNOWN_AT]).total_seconds() / 86400
     if stale > PUT_CALL_STALE_DAYS:
@@ -459,8 +502,9 @@ def social_reading(
     n = len(scores)
     coverage = min(n, SOCIAL_FULL_COVERAGE) / SOCIAL_FULL_COVERAGE
     attention = 1.0 + 0.1 * _clip(z7 if math.isfinite(z7) else 0.0, 0, 2)
-    confidence = _clip((0.1 + 0.3 * coverage) * (0.5 + 0.5 * abs(pos - neg)) * attention, 0,
-                       SOCIAL_MAX_CONFIDENCE)  # fmt: skip
+    confidence = _clip(
+        (0.1 + 0.3 * coverage) * (0.5 + 0.5 * abs(pos - neg)) * attention, 0, SOCIAL_MAX_CONFIDENCE
+    )
     ev = {
         f"social_tweets_{tone_days}d": float(len(_window(rows, t, tone_days))),
         f"social_distinct_{tone_days}d": float(n),

@@ -103,8 +103,17 @@ class ClaimedFill:
     order: int = -1  # which claimed order it answers (its position in ``FillLog.orders``)
 
     def row(self) -> list[Any]:
-        return [self.data, self.created, self.executed, self.side, self.size, self.price,
-                self.commission, self.exectype, self.order]  # fmt: skip
+        return [
+            self.data,
+            self.created,
+            self.executed,
+            self.side,
+            self.size,
+            self.price,
+            self.commission,
+            self.exectype,
+            self.order,
+        ]
 
 
 @dataclass(frozen=True)
@@ -122,8 +131,16 @@ class ClaimedOrder:
     linked: bool  # part of a bracket (has a parent): it waits for its parent's fill
 
     def row(self) -> list[Any]:
-        return [self.data, self.created, self.side, self.size, self.exectype, self.price,
-                self.limit, self.linked]  # fmt: skip
+        return [
+            self.data,
+            self.created,
+            self.side,
+            self.size,
+            self.exectype,
+            self.price,
+            self.limit,
+            self.linked,
+        ]
 
 
 @dataclass
@@ -201,9 +218,16 @@ def _claimed_fill(k: int, row: Any) -> ClaimedFill:
     if not ok:
         raise IntegrityError(f"fill #{k} is malformed: {str(row)[:200]}")
     return ClaimedFill(
-        data=row[0], created=row[1], executed=row[2], side=row[3], size=float(row[4]),
-        price=float(row[5]), commission=float(row[6]), exectype=row[7], order=row[8],
-    )  # fmt: skip
+        data=row[0],
+        created=row[1],
+        executed=row[2],
+        side=row[3],
+        size=float(row[4]),
+        price=float(row[5]),
+        commission=float(row[6]),
+        exectype=row[7],
+        order=row[8],
+    )
 
 
 def _claimed_order(k: int, row: Any) -> ClaimedOrder:

@@ -147,16 +147,21 @@ def load_window(
     for sym in tickers:
         try:
             loaded = load_bars(
-                sym, start=warmup_start, end=args.end, source="csv", data_dir=args.data_dir,
+                sym,
+                start=warmup_start,
+                end=args.end,
+                source="csv",
+                data_dir=args.data_dir,
                 repair=getattr(args, "repair", False),
-            )  # fmt: skip
+            )
         except BacktestError as exc:
             msg = str(exc)
             arg, _, rest = msg.partition(": ")
             refuse(prog, arg if arg.startswith("--") else "--tickers", rest if rest else msg)
         bars[sym] = loaded.bars
-        notes += [f"{sym}: {w} (window includes --warmup-days)" for w in
-                  loaded.quality.coverage_warnings]  # fmt: skip
+        notes += [
+            f"{sym}: {w} (window includes --warmup-days)" for w in loaded.quality.coverage_warnings
+        ]
         notes += [f"repaired {line}" for line in loaded.repair_lines()]
     for line in notes:
         sys.stderr.write(f"{prog}: warning: {line}\n")

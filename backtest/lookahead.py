@@ -198,9 +198,19 @@ def check_lookahead(
     budget = BUDGET_TIMEOUTS * timeout_s if budget_s is None else budget_s
     try:
         report = _check(
-            code, bars, fold, costs or CostModel(), n_cuts, dict(params or {}), executor,
-            symbol, timeout_s, policy, started + budget, (job_id, variant_id),
-        )  # fmt: skip
+            code,
+            bars,
+            fold,
+            costs or CostModel(),
+            n_cuts,
+            dict(params or {}),
+            executor,
+            symbol,
+            timeout_s,
+            policy,
+            started + budget,
+            (job_id, variant_id),
+        )
     except Exception as exc:  # never raise into the gate
         report = LookaheadReport(
             biased=False, checked=False, error=f"{type(exc).__name__}: {exc}"[:500]

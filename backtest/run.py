@@ -176,10 +176,17 @@ def main(argv: list[str] | None = None) -> int:
                 if res.status == JobStatus.REJECTED:
                     continue
                 looks[sym] = check_lookahead(
-                    code, job_bars[sym], fold=fold, costs=costs, n_cuts=args.cuts,
-                    executor=executor, symbol=sym, timeout_s=args.timeout,
-                    job_id=f"{args.strategy.name}|{sym}", variant_id=args.strategy.stem,
-                ).model_dump(mode="json", exclude={"duration_s"})  # fmt: skip
+                    code,
+                    job_bars[sym],
+                    fold=fold,
+                    costs=costs,
+                    n_cuts=args.cuts,
+                    executor=executor,
+                    symbol=sym,
+                    timeout_s=args.timeout,
+                    job_id=f"{args.strategy.name}|{sym}",
+                    variant_id=args.strategy.stem,
+                ).model_dump(mode="json", exclude={"duration_s"})
 
     def one(res: Any) -> dict[str, Any]:
         out = {

@@ -90,9 +90,12 @@ def raw_run(job: BacktestJob) -> float:
     try:
         exec(compile(job.code, module.__name__, "exec"), module.__dict__)
         cls = next(
-            o for o in vars(module).values()
-            if isinstance(o, type) and issubclass(o, bt.Strategy) and o.__module__ == module.__name__
-        )  # fmt: skip
+            o
+            for o in vars(module).values()
+            if isinstance(o, type)
+            and issubclass(o, bt.Strategy)
+            and o.__module__ == module.__name__
+        )
         cerebro = bt.Cerebro(stdstats=False, preload=True, runonce=True, maxcpus=1)
         frame = feed_frame(job.bars, job.fold)
         cerebro.adddata(bt.feeds.PandasData(dataname=frame, openinterest=None), name=job.symbol)
@@ -165,8 +168,10 @@ def main() -> None:
     sandbox_share = _median([r[2][0] / r[1][0] for r in rounds])
     speedup = _median([r[2][0] / r[3][0] for r in rounds])
     load1 = os.getloadavg()[0]
-    print(f"jobs: {len(jobs)} ({len(Family)} families x {len(SYMBOLS)} symbols x {len(FOLDS)} folds), "
-          f"{n_bars} bars, cores: {os.cpu_count()}, load avg at end: {load1:.2f}")  # fmt: skip
+    print(
+        f"jobs: {len(jobs)} ({len(Family)} families x {len(SYMBOLS)} symbols x {len(FOLDS)} folds), "
+        f"{n_bars} bars, cores: {os.cpu_count()}, load avg at end: {load1:.2f}"
+    )
     print("                               wall s   bars/s    CPU s")
     print(f"raw backtrader, 1 process    : {raw:7.2f} {n_bars / raw:8.0f} {raw_cpu:8.2f}")
     print(f"our engine in-process (no sb): {eng:7.2f} {n_bars / eng:8.0f} {eng_cpu:8.2f}")
@@ -174,18 +179,24 @@ def main() -> None:
     print(f"ours, 2 workers (sandboxed)  : {two:7.2f} {n_bars / two:8.0f}")
     n = len(rounds)
     print(f"                                best   median of {n} paired rounds")
-    print(f"overhead vs raw, wall        : {100 * (one / raw - 1):+6.1f} %  {100 * (overhead - 1):+6.1f} %"
-          "   (target <= 10 %)")  # fmt: skip
+    print(
+        f"overhead vs raw, wall        : {100 * (one / raw - 1):+6.1f} %  {100 * (overhead - 1):+6.1f} %"
+        "   (target <= 10 %)"
+    )
     print(
         f"  engine in-process vs raw   : {100 * (eng / raw - 1):+6.1f} %  {100 * (engine_share - 1):+6.1f} %"
     )
-    print(f"  sandbox: ours/1 vs engine  : {100 * (one / eng - 1):+6.1f} %  {100 * (sandbox_share - 1):+6.1f} %"
-          f"   ({1000 * (one - eng) / len(jobs):+.1f} ms per job)")  # fmt: skip
+    print(
+        f"  sandbox: ours/1 vs engine  : {100 * (one / eng - 1):+6.1f} %  {100 * (sandbox_share - 1):+6.1f} %"
+        f"   ({1000 * (one - eng) / len(jobs):+.1f} ms per job)"
+    )
     print(
         f"speed-up 2 vs 1 workers      : {one / two:6.2f} x  {speedup:6.2f} x   (target >= 1.8 x)"
     )
-    print(f"main thread, 2 workers       :          {100 * main_share:6.2f} %   of the wall "
-          "(median; target < 2 %)")  # fmt: skip
+    print(
+        f"main thread, 2 workers       :          {100 * main_share:6.2f} %   of the wall "
+        "(median; target < 2 %)"
+    )
 
 
 def _median(values: list[float]) -> float:

@@ -88,13 +88,29 @@ def cli(code: str, folder: Path) -> tuple[float, float, str]:
     """(RSS peak MB of the CLI process, wall seconds, status)."""
     strategy = folder / "strategy.py"
     strategy.write_text(code)
-    argv = ["backtest.run", str(strategy), "--data-dir", str(folder), "--tickers", "AAPL",
-            "--start", "2014-01-01", "--end", "2015-12-31", "--skip-validation",
-            "--check-lookahead"]  # fmt: skip
+    argv = [
+        "backtest.run",
+        str(strategy),
+        "--data-dir",
+        str(folder),
+        "--tickers",
+        "AAPL",
+        "--start",
+        "2014-01-01",
+        "--end",
+        "2015-12-31",
+        "--skip-validation",
+        "--check-lookahead",
+    ]
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     started = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-c", WRAPPER.replace("ARGV", repr(argv))],
-                          cwd=folder, env=env, capture_output=True, text=True)  # fmt: skip
+    proc = subprocess.run(
+        [sys.executable, "-c", WRAPPER.replace("ARGV", repr(argv))],
+        cwd=folder,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
     wall = time.perf_counter() - started
     peak = int(proc.stderr.split("PEAK_KB ")[1].split()[0]) / 1024
     status = json.loads(proc.stdout.strip().splitlines()[-1])["status"]
@@ -103,10 +119,12 @@ def cli(code: str, folder: Path) -> tuple[float, float, str]:
 
 def parent(code: str, bars: pd.DataFrame) -> tuple[float, str]:
     """(tracemalloc peak MB of this process while one traced job runs, status)."""
-    fold = Fold(index=0, warmup_start=date(2014, 1, 2), start=date(2014, 6, 2),
-                end=date(2015, 12, 31))  # fmt: skip
-    job = BacktestJob(job_id="m", variant_id="m", code=code, symbol="AAPL", bars=bars,
-                      fold=fold, timeout_s=60.0)  # fmt: skip
+    fold = Fold(
+        index=0, warmup_start=date(2014, 1, 2), start=date(2014, 6, 2), end=date(2015, 12, 31)
+    )
+    job = BacktestJob(
+        job_id="m", variant_id="m", code=code, symbol="AAPL", bars=bars, fold=fold, timeout_s=60.0
+    )
     tracemalloc.start()
     try:
         out = run_sandboxed(job, SandboxPolicy(validate=False), trace=True)

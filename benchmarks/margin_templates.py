@@ -50,8 +50,16 @@ def _max_gross(job: BacktestJob, run) -> float:  # noqa: ANN001
 def check(label: str, code: str, bars, symbol: str) -> bool:  # noqa: ANN001
     runs = []
     for cap in (MAX_GROSS_LEVERAGE, 1000.0):
-        job = BacktestJob(job_id=label, variant_id="v", code=code, symbol=symbol, bars=bars,
-                          fold=FOLD, costs=CostModel(max_gross_leverage=cap), timeout_s=600)  # fmt: skip
+        job = BacktestJob(
+            job_id=label,
+            variant_id="v",
+            code=code,
+            symbol=symbol,
+            bars=bars,
+            fold=FOLD,
+            costs=CostModel(max_gross_leverage=cap),
+            timeout_s=600,
+        )
         runs.append(execute(job))
     a, b = runs
     same = (
@@ -60,8 +68,11 @@ def check(label: str, code: str, bars, symbol: str) -> bool:  # noqa: ANN001
         and a.fills == b.fills
         and a.log.orders_rejected == b.log.orders_rejected
     )
-    print(f"{label:70s} {a.result.status:8s} same={same} "
-          f"max_gross/equity={_max_gross(job, a):.3f} refused={a.log.orders_rejected}", flush=True)  # fmt: skip
+    print(
+        f"{label:70s} {a.result.status:8s} same={same} "
+        f"max_gross/equity={_max_gross(job, a):.3f} refused={a.log.orders_rejected}",
+        flush=True,
+    )
     return same
 
 
@@ -72,9 +83,11 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     started = time.perf_counter()
     bars = {
-        s: load_bars(s, start=FOLD.warmup_start, end=FOLD.end, source="csv", data_dir=args.data_dir).bars
+        s: load_bars(
+            s, start=FOLD.warmup_start, end=FOLD.end, source="csv", data_dir=args.data_dir
+        ).bars
         for s in args.symbols.split(",")
-    }  # fmt: skip
+    }
     same = True
     for family in Family:
         for k in range(len(TEMPLATES[family])):
@@ -96,8 +109,10 @@ def main(argv: list[str] | None = None) -> int:
         params = {"pair_a": pair.a, "pair_b": pair.b, "hedge_ratio": pair.hedge_ratio}
         spec = portfolio_spec(PortfolioFamily.PAIRS, params)
         same &= check(f"{spec.name} {pair.names}", render_spec(spec), universe, "PORTFOLIO")
-    print(("the cap never bound" if same else "THE CAP BOUND"),
-          f"({time.perf_counter() - started:.0f} s)")  # fmt: skip
+    print(
+        ("the cap never bound" if same else "THE CAP BOUND"),
+        f"({time.perf_counter() - started:.0f} s)",
+    )
     return 0 if same else 1
 
 

@@ -45,14 +45,28 @@ START, END = date(2007, 7, 1), date(2019, 12, 31)
 
 def _context(data, split, out: Path, mem: Path) -> ResearchRunContext:
     cfg = ResearchConfig(
-        tickers=TICKERS, start=START, end=END, timeframe="1d", source="csv", data_dir=None,
-        news_file=None, offline=True, preferred_families=["momentum"], holdout_frac=0.2,
-        memory_dir=mem, out=out, seed=0,
-    )  # fmt: skip
+        tickers=TICKERS,
+        start=START,
+        end=END,
+        timeframe="1d",
+        source="csv",
+        data_dir=None,
+        news_file=None,
+        offline=True,
+        preferred_families=["momentum"],
+        holdout_frac=0.2,
+        memory_dir=mem,
+        out=out,
+        seed=0,
+    )
     run = RunFolder.create(out, f"bench-{time.time_ns()}")
     return ResearchRunContext(
-        config=cfg, run=run, data=data, split=split, progress=Progress(quiet=True),
-    )  # fmt: skip
+        config=cfg,
+        run=run,
+        data=data,
+        split=split,
+        progress=Progress(quiet=True),
+    )
 
 
 def bench_graph(data, split, tmp: Path) -> float:
@@ -85,7 +99,7 @@ def bench_direct(data, split) -> float:
         [
             brief_symbol(
                 s, b, quality=data[s].quality.model_dump(mode="json"), sha256=data[s].sha256
-            )  # fmt: skip
+            )
             for s, b in insample.items()
         ]
     )

@@ -108,23 +108,31 @@ def main() -> None:
                 ev.setdefault(tag, []).append(float(at))
         wrote = len(ev["wrote"])  # the last job may be killed before its stamp
         engine = statistics.mean(o.result.duration_s for o in outs)
-        rows.append({
-            "start -> job 0 reads its job": ev["read"][0] - t0,
-            "job read -> run done": statistics.mean(ev["ran"][i] - ev["read"][i] for i in range(n)),
-            "  (engine duration_s)": engine,
-            "run done -> line written":
-                statistics.mean(ev["wrote"][i] - ev["ran"][i] for i in range(wrote)),
-            "line written -> next job reads":
-                statistics.mean(ev["read"][i + 1] - ev["wrote"][i] for i in range(min(n - 1, wrote))),
-            "last line -> batch returns": t1 - lines[-1],
-            "wall per job": (t1 - t0) / n,
-            "wall per job - engine": (t1 - t0) / n - engine,
-        })  # fmt: skip
+        rows.append(
+            {
+                "start -> job 0 reads its job": ev["read"][0] - t0,
+                "job read -> run done": statistics.mean(
+                    ev["ran"][i] - ev["read"][i] for i in range(n)
+                ),
+                "  (engine duration_s)": engine,
+                "run done -> line written": statistics.mean(
+                    ev["wrote"][i] - ev["ran"][i] for i in range(wrote)
+                ),
+                "line written -> next job reads": statistics.mean(
+                    ev["read"][i + 1] - ev["wrote"][i] for i in range(min(n - 1, wrote))
+                ),
+                "last line -> batch returns": t1 - lines[-1],
+                "wall per job": (t1 - t0) / n,
+                "wall per job - engine": (t1 - t0) / n - engine,
+            }
+        )
     print(f"root: {root}, {args.rounds} rounds of {n} jobs, load avg {os.getloadavg()[0]:.2f}")
     for key in rows[0]:
         ms = sorted(1000 * row[key] for row in rows)
-        print(f"{key:32s} median {statistics.median(ms):7.2f} ms   min {ms[0]:7.2f}   "
-              f"max {ms[-1]:7.2f}")  # fmt: skip
+        print(
+            f"{key:32s} median {statistics.median(ms):7.2f} ms   min {ms[0]:7.2f}   "
+            f"max {ms[-1]:7.2f}"
+        )
 
 
 if __name__ == "__main__":

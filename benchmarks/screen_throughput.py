@@ -81,9 +81,14 @@ def same_trades(a: list[Trade], b: list[Trade]) -> bool:
 
 def backtrader_run(spec: StrategySpec, frame: pd.DataFrame, symbol: str, costs: CostModel):
     job = BacktestJob(
-        job_id=f"bench|{symbol}", variant_id="bench", code=render(spec), symbol=symbol,
-        bars=frame, fold=FOLD, costs=costs,
-    )  # fmt: skip
+        job_id=f"bench|{symbol}",
+        variant_id="bench",
+        code=render(spec),
+        symbol=symbol,
+        bars=frame,
+        fold=FOLD,
+        costs=costs,
+    )
     started = time.perf_counter()
     run = execute(job)
     elapsed = time.perf_counter() - started

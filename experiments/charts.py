@@ -22,9 +22,13 @@ TRAJECTORY_METRICS = ("sharpe", "max_drawdown_pct", "win_rate_pct", "profit_fact
 MAX_LABELLED_CELLS = 100
 SENSITIVITY_CHART = "charts/sensitivity.png"
 ROUTE_COLOURS = {
-    "SUCCESS": "tab:green", "TUNE": "tab:blue", "FIX": "tab:orange", "REFINE": "tab:purple",
-    "RESEARCH": "tab:brown", "ABANDON": "tab:red",
-}  # fmt: skip
+    "SUCCESS": "tab:green",
+    "TUNE": "tab:blue",
+    "FIX": "tab:orange",
+    "REFINE": "tab:purple",
+    "RESEARCH": "tab:brown",
+    "ABANDON": "tab:red",
+}
 
 
 def trajectory_panels(
@@ -93,9 +97,16 @@ def plot_trajectory(
         ax.scatter(iters, ys, c=[ROUTE_COLOURS.get(r, "black") for r in routes], zorder=2, s=28)
         graded = name == "score" and any(h.get("best_progress") for h in history)
         if graded:  # the graded measure that ranks and reads progress, beside the pass score
-            ax.plot(iters, [float(h.get("best_progress") or 0.0) for h in history], "s--",
-                    color="tab:cyan", markersize=4, linewidth=1, zorder=1,
-                    label="progress (graded)")  # fmt: skip
+            ax.plot(
+                iters,
+                [float(h.get("best_progress") or 0.0) for h in history],
+                "s--",
+                color="tab:cyan",
+                markersize=4,
+                linewidth=1,
+                zorder=1,
+                label="progress (graded)",
+            )
         if limit is not None:
             ax.axhline(limit, color="tab:red", linestyle="--", linewidth=1, label="threshold")
         if limit is not None or graded:
@@ -104,8 +115,14 @@ def plot_trajectory(
         ax.grid(alpha=0.3)
     top = np.atleast_1d(axes)[0]
     for it, route, h in zip(iters, routes, history, strict=True):
-        top.annotate(route, (it, h["best_score"]), textcoords="offset points",
-                     xytext=(0, 6), ha="center", fontsize=7)  # fmt: skip
+        top.annotate(
+            route,
+            (it, h["best_score"]),
+            textcoords="offset points",
+            xytext=(0, 6),
+            ha="center",
+            fontsize=7,
+        )
     bottom = np.atleast_1d(axes)[-1]
     bottom.set_xlabel("iteration (point colour: the route taken after it)")
     bottom.set_xticks(iters)
@@ -139,17 +156,40 @@ def plot_equity(
             continue
         colour = colours.get(label, "tab:purple")
         growth = (1.0 + s).cumprod()
-        ax_eq.plot(growth.index, growth.to_numpy(), "-", color=colour, linewidth=1.3,
-                   label=f"strategy ({label})")  # fmt: skip
-        ax_dd.fill_between(growth.index, 100.0 * (growth / growth.cummax() - 1.0), 0.0,
-                           color=colour, alpha=0.35, linewidth=0)  # fmt: skip
+        ax_eq.plot(
+            growth.index,
+            growth.to_numpy(),
+            "-",
+            color=colour,
+            linewidth=1.3,
+            label=f"strategy ({label})",
+        )
+        ax_dd.fill_between(
+            growth.index,
+            100.0 * (growth / growth.cummax() - 1.0),
+            0.0,
+            color=colour,
+            alpha=0.35,
+            linewidth=0,
+        )
         if b.empty:
             continue
         b_growth = (1.0 + b).cumprod()
-        ax_eq.plot(b_growth.index, b_growth.to_numpy(), "--", color="0.35", linewidth=1.1,
-                   label=f"{benchmark} ({label})")  # fmt: skip
-        ax_dd.plot(b_growth.index, 100.0 * (b_growth / b_growth.cummax() - 1.0), "--",
-                   color="0.35", linewidth=0.8)  # fmt: skip
+        ax_eq.plot(
+            b_growth.index,
+            b_growth.to_numpy(),
+            "--",
+            color="0.35",
+            linewidth=1.1,
+            label=f"{benchmark} ({label})",
+        )
+        ax_dd.plot(
+            b_growth.index,
+            100.0 * (b_growth / b_growth.cummax() - 1.0),
+            "--",
+            color="0.35",
+            linewidth=0.8,
+        )
         both = pd.concat([growth.rename("s"), b_growth.rename("b")], axis=1).ffill().dropna()
         active = 100.0 * (both["s"] / both["b"] - 1.0)
         ax_act.plot(active.index, active.to_numpy(), color=colour, linewidth=1.2)
@@ -158,8 +198,14 @@ def plot_equity(
         opened = windows["holdout"][0].sort_index().index[0]
         for ax in (ax_eq, ax_dd, ax_act):
             ax.axvline(opened, color="tab:red", linestyle=":", linewidth=1)
-        ax_eq.annotate("holdout opened", (opened, 1.0), textcoords="offset points",
-                       xytext=(4, 4), fontsize=7, color="tab:red")  # fmt: skip
+        ax_eq.annotate(
+            "holdout opened",
+            (opened, 1.0),
+            textcoords="offset points",
+            xytext=(4, 4),
+            fontsize=7,
+            color="tab:red",
+        )
     ax_eq.set_yscale("log")
     ax_eq.axhline(1.0, color="0.7", linewidth=0.8)
     ax_eq.set_ylabel("growth of 1 (log)")
@@ -227,11 +273,18 @@ def plot_trial_sharpes(
     )
     fig, ax = plt.subplots(figsize=(8, 4))
     if values:
-        ax.hist(values, bins=min(30, max(5, len(values))), color="tab:blue", alpha=0.7,
-                edgecolor="white", label=f"trials with a Sharpe ({len(values)})")  # fmt: skip
+        ax.hist(
+            values,
+            bins=min(30, max(5, len(values))),
+            color="tab:blue",
+            alpha=0.7,
+            edgecolor="white",
+            label=f"trials with a Sharpe ({len(values)})",
+        )
     if threshold is not None and math.isfinite(threshold):
-        ax.axvline(threshold, color="tab:red", linestyle="--", linewidth=1.5,
-                   label=labels["threshold"])  # fmt: skip
+        ax.axvline(
+            threshold, color="tab:red", linestyle="--", linewidth=1.5, label=labels["threshold"]
+        )
     if best is not None and math.isfinite(best):
         ax.axvline(best, color="tab:green", linewidth=1.5, label=f"best variant: {best:.2f}")
     ax.set_xlabel(f"Sharpe ratio ({unit})")
@@ -263,9 +316,17 @@ def plot_sensitivity(hm: Heatmap, path: Path) -> Path:
                 ax.text(i, j, f"{v:.2f}", ha="center", va="center", fontsize=6, color="white")
     if hm.chosen is not None:
         x, y = hm.x_values.index(hm.chosen[0]), hm.y_values.index(hm.chosen[1])
-        ax.scatter([x], [y], marker="*", s=260, color="tab:red", edgecolors="white",
-                   linewidths=1.2, zorder=3, label=f"{hm.chosen_label} ({hm.x_name}="
-                   f"{hm.chosen[0]:g}, {hm.y_name}={hm.chosen[1]:g})")  # fmt: skip
+        ax.scatter(
+            [x],
+            [y],
+            marker="*",
+            s=260,
+            color="tab:red",
+            edgecolors="white",
+            linewidths=1.2,
+            zorder=3,
+            label=f"{hm.chosen_label} ({hm.x_name}={hm.chosen[0]:g}, {hm.y_name}={hm.chosen[1]:g})",
+        )
         ax.legend(loc="upper left", bbox_to_anchor=(0.0, -0.1), fontsize=8, frameon=False)
     ax.set_title(hm.title, fontsize=9)
     fig.tight_layout()

@@ -513,11 +513,17 @@ def _masking_lines(m: dict[str, Any] | None) -> list[str]:
         f"contaminated above {leaks.get('contaminated_above', 0.05):.0%}).",
     ]
     if m.get("banner"):
-        out += ["", f"> **Warning: {m['banner']}** (an unmasked LLM run on data before the "
-                    f"model's cutoff {m.get('cutoff') or 'unknown'})."]  # fmt: skip
+        out += [
+            "",
+            f"> **Warning: {m['banner']}** (an unmasked LLM run on data before the "
+            f"model's cutoff {m.get('cutoff') or 'unknown'}).",
+        ]
     if leaks.get("contaminated"):
-        out += ["", "> **CONTAMINATED: the model named what it was not shown; the gate cannot "
-                    "pass this run.**"]  # fmt: skip
+        out += [
+            "",
+            "> **CONTAMINATED: the model named what it was not shown; the gate cannot "
+            "pass this run.**",
+        ]
     return out
 
 

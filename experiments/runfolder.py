@@ -17,9 +17,20 @@ from typing import Any
 from experiments.tracker import ExperimentTracker
 
 TRACKED_PACKAGES = (
-    "backtrader", "TA-Lib", "scikit-fuzzy", "langgraph", "langchain-core", "langchain-openai",
-    "pandas", "numpy", "scipy", "pydantic", "yfinance", "matplotlib", "quantstats",
-)  # fmt: skip
+    "backtrader",
+    "TA-Lib",
+    "scikit-fuzzy",
+    "langgraph",
+    "langchain-core",
+    "langchain-openai",
+    "pandas",
+    "numpy",
+    "scipy",
+    "pydantic",
+    "yfinance",
+    "matplotlib",
+    "quantstats",
+)
 
 
 def new_run_id(directive: str, now: datetime | None = None) -> str:

@@ -219,8 +219,17 @@ def _trades_section(trades: list[dict[str, Any]] | None) -> str:
         ret = None
         if exit_ is not None and entry:
             ret = 100.0 * (exit_ / entry - 1.0) * (1 if t["size"] > 0 else -1)
-        rows.append([t["symbol"], t["entry_date"], entry, t.get("exit_date") or "open", exit_,
-                     t["size"], ret])  # fmt: skip
+        rows.append(
+            [
+                t["symbol"],
+                t["entry_date"],
+                entry,
+                t.get("exit_date") or "open",
+                exit_,
+                t["size"],
+                ret,
+            ]
+        )
     # Each fold is its own backtest: a trade open at a fold's end shows as open.
     return f"<h3>Trade list, in-sample folds ({len(rows)} trades)</h3>" + _table(head, rows)
 

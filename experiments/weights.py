@@ -62,8 +62,9 @@ def _window(manifest: Manifest, window: Literal["holdout", "in-sample"]) -> Fold
     if window == "holdout":
         return Fold.model_validate(data["holdout_fold"])
     folds = [Fold.model_validate(f) for f in data["folds"]]
-    return Fold(index=0, warmup_start=folds[0].warmup_start, start=folds[0].start,
-                end=folds[-1].end)  # fmt: skip
+    return Fold(
+        index=0, warmup_start=folds[0].warmup_start, start=folds[0].start, end=folds[-1].end
+    )
 
 
 def replay_weights(
@@ -99,22 +100,29 @@ def replay_weights(
         folder = config.get("data_dir")
         if not folder:
             raise WeightsError(f"the variant reads {symbol}, and the run had no --data-dir")
-        bars[feed_name(symbol)] = read_bars_csv(find_csv(symbol, Path(folder), timeframe),
-                                                timeframe, prices=prices)  # fmt: skip
+        bars[feed_name(symbol)] = read_bars_csv(
+            find_csv(symbol, Path(folder), timeframe), timeframe, prices=prices
+        )
     fold = _window(manifest, window)
     run = execute(
         BacktestJob(
-            job_id=f"weights-{variant_id}", variant_id=variant_id, code=code, symbol=LABEL,
-            bars=bars, fold=fold, costs=CostModel.model_validate(config.get("costs") or {}),
+            job_id=f"weights-{variant_id}",
+            variant_id=variant_id,
+            code=code,
+            symbol=LABEL,
+            bars=bars,
+            fold=fold,
+            costs=CostModel.model_validate(config.get("costs") or {}),
             periods_per_year=int(manifest.data.get("periods_per_year", 252)),
         )
-    )  # fmt: skip
+    )
     if run.result.status != JobStatus.OK:
         raise WeightsError(f"the replay of {variant_id} failed: {run.result.error}")
     traded = [s for s in bars if s in manifest.data["symbols"]]
     dates = pd.DatetimeIndex(pd.to_datetime([d.isoformat() for d in run.dates]))
-    closes = pd.DataFrame({s: bars[s]["close"].reindex(dates).to_numpy() for s in traded},
-                          index=dates)  # fmt: skip
+    closes = pd.DataFrame(
+        {s: bars[s]["close"].reindex(dates).to_numpy() for s in traded}, index=dates
+    )
     weights = weights_from_fills(run.fills, closes, pd.Series(run.values, index=dates))
     start = pd.Timestamp(_as_date(fold.start))
     return weights.loc[weights.index >= start], float(run.result.metrics.final_value)

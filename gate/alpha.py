@@ -233,9 +233,13 @@ def spa_pvalue(
         return None
     scaled = diff[:, live] / omega[live]
     spa = SPA(
-        np.zeros(m.shape[0]), -scaled, block_size=block_size, reps=reps,
-        bootstrap="stationary", seed=seed,
-    )  # fmt: skip
+        np.zeros(m.shape[0]),
+        -scaled,
+        block_size=block_size,
+        reps=reps,
+        bootstrap="stationary",
+        seed=seed,
+    )
     spa.compute()
     return float(spa.pvalues["consistent"])
 

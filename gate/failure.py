@@ -512,7 +512,7 @@ def hedgeable_edge(s: Situation, f: Findings) -> FailureAnalysis | None:
                 value=best.dsr,
                 attainment=attainment(bar, best.dsr),
                 category=hedge,
-            )  # fmt: skip
+            )
         )
         f.failing.sort(key=lambda c: c.attainment)
     f.hint(hedge)

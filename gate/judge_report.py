@@ -113,7 +113,7 @@ def _records(run: RunFolder, o: JudgeOptions, j: Judged, result: JudgeResult) ->
                     folds=[
                         FoldRecord(fold=r.fold, status=r.status, error=r.error, metrics=r.metrics)
                         for r in rs
-                    ],  # fmt: skip
+                    ],
                     fold_sharpes=fold_sharpes,
                     status="ok"
                     if rs and len(ok) == len(rs)
@@ -132,12 +132,17 @@ def _records(run: RunFolder, o: JudgeOptions, j: Judged, result: JudgeResult) ->
         append_record(
             run.tracker,
             HoldoutRecord(
-                **common, variant_id=r.variant_id, symbol=r.symbol,
+                **common,
+                variant_id=r.variant_id,
+                symbol=r.symbol,
                 symbols=o.tickers if r.symbol == PORTFOLIO else [r.symbol],
-                status=r.status, error=r.error, metrics=r.metrics,
-                data_sha256=j.window.data_sha256(r.symbol), code_sha256=key[r.variant_id],
+                status=r.status,
+                error=r.error,
+                metrics=r.metrics,
+                data_sha256=j.window.data_sha256(r.symbol),
+                code_sha256=key[r.variant_id],
             ),
-        )  # fmt: skip
+        )
 
 
 def _verdict(j: Judged, result: JudgeResult) -> Verdict:
@@ -145,8 +150,15 @@ def _verdict(j: Judged, result: JudgeResult) -> Verdict:
     crit = j.evaluations[0] if j.evaluations else None
     success = best is not None and best.passed and best.status == JudgeStatus.OK
     h = result.holdout
-    figures = {"in_sample": Figures(metrics=best.metrics, buy_and_hold=result.benchmark_in_sample,
-                                    alpha=best.alpha)} if best else {}  # fmt: skip
+    figures = (
+        {
+            "in_sample": Figures(
+                metrics=best.metrics, buy_and_hold=result.benchmark_in_sample, alpha=best.alpha
+            )
+        }
+        if best
+        else {}
+    )
     if h is not None:
         figures["holdout"] = Figures(metrics=h.metrics, buy_and_hold=h.benchmark, alpha=h.alpha)
     a = best.alpha if best else None
@@ -197,24 +209,28 @@ def _headline(result: JudgeResult) -> str:
     passed = [v.variant_id for v in result.files if v.passed]
     if passed:
         return f"PASSED the gate: {', '.join(passed)} (in-sample, every criterion)"
-    return (
-        f"judged clean, not passed: the best, {result.best}, missed "
-        + ", ".join(
-            _rows(v)[i].miss()
-            for v in result.files
-            if v.variant_id == result.best
-            for i, c in enumerate(v.criteria)
-            if not c.passed
-        )  # fmt: skip
+    return f"judged clean, not passed: the best, {result.best}, missed " + ", ".join(
+        _rows(v)[i].miss()
+        for v in result.files
+        if v.variant_id == result.best
+        for i, c in enumerate(v.criteria)
+        if not c.passed
     )
 
 
 def _rows(v: FileVerdict) -> list[CriterionRow]:
     return [
-        CriterionRow(name=c.name, value=c.value, op=c.op, threshold=c.threshold, passed=c.passed,
-                     margin=c.margin, attainment=c.attainment)
+        CriterionRow(
+            name=c.name,
+            value=c.value,
+            op=c.op,
+            threshold=c.threshold,
+            passed=c.passed,
+            margin=c.margin,
+            attainment=c.attainment,
+        )
         for c in v.criteria
-    ]  # fmt: skip
+    ]
 
 
 def render(result: JudgeResult) -> str:

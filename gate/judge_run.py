@@ -146,8 +146,9 @@ def _benchmark(
     if o.benchmark == CASH:
         return Benchmark(name=CASH, calendar=calendar)
     if o.benchmark == BUY_AND_HOLD:
-        return Benchmark(name=BUY_AND_HOLD, held={s: d.bars for s, d in data.items()},
-                         calendar=calendar)  # fmt: skip
+        return Benchmark(
+            name=BUY_AND_HOLD, held={s: d.bars for s, d in data.items()}, calendar=calendar
+        )
     held = data[o.benchmark] if o.benchmark in data else _load(o, o.benchmark, "--benchmark")
     bench = Benchmark(name=o.benchmark, held={o.benchmark: held.bars}, calendar=calendar)
     if len(bench.fold_returns(folds, costs=o.costs)) < MIN_BENCHMARK_OVERLAP:
@@ -214,8 +215,7 @@ def evaluate(o: JudgeOptions, w: Window, executor: Executor) -> Judged:
     # SPA asks whether the best of several files beats the benchmark given how many there were.
     spa_p, spa_n = None, 0
     if len(o.files) > 1:
-        series = {vid: portfolio_series([r for r in results if r.variant_id == vid])
-                  for vid in ids}  # fmt: skip
+        series = {vid: portfolio_series([r for r in results if r.variant_id == vid]) for vid in ids}
         spa_p, spa_n = run_spa(series, bench_in, seed=o.seed)
     keys = [hashlib.sha256(f.code.encode()).hexdigest() for f in o.files]
     ledger = declared_ledger(o.trials, keys)
@@ -237,10 +237,17 @@ def evaluate(o: JudgeOptions, w: Window, executor: Executor) -> Judged:
         on = job_symbols(f, o.tickers)[0]
         fold = w.folds[-1]
         looks[vid] = report = check_lookahead(
-            f.code, w.bars(f, on), fold=fold, costs=o.costs, n_cuts=o.cuts,
-            executor=executor, symbol=on, timeout_s=o.timeout_s,
-            job_id=f"{vid}|{on}|f{fold.index}", variant_id=vid,
-        )  # fmt: skip
+            f.code,
+            w.bars(f, on),
+            fold=fold,
+            costs=o.costs,
+            n_cuts=o.cuts,
+            executor=executor,
+            symbol=on,
+            timeout_s=o.timeout_s,
+            job_id=f"{vid}|{on}|f{fold.index}",
+            variant_id=vid,
+        )
         if (veto := lookahead_veto(report, on)) is not None:
             ev.veto(*veto)
     judged = Judged(w, ids, results, evaluations, looks, ledger, spa_p, spa_n, bench_in)
@@ -343,7 +350,7 @@ def verdicts(o: JudgeOptions, j: Judged) -> list[FileVerdict]:
                         attainment=r.attainment,
                     )
                     for r in rows
-                ],  # fmt: skip
+                ],
                 lookahead=j.lookahead.get(vid),
             )
         )

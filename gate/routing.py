@@ -66,9 +66,14 @@ def decide_route(
     if contaminated:
         return Route.ABANDON, f"contaminated: {contaminated}; the gate cannot pass this run"
     route, reason = _route(
-        any_passed=any_passed, failure=failure, trajectory=trajectory, counters=counters,
-        limits=limits, research=research, pursuit=pursuit,
-    )  # fmt: skip
+        any_passed=any_passed,
+        failure=failure,
+        trajectory=trajectory,
+        counters=counters,
+        limits=limits,
+        research=research,
+        pursuit=pursuit,
+    )
     if budget is None:
         return route, reason
     return budget_stop(

@@ -67,9 +67,14 @@ def decision_spec(
 ) -> StrategySpec:
     name = "decision_pipeline" + ("-ls" if long_short else "-long") + (f" | {note}" if note else "")
     spec = StrategySpec(
-        family=FAMILY, name=name, approach=APPROACH, entry="decision_pipeline",
-        sizing="risk_engine", long_short=long_short, parameters=dict(parameters or {}),
-    )  # fmt: skip
+        family=FAMILY,
+        name=name,
+        approach=APPROACH,
+        entry="decision_pipeline",
+        sizing="risk_engine",
+        long_short=long_short,
+        parameters=dict(parameters or {}),
+    )
     return reconcile(spec)
 
 
@@ -120,8 +125,7 @@ def propose_decision_specs(
             add(_named(spec), best_id, "tune around the best so far")
     for params, long_short, note in INITIAL_MOVES:
         if not set(params) & set(frozen):
-            add(decision_spec(params, long_short=long_short, note=note), None,
-                f"new idea: {note}")  # fmt: skip
+            add(decision_spec(params, long_short=long_short, note=note), None, f"new idea: {note}")
     if len(out) < n:  # every listed idea already tried: perturb the defaults
         for spec in _tune(decision_spec(), n - len(out), rng=rng, seen=taken, frozen=frozen):
             add(_named(spec), None, "perturbed defaults")
@@ -285,11 +289,17 @@ def render_decision_strategy(spec: StrategySpec, table: DecisionTable, *, capita
     title = "".join(ch if ch.isprintable() else " " for ch in spec.name)
     title = title.replace("\\", "/").replace('"', "'")
     body = _CLASS.format(
-        class_name=CLASS_NAME, title=title, side="long and short" if spec.long_short else "long only",
-        n=sum(len(v) for v in table.values()), tickers=", ".join(sorted(table)) or "no ticker",
-        debate_rounds=p["debate_rounds"], conviction_floor=p["conviction_floor"],
-        risk_pct=p["risk_pct"], horizon=int(p["horizon_bars"]), allow_short=bool(spec.long_short),
-    )  # fmt: skip
+        class_name=CLASS_NAME,
+        title=title,
+        side="long and short" if spec.long_short else "long only",
+        n=sum(len(v) for v in table.values()),
+        tickers=", ".join(sorted(table)) or "no ticker",
+        debate_rounds=p["debate_rounds"],
+        conviction_floor=p["conviction_floor"],
+        risk_pct=p["risk_pct"],
+        horizon=int(p["horizon_bars"]),
+        allow_short=bool(spec.long_short),
+    )
     head = [
         f'"""Generated Backtrader strategy: {title} (trial {spec.trial_key()})."""',
         "",

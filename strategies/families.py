@@ -359,9 +359,14 @@ def reconcile(spec: StrategySpec) -> StrategySpec:
     if spec.family == PipelineFamily.DECISION_PIPELINE:  # no blocks: its own parameter set
         params = {name: spec.parameters.get(name, d) for name, d in DECISION_PARAMS.items()}
         return spec.model_copy(  # no block edit can make a new trial of the same decisions
-            update={"entry": "decision_pipeline", "filters": [], "exits": [],
-                    "sizing": "risk_engine", "parameters": snap_params(params)}
-        )  # fmt: skip
+            update={
+                "entry": "decision_pipeline",
+                "filters": [],
+                "exits": [],
+                "sizing": "risk_engine",
+                "parameters": snap_params(params),
+            }
+        )
     problems = unknown_blocks(spec.entry, spec.filters, spec.exits, spec.sizing)
     if problems:
         raise ValueError("; ".join(problems))
@@ -385,10 +390,16 @@ def reconcile_portfolio(spec: StrategySpec) -> StrategySpec:
     params = {k: spec.parameters.get(k, d) for k, d in defaults.items()}
     long_short = spec.long_short and family == PortfolioFamily.CROSS_SECTIONAL_MOMENTUM
     return spec.model_copy(
-        update={"entry": family.value, "filters": filters, "exits": [],
-                "sizing": "target_weights", "long_short": long_short, "scope": "portfolio",
-                "parameters": snap_params(params)}
-    )  # fmt: skip
+        update={
+            "entry": family.value,
+            "filters": filters,
+            "exits": [],
+            "sizing": "target_weights",
+            "long_short": long_short,
+            "scope": "portfolio",
+            "parameters": snap_params(params),
+        }
+    )
 
 
 def with_regime_filter(spec: StrategySpec) -> StrategySpec:
@@ -494,8 +505,10 @@ def family_slots(n: int, preferred_families: list[str], named: list[str]) -> lis
     if not wanted:
         return [order[i % len(order)] for i in range(n)]
     others = [f for f in order if f not in wanted] or wanted
-    return [wanted[(i // 2) % len(wanted)] if i % 2 == 0 else others[(i // 2) % len(others)]
-            for i in range(n)]  # fmt: skip
+    return [
+        wanted[(i // 2) % len(wanted)] if i % 2 == 0 else others[(i // 2) % len(others)]
+        for i in range(n)
+    ]
 
 
 def _norm_family(value: str) -> str | None:

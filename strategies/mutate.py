@@ -29,10 +29,19 @@ FIX_PROBLEMS = ("zero_trades", "too_few_trades", "exception", "lookahead")
 # Parameters that are lookbacks: "shorter" means more, faster signals.
 LOOKBACKS = frozenset(
     {
-        "roc_period", "fast_period", "slow_period", "macd_fast", "macd_slow", "macd_signal",
-        "rsi_period", "bb_period", "donchian_period", "donchian_exit_period", "trend_period",
+        "roc_period",
+        "fast_period",
+        "slow_period",
+        "macd_fast",
+        "macd_slow",
+        "macd_signal",
+        "rsi_period",
+        "bb_period",
+        "donchian_period",
+        "donchian_exit_period",
+        "trend_period",
     }
-)  # fmt: skip
+)
 # Thresholds, with the direction (in grid steps) that lets more trades through.
 LOOSER: dict[str, int] = {
     "roc_threshold": -1,
@@ -120,9 +129,7 @@ def toward_more_trades(
     direction |= {name: LOOSER[name] for name in _tunable(base) if name in LOOSER}
     names = sorted(direction)
     rng.shuffle(names)
-    moves = [(a,) for a in names] + [
-        (a, b) for i, a in enumerate(names) for b in names[i + 1 :]
-    ]  # fmt: skip
+    moves = [(a,) for a in names] + [(a, b) for i, a in enumerate(names) for b in names[i + 1 :]]
     taken = set(seen) | {base.trial_key()}
     out: list[StrategySpec] = []
     for move in moves:

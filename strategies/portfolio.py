@@ -89,25 +89,25 @@ TEMPLATES: tuple[Template, ...] = (
         {"inverse_vol": True},
         False,
         "top n, inverse-volatility weights",
-    ),  # fmt: skip
+    ),
     Template(
         PortfolioFamily.CROSS_SECTIONAL_MOMENTUM,
         {"xs_top_n": 1},
         True,
         "long top 1, short bottom 1",
-    ),  # fmt: skip
+    ),
     Template(
         PortfolioFamily.CROSS_SECTIONAL_MOMENTUM,
         {"vol_target": True},
         False,
         "top n, volatility-targeted",
-    ),  # fmt: skip
+    ),
     Template(
         PortfolioFamily.ROTATION,
         {"xs_lookback": 63, "cash_filter": False},
         False,
         "strongest over 3 months, always invested",
-    ),  # fmt: skip
+    ),
     # Tried only when asked for ("low volatility"): a directive that names no portfolio
     # family keeps the momentum designs above.
     Template(PortfolioFamily.LOW_VOLATILITY, {}, False, "calmest n, equal weight"),
@@ -116,13 +116,13 @@ TEMPLATES: tuple[Template, ...] = (
         {"inverse_vol": True},
         False,
         "calmest n, inverse-volatility weights",
-    ),  # fmt: skip
+    ),
     Template(
         PortfolioFamily.LOW_VOLATILITY,
         {"vol_target": True},
         False,
         "calmest n, volatility-targeted",
-    ),  # fmt: skip
+    ),
 )
 
 
@@ -150,11 +150,16 @@ def portfolio_spec(
     side = "-ls" if long_short and family == PortfolioFamily.CROSS_SECTIONAL_MOMENTUM else ""
     regime = "".join(f"+{f}" for f in filters)
     spec = StrategySpec(
-        family=family, name=f"{family.value}{side}{regime}" + (f" | {note}" if note else ""),
-        approach=APPROACH[family], entry=family.value, sizing="target_weights",
-        long_short=bool(side), parameters=dict(parameters or {}), scope=SCOPE,
+        family=family,
+        name=f"{family.value}{side}{regime}" + (f" | {note}" if note else ""),
+        approach=APPROACH[family],
+        entry=family.value,
+        sizing="target_weights",
+        long_short=bool(side),
+        parameters=dict(parameters or {}),
+        scope=SCOPE,
         filters=list(filters),
-    )  # fmt: skip
+    )
     return reconcile_portfolio(spec)
 
 
@@ -217,16 +222,22 @@ def propose_portfolio_specs(
             params = dict(base.parameters)
             params["entry_z"] = max(1.0, float(params["entry_z"]) - 0.5)
             why = "fix: a lower entry z-score"
-            add(_named(reconcile_portfolio(base.model_copy(update={"parameters": params})), why),
-                best_id, why)  # fmt: skip
+            add(
+                _named(reconcile_portfolio(base.model_copy(update={"parameters": params})), why),
+                best_id,
+                why,
+            )
         elif route == Origin.FIX:  # too few trades: rebalance more often, look back less far
             params = dict(base.parameters)
             params["rebalance_bars"] = max(5, int(params["rebalance_bars"]) // 2)
             if "xs_lookback" in params:  # the low-volatility family ranks on vol_lookback
                 params["xs_lookback"] = max(20, int(params["xs_lookback"]) // 2)
             why = "fix: rebalance more often, shorter lookback"
-            add(_named(reconcile_portfolio(base.model_copy(update={"parameters": params})), why),
-                best_id, why)  # fmt: skip
+            add(
+                _named(reconcile_portfolio(base.model_copy(update={"parameters": params})), why),
+                best_id,
+                why,
+            )
         if tuner is not None:
             for cand in tuner(base, n - len(out), set(taken)):
                 add(cand, best_id, "screened around the best")

@@ -44,8 +44,9 @@ def render_portfolio(spec: StrategySpec, *, bars_per_year: int = 252, class_name
         )
     )
     body = body.replace("@TRADED@", _traded(spec)) + _risk_on(spec)
-    doc = textwrap.fill(f"Approach: {spec.approach}", width=92, initial_indent="    ",
-                        subsequent_indent="    ")  # fmt: skip
+    doc = textwrap.fill(
+        f"Approach: {spec.approach}", width=92, initial_indent="    ", subsequent_indent="    "
+    )
     side = "long and short" if spec.long_short else "long only"
     return (
         f'"""Generated Backtrader strategy: {spec.name} (trial {spec.trial_key()})."""\n\n'

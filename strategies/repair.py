@@ -135,9 +135,13 @@ def _rotation_long_short(
         return None
     xs = PortfolioFamily.CROSS_SECTIONAL_MOMENTUM
     changed = spec.model_copy(
-        update={"family": xs, "approach": APPROACH[xs], "long_short": True,
-                "parameters": spec.parameters | {"xs_top_n": 1}}
-    )  # fmt: skip
+        update={
+            "family": xs,
+            "approach": APPROACH[xs],
+            "long_short": True,
+            "parameters": spec.parameters | {"xs_top_n": 1},
+        }
+    )
     return changed, "cross-sectional long/short of the same ranking"
 
 

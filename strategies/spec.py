@@ -72,9 +72,10 @@ class PluginFamily(str):
         cls, source: type, handler: GetCoreSchemaHandler
     ) -> core_schema.CoreSchema:
         return core_schema.no_info_after_validator_function(
-            cls._check, core_schema.str_schema(),
+            cls._check,
+            core_schema.str_schema(),
             serialization=core_schema.plain_serializer_function_ser_schema(str),
-        )  # fmt: skip
+        )
 
 
 class Origin(StrEnum):

@@ -94,8 +94,9 @@ def within_directive(spec: Mapping[str, Any], named: list[str]) -> bool:
         families, designs = covered(style)
         if family in families:
             return True
-        if any(d.family == family and d.entry == entry and set(d.filters) <= filters
-               for d in designs):  # fmt: skip
+        if any(
+            d.family == family and d.entry == entry and set(d.filters) <= filters for d in designs
+        ):
             return True
     return False
 

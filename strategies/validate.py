@@ -29,19 +29,51 @@ from strategies.parsing import parse
 ALLOWED_IMPORTS = frozenset({"backtrader", "math"})
 FORBIDDEN_NAMES = frozenset(
     {
-        "open", "exec", "eval", "compile", "__import__", "getattr", "setattr", "delattr",
-        "globals", "locals", "vars", "input", "breakpoint", "memoryview", "__builtins__",
-        "exit", "quit", "dir", "type", "super",
+        "open",
+        "exec",
+        "eval",
+        "compile",
+        "__import__",
+        "getattr",
+        "setattr",
+        "delattr",
+        "globals",
+        "locals",
+        "vars",
+        "input",
+        "breakpoint",
+        "memoryview",
+        "__builtins__",
+        "exit",
+        "quit",
+        "dir",
+        "type",
+        "super",
     }
-)  # fmt: skip
+)
 # Attributes that lead from a generator, coroutine, traceback or function to frames and globals.
 FRAME_ATTRS = frozenset(
     {
-        "gi_frame", "gi_code", "gi_yieldfrom", "cr_frame", "cr_code", "cr_await", "ag_frame",
-        "ag_code", "tb_frame", "tb_next", "f_globals", "f_locals", "f_builtins", "f_back",
-        "f_code", "co_code", "func_globals", "func_code",
+        "gi_frame",
+        "gi_code",
+        "gi_yieldfrom",
+        "cr_frame",
+        "cr_code",
+        "cr_await",
+        "ag_frame",
+        "ag_code",
+        "tb_frame",
+        "tb_next",
+        "f_globals",
+        "f_locals",
+        "f_builtins",
+        "f_back",
+        "f_code",
+        "co_code",
+        "func_globals",
+        "func_code",
     }
-)  # fmt: skip
+)
 # Attribute names that are Backtrader lines (a call on them with ago>0 looks ahead).
 LINE_NAMES = frozenset(
     {"open", "high", "low", "close", "volume", "openinterest", "datetime", "lines", "line"}
@@ -49,42 +81,109 @@ LINE_NAMES = frozenset(
 # Strategy methods whose first positional argument is not an "ago".
 STRATEGY_API = frozenset(
     {
-        "buy", "sell", "close", "cancel", "order_target_size", "order_target_value",
-        "order_target_percent", "buy_bracket", "sell_bracket", "getposition",
-        "getpositionbyname", "getdatabyname", "setsizer", "getsizer", "getsizing", "log",
-        "add_timer", "notify_order", "notify_trade", "notify_cashvalue", "notify_fund",
-        "notify_store", "notify_data", "notify_timer", "start", "stop", "next", "prenext",
+        "buy",
+        "sell",
+        "close",
+        "cancel",
+        "order_target_size",
+        "order_target_value",
+        "order_target_percent",
+        "buy_bracket",
+        "sell_bracket",
+        "getposition",
+        "getpositionbyname",
+        "getdatabyname",
+        "setsizer",
+        "getsizer",
+        "getsizing",
+        "log",
+        "add_timer",
+        "notify_order",
+        "notify_trade",
+        "notify_cashvalue",
+        "notify_fund",
+        "notify_store",
+        "notify_data",
+        "notify_timer",
+        "start",
+        "stop",
+        "next",
+        "prenext",
         "nextstart",
     }
-)  # fmt: skip
+)
 STRATEGY_BASES = frozenset({"bt.Strategy", "backtrader.Strategy", "Strategy"})
 # Modules code may reach through an allowed import: namespaces of classes and functions.
 SAFE_MODULES = frozenset(
     {
-        "math", "backtrader", "backtrader.indicators", "backtrader.analyzers", "backtrader.sizers",
-        "backtrader.observers", "backtrader.filters", "backtrader.signals",
-        "backtrader.commissions", "backtrader.feeds", "backtrader.strategies",
+        "math",
+        "backtrader",
+        "backtrader.indicators",
+        "backtrader.analyzers",
+        "backtrader.sizers",
+        "backtrader.observers",
+        "backtrader.filters",
+        "backtrader.signals",
+        "backtrader.commissions",
+        "backtrader.feeds",
+        "backtrader.strategies",
     }
-)  # fmt: skip
+)
 # Attribute names that are modules wherever they appear (``x.os``, ``y.sys.modules``).
 MODULE_ATTRS = frozenset(
     {
-        "os", "sys", "ctypes", "builtins", "importlib", "subprocess", "socket", "_socket",
-        "posix", "_posixsubprocess", "shutil", "pickle", "marshal", "gc", "inspect", "mmap",
-        "fcntl", "resource", "pty", "multiprocessing", "threading", "_thread", "runpy",
-        "tempfile", "pathlib", "io", "_io", "modules",
+        "os",
+        "sys",
+        "ctypes",
+        "builtins",
+        "importlib",
+        "subprocess",
+        "socket",
+        "_socket",
+        "posix",
+        "_posixsubprocess",
+        "shutil",
+        "pickle",
+        "marshal",
+        "gc",
+        "inspect",
+        "mmap",
+        "fcntl",
+        "resource",
+        "pty",
+        "multiprocessing",
+        "threading",
+        "_thread",
+        "runpy",
+        "tempfile",
+        "pathlib",
+        "io",
+        "_io",
+        "modules",
     }
-)  # fmt: skip
+)
 _BINOPS: dict[type, Any] = {
-    ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
-    ast.Div: operator.truediv, ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod,
-    ast.Pow: operator.pow, ast.LShift: operator.lshift, ast.RShift: operator.rshift,
-    ast.BitAnd: operator.and_, ast.BitOr: operator.or_, ast.BitXor: operator.xor,
-}  # fmt: skip
+    ast.Add: operator.add,
+    ast.Sub: operator.sub,
+    ast.Mult: operator.mul,
+    ast.Div: operator.truediv,
+    ast.FloorDiv: operator.floordiv,
+    ast.Mod: operator.mod,
+    ast.Pow: operator.pow,
+    ast.LShift: operator.lshift,
+    ast.RShift: operator.rshift,
+    ast.BitAnd: operator.and_,
+    ast.BitOr: operator.or_,
+    ast.BitXor: operator.xor,
+}
 _COMPARE: dict[type, Any] = {
-    ast.Eq: operator.eq, ast.NotEq: operator.ne, ast.Lt: operator.lt, ast.LtE: operator.le,
-    ast.Gt: operator.gt, ast.GtE: operator.ge,
-}  # fmt: skip
+    ast.Eq: operator.eq,
+    ast.NotEq: operator.ne,
+    ast.Lt: operator.lt,
+    ast.LtE: operator.le,
+    ast.Gt: operator.gt,
+    ast.GtE: operator.ge,
+}
 
 
 class ValidationReport(BaseModel):

@@ -107,43 +107,57 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--calibrate", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--runs", type=int, default=20, help="runs per scenario (default 20)")
     p.add_argument(
-        "--workers", type=int, default=None,
+        "--workers",
+        type=int,
+        default=None,
         help="runs in parallel (default: 1; each run's backtests share the cores)",
-    )  # fmt: skip
+    )
     p.add_argument("--seed", type=int, default=0, help="base seed (default 0)")
     p.add_argument("--out", type=Path, default=None, help="output folder (default: a new temp dir)")
     p.add_argument(
-        "--kinds", default=",".join(DEFAULT_SCENARIOS),
+        "--kinds",
+        default=",".join(DEFAULT_SCENARIOS),
         help=f"comma list of scenarios (default all of {', '.join(DEFAULT_SCENARIOS)}; also "
         f"{', '.join(n for n in SCENARIOS if n not in DEFAULT_SCENARIOS)}; "
-        + ", ".join(f"{a} = {n}" for a, n in ALIASES.items()) + ")",
-    )  # fmt: skip
+        + ", ".join(f"{a} = {n}" for a, n in ALIASES.items())
+        + ")",
+    )
     p.add_argument("--symbols", type=int, default=3, help="symbols per universe (default 3)")
     p.add_argument("--years", type=float, default=8.0, help="years of bars (default 8)")
     p.add_argument(
-        "--strength", type=float, default=UniverseSpec.regime_sharpe,
+        "--strength",
+        type=float,
+        default=UniverseSpec.regime_sharpe,
         help="planted momentum: annualised Sharpe of the hidden drift inside a regime "
         f"(default {UniverseSpec.regime_sharpe:g})",
-    )  # fmt: skip
+    )
     p.add_argument(
-        "--regime-days", type=float, default=UniverseSpec.regime_days,
+        "--regime-days",
+        type=float,
+        default=UniverseSpec.regime_days,
         help="planted momentum: expected regime length in bars "
         f"(default {UniverseSpec.regime_days:g})",
-    )  # fmt: skip
+    )
     p.add_argument(
-        "--reversion-share", type=float, default=UniverseSpec.reversion_share,
+        "--reversion-share",
+        type=float,
+        default=UniverseSpec.reversion_share,
         help="planted reversion: share of the daily variance that reverts "
         f"(default {UniverseSpec.reversion_share:g})",
-    )  # fmt: skip
+    )
     p.add_argument(
-        "--reversion-half-life", type=float, default=UniverseSpec.reversion_half_life,
+        "--reversion-half-life",
+        type=float,
+        default=UniverseSpec.reversion_half_life,
         help="planted reversion: half-life of a deviation in bars "
         f"(default {UniverseSpec.reversion_half_life:g})",
-    )  # fmt: skip
+    )
     p.add_argument(
-        "--drift", type=float, default=None,
+        "--drift",
+        type=float,
+        default=None,
         help="override every scenario's expected annual return (default: the scenario's own)",
-    )  # fmt: skip
+    )
     p.add_argument("--variants", type=int, default=None, help="develop --variants (default 5)")
     p.add_argument(
         "--max-iterations", type=int, default=None, help="develop --max-iterations (default 10)"

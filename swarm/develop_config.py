@@ -89,12 +89,18 @@ def config_from_args(args: argparse.Namespace):
         named = tickers_arg or read.explicit_tickers or None
         _check_portfolio_universe(_families(args.families, read.preferred_families), named)
         plan = build_plan(
-            directive, data_dir=args.data_dir, source=args.source, offline=args.offline,
+            directive,
+            data_dir=args.data_dir,
+            source=args.source,
+            offline=args.offline,
             timeframe=timeframe_arg,
             tickers=tickers_arg,
-            llm=llm_client_for_plan(llm_settings, start=start, end=end, tickers=named,
-                                    data_dir=args.data_dir) if llm_settings.enabled else None,
-        )  # fmt: skip
+            llm=llm_client_for_plan(
+                llm_settings, start=start, end=end, tickers=named, data_dir=args.data_dir
+            )
+            if llm_settings.enabled
+            else None,
+        )
     except DirectiveError as exc:
         raise UserInputError(str(exc)) from None
     tickers, universe_source = plan.tickers, plan.universe_source
@@ -115,12 +121,16 @@ def config_from_args(args: argparse.Namespace):
     from swarm.regime_data import check_regime_data
 
     # A regime filter named in --families is a style, as the directive's phrases make it.
-    styles = list(dict.fromkeys([*plan.preferred_families,
-                                 *(f for f in families if f in REGIME_FILTERS)]))  # fmt: skip
+    styles = list(
+        dict.fromkeys([*plan.preferred_families, *(f for f in families if f in REGIME_FILTERS)])
+    )
     families = [f for f in families if f not in REGIME_FILTERS or f == REGIME_STYLE]
     check_regime_data(  # a regime filter asked for needs its index files (swarm.regime_data)
-        styles, data_dir=args.data_dir, source=args.source, timeframe=plan.timeframe,
-    )  # fmt: skip
+        styles,
+        data_dir=args.data_dir,
+        source=args.source,
+        timeframe=plan.timeframe,
+    )
     summary = plan_summary(plan, start=start, end=end, benchmark=benchmark, families=families)
     config = RunConfig(
         directive=directive,

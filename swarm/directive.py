@@ -157,9 +157,17 @@ ALL_FAMILIES = ["momentum", "mean_reversion", "breakout", "trend", "volatility"]
 # Timeframe words. Weekly and monthly bars are refused (``DirectiveError``): the lab's
 # sources, splits and bars-a-year are for 1d and 1h bars.
 TIMEFRAME_WORDS = {
-    "hourly": "1h", "intraday": "1h", "1h": "1h", "60m": "1h", "60min": "1h", "h1": "1h",
-    "daily": "1d", "1d": "1d", "eod": "1d", "d1": "1d",
-}  # fmt: skip
+    "hourly": "1h",
+    "intraday": "1h",
+    "1h": "1h",
+    "60m": "1h",
+    "60min": "1h",
+    "h1": "1h",
+    "daily": "1d",
+    "1d": "1d",
+    "eod": "1d",
+    "d1": "1d",
+}
 UNSUPPORTED_TIMEFRAMES = {"weekly": "1w", "1w": "1w", "monthly": "1mo", "1mo": "1mo"}
 _REBALANCE = re.compile(
     r"\b(?:weekly|monthly|daily)\s+rebalanc\w*|\brebalanc\w*\s+(?:weekly|monthly|daily)\b", re.I

@@ -56,8 +56,15 @@ def build_plan(
     candidates = [read, rules] if read is not None else [rules]
     for k, plan in enumerate(candidates):
         try:
-            return _resolved(plan, data_dir=data_dir, source=source, offline=offline,
-                             timeframe=timeframe, tickers=tickers, cache_dir=cache_dir)  # fmt: skip
+            return _resolved(
+                plan,
+                data_dir=data_dir,
+                source=source,
+                offline=offline,
+                timeframe=timeframe,
+                tickers=tickers,
+                cache_dir=cache_dir,
+            )
         except DirectiveError as exc:
             if k == len(candidates) - 1:
                 raise
@@ -85,9 +92,12 @@ def _resolved(
     if tickers is not None:
         return plan.model_copy(update={"tickers": list(tickers), "universe_source": "--tickers"})
     inv = inventory(
-        data_dir=data_dir, source=source, timeframe=plan.timeframe, offline=offline,
+        data_dir=data_dir,
+        source=source,
+        timeframe=plan.timeframe,
+        offline=offline,
         cache_dir=cache_dir,
-    )  # fmt: skip
+    )
     return resolve_universe(plan, inv)
 
 
@@ -132,7 +142,7 @@ def _llm_plan(client: Any, rules: Plan) -> Plan | None:
             "You read a quant researcher's directive into a typed plan. Use only the "
             "vocabulary each field lists; leave a field empty when the directive is "
             "silent.",
-        ),  # fmt: skip
+        ),
         ("human", f"Directive: {rules.directive}"),
     ]
 
@@ -147,19 +157,21 @@ def _llm_plan(client: Any, rules: Plan) -> Plan | None:
         if REGIME_STYLE in rules.preferred_families:
             families.append(REGIME_STYLE)
         explicit = [t.upper().lstrip("$") for t in ans.tickers]
-        return rules.model_copy(update={
-            "styles": list(ans.styles),
-            "preferred_families": families,
-            "style": next(iter(families), "any"),
-            "universe_terms": list(ans.universe_terms)
-            or (list(rules.universe_terms) if masked else []),
-            "explicit_tickers": explicit,
-            "timeframe": ans.timeframe,
-            "timeframe_source": "directive",
-            "scope": list(ans.scope),
-            "benchmark": ans.benchmark,
-            "read_by": "llm",
-        }), None  # fmt: skip
+        return rules.model_copy(
+            update={
+                "styles": list(ans.styles),
+                "preferred_families": families,
+                "style": next(iter(families), "any"),
+                "universe_terms": list(ans.universe_terms)
+                or (list(rules.universe_terms) if masked else []),
+                "explicit_tickers": explicit,
+                "timeframe": ans.timeframe,
+                "timeframe_source": "directive",
+                "scope": list(ans.scope),
+                "benchmark": ans.benchmark,
+                "read_by": "llm",
+            }
+        ), None
 
     value, _reasons = ask_with_retry(client, "plan", messages, LLMPlan, check)
     return value

@@ -57,12 +57,18 @@ def load_index_series(config: Any, universe: dict[str, LoadedBars]) -> dict[str,
         local_only = config.offline or symbol not in needed
         try:
             out[symbol] = load_bars(
-                symbol, start=config.start, end=config.end, timeframe=config.timeframe,
-                source=config.source, data_dir=config.data_dir, cache_dir=config.cache_dir,
-                seed=config.seed, prices=config.prices,
+                symbol,
+                start=config.start,
+                end=config.end,
+                timeframe=config.timeframe,
+                source=config.source,
+                data_dir=config.data_dir,
+                cache_dir=config.cache_dir,
+                seed=config.seed,
+                prices=config.prices,
                 repair=getattr(config, "repair_data", False),
                 fetcher=_offline if local_only else None,
-            )  # fmt: skip
+            )
         except BacktestError as exc:
             if symbol in needed:
                 raise UserInputError(

@@ -119,8 +119,9 @@ def make_llm_client(cfg: RunConfig, run: RunFolder, data: dict | None = None):
     # each symbol's prices rebased to 100 at the run's first bar (a prompt about one symbol
     # is rebased by its scale; one about several has its price levels withheld).
     bars = {s: d.bars for s, d in (data or {}).items()}
-    ctx = context_for(list(cfg.tickers), cfg.end, known=known_entities(cfg.data_dir),
-                      symbol_bars=bars)  # fmt: skip
+    ctx = context_for(
+        list(cfg.tickers), cfg.end, known=known_entities(cfg.data_dir), symbol_bars=bars
+    )
     return MaskedClient(client, ctx)
 
 

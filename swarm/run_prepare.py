@@ -109,11 +109,18 @@ def _load_benchmark(
     else:
         try:
             loaded = load_bars(
-                name, start=config.start, end=config.end, timeframe=config.timeframe,
-                source=config.source, data_dir=config.data_dir, cache_dir=config.cache_dir,
-                seed=config.seed, fetcher=_offline_fetch if config.offline else None,
-                prices=config.prices, repair=config.repair_data,
-            )  # fmt: skip
+                name,
+                start=config.start,
+                end=config.end,
+                timeframe=config.timeframe,
+                source=config.source,
+                data_dir=config.data_dir,
+                cache_dir=config.cache_dir,
+                seed=config.seed,
+                fetcher=_offline_fetch if config.offline else None,
+                prices=config.prices,
+                repair=config.repair_data,
+            )
         except BacktestError as exc:
             raise UserInputError(
                 "--benchmark: "

@@ -50,8 +50,29 @@ GICS: dict[str, tuple[str, str]] = {
     "realestate": ("sector", "Real Estate"),
     "telecom": ("sector", "Telecommunications Services"),
 }
-ETFS = ("SPY", "QQQ", "IWM", "DIA", "XLK", "XLF", "XLE", "XLV", "XLY", "XLP", "XLI", "XLU",
-        "XLB", "SMH", "SOXX", "VTI", "VOO", "EFA", "EEM", "TLT", "GLD")  # fmt: skip
+ETFS = (
+    "SPY",
+    "QQQ",
+    "IWM",
+    "DIA",
+    "XLK",
+    "XLF",
+    "XLE",
+    "XLV",
+    "XLY",
+    "XLP",
+    "XLI",
+    "XLU",
+    "XLB",
+    "SMH",
+    "SOXX",
+    "VTI",
+    "VOO",
+    "EFA",
+    "EEM",
+    "TLT",
+    "GLD",
+)
 COINS = ("BTC", "ETH", "LTC", "XRP", "SOL", "ADA", "DOGE", "BNB")
 _COIN_WORDS = {"bitcoin": ("BTC",), "ether": ("ETH",), "crypto": COINS}
 
@@ -233,9 +254,13 @@ def resolve_universe(plan: Plan, inv: Inventory) -> Plan:
             sources.append(term)  # the memory's sector scope (swarm.memory.session)
             if origin == "GICS":
                 notes.append(f"{term}: {', '.join(found)} from the GICS table {inv.gics_file}")
-        return plan.model_copy(update={
-            "tickers": tickers, "universe_source": "sector:" + "+".join(sources), "notes": notes,
-        })  # fmt: skip
+        return plan.model_copy(
+            update={
+                "tickers": tickers,
+                "universe_source": "sector:" + "+".join(sources),
+                "notes": notes,
+            }
+        )
     found = [inv.spelled(s) for s in DEFAULT_UNIVERSE if inv.has(s)]
     if not found:
         raise DirectiveError(

@@ -13,24 +13,57 @@ from experiments.check import check_run
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
 REQUIRED = [
-    "manifest.json", "experiments.jsonl", "research/data_brief.md", "research/findings.json",
-    "research/fact_sheets.json", "research/synthesis.json", "report.md", "verdict.json",
-    "variants.json", "charts/trajectory.png",
-]  # fmt: skip
+    "manifest.json",
+    "experiments.jsonl",
+    "research/data_brief.md",
+    "research/findings.json",
+    "research/fact_sheets.json",
+    "research/synthesis.json",
+    "report.md",
+    "verdict.json",
+    "variants.json",
+    "charts/trajectory.png",
+]
 
 
 @pytest.fixture(scope="module")
 def run_dir(tmp_path_factory, daily_dir) -> Path:
     out = tmp_path_factory.mktemp("runs")
     done = subprocess.run(
-        [sys.executable, "-m", "swarm.develop", "--directive", "momentum alpha in tech",
-         "--tickers", "AAPL,MSFT", "--data-dir", str(daily_dir), "--start", "2013-01-01",
-         "--end", "2018-12-31", "--variants", "3", "--max-iterations", "3", "--folds", "2",
-         "--workers", "2", "--seed", "7", "--offline", "--out", str(out)],
-        capture_output=True, text=True, timeout=900,
+        [
+            sys.executable,
+            "-m",
+            "swarm.develop",
+            "--directive",
+            "momentum alpha in tech",
+            "--tickers",
+            "AAPL,MSFT",
+            "--data-dir",
+            str(daily_dir),
+            "--start",
+            "2013-01-01",
+            "--end",
+            "2018-12-31",
+            "--variants",
+            "3",
+            "--max-iterations",
+            "3",
+            "--folds",
+            "2",
+            "--workers",
+            "2",
+            "--seed",
+            "7",
+            "--offline",
+            "--out",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=900,
         # Its own user cache (research memory, data cache): nothing written to the user's home.
         env=os.environ | {"XDG_CACHE_HOME": str(tmp_path_factory.mktemp("cache"))},
-    )  # fmt: skip
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     last = done.stdout.strip().splitlines()[-1]
     path = Path(last)

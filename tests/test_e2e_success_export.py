@@ -20,16 +20,41 @@ pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 def run_dir(tmp_path_factory, daily_dir) -> Path:
     out = tmp_path_factory.mktemp("runs")
     done = subprocess.run(
-        [sys.executable, "-m", "swarm.develop", "--directive", "momentum alpha in tech",
-         "--tickers", "AAPL,MSFT", "--data-dir", str(daily_dir), "--start", "2012-01-01",
-         "--end", "2020-12-01", "--variants", "3", "--max-iterations", "2", "--workers", "2",
-         "--criteria", "sharpe>=0.5,min_trades>=10,dsr>=0.3,spa_p<=0.5", "--criteria-replace",
-         "--benchmark", "cash",
-         "--offline", "--out", str(out)],
-        capture_output=True, text=True, timeout=900,
+        [
+            sys.executable,
+            "-m",
+            "swarm.develop",
+            "--directive",
+            "momentum alpha in tech",
+            "--tickers",
+            "AAPL,MSFT",
+            "--data-dir",
+            str(daily_dir),
+            "--start",
+            "2012-01-01",
+            "--end",
+            "2020-12-01",
+            "--variants",
+            "3",
+            "--max-iterations",
+            "2",
+            "--workers",
+            "2",
+            "--criteria",
+            "sharpe>=0.5,min_trades>=10,dsr>=0.3,spa_p<=0.5",
+            "--criteria-replace",
+            "--benchmark",
+            "cash",
+            "--offline",
+            "--out",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=900,
         # Its own user cache (research memory, data cache): nothing written to the user's home.
         env=os.environ | {"XDG_CACHE_HOME": str(tmp_path_factory.mktemp("cache"))},
-    )  # fmt: skip
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     return Path(done.stdout.strip().splitlines()[-1])
 
@@ -62,18 +87,34 @@ def test_success_opens_the_holdout_once_and_exports_a_winner(run_dir):
 def test_exported_winner_reproduces_recorded_holdout_values_in_plain_backtrader(run_dir, tmp_path):
     export = subprocess.run(
         [sys.executable, "-m", "experiments.export", str(run_dir), "--to", str(tmp_path / "w")],
-        capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert export.returncode == 0, export.stderr
     strategy = tmp_path / "w" / "strategy.py"
     repro = json.loads((run_dir / "verdict.json").read_text())["figures"]["holdout"]["reproduce"]
     for symbol, run in repro["runs"].items():
         # -I: isolated mode, so the file runs on backtrader alone, not on this project's code.
         done = subprocess.run(
-            [sys.executable, "-I", str(strategy), "--data", run["data"], "--from", repro["from"],
-             "--to", repro["to"], "--trade-start", repro["trade_start"]],
-            capture_output=True, text=True, timeout=120, cwd=tmp_path,
-        )  # fmt: skip
+            [
+                sys.executable,
+                "-I",
+                str(strategy),
+                "--data",
+                run["data"],
+                "--from",
+                repro["from"],
+                "--to",
+                repro["to"],
+                "--trade-start",
+                repro["trade_start"],
+            ],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            cwd=tmp_path,
+        )
         assert done.returncode == 0, done.stderr
         final = float(done.stdout.strip().split("=")[1])
         assert final == pytest.approx(run["final_value"], rel=1e-6), symbol
@@ -82,8 +123,10 @@ def test_exported_winner_reproduces_recorded_holdout_values_in_plain_backtrader(
 def test_export_refuses_a_folder_that_is_not_a_run(tmp_path):
     done = subprocess.run(
         [sys.executable, "-m", "experiments.export", str(tmp_path), "--to", str(tmp_path / "x")],
-        capture_output=True, text=True, timeout=60,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert done.returncode == 2
     assert "RUN_DIR" in done.stderr and "Traceback" not in done.stderr
 

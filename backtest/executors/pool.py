@@ -130,7 +130,7 @@ class ProcessPoolBackend(BaseExecutor):
                 outcome_error,
                 window_s=batch_window_s,
                 max_wait_s=batch_max_wait_s,
-            )  # fmt: skip
+            )
             if sandbox and batch_window_s > 0
             else None
         )

@@ -60,8 +60,12 @@ def read_roots() -> tuple[str, ...]:
     import site
     import sysconfig
 
-    base = {"base": sys.base_prefix, "platbase": sys.base_exec_prefix,
-            "installed_base": sys.base_prefix, "installed_platbase": sys.base_exec_prefix}  # fmt: skip
+    base = {
+        "base": sys.base_prefix,
+        "platbase": sys.base_exec_prefix,
+        "installed_base": sys.base_prefix,
+        "installed_platbase": sys.base_exec_prefix,
+    }
     roots: set[str] = set(SYSTEM_LIBRARIES)
     for scheme in (sysconfig.get_paths(), sysconfig.get_paths(vars=base)):
         roots.update(scheme[k] for k in ("stdlib", "platstdlib", "purelib", "platlib"))

@@ -157,7 +157,10 @@ def book(job: BacktestJob, claim: Claim, trace: bool) -> SandboxOutcome:
             # Orders and fills as the books hold them: the orders the recorder copied at
             # placement (every fill answered one), not the child's own list.
             symbols = len(job.feeds()) > 1
-            out.trace = {"orders": order_rows(claim.log, job, symbols=symbols), "lines": lines,
-                         "fills": fill_rows(books.fills, symbols=symbols),
-                         "n_bars": len(books.values)}  # fmt: skip
+            out.trace = {
+                "orders": order_rows(claim.log, job, symbols=symbols),
+                "lines": lines,
+                "fills": fill_rows(books.fills, symbols=symbols),
+                "n_bars": len(books.values),
+            }
     return out

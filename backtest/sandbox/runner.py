@@ -101,8 +101,9 @@ def run_sandboxed_batch(
             outs = run_in_children(list(jobs), policy, False, emit)
     except BaseException as exc:  # the parent side must never raise
         message = f"SandboxError: {type(exc).__name__}: {exc}"
-        outs = [emitted.get(k) or error_outcome(j, JobStatus.ERROR, message)
-                for k, j in enumerate(jobs)]  # fmt: skip
+        outs = [
+            emitted.get(k) or error_outcome(j, JobStatus.ERROR, message) for k, j in enumerate(jobs)
+        ]
     for k, out in enumerate(outs):
         if k not in emitted:
             emit(k, out)

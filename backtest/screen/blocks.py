@@ -27,11 +27,20 @@ from strategies.spec import Family, StrategySpec
 # Parameters backtrader uses as periods: an int is required (a float period fails in backtrader).
 INT_PARAMS = frozenset(
     {
-        "roc_period", "fast_period", "slow_period", "macd_fast", "macd_slow", "macd_signal",
-        "rsi_period", "bb_period", "donchian_period", "donchian_exit_period", "trend_period",
+        "roc_period",
+        "fast_period",
+        "slow_period",
+        "macd_fast",
+        "macd_slow",
+        "macd_signal",
+        "rsi_period",
+        "bb_period",
+        "donchian_period",
+        "donchian_exit_period",
+        "trend_period",
         "vol_lookback",
     }
-)  # fmt: skip
+)
 ATR_PERIOD = 14
 ADX_PERIOD = 14
 VOLUME_PERIOD = 20

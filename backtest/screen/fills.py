@@ -269,25 +269,59 @@ def simulate(
             if exit_mask & EXIT_TRAILING:
                 extreme = c if c > extreme else extreme
             if i >= first and _exit_due(
-                i, True, c, entry_price, entry_bar, extreme, stop_level, exit_mask,
-                stop_loss_pct, take_profit_pct, trail_pct, max_hold, long_exit,
-            ):  # fmt: skip
+                i,
+                True,
+                c,
+                entry_price,
+                entry_bar,
+                extreme,
+                stop_level,
+                exit_mask,
+                stop_loss_pct,
+                take_profit_pct,
+                trail_pct,
+                max_hold,
+                long_exit,
+            ):
                 order, order_bar = -pos, i
             continue
         if shorts and pos < 0.0:
             if exit_mask & EXIT_TRAILING:
                 extreme = c if c < extreme else extreme
             if i >= first and _exit_due(
-                i, False, c, entry_price, entry_bar, extreme, stop_level, exit_mask,
-                stop_loss_pct, take_profit_pct, trail_pct, max_hold, short_exit,
-            ):  # fmt: skip
+                i,
+                False,
+                c,
+                entry_price,
+                entry_bar,
+                extreme,
+                stop_level,
+                exit_mask,
+                stop_loss_pct,
+                take_profit_pct,
+                trail_pct,
+                max_hold,
+                short_exit,
+            ):
                 order, order_bar = -pos, i
             continue
         if long_entry[i] or (shorts and short_entry[i]):
             size = _size(
-                i, values[i], close, atr, realised_sd, sizing, fraction, risk_pct, stop_mode,
-                stop_loss_pct, trail_pct, atr_mult, target_vol, sqrt_bars_per_year,
-            )  # fmt: skip
+                i,
+                values[i],
+                close,
+                atr,
+                realised_sd,
+                sizing,
+                fraction,
+                risk_pct,
+                stop_mode,
+                stop_loss_pct,
+                trail_pct,
+                atr_mult,
+                target_vol,
+                sqrt_bars_per_year,
+            )
             if size > 0.0 and i >= first:
                 order = size if long_entry[i] else -size
                 order_bar = i

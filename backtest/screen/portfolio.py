@@ -104,10 +104,16 @@ class PortfolioWindow:
         closes = np.column_stack([f["close"].to_numpy(dtype=np.float64) for _, f in named])
         prices = np.concatenate([f[list(cols)].to_numpy(dtype=np.float64) for _, f in named])
         return cls(
-            symbols=[name for name, _ in named], index=index, open=cols["open"],
-            high=cols["high"], low=cols["low"], close=cols["close"], closes=closes, first=first,
+            symbols=[name for name, _ in named],
+            index=index,
+            open=cols["open"],
+            high=cols["high"],
+            low=cols["low"],
+            close=cols["close"],
+            closes=closes,
+            first=first,
             positive=bool((prices > 0).all()),
-        )  # fmt: skip
+        )
 
     def __len__(self) -> int:
         return len(self.index)
@@ -159,9 +165,12 @@ class PortfolioEvaluation(BooksEquity):
         days, names = self.window.days, self.window.symbols
         by_symbol: dict[int, list[FillRow]] = {}
         for bar, j, size, price in zip(
-            self.fill_bars, self.fill_symbols, self.fill_sizes, self.reported_prices(),
+            self.fill_bars,
+            self.fill_symbols,
+            self.fill_sizes,
+            self.reported_prices(),
             strict=True,
-        ):  # fmt: skip
+        ):
             by_symbol.setdefault(j, []).append(FillRow(days[bar], size, price))
         return [t for j, rows in by_symbol.items() for t in pair_fills(names[j], rows)]
 
@@ -430,10 +439,18 @@ def evaluate(
         bust = margin.bankrupt_at(values, window.first)
         paid = float(due[window.first : n if bust is None else bust + 1].sum())
     return PortfolioEvaluation(
-        window=window, fill_bars=fill_bars, fill_symbols=fill_symbols, fill_sizes=fill_sizes,
-        fill_prices=fill_prices, pnls=pnls, values=values, in_market=in_market,
-        refused=refused, cash=costs.cash, borrow_paid=paid,
-    )  # fmt: skip
+        window=window,
+        fill_bars=fill_bars,
+        fill_symbols=fill_symbols,
+        fill_sizes=fill_sizes,
+        fill_prices=fill_prices,
+        pnls=pnls,
+        values=values,
+        in_market=in_market,
+        refused=refused,
+        cash=costs.cash,
+        borrow_paid=paid,
+    )
 
 
 def _rebalance(
@@ -480,9 +497,12 @@ def books_result(
     bars_in_market = int(run.in_market[first:n].sum())
     reported = run.reported_prices()
     traded = float(
-        sum(abs(s) * p for b, s, p in zip(run.fill_bars, run.fill_sizes, reported, strict=True)
-            if b >= first)
-    )  # fmt: skip
+        sum(
+            abs(s) * p
+            for b, s, p in zip(run.fill_bars, run.fill_sizes, reported, strict=True)
+            if b >= first
+        )
+    )
     metrics = compute_metrics(
         equity,
         trade_pnls=run.pnls,

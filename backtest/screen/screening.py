@@ -151,10 +151,12 @@ class Evaluation(BooksEquity):
         fills = [
             FillRow(days[i], size, price)
             for i, size, price in zip(
-                self.fill_bars.tolist(), self.fill_sizes.tolist(),
-                self.reported_prices().tolist(), strict=True,
+                self.fill_bars.tolist(),
+                self.fill_sizes.tolist(),
+                self.reported_prices().tolist(),
+                strict=True,
             )
-        ]  # fmt: skip
+        ]
         return pair_fills(self.window.symbol, fills)
 
 
@@ -202,12 +204,20 @@ def evaluate(
     n = len(bars)
     # every entry block sets all four signals (mypy sees Conditions' None defaults)
     out = sf.simulate(
-        bars.open, bars.high, bars.low, bars.close, ready,
-        cond.long_entry, cond.short_entry, cond.long_exit, cond.short_exit,  # type: ignore[arg-type]
+        bars.open,
+        bars.high,
+        bars.low,
+        bars.close,
+        ready,
+        cond.long_entry,
+        cond.short_entry,
+        cond.long_exit,
+        cond.short_exit,  # type: ignore[arg-type]
         np.zeros(n) if cond.atr is None else cond.atr,
         np.zeros(n) if cond.realised_sd is None else cond.realised_sd,
-        np.array(modes, dtype=np.int64), np.array(knobs, dtype=np.float64),
-    )  # fmt: skip
+        np.array(modes, dtype=np.int64),
+        np.array(knobs, dtype=np.float64),
+    )
     _, executed, sizes, prices, n_fills, values, positions, refused = out
     return Evaluation(
         window=window,
@@ -287,9 +297,12 @@ def screen_portfolio(
         )
     result = sp.books_result(spec, run, periods_per_year)
     return ScreenResult(
-        symbol=sp.LABEL, status=ScreenStatus.OK, trades=run.trades(), metrics=result.metrics,
+        symbol=sp.LABEL,
+        status=ScreenStatus.OK,
+        trades=run.trades(),
+        metrics=result.metrics,
         result=result,
-    )  # fmt: skip
+    )
 
 
 def _trade_pnls(sizes: np.ndarray, prices: np.ndarray, rate: float) -> list[float]:

@@ -101,7 +101,7 @@ def build_parser() -> argparse.ArgumentParser:
         "unknown models are assumed to know every date)",
     )
     p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
-    return p  # fmt: skip
+    return p
 
 
 DEFAULT_CAPITAL = 100_000.0
@@ -119,25 +119,31 @@ def read_book(path: Path):
         text = file.read_text(encoding="utf-8")
     except OSError:
         hint = "an analysis folder without one" if path.is_dir() else "no such file"
-        raise UserInputError(f"--book: {file}: cannot read it ({hint}); pass a book JSON such "
-                             'as {"positions": [{"ticker": "AAPL", "quantity": 100, '
-                             '"price": 150.0}], "cash": 85000}') from None  # fmt: skip
+        raise UserInputError(
+            f"--book: {file}: cannot read it ({hint}); pass a book JSON such "
+            'as {"positions": [{"ticker": "AAPL", "quantity": 100, '
+            '"price": 150.0}], "cash": 85000}'
+        ) from None
     try:
         return Book.model_validate_json(text)
     except ValidationError as exc:
         err = exc.errors()[0]
         field = ".".join(str(x) for x in err["loc"]) or "(the document)"
-        raise UserInputError(f"--book: {file}: field {field}: {err['msg']}; fix that field "
-                             "(fields: capital, cash, loss_today, positions[ticker, quantity, "
-                             "price])") from None  # fmt: skip
+        raise UserInputError(
+            f"--book: {file}: field {field}: {err['msg']}; fix that field "
+            "(fields: capital, cash, loss_today, positions[ticker, quantity, "
+            "price])"
+        ) from None
 
 
 def _capital(args: argparse.Namespace, book) -> float:
     if book is None or book.capital is None:
         return DEFAULT_CAPITAL if args.capital is None else args.capital
     if args.capital is not None and args.capital != book.capital:
-        raise UserInputError(f"--capital: {args.capital:g} disagrees with the book's capital "
-                             f"{book.capital:g} ({args.book}); drop one of them")  # fmt: skip
+        raise UserInputError(
+            f"--capital: {args.capital:g} disagrees with the book's capital "
+            f"{book.capital:g} ({args.book}); drop one of them"
+        )
     return book.capital
 
 
@@ -147,8 +153,12 @@ def _config(args: argparse.Namespace, book=None):
     from swarm.analyze.book import portfolio_of
     from swarm.analyze.contracts import AnalysisConfig, RiskLimits
 
-    bounds = {"--debate-rounds": (args.debate_rounds, 1, 5), "--risk-rounds": (args.risk_rounds, 1, 5),
-              "--risk-pct": (args.risk_pct, 0.01, 10), "--horizon-days": (args.horizon_days, 1, 250)}  # fmt: skip
+    bounds = {
+        "--debate-rounds": (args.debate_rounds, 1, 5),
+        "--risk-rounds": (args.risk_rounds, 1, 5),
+        "--risk-pct": (args.risk_pct, 0.01, 10),
+        "--horizon-days": (args.horizon_days, 1, 250),
+    }
     for flag, (value, lo, hi) in bounds.items():
         if not lo <= value <= hi:
             raise UserInputError(f"{flag}: {value:g} is out of range; use {lo:g}..{hi:g}")
@@ -160,10 +170,15 @@ def _config(args: argparse.Namespace, book=None):
         portfolio_of(book, capital=capital, short_margin=limits.short_margin) if book else None
     )
     try:
-        return AnalysisConfig(debate_rounds=args.debate_rounds, risk_rounds=args.risk_rounds,
-                              capital=capital, risk_pct=args.risk_pct,
-                              horizon_days=args.horizon_days, limits=limits,
-                              **({"portfolio": portfolio} if portfolio else {}))  # fmt: skip
+        return AnalysisConfig(
+            debate_rounds=args.debate_rounds,
+            risk_rounds=args.risk_rounds,
+            capital=capital,
+            risk_pct=args.risk_pct,
+            horizon_days=args.horizon_days,
+            limits=limits,
+            **({"portfolio": portfolio} if portfolio else {}),
+        )
     except ValidationError as exc:  # pragma: no cover - the bounds above catch these first
         raise UserInputError(f"options: {exc.errors()[0]['msg']}") from None
 
@@ -214,12 +229,17 @@ def _llm(args: argparse.Namespace):
 
     try:
         settings = parse_llm_arg(
-            args.llm, base_url=args.llm_base_url, quick_model=args.llm_quick_model,
-            deep_model=args.llm_deep_model, structured=args.llm_structured,
-            max_tokens=args.max_llm_tokens, cache_dir=args.llm_cache,
+            args.llm,
+            base_url=args.llm_base_url,
+            quick_model=args.llm_quick_model,
+            deep_model=args.llm_deep_model,
+            structured=args.llm_structured,
+            max_tokens=args.max_llm_tokens,
+            cache_dir=args.llm_cache,
             max_output_tokens=args.llm_max_output_tokens,
-            mask=mask_mode(getattr(args, "mask", None)), cutoff=getattr(args, "llm_cutoff", None),
-        )  # fmt: skip
+            mask=mask_mode(getattr(args, "mask", None)),
+            cutoff=getattr(args, "llm_cutoff", None),
+        )
     except ValueError as exc:
         raise UserInputError(str(exc)) from None
     cache = args.llm_cache or (args.out / ".llm-cache")
@@ -273,8 +293,10 @@ def analyze(args: argparse.Namespace, argv: list[str]) -> Path:
     bars, path = _read_bars(ticker, args.data_dir)
     first, last = bars.index[0].date(), bars.index[-1].date()
     if not first <= day <= last:
-        raise UserInputError(f"--date: {day} is outside the data of {ticker} ({first}..{last}); "
-                             "pick a date inside it")  # fmt: skip
+        raise UserInputError(
+            f"--date: {day} is outside the data of {ticker} ({first}..{last}); "
+            "pick a date inside it"
+        )
     news: list[Any] = []
     if args.news_file is not None:
         from swarm.research.news import load_news_csv
@@ -297,11 +319,15 @@ def analyze(args: argparse.Namespace, argv: list[str]) -> Path:
     as_of = str(cut.index[-1].date())
     query = setup_query(ticker, bundle.value("CLOSE"), bundle.value("EMA_20"))
     recalled = recall_reviews(memory, ticker, as_of, query=query) if memory is not None else []
-    progress.stage("data", f"{ticker}: {len(cut)} bars {first}..{as_of} from {path.name}; "
-                           f"{len(news)} headlines; {len(recalled)} past reviews recalled")  # fmt: skip
+    progress.stage(
+        "data",
+        f"{ticker}: {len(cut)} bars {first}..{as_of} from {path.name}; "
+        f"{len(news)} headlines; {len(recalled)} past reviews recalled",
+    )
     info = {"source": path.name} | ({"requested_date": str(day)} if str(day) != as_of else {})
-    decision = decide(ticker, pd.Timestamp(day), cut, cfg, brain, news=news, recalled=recalled,
-                      data_info=info)  # fmt: skip
+    decision = decide(
+        ticker, pd.Timestamp(day), cut, cfg, brain, news=news, recalled=recalled, data_info=info
+    )
     progress.stage(
         "decision", f"{decision.action.value} ({decision.status.value}): {decision.reason}"
     )
@@ -309,28 +335,40 @@ def analyze(args: argparse.Namespace, argv: list[str]) -> Path:
     _write(root, "decision.json", decision.model_dump_json(indent=2) + "\n")
     _write(root, "report.md", render_report(decision))
     _write(root, APPROVAL_FILE, render_approval(decision))
-    after = book_after(book or Book(), decision, capital=cfg.capital,
-                       short_margin=cfg.limits.short_margin)  # fmt: skip
+    after = book_after(
+        book or Book(), decision, capital=cfg.capital, short_margin=cfg.limits.short_margin
+    )
     _write(root, BOOK_FILE, after.model_dump_json(indent=2, exclude_none=True) + "\n")
     if brain.llm is not None:
         brain.llm.write_calls(root / "llm_calls.jsonl")
     snap = bundle.snapshot(bundle.keys)
-    _write(root, "features.json", json.dumps({"ticker": ticker, "as_of": bundle.as_of,
-                                              "n_bars": bundle.n_bars, "features": snap},
-                                             indent=2, sort_keys=True) + "\n")  # fmt: skip
+    _write(
+        root,
+        "features.json",
+        json.dumps(
+            {"ticker": ticker, "as_of": bundle.as_of, "n_bars": bundle.n_bars, "features": snap},
+            indent=2,
+            sort_keys=True,
+        )
+        + "\n",
+    )
     manifest = {
-        "entry_point": "swarm.analyze", "argv": argv, "created_at": datetime.now(UTC).isoformat(),
-        "data_dir": str(args.data_dir.resolve()), "data_file": str(path.resolve()),
+        "entry_point": "swarm.analyze",
+        "argv": argv,
+        "created_at": datetime.now(UTC).isoformat(),
+        "data_dir": str(args.data_dir.resolve()),
+        "data_file": str(path.resolve()),
         "news_file": str(args.news_file.resolve()) if args.news_file else None,
         "book": str(args.book.resolve()) if args.book else None,
         "memory": (
-            {"available": False, "reason": "--memory-dir off"} if memory is None
+            {"available": False, "reason": "--memory-dir off"}
+            if memory is None
             else memory.status()
         ),
         "brain": brain.name,
         "llm_usage": brain.llm.stats() | brain.llm.replay_stats() if brain.llm else None,
         "masking": decision.masking,
-    }  # fmt: skip
+    }
     _write(
         root, "manifest.json", json.dumps(manifest, indent=2, sort_keys=True, default=str) + "\n"
     )

@@ -49,9 +49,15 @@ AnalystBrain = Callable[[FeatureBundle, ResearchContext, AnalysisConfig], Analys
 
 def _abstain(role: AnalystRole, bundle: FeatureBundle, reason: str) -> AnalystNote:
     return AnalystNote(
-        role=role, ticker=bundle.symbol, as_of=bundle.as_of, summary=f"Abstained: {reason}.",
-        confidence=ABSTAIN_CONFIDENCE, abstained=True, reason=reason, model_used=ABSTAIN_MODEL,
-    )  # fmt: skip
+        role=role,
+        ticker=bundle.symbol,
+        as_of=bundle.as_of,
+        summary=f"Abstained: {reason}.",
+        confidence=ABSTAIN_CONFIDENCE,
+        abstained=True,
+        reason=reason,
+        model_used=ABSTAIN_MODEL,
+    )
 
 
 def expectation_gap(evidence: dict[str, float]) -> float | None:
@@ -131,8 +137,12 @@ def market(bundle: FeatureBundle, rctx: ResearchContext, cfg: AnalysisConfig) ->
     fc_ev, fc_text = _forecast(bundle)
     n_live = sum(not f.abstained for f in findings.values())
     if n_live == 0:
-        return _abstain(AnalystRole.MARKET, bundle, "every technical specialist abstained: "
-                        + "; ".join(f.reason or "" for f in findings.values()))  # fmt: skip
+        return _abstain(
+            AnalystRole.MARKET,
+            bundle,
+            "every technical specialist abstained: "
+            + "; ".join(f.reason or "" for f in findings.values()),
+        )
     weight = tech_conf * n_live + STRUCTURE_CONFIDENCE
     stance = clip((tech_stance * tech_conf * n_live + struct * STRUCTURE_CONFIDENCE) / weight)
     coverage = n_live / len(findings)
@@ -151,12 +161,22 @@ def market(bundle: FeatureBundle, rctx: ResearchContext, cfg: AnalysisConfig) ->
     )
     points = [_point(f) for f in ranked]
     if struct_points:
-        points.append(Point(name="structure", stance=clip(struct), confidence=STRUCTURE_CONFIDENCE,
-                            text=" ".join(struct_points), cited=struct_ev))  # fmt: skip
+        points.append(
+            Point(
+                name="structure",
+                stance=clip(struct),
+                confidence=STRUCTURE_CONFIDENCE,
+                text=" ".join(struct_points),
+                cited=struct_ev,
+            )
+        )
     if fc_text:
         drift = fc_ev["FORECAST_MID_60_10"] / struct_ev["CLOSE"] - 1.0
-        points.append(Point(name="forecast", stance=clip(10 * drift), confidence=0.2,
-                            text=fc_text, cited=fc_ev))  # fmt: skip
+        points.append(
+            Point(
+                name="forecast", stance=clip(10 * drift), confidence=0.2, text=fc_text, cited=fc_ev
+            )
+        )
     key_points = [f"{p.name}: {p.text}" for p in points]
     lean = "bullish" if stance > 0.05 else "bearish" if stance < -0.05 else "neutral"
     summary = (
@@ -164,16 +184,30 @@ def market(bundle: FeatureBundle, rctx: ResearchContext, cfg: AnalysisConfig) ->
         f"specialists; strongest: {ranked[0].specialization} ({ranked[0].signal:+.2f})."
     )
     return AnalystNote(
-        role=AnalystRole.MARKET, ticker=bundle.symbol, as_of=bundle.as_of, stance=stance,
-        confidence=confidence, summary=summary, key_points=key_points, subscores=subscores,
-        evidence=evidence, points=points, time_horizon=TimeHorizon.WEEKS, model_used=RULES,
+        role=AnalystRole.MARKET,
+        ticker=bundle.symbol,
+        as_of=bundle.as_of,
+        stance=stance,
+        confidence=confidence,
+        summary=summary,
+        key_points=key_points,
+        subscores=subscores,
+        evidence=evidence,
+        points=points,
+        time_horizon=TimeHorizon.WEEKS,
+        model_used=RULES,
         expectation_gap=forecast_gap(bundle),
-    )  # fmt: skip
+    )
 
 
 def _point(f: Finding) -> Point:
-    return Point(name=f.specialization, stance=f.signal, confidence=f.confidence,
-                 text=f.interpretation, cited=dict(f.evidence))  # fmt: skip
+    return Point(
+        name=f.specialization,
+        stance=f.signal,
+        confidence=f.confidence,
+        text=f.interpretation,
+        cited=dict(f.evidence),
+    )
 
 
 def _note_from_findings(
@@ -189,14 +223,20 @@ def _note_from_findings(
         evidence.update(f.evidence)
     gaps = [f"{f.specialization} abstained: {f.reason}" for f in findings if f.abstained]
     return AnalystNote(
-        role=role, ticker=bundle.symbol, as_of=bundle.as_of, stance=stance,
+        role=role,
+        ticker=bundle.symbol,
+        as_of=bundle.as_of,
+        stance=stance,
         confidence=clip(conf * len(live) / len(findings), 0, 0.8),
         summary=f"{role.value.capitalize()} read {stance:+.2f} from {len(live)} source(s).",
         key_points=[f.interpretation for f in live] + gaps,
-        subscores={f.specialization: round(f.signal, 4) for f in live}, evidence=evidence,
-        points=[_point(f) for f in live], time_horizon=horizon, model_used=RULES,
+        subscores={f.specialization: round(f.signal, 4) for f in live},
+        evidence=evidence,
+        points=[_point(f) for f in live],
+        time_horizon=horizon,
+        model_used=RULES,
         expectation_gap=expectation_gap(evidence),
-    )  # fmt: skip
+    )
 
 
 def sentiment_social(
@@ -255,10 +295,14 @@ def quorum(
     note (the analyst looked and said why it cannot tell); a failure is not."""
     roles = {n.role for n in notes}
     return Quorum(
-        required=required, expected=expected, notes=len(roles),
-        abstained=sum(n.abstained for n in notes), sided=sum(took_side(n) for n in notes),
-        failed=sorted(set(failed)), met=len(roles) >= required,
-    )  # fmt: skip
+        required=required,
+        expected=expected,
+        notes=len(roles),
+        abstained=sum(n.abstained for n in notes),
+        sided=sum(took_side(n) for n in notes),
+        failed=sorted(set(failed)),
+        met=len(roles) >= required,
+    )
 
 
 def took_side(note: AnalystNote) -> bool:

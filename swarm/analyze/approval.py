@@ -52,8 +52,10 @@ def stance_bar(stance: float) -> str:
     width = 50.0 * abs(s)
     left = 50.0 if s >= 0 else 50.0 - width
     side = "bull" if s >= 0 else "bear"
-    return (f'<div class="bar" role="img" aria-label="stance {s:+.2f}"><span class="mid"></span>'
-            f'<span class="fill {side}" style="left:{left:.1f}%;width:{width:.1f}%"></span></div>')  # fmt: skip
+    return (
+        f'<div class="bar" role="img" aria-label="stance {s:+.2f}"><span class="mid"></span>'
+        f'<span class="fill {side}" style="left:{left:.1f}%;width:{width:.1f}%"></span></div>'
+    )
 
 
 def _items(lines: Iterable[str]) -> str:
@@ -65,10 +67,12 @@ def _note_row(n: AnalystNote) -> str:
     gap = "n/a" if n.expectation_gap is None else f"{n.expectation_gap:+.1%}"
     state = "abstained" if n.abstained else f"stance {n.stance:+.2f}"
     points = "" if n.abstained else _items(n.key_points)
-    row = (f"<tr><th>{_e(n.role.value)}</th><td>{stance_bar(n.stance)}</td>"
-           f'<td class="num">{_e(state)} · confidence {n.confidence:.2f} · gap {gap}</td>'
-           f'<td>{_e(n.summary)} <span class="muted">({_e(n.time_horizon.value)} · '
-           f"{_e(n.model_used)})</span></td></tr>")  # fmt: skip
+    row = (
+        f"<tr><th>{_e(n.role.value)}</th><td>{stance_bar(n.stance)}</td>"
+        f'<td class="num">{_e(state)} · confidence {n.confidence:.2f} · gap {gap}</td>'
+        f'<td>{_e(n.summary)} <span class="muted">({_e(n.time_horizon.value)} · '
+        f"{_e(n.model_used)})</span></td></tr>"
+    )
     return row + (f'<tr><td></td><td colspan="3">{points}</td></tr>' if points else "")
 
 
@@ -76,11 +80,15 @@ def _header(d: Decision) -> list[str]:
     out = [f"<h1>{_e(d.ticker)} · {_e(d.date)} · {_e(d.action.value)} ({_e(d.status.value)})</h1>"]
     m = d.masking or {}
     if m.get("banner"):
-        out.append(f'<p class="warn">Warning: {_e(m["banner"])} (an unmasked LLM run on data '
-                   f"before the model's cutoff {_e(m.get('cutoff') or 'unknown')}).</p>")  # fmt: skip
+        out.append(
+            f'<p class="warn">Warning: {_e(m["banner"])} (an unmasked LLM run on data '
+            f"before the model's cutoff {_e(m.get('cutoff') or 'unknown')}).</p>"
+        )
     if (m.get("leaks") or {}).get("contaminated"):
-        out.append('<p class="warn">CONTAMINATED: the model named what it was not shown; '
-                   "do not approve.</p>")  # fmt: skip
+        out.append(
+            '<p class="warn">CONTAMINATED: the model named what it was not shown; '
+            "do not approve.</p>"
+        )
     order = d.action.value + (f" {d.risk.size} shares" if d.action != Action.HOLD else "")
     out.append(f'<p class="order"><strong>{_e(order)}</strong> · {_e(d.reason)}</p>')
     out.append(f'<p class="muted">brain {_e(d.brain)}</p>')
@@ -88,8 +96,12 @@ def _header(d: Decision) -> list[str]:
 
 
 def _analysts(d: Decision) -> list[str]:
-    return [f'<section id="analysts"><h2>Analysts</h2><p>{_e(quorum_line(d))}</p>',
-            "<table>", *(_note_row(n) for n in d.analysts), "</table></section>"]  # fmt: skip
+    return [
+        f'<section id="analysts"><h2>Analysts</h2><p>{_e(quorum_line(d))}</p>',
+        "<table>",
+        *(_note_row(n) for n in d.analysts),
+        "</table></section>",
+    ]
 
 
 def _debate(d: Decision) -> list[str]:
@@ -111,8 +123,10 @@ def _debate(d: Decision) -> list[str]:
     for rnd in db.rounds:
         for t in (rnd.bull, rnd.bear):
             answer = turn_answer(t)
-            rows.append(f'<tr><td class="num">round {rnd.round}</td><th>{_e(t.side.value)}</th>'
-                        f"<td>{_e(answer)}</td><td>{_e(t.argument)}</td></tr>")  # fmt: skip
+            rows.append(
+                f'<tr><td class="num">round {rnd.round}</td><th>{_e(t.side.value)}</th>'
+                f"<td>{_e(answer)}</td><td>{_e(t.argument)}</td></tr>"
+            )
     if rows:
         out += ["<p>The rounds:</p><table>", *rows, "</table>"]
     return [*out, "</section>"]
@@ -140,11 +154,15 @@ def level_reasons(d: Decision) -> list[str]:
     ]
     for ev in d.llm_events:
         if ev.get("kind") == "trader_anchored":
-            out.append(f"the model proposed stop {ev['proposed_stop']:.2f} and target "
-                       f"{ev['proposed_target']:.2f}; code set the ATR anchors instead")  # fmt: skip
+            out.append(
+                f"the model proposed stop {ev['proposed_stop']:.2f} and target "
+                f"{ev['proposed_target']:.2f}; code set the ATR anchors instead"
+            )
         elif ev.get("kind") == "trader_subtick_kept":
-            out.append(f"ATR {ev['atr']:.4f} is below one tick ({ev['tick']:g}): an anchor "
-                       "cannot be quoted, so the model's stop and target were kept")  # fmt: skip
+            out.append(
+                f"ATR {ev['atr']:.4f} is below one tick ({ev['tick']:g}): an anchor "
+                "cannot be quoted, so the model's stop and target were kept"
+            )
     return out
 
 
@@ -156,10 +174,16 @@ def _thesis(d: Decision) -> list[str]:
     if d.action == Action.HOLD:  # not traded: its checks, never its levels (nor their details)
         lean = t.direction.value if t.valid else "no valid"
         marks = " · ".join(f"{_mark(c.ok)} {_e(c.name)}" for c in t.validator)
-        return [*out, f"<p>{_e(lean)} thesis, not traded (HOLD): no entry, stop or target.</p>",
-                f"<p>Validator: {marks}</p>", "</section>"]  # fmt: skip
-    checks = "".join(f"<tr><td>{_mark(c.ok)}</td><th>{_e(c.name)}</th><td>{_e(c.detail)}</td></tr>"
-                     for c in t.validator)  # fmt: skip
+        return [
+            *out,
+            f"<p>{_e(lean)} thesis, not traded (HOLD): no entry, stop or target.</p>",
+            f"<p>Validator: {marks}</p>",
+            "</section>",
+        ]
+    checks = "".join(
+        f"<tr><td>{_mark(c.ok)}</td><th>{_e(c.name)}</th><td>{_e(c.detail)}</td></tr>"
+        for c in t.validator
+    )
     validator = f"<p>Validator:</p><table>{checks}</table>"
     out += [
         f"<p><strong>{_e(t.direction.value)}</strong> · entry <strong>{t.entry:.2f}</strong> · "
@@ -177,21 +201,30 @@ def _risk(d: Decision) -> list[str]:
     r = d.risk
     out = ['<section id="risk"><h2>Risk</h2>']
     if r.judge is not None:
-        out.append(f"<p>Risk judge ({_e(r.judge.model_used)}): <strong>"
-                   f"{_e(r.judge.action.value)}</strong>. {_e(r.judge.rationale)}</p>")  # fmt: skip
-    turns = [f"round {rnd.round}, {t.stance.value} (favours {t.favours.value}): {t.argument}"
-             for rnd in r.rounds for t in rnd.turns]  # fmt: skip
+        out.append(
+            f"<p>Risk judge ({_e(r.judge.model_used)}): <strong>"
+            f"{_e(r.judge.action.value)}</strong>. {_e(r.judge.rationale)}</p>"
+        )
+    turns = [
+        f"round {rnd.round}, {t.stance.value} (favours {t.favours.value}): {t.argument}"
+        for rnd in r.rounds
+        for t in rnd.turns
+    ]
     if turns:
         out.append("<p>Risk team:</p>" + _items(turns))
     out.append(f"<p>{_e(book_line(d))}</p>")
     if not r.check_details:
         return [*out, "<p>The risk engine did not run: nothing to size.</p></section>"]
-    rows = "".join(f"<tr><td>{_mark(c.passed)}</td><th>{_e(c.name.value)}</th>"
-                   f"<td>{_e(c.detail)}</td></tr>" for c in r.check_details)  # fmt: skip
+    rows = "".join(
+        f"<tr><td>{_mark(c.passed)}</td><th>{_e(c.name.value)}</th><td>{_e(c.detail)}</td></tr>"
+        for c in r.check_details
+    )
     out.append(f"<table>{rows}</table>")
     if r.approved:
-        out.append(f'<p class="num">Size {r.size} shares, notional {r.notional:,.2f}, '
-                   f"{r.risk_amount:,.2f} at the stop ({r.risk_pct:g}% of capital targeted).</p>")  # fmt: skip
+        out.append(
+            f'<p class="num">Size {r.size} shares, notional {r.notional:,.2f}, '
+            f"{r.risk_amount:,.2f} at the stop ({r.risk_pct:g}% of capital targeted).</p>"
+        )
     elif r.rejected_by:
         out.append(f"<p>Rejected by: {_e(', '.join(c.value for c in r.rejected_by))}.</p>")
     return [*out, "</section>"]
@@ -201,8 +234,11 @@ def _lessons(d: Decision) -> list[str]:
     out = ['<section id="lessons"><h2>Recalled lessons</h2>']
     if not d.recalled:
         return [*out, "<p>Nothing recalled for this setup.</p></section>"]
-    rows = "".join(f'<tr><td class="num">{_e(x.date)}</td><th>{_e(x.tag.value if x.tag else "")}'
-                   f"</th><td>{_e(x.text)}</td></tr>" for x in d.recalled)  # fmt: skip
+    rows = "".join(
+        f'<tr><td class="num">{_e(x.date)}</td><th>{_e(x.tag.value if x.tag else "")}'
+        f"</th><td>{_e(x.text)}</td></tr>"
+        for x in d.recalled
+    )
     return [*out, f"<table>{rows}</table></section>"]
 
 
@@ -219,8 +255,13 @@ def render_approval(d: Decision) -> str:
         '<html lang="en"><head><meta charset="utf-8">',
         '<meta name="viewport" content="width=device-width, initial-scale=1">',
         f"<title>{_e(title)}</title><style>{_CSS}</style></head><body>",
-        *_header(d), *_analysts(d), *_debate(d), *_thesis(d), *_risk(d), *_lessons(d),
+        *_header(d),
+        *_analysts(d),
+        *_debate(d),
+        *_thesis(d),
+        *_risk(d),
+        *_lessons(d),
         *_legend(),
         "</body></html>",
-    ]  # fmt: skip
+    ]
     return "\n".join(parts) + "\n"

@@ -69,9 +69,12 @@ def tied_up(positions: list[Holding], short_margin: float) -> float:
 def portfolio_of(book: Book, *, capital: float, short_margin: float) -> Portfolio:
     """The engine's view of ``book``: how many positions, their gross exposure, the cash."""
     cash = book.cash if book.cash is not None else capital - tied_up(book.positions, short_margin)
-    return Portfolio(open_positions=len(book.positions),
-                     gross_exposure=sum(h.notional for h in book.positions), cash=cash,
-                     loss_today=book.loss_today)  # fmt: skip
+    return Portfolio(
+        open_positions=len(book.positions),
+        gross_exposure=sum(h.notional for h in book.positions),
+        cash=cash,
+        loss_today=book.loss_today,
+    )
 
 
 def book_after(book: Book, decision: Decision, *, capital: float, short_margin: float) -> Book:
@@ -81,8 +84,9 @@ def book_after(book: Book, decision: Decision, *, capital: float, short_margin: 
     if decision.action == Action.HOLD or decision.trader is None or decision.risk.size < 1:
         return base
     sign = 1 if decision.action == Action.BUY else -1
-    held = Holding(ticker=decision.ticker, quantity=sign * decision.risk.size,
-                   price=decision.trader.entry)  # fmt: skip
+    held = Holding(
+        ticker=decision.ticker, quantity=sign * decision.risk.size, price=decision.trader.entry
+    )
     positions = [*book.positions, held]
     cash = None if book.cash is None else book.cash - tied_up([held], short_margin)
     return base.model_copy(update={"positions": positions, "cash": cash})
@@ -92,9 +96,15 @@ def book_after(book: Book, decision: Decision, *, capital: float, short_margin: 
 
 
 def first_exit(
-    direction: int, *, stop: float, target: float, low: np.ndarray, high: np.ndarray,
-    close: np.ndarray, horizon: int,
-) -> tuple[int | None, float]:  # fmt: skip
+    direction: int,
+    *,
+    stop: float,
+    target: float,
+    low: np.ndarray,
+    high: np.ndarray,
+    close: np.ndarray,
+    horizon: int,
+) -> tuple[int | None, float]:
     """(offset of the exit bar, exit price) over the bars after the entry: the first level
     touched (the stop when both are in one bar, as the reviewer counts it), else the close
     of the horizon's bar; (None, nan) when the data ends first."""
@@ -128,8 +138,9 @@ class ReplayBook:
     the generated strategy uses. Cash is the capital plus realised P&L less what the open
     positions tie up; exposure is marked at each ticker's last close up to the date."""
 
-    def __init__(self, *, capital: float, short_margin: float,
-                 bars: Mapping[str, pd.DataFrame]) -> None:  # fmt: skip
+    def __init__(
+        self, *, capital: float, short_margin: float, bars: Mapping[str, pd.DataFrame]
+    ) -> None:
         self.capital = capital
         self.short_margin = short_margin
         self.open: dict[str, Position] = {}
@@ -154,11 +165,16 @@ class ReplayBook:
         """The book as the risk engine sees it after ``day``'s close."""
         self._settle(day)
         exposure = sum(p.quantity * self._mark(p, day) for p in self.open.values())
-        tied = sum(p.quantity * p.entry * (self.short_margin if p.direction < 0 else 1.0)
-                   for p in self.open.values())  # fmt: skip
-        return Portfolio(open_positions=len(self.open), gross_exposure=exposure,
-                         cash=self.capital + self.realised - tied,
-                         loss_today=self._closed_on.get(day.normalize(), 0.0))  # fmt: skip
+        tied = sum(
+            p.quantity * p.entry * (self.short_margin if p.direction < 0 else 1.0)
+            for p in self.open.values()
+        )
+        return Portfolio(
+            open_positions=len(self.open),
+            gross_exposure=exposure,
+            cash=self.capital + self.realised - tied,
+            loss_today=self._closed_on.get(day.normalize(), 0.0),
+        )
 
     def _mark(self, p: Position, day: pd.Timestamp) -> float:
         index, _, _, close = self._bars[p.ticker]
@@ -179,8 +195,15 @@ class ReplayBook:
         index, low, high, close = self._bars[ticker]
         start = int(index.searchsorted(day, side="right"))
         t = decision.trader
-        off, price = first_exit(direction, stop=t.stop, target=t.target, low=low[start:],
-                                high=high[start:], close=close[start:], horizon=t.horizon_days)  # fmt: skip
+        off, price = first_exit(
+            direction,
+            stop=t.stop,
+            target=t.target,
+            low=low[start:],
+            high=high[start:],
+            close=close[start:],
+            horizon=t.horizon_days,
+        )
         exit_day = None if off is None else pd.Timestamp(index[start + off])
         self.open[ticker] = Position(
             ticker, direction, decision.risk.size, t.entry, exit_day, price
@@ -189,5 +212,9 @@ class ReplayBook:
 
 def _arrays(frame: pd.DataFrame) -> tuple[pd.DatetimeIndex, np.ndarray, np.ndarray, np.ndarray]:
     f = frame.sort_index()
-    return (pd.DatetimeIndex(f.index), f["low"].to_numpy(float), f["high"].to_numpy(float),
-            f["close"].to_numpy(float))  # fmt: skip
+    return (
+        pd.DatetimeIndex(f.index),
+        f["low"].to_numpy(float),
+        f["high"].to_numpy(float),
+        f["close"].to_numpy(float),
+    )

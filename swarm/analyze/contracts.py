@@ -85,8 +85,11 @@ class OutcomeTag(StrEnum):
 
 # A trade outcome's usual state; the reviewer decides each one (a scratch on the thesis's side
 # of the entry is Strengthened, a HOLD is judged as a stand-aside: ``review.classify``).
-OUTCOME_TAG = {Outcome.WIN: OutcomeTag.REALIZED, Outcome.LOSS: OutcomeTag.FALSIFIED,
-               Outcome.SCRATCH: OutcomeTag.WEAKENED}  # fmt: skip
+OUTCOME_TAG = {
+    Outcome.WIN: OutcomeTag.REALIZED,
+    Outcome.LOSS: OutcomeTag.FALSIFIED,
+    Outcome.SCRATCH: OutcomeTag.WEAKENED,
+}
 
 RULES = "rules"
 ABSTAIN_MODEL = "deterministic-abstain"
@@ -193,10 +196,12 @@ class DebateTurn(BaseModel):
     round: int
     argument: str
     cited: dict[str, float] = Field(default_factory=dict)
-    answered: str | None = Field(None, description="the other side's point (analyst/point) "
-                                 "this rebuttal answers")  # fmt: skip
-    rebutted: bool = Field(False, description="the answer was at least as strong: the manager "
-                           "discounts the point")  # fmt: skip
+    answered: str | None = Field(
+        None, description="the other side's point (analyst/point) this rebuttal answers"
+    )
+    rebutted: bool = Field(
+        False, description="the answer was at least as strong: the manager discounts the point"
+    )
     model_used: str = RULES
 
 

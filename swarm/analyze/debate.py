@@ -72,8 +72,13 @@ def calibrate_conviction(
 def ranked_points(notes: Sequence[AnalystNote], side: Side) -> list[tuple[str, Point]]:
     """(analyst, point) leaning to ``side``, strongest first (|stance| x confidence)."""
     sign = 1.0 if side == Side.BULL else -1.0
-    pts = [(n.role.value, p) for n in notes if not n.abstained for p in n.points
-           if p.stance * sign > OPPOSE_DEADBAND and p.confidence > 0]  # fmt: skip
+    pts = [
+        (n.role.value, p)
+        for n in notes
+        if not n.abstained
+        for p in n.points
+        if p.stance * sign > OPPOSE_DEADBAND and p.confidence > 0
+    ]
     return sorted(pts, key=lambda rp: (-abs(rp[1].stance) * rp[1].confidence, rp[0], rp[1].name))
 
 
@@ -112,8 +117,9 @@ def rebuts(reply: Point, target: Point) -> bool:
     return strength(reply) >= strength(target)
 
 
-def rebuttal(notes: Sequence[AnalystNote], side: Side, rnd: int,
-             down: frozenset[str] = frozenset()) -> DebateTurn:  # fmt: skip
+def rebuttal(
+    notes: Sequence[AnalystNote], side: Side, rnd: int, down: frozenset[str] = frozenset()
+) -> DebateTurn:
     """Answer the other side's strongest point not yet rebutted (``down``) with one's own
     ``rnd - 1``-th strongest point (cycling): round 2 pits the two best points."""
     other = Side.BEAR if side == Side.BULL else Side.BULL
@@ -121,8 +127,12 @@ def rebuttal(notes: Sequence[AnalystNote], side: Side, rnd: int,
     mine = ranked_points(notes, side)
     word = "bull" if side == Side.BULL else "bear"
     if not theirs:
-        return DebateTurn(side=side, round=rnd, cited={},
-                          argument=f"The {word} notes the other side has no point left standing.")  # fmt: skip
+        return DebateTurn(
+            side=side,
+            round=rnd,
+            cited={},
+            argument=f"The {word} notes the other side has no point left standing.",
+        )
     target_role, target = theirs[0]
     reply = mine[(rnd - 2) % len(mine)] if mine else None
     text = (
@@ -138,26 +148,39 @@ def rebuttal(notes: Sequence[AnalystNote], side: Side, rnd: int,
     else:
         won = rebuts(reply[1], target)
         text += f" with {_describe(*reply)}" + (
-            ": as strong or stronger, the point is rebutted." if won
+            ": as strong or stronger, the point is rebutted."
+            if won
             else ": weaker, the point stands."
-        )  # fmt: skip
+        )
         cited = dict(reply[1].cited)
-    return DebateTurn(side=side, round=rnd, argument=text, cited=cited,
-                      answered=point_id(target_role, target), rebutted=won)  # fmt: skip
+    return DebateTurn(
+        side=side,
+        round=rnd,
+        argument=text,
+        cited=cited,
+        answered=point_id(target_role, target),
+        rebutted=won,
+    )
 
 
 def rebutted_points(rounds: Sequence[DebateRound]) -> frozenset[str]:
     """Every point (``analyst/point``) a turn of ``rounds`` rebutted."""
-    return frozenset(t.answered for r in rounds for t in (r.bull, r.bear)
-                     if t.rebutted and t.answered)  # fmt: skip
+    return frozenset(
+        t.answered for r in rounds for t in (r.bull, r.bear) if t.rebutted and t.answered
+    )
 
 
 def debate_rounds(notes: Sequence[AnalystNote], rounds: int) -> list[DebateRound]:
     out = [DebateRound(round=1, bull=opening(notes, Side.BULL), bear=opening(notes, Side.BEAR))]
     for rnd in range(2, rounds + 1):
         down = rebutted_points(out)  # both sides answer what stood at the round's start
-        out.append(DebateRound(round=rnd, bull=rebuttal(notes, Side.BULL, rnd, down),
-                               bear=rebuttal(notes, Side.BEAR, rnd, down)))  # fmt: skip
+        out.append(
+            DebateRound(
+                round=rnd,
+                bull=rebuttal(notes, Side.BULL, rnd, down),
+                bear=rebuttal(notes, Side.BEAR, rnd, down),
+            )
+        )
     return out
 
 
@@ -172,8 +195,11 @@ def debated_stance(note: AnalystNote, rebutted: frozenset[str] = frozenset()) ->
     total = sum(p.confidence for p in note.points)
     if total <= 0:
         return note.stance
-    pull = sum(p.stance * p.confidence / total for p in note.points
-               if point_id(note.role.value, p) in rebutted)  # fmt: skip
+    pull = sum(
+        p.stance * p.confidence / total
+        for p in note.points
+        if point_id(note.role.value, p) in rebutted
+    )
     return max(-1.0, min(1.0, note.stance - REBUTTED_DISCOUNT * pull))
 
 
@@ -221,8 +247,9 @@ def _disagreements(notes: Sequence[AnalystNote]) -> list[str]:
         pos = [k for k, v in n.subscores.items() if v > OPPOSE_DEADBAND]
         neg = [k for k, v in n.subscores.items() if v < -OPPOSE_DEADBAND]
         if pos and neg:
-            out.append(f"within {n.role.value}: {', '.join(pos)} lean bullish, "
-                       f"{', '.join(neg)} bearish")  # fmt: skip
+            out.append(
+                f"within {n.role.value}: {', '.join(pos)} lean bullish, {', '.join(neg)} bearish"
+            )
     return out
 
 
@@ -255,8 +282,12 @@ def manage(
     if recalled:
         rationale += " Recalled from past reviews of this symbol: " + " | ".join(recalled[:3])
     return DebateVerdict(
-        winner=winner, rationale=rationale, key_disagreements=_disagreements(notes),
+        winner=winner,
+        rationale=rationale,
+        key_disagreements=_disagreements(notes),
         falsifiers=_falsifiers(notes, winner) if winner != Side.NONE else [],
-        conviction_proposed=round(proposed, 6), conviction=conviction, opposition=opposition,
+        conviction_proposed=round(proposed, 6),
+        conviction=conviction,
+        opposition=opposition,
         model_used=RULES,
-    )  # fmt: skip
+    )

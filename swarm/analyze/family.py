@@ -87,8 +87,7 @@ def decision_proposals(
             ev, spec = max(mine, key=lambda p: rank_key(p[0]))
             own = (ev.variant_id, spec)
     frozen = RULES_INERT_PARAMS if llm is None else ()
-    return propose_decision_specs(route=route, n=slots, rng=rng, seen=seen, best=own,
-                                  frozen=frozen)  # fmt: skip
+    return propose_decision_specs(route=route, n=slots, rng=rng, seen=seen, best=own, frozen=frozen)
 
 
 def replayer_for(ctx: Any) -> DecisionReplayer:

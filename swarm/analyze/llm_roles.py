@@ -66,8 +66,9 @@ class LLMNote(BaseModel):
     stance: float = Field(description="-1 bearish .. +1 bullish", ge=-1, le=1)
     confidence: float = Field(description="0 .. 1", ge=0, le=1)
     summary: str = Field(description="one sentence; numbers only from the evidence", max_length=300)
-    key_points: list[str] = Field(description="up to 4 points; numbers only from the evidence",
-                                  max_length=4)  # fmt: skip
+    key_points: list[str] = Field(
+        description="up to 4 points; numbers only from the evidence", max_length=4
+    )
     cited: list[Citation] = Field(description="evidence values the note rests on", max_length=8)
 
 
@@ -75,8 +76,9 @@ class LLMTurn(BaseModel):
     """One debate or risk-team turn."""
 
     ticker: str = Field(max_length=16)
-    argument: str = Field(description="your case in 1-3 sentences; numbers only from the facts",
-                          max_length=600)  # fmt: skip
+    argument: str = Field(
+        description="your case in 1-3 sentences; numbers only from the facts", max_length=600
+    )
     favours: Literal["BUY", "HOLD", "SELL"] | None = Field(
         None, description="risk analysts only: the action you favour"
     )
@@ -99,8 +101,9 @@ class LLMThesis(BaseModel):
     ticker: str = Field(max_length=16)
     stop: float = Field(description="stop price, on the losing side of the entry")
     target: float = Field(description="target price, on the winning side of the entry")
-    rationale: str = Field(description="one or two sentences; numbers only from the facts",
-                           max_length=400)  # fmt: skip
+    rationale: str = Field(
+        description="one or two sentences; numbers only from the facts", max_length=400
+    )
 
 
 class LLMJudgement(BaseModel):
@@ -110,18 +113,23 @@ class LLMJudgement(BaseModel):
 
 
 class LLMCritique(BaseModel):
-    critique: str = Field(description="what the decision got right or wrong; numbers only from the facts",
-                          max_length=600)  # fmt: skip
-    lessons: list[str] = Field(description="up to 3 lessons for the next decision on this ticker",
-                               max_length=3)  # fmt: skip
+    critique: str = Field(
+        description="what the decision got right or wrong; numbers only from the facts",
+        max_length=600,
+    )
+    lessons: list[str] = Field(
+        description="up to 3 lessons for the next decision on this ticker", max_length=3
+    )
 
 
 # --------------------------------------------------------------------------- helpers
 
 
 def _facts(evidence: Mapping[str, float]) -> str:
-    return json.dumps({k: round(float(v), 6) for k, v in list(evidence.items())[:MAX_EVIDENCE_KEYS]},
-                      sort_keys=True)  # fmt: skip
+    return json.dumps(
+        {k: round(float(v), 6) for k, v in list(evidence.items())[:MAX_EVIDENCE_KEYS]},
+        sort_keys=True,
+    )
 
 
 def _grounded(texts: Sequence[str], evidence: Mapping[str, float]) -> str | None:
@@ -164,42 +172,66 @@ def notes_evidence(notes: Sequence[AnalystNote]) -> dict[str, float]:
 
 def _notes_text(notes: Sequence[AnalystNote]) -> str:
     return "\n".join(
-        f"- {n.role.value}: " + (f"abstained ({n.reason})" if n.abstained else
-                                 f"stance {n.stance:+.2f}, confidence {n.confidence:.2f}; {n.summary}")
+        f"- {n.role.value}: "
+        + (
+            f"abstained ({n.reason})"
+            if n.abstained
+            else f"stance {n.stance:+.2f}, confidence {n.confidence:.2f}; {n.summary}"
+        )
         for n in notes
-    )  # fmt: skip
+    )
 
 
 # --------------------------------------------------------------------------- analysts
 
 
-def llm_note(client: LLMClient, rules: AnalystNote, *, untrusted: Sequence[str] = (),
-             log: Log, memory: Sequence[Recalled] = ()) -> AnalystNote:  # fmt: skip
+def llm_note(
+    client: LLMClient,
+    rules: AnalystNote,
+    *,
+    untrusted: Sequence[str] = (),
+    log: Log,
+    memory: Sequence[Recalled] = (),
+) -> AnalystNote:
     evidence = dict(rules.evidence)
     past, recalled_numbers = _recall(memory)
     messages = [
-        ("system", f"You are the {rules.role.value} analyst of a trading desk. Read the evidence "
-                   "and write a note. Use only the evidence given; cite keys and values exactly. "
-                   + NOTICE),
-        ("human", f"{past}Ticker: {rules.ticker}. Date: {rules.as_of}. Evidence: {_facts(evidence)}"
-                  + (f"\n{fence(list(untrusted))}" if untrusted else "")),
-    ]  # fmt: skip
+        (
+            "system",
+            f"You are the {rules.role.value} analyst of a trading desk. Read the evidence "
+            "and write a note. Use only the evidence given; cite keys and values exactly. "
+            + NOTICE,
+        ),
+        (
+            "human",
+            f"{past}Ticker: {rules.ticker}. Date: {rules.as_of}. Evidence: {_facts(evidence)}"
+            + (f"\n{fence(list(untrusted))}" if untrusted else ""),
+        ),
+    ]
 
     def check(ans: LLMNote):
         cited = {c.key: c.value for c in ans.cited}
-        problem = (_ticker_ok(ans.ticker, rules.ticker)
-                   or ("no evidence cited" if not cited else None)
-                   or ("; ".join(evidence_mismatches(cited, evidence)[:3]) or None)
-                   or _grounded([ans.summary, *ans.key_points], evidence | recalled_numbers))  # fmt: skip
+        problem = (
+            _ticker_ok(ans.ticker, rules.ticker)
+            or ("no evidence cited" if not cited else None)
+            or ("; ".join(evidence_mismatches(cited, evidence)[:3]) or None)
+            or _grounded([ans.summary, *ans.key_points], evidence | recalled_numbers)
+        )
         if problem:
             return None, problem
-        return rules.model_copy(update={
-            "stance": ans.stance, "confidence": min(ans.confidence, 0.9), "summary": ans.summary,
-            "key_points": list(ans.key_points), "model_used": _model(client, ROLE_ANALYST),
-        }), None  # fmt: skip
+        return rules.model_copy(
+            update={
+                "stance": ans.stance,
+                "confidence": min(ans.confidence, 0.9),
+                "summary": ans.summary,
+                "key_points": list(ans.key_points),
+                "model_used": _model(client, ROLE_ANALYST),
+            }
+        ), None
 
-    note = _ask(client, ROLE_ANALYST, messages, LLMNote, check, log=log,
-                what=f"analyst.{rules.role.value}")  # fmt: skip
+    note = _ask(
+        client, ROLE_ANALYST, messages, LLMNote, check, log=log, what=f"analyst.{rules.role.value}"
+    )
     if note is None:
         return rules
     if note.confidence >= SELF_CRITIQUE_BELOW:
@@ -207,25 +239,48 @@ def llm_note(client: LLMClient, rules: AnalystNote, *, untrusted: Sequence[str] 
     # One pass, never a loop: a note still unsure after its critique is an honest answer.
     critique = [
         messages[0],
-        ("human", f"{messages[1][1]}\nYour note: stance {note.stance:+.2f}, confidence "
-                  f"{note.confidence:.2f}. {note.summary}\nYour confidence is under "
-                  f"{SELF_CRITIQUE_BELOW:.2f}. Critique your note once against the evidence "
-                  "(what is weak, what you missed) and answer the revised note; it may stay "
-                  "unsure."),
-    ]  # fmt: skip
-    revised = _ask(client, ROLE_ANALYST, critique, LLMNote, check, log=log,
-                   what=f"analyst.{rules.role.value}.self_critique")  # fmt: skip
-    log({"kind": "self_critique", "role": rules.role.value, "before": note.confidence,
-         "after": revised.confidence if revised is not None else note.confidence,
-         "kept_first": revised is None})  # fmt: skip
+        (
+            "human",
+            f"{messages[1][1]}\nYour note: stance {note.stance:+.2f}, confidence "
+            f"{note.confidence:.2f}. {note.summary}\nYour confidence is under "
+            f"{SELF_CRITIQUE_BELOW:.2f}. Critique your note once against the evidence "
+            "(what is weak, what you missed) and answer the revised note; it may stay "
+            "unsure.",
+        ),
+    ]
+    revised = _ask(
+        client,
+        ROLE_ANALYST,
+        critique,
+        LLMNote,
+        check,
+        log=log,
+        what=f"analyst.{rules.role.value}.self_critique",
+    )
+    log(
+        {
+            "kind": "self_critique",
+            "role": rules.role.value,
+            "before": note.confidence,
+            "after": revised.confidence if revised is not None else note.confidence,
+            "kept_first": revised is None,
+        }
+    )
     return revised or note
 
 
 # --------------------------------------------------------------------------- debate
 
 
-def llm_debate(client: LLMClient, rounds: list[DebateRound], *, notes: Sequence[AnalystNote],
-               ticker: str, log: Log, memory: Sequence[Recalled] = ()) -> list[DebateRound]:  # fmt: skip
+def llm_debate(
+    client: LLMClient,
+    rounds: list[DebateRound],
+    *,
+    notes: Sequence[AnalystNote],
+    ticker: str,
+    log: Log,
+    memory: Sequence[Recalled] = (),
+) -> list[DebateRound]:
     evidence = notes_evidence(notes)
     transcript: list[str] = []
     out = []
@@ -238,8 +293,13 @@ def llm_debate(client: LLMClient, rounds: list[DebateRound], *, notes: Sequence[
             if turn is None:
                 turn = rules if before is None else restated(before, rules.round)
                 if before is not None:
-                    log({"kind": "round_fallback", "what": f"{rules.side.value}.round{rules.round}",
-                         "to": f"round{before.round}"})  # fmt: skip
+                    log(
+                        {
+                            "kind": "round_fallback",
+                            "what": f"{rules.side.value}.round{rules.round}",
+                            "to": f"round{before.round}",
+                        }
+                    )
             turns[rules.side] = turn
             transcript.append(f"{rules.side.value} (round {rnd.round}): {turn.argument}")
         out.append(DebateRound(round=rnd.round, bull=turns[Side.BULL], bear=turns[Side.BEAR]))
@@ -252,17 +312,34 @@ def restated(previous: DebateTurn, rnd: int) -> DebateTurn:
     return previous.model_copy(update={"round": rnd, "answered": None, "rebutted": False})
 
 
-def _turn(client, rules: DebateTurn, evidence, notes, transcript, ticker, log,
-          memory: Sequence[Recalled] = ()) -> DebateTurn | None:  # fmt: skip
+def _turn(
+    client,
+    rules: DebateTurn,
+    evidence,
+    notes,
+    transcript,
+    ticker,
+    log,
+    memory: Sequence[Recalled] = (),
+) -> DebateTurn | None:
     past, recalled_numbers = _recall(memory)
-    task = ("Build your case from the strongest evidence on your side." if rules.round == 1
-            else "Answer the other side's strongest point, then restate your case.")  # fmt: skip
+    task = (
+        "Build your case from the strongest evidence on your side."
+        if rules.round == 1
+        else "Answer the other side's strongest point, then restate your case."
+    )
     messages = [
-        ("system", f"You are the {rules.side.value} researcher in a debate about {ticker}. {task} "
-                   "Numbers only from the facts."),
-        ("human", f"{past}Ticker: {ticker}. Analysts:\n{_notes_text(notes)}\nFacts: {_facts(evidence)}\n"
-                  f"Debate so far:\n" + ("\n".join(transcript) or "(you open)")),
-    ]  # fmt: skip
+        (
+            "system",
+            f"You are the {rules.side.value} researcher in a debate about {ticker}. {task} "
+            "Numbers only from the facts.",
+        ),
+        (
+            "human",
+            f"{past}Ticker: {ticker}. Analysts:\n{_notes_text(notes)}\nFacts: {_facts(evidence)}\n"
+            f"Debate so far:\n" + ("\n".join(transcript) or "(you open)"),
+        ),
+    ]
 
     def check(ans: LLMTurn):
         problem = _ticker_ok(ans.ticker, ticker) or _grounded(
@@ -270,28 +347,50 @@ def _turn(client, rules: DebateTurn, evidence, notes, transcript, ticker, log,
         )
         if problem:
             return None, problem
-        return rules.model_copy(update={"argument": ans.argument,
-                                        "model_used": _model(client, ROLE_DEBATER)}), None  # fmt: skip
+        return rules.model_copy(
+            update={"argument": ans.argument, "model_used": _model(client, ROLE_DEBATER)}
+        ), None
 
-    return _ask(client, ROLE_DEBATER, messages, LLMTurn, check, log=log,
-                what=f"{rules.side.value}.round{rules.round}")  # fmt: skip
+    return _ask(
+        client,
+        ROLE_DEBATER,
+        messages,
+        LLMTurn,
+        check,
+        log=log,
+        what=f"{rules.side.value}.round{rules.round}",
+    )
 
 
-def llm_verdict(client: LLMClient, rules: DebateVerdict, *, notes: Sequence[AnalystNote],
-                rounds: Sequence[DebateRound], ticker: str, log: Log,
-                memory: Sequence[Recalled] = ()) -> DebateVerdict:  # fmt: skip
+def llm_verdict(
+    client: LLMClient,
+    rules: DebateVerdict,
+    *,
+    notes: Sequence[AnalystNote],
+    rounds: Sequence[DebateRound],
+    ticker: str,
+    log: Log,
+    memory: Sequence[Recalled] = (),
+) -> DebateVerdict:
     """The model judges; code then recalibrates its conviction (see the manager node)."""
     evidence = notes_evidence(notes)
     past, recalled_numbers = _recall(memory)
-    debate = "\n".join(f"round {r.round}: bull: {r.bull.argument}\nbear: {r.bear.argument}"
-                       for r in rounds)  # fmt: skip
+    debate = "\n".join(
+        f"round {r.round}: bull: {r.bull.argument}\nbear: {r.bear.argument}" for r in rounds
+    )
     messages = [
-        ("system", "You are the research manager. Judge the bull/bear debate: a winner (or none), "
-                   "the key disagreements, what would falsify the winner, and a conviction 0..1. "
-                   "Numbers only from the facts."),
-        ("human", f"{past}Ticker: {ticker}. Analysts:\n{_notes_text(notes)}\nFacts: {_facts(evidence)}\n"
-                  f"Debate:\n{debate}"),
-    ]  # fmt: skip
+        (
+            "system",
+            "You are the research manager. Judge the bull/bear debate: a winner (or none), "
+            "the key disagreements, what would falsify the winner, and a conviction 0..1. "
+            "Numbers only from the facts.",
+        ),
+        (
+            "human",
+            f"{past}Ticker: {ticker}. Analysts:\n{_notes_text(notes)}\nFacts: {_facts(evidence)}\n"
+            f"Debate:\n{debate}",
+        ),
+    ]
     allowed = evidence | recalled_numbers
 
     def check(ans: LLMVerdict):
@@ -301,64 +400,100 @@ def llm_verdict(client: LLMClient, rules: DebateVerdict, *, notes: Sequence[Anal
         if problem:
             return None, problem
         winner = Side(ans.winner)
-        return rules.model_copy(update={
-            "winner": winner, "rationale": ans.rationale,
-            "key_disagreements": list(ans.key_disagreements), "falsifiers": list(ans.falsifiers),
-            "conviction_proposed": 0.0 if winner == Side.NONE else ans.conviction,
-            "model_used": _model(client, ROLE_MANAGER),
-        }), None  # fmt: skip
+        return rules.model_copy(
+            update={
+                "winner": winner,
+                "rationale": ans.rationale,
+                "key_disagreements": list(ans.key_disagreements),
+                "falsifiers": list(ans.falsifiers),
+                "conviction_proposed": 0.0 if winner == Side.NONE else ans.conviction,
+                "model_used": _model(client, ROLE_MANAGER),
+            }
+        ), None
 
-    return _ask(client, ROLE_MANAGER, messages, LLMVerdict, check, log=log,
-                what="research_manager") or rules  # fmt: skip
+    return (
+        _ask(client, ROLE_MANAGER, messages, LLMVerdict, check, log=log, what="research_manager")
+        or rules
+    )
 
 
 # --------------------------------------------------------------------------- trader
 
 
-def llm_thesis(client: LLMClient, rules: TraderThesis, *, verdict: DebateVerdict, cfg,
-               deep: bool, ticker: str, log: Log,
-               memory: Sequence[Recalled] = ()) -> TraderThesis:  # fmt: skip
+def llm_thesis(
+    client: LLMClient,
+    rules: TraderThesis,
+    *,
+    verdict: DebateVerdict,
+    cfg,
+    deep: bool,
+    ticker: str,
+    log: Log,
+    memory: Sequence[Recalled] = (),
+) -> TraderThesis:
     """The model's rationale for the debate's direction. Its stop and target are overwritten
     by the ATR anchors (kept only when the ATR is sub-tick, logged either way), then the
     validator must pass. At conviction >= cfg.deep_conviction the deep tier answers."""
     role = ROLE_TRADER_DEEP if deep else ROLE_TRADER
-    facts = {"entry": rules.entry, f"ATR_{rules.atr_period}": rules.atr, "conviction": verdict.conviction,
-             "rules_stop": rules.stop, "rules_target": rules.target}  # fmt: skip
+    facts = {
+        "entry": rules.entry,
+        f"ATR_{rules.atr_period}": rules.atr,
+        "conviction": verdict.conviction,
+        "rules_stop": rules.stop,
+        "rules_target": rules.target,
+    }
     past, recalled_numbers = _recall(memory)
     messages = [
-        ("system", f"You are the trader. The debate chose {rules.direction.value}. Entry is the "
-                   f"close; code sets the stop {cfg.stop_atr:g} ATR away on the losing side and the "
-                   f"target at {cfg.reward_risk:g}R (rules_stop, rules_target). Explain the trade; "
-                   "propose a stop and target only for when the ATR is below one tick. "
-                   "Do not size the position."),
-        ("human", f"{past}Ticker: {ticker}. Facts: {json.dumps(facts, sort_keys=True)}. "
-                  f"Manager: {verdict.rationale}"),
-    ]  # fmt: skip
+        (
+            "system",
+            f"You are the trader. The debate chose {rules.direction.value}. Entry is the "
+            f"close; code sets the stop {cfg.stop_atr:g} ATR away on the losing side and the "
+            f"target at {cfg.reward_risk:g}R (rules_stop, rules_target). Explain the trade; "
+            "propose a stop and target only for when the ATR is below one tick. "
+            "Do not size the position.",
+        ),
+        (
+            "human",
+            f"{past}Ticker: {ticker}. Facts: {json.dumps(facts, sort_keys=True)}. "
+            f"Manager: {verdict.rationale}",
+        ),
+    ]
     anchorings: list[trader_rules.Anchoring] = []
 
     def check(ans: LLMThesis):
         problem = _ticker_ok(ans.ticker, ticker)
         if problem:
             return None, problem
-        proposed = rules.model_copy(update={"stop": ans.stop, "target": ans.target,
-                                            "rationale": ans.rationale,
-                                            "model_used": _model(client, role)})  # fmt: skip
+        proposed = rules.model_copy(
+            update={
+                "stop": ans.stop,
+                "target": ans.target,
+                "rationale": ans.rationale,
+                "model_used": _model(client, role),
+            }
+        )
         anchored, how = trader_rules.anchor(proposed, close=rules.entry, cfg=cfg)
         thesis = trader_rules.validate(anchored, max_stop_atr=cfg.max_stop_atr)
         if not thesis.valid:
             return None, "thesis validator: " + "; ".join(
                 c.detail for c in thesis.validator if not c.ok
             )
-        grounded = _grounded([ans.rationale], facts | recalled_numbers
-                             | {"stop": ans.stop, "target": ans.target})  # fmt: skip
+        grounded = _grounded(
+            [ans.rationale], facts | recalled_numbers | {"stop": ans.stop, "target": ans.target}
+        )
         if grounded:
             return None, grounded
         anchorings.append(how)
         if how.changed:  # the rationale may quote the model's own levels: say which stand
-            thesis = thesis.model_copy(update={"rationale": (
-                f"{ans.rationale} [code anchored the levels: stop {how.stop:.2f}, target "
-                f"{how.target:.2f}; the model proposed {how.proposed_stop:.2f} / "
-                f"{how.proposed_target:.2f}]")})  # fmt: skip
+            thesis = thesis.model_copy(
+                update={
+                    "rationale": (
+                        f"{ans.rationale} [code anchored the levels: stop {how.stop:.2f}, target "
+                        f"{how.target:.2f}; the model proposed {how.proposed_stop:.2f} / "
+                        f"{how.proposed_target:.2f}]"
+                    )
+                }
+            )
         return thesis, None
 
     thesis = _ask(client, role, messages, LLMThesis, check, log=log, what="trader")
@@ -374,14 +509,28 @@ def llm_thesis(client: LLMClient, rules: TraderThesis, *, verdict: DebateVerdict
 
 
 def _thesis_facts(thesis: TraderThesis, verdict: DebateVerdict) -> dict[str, float]:
-    return {"entry": thesis.entry, "stop": thesis.stop, "target": thesis.target, "atr": thesis.atr,
-            "risk_per_share": thesis.risk_per_share, "conviction": verdict.conviction,
-            "opposition": verdict.opposition, "horizon_days": float(thesis.horizon_days)}  # fmt: skip
+    return {
+        "entry": thesis.entry,
+        "stop": thesis.stop,
+        "target": thesis.target,
+        "atr": thesis.atr,
+        "risk_per_share": thesis.risk_per_share,
+        "conviction": verdict.conviction,
+        "opposition": verdict.opposition,
+        "horizon_days": float(thesis.horizon_days),
+    }
 
 
-def llm_risk_team(client: LLMClient, rounds: list[RiskRound], *, thesis: TraderThesis,
-                  verdict: DebateVerdict, ticker: str, log: Log,
-                  memory: Sequence[Recalled] = ()) -> list[RiskRound]:  # fmt: skip
+def llm_risk_team(
+    client: LLMClient,
+    rounds: list[RiskRound],
+    *,
+    thesis: TraderThesis,
+    verdict: DebateVerdict,
+    ticker: str,
+    log: Log,
+    memory: Sequence[Recalled] = (),
+) -> list[RiskRound]:
     facts = _thesis_facts(thesis, verdict)
     past, recalled_numbers = _recall(memory)
     transcript: list[str] = []
@@ -390,12 +539,18 @@ def llm_risk_team(client: LLMClient, rounds: list[RiskRound], *, thesis: TraderT
         turns = []
         for rules in rnd.turns:
             messages = [
-                ("system", f"You are the {rules.stance.value} risk analyst. Discuss the trader's "
-                           "proposal and say which action you favour. Numbers only from the facts."),
-                ("human", f"{past}Ticker: {ticker}. Proposal: {thesis.direction.value}. Facts: "
-                          f"{json.dumps(facts, sort_keys=True)}\nDiscussion so far:\n"
-                          + ("\n".join(transcript) or "(you open)")),
-            ]  # fmt: skip
+                (
+                    "system",
+                    f"You are the {rules.stance.value} risk analyst. Discuss the trader's "
+                    "proposal and say which action you favour. Numbers only from the facts.",
+                ),
+                (
+                    "human",
+                    f"{past}Ticker: {ticker}. Proposal: {thesis.direction.value}. Facts: "
+                    f"{json.dumps(facts, sort_keys=True)}\nDiscussion so far:\n"
+                    + ("\n".join(transcript) or "(you open)"),
+                ),
+            ]
 
             def check(ans: LLMTurn, rules=rules):
                 problem = _ticker_ok(ans.ticker, ticker) or _grounded(
@@ -404,18 +559,35 @@ def llm_risk_team(client: LLMClient, rounds: list[RiskRound], *, thesis: TraderT
                 if problem:
                     return None, problem
                 favours = Action(ans.favours) if ans.favours else rules.favours
-                return rules.model_copy(update={"argument": ans.argument, "favours": favours,
-                                                "model_used": _model(client, ROLE_RISK)}), None  # fmt: skip
+                return rules.model_copy(
+                    update={
+                        "argument": ans.argument,
+                        "favours": favours,
+                        "model_used": _model(client, ROLE_RISK),
+                    }
+                ), None
 
-            turn = _ask(client, ROLE_RISK, messages, LLMTurn, check, log=log,
-                        what=f"risk.{rules.stance.value}.round{rnd.round}")  # fmt: skip
+            turn = _ask(
+                client,
+                ROLE_RISK,
+                messages,
+                LLMTurn,
+                check,
+                log=log,
+                what=f"risk.{rules.stance.value}.round{rnd.round}",
+            )
             before = (
                 next((t for t in out[-1].turns if t.stance == rules.stance), None) if out else None
             )
             if turn is None and before is not None:  # restate the last round's case
                 turn = before.model_copy(update={"round": rnd.round})
-                log({"kind": "round_fallback", "what": f"risk.{rules.stance.value}.round{rnd.round}",
-                     "to": f"round{before.round}"})  # fmt: skip
+                log(
+                    {
+                        "kind": "round_fallback",
+                        "what": f"risk.{rules.stance.value}.round{rnd.round}",
+                        "to": f"round{before.round}",
+                    }
+                )
             turn = turn or rules
             transcript.append(f"{turn.stance.value}: {turn.argument}")
             turns.append(turn)
@@ -423,36 +595,60 @@ def llm_risk_team(client: LLMClient, rounds: list[RiskRound], *, thesis: TraderT
     return out
 
 
-def llm_judgement(client: LLMClient, rules: RiskJudgement, *, thesis: TraderThesis,
-                  verdict: DebateVerdict, rounds: Sequence[RiskRound], floor: float, ticker: str,
-                  log: Log, memory: Sequence[Recalled] = ()) -> RiskJudgement:  # fmt: skip
+def llm_judgement(
+    client: LLMClient,
+    rules: RiskJudgement,
+    *,
+    thesis: TraderThesis,
+    verdict: DebateVerdict,
+    rounds: Sequence[RiskRound],
+    floor: float,
+    ticker: str,
+    log: Log,
+    memory: Sequence[Recalled] = (),
+) -> RiskJudgement:
     """The judge may act in the thesis's direction or hold, nothing else."""
     facts = _thesis_facts(thesis, verdict) | {"conviction_floor": floor}
     past, recalled_numbers = _recall(memory)
     allowed_actions = {Action.HOLD}
     if thesis.valid and thesis.direction != Direction.FLAT:
         allowed_actions.add(Action.BUY if thesis.direction == Direction.LONG else Action.SELL)
-    talk = "\n".join(f"{t.stance.value}: {t.argument} (favours {t.favours.value})"
-                     for r in rounds for t in r.turns)  # fmt: skip
+    talk = "\n".join(
+        f"{t.stance.value}: {t.argument} (favours {t.favours.value})"
+        for r in rounds
+        for t in r.turns
+    )
     messages = [
-        ("system", "You are the risk judge. Decide BUY, HOLD or SELL for the proposal, with the "
-                   "rationale. You may only act in the proposal's direction or hold. Numbers only "
-                   "from the facts."),
-        ("human", f"{past}Ticker: {ticker}. Proposal: {thesis.direction.value} (valid: {thesis.valid}). "
-                  f"Facts: {json.dumps(facts, sort_keys=True)}\nRisk team:\n{talk}"),
-    ]  # fmt: skip
+        (
+            "system",
+            "You are the risk judge. Decide BUY, HOLD or SELL for the proposal, with the "
+            "rationale. You may only act in the proposal's direction or hold. Numbers only "
+            "from the facts.",
+        ),
+        (
+            "human",
+            f"{past}Ticker: {ticker}. Proposal: {thesis.direction.value} (valid: {thesis.valid}). "
+            f"Facts: {json.dumps(facts, sort_keys=True)}\nRisk team:\n{talk}",
+        ),
+    ]
 
     def check(ans: LLMJudgement):
         action = Action(ans.action)
-        problem = (_ticker_ok(ans.ticker, ticker)
-                   or (None if action in allowed_actions else
-                       f"{action.value} is not allowed; choose one of "
-                       f"{', '.join(sorted(a.value for a in allowed_actions))}")
-                   or _grounded([ans.rationale], facts | recalled_numbers))  # fmt: skip
+        problem = (
+            _ticker_ok(ans.ticker, ticker)
+            or (
+                None
+                if action in allowed_actions
+                else f"{action.value} is not allowed; choose one of "
+                f"{', '.join(sorted(a.value for a in allowed_actions))}"
+            )
+            or _grounded([ans.rationale], facts | recalled_numbers)
+        )
         if problem:
             return None, problem
-        return RiskJudgement(action=action, rationale=ans.rationale,
-                             model_used=_model(client, ROLE_JUDGE)), None  # fmt: skip
+        return RiskJudgement(
+            action=action, rationale=ans.rationale, model_used=_model(client, ROLE_JUDGE)
+        ), None
 
     return (
         _ask(client, ROLE_JUDGE, messages, LLMJudgement, check, log=log, what="risk_judge") or rules
@@ -462,14 +658,27 @@ def llm_judgement(client: LLMClient, rules: RiskJudgement, *, thesis: TraderThes
 # --------------------------------------------------------------------------- reviewer
 
 
-def llm_critique(client: LLMClient, *, critique: str, lessons: list[str],
-                 facts: Mapping[str, float], summary: str, log: Log) -> tuple[str, list[str], str | None]:  # fmt: skip
+def llm_critique(
+    client: LLMClient,
+    *,
+    critique: str,
+    lessons: list[str],
+    facts: Mapping[str, float],
+    summary: str,
+    log: Log,
+) -> tuple[str, list[str], str | None]:
     """(critique, lessons, model) from the model; the outcome itself is never the model's."""
     messages = [
-        ("system", "You are the reviewer. The outcome is already classified from prices; write "
-                   "only the critique and up to 3 lessons. Numbers only from the facts."),
-        ("human", f"Decision and outcome: {summary}\nFacts: {json.dumps(dict(facts), sort_keys=True)}"),
-    ]  # fmt: skip
+        (
+            "system",
+            "You are the reviewer. The outcome is already classified from prices; write "
+            "only the critique and up to 3 lessons. Numbers only from the facts.",
+        ),
+        (
+            "human",
+            f"Decision and outcome: {summary}\nFacts: {json.dumps(dict(facts), sort_keys=True)}",
+        ),
+    ]
 
     def check(ans: LLMCritique):
         problem = _grounded([ans.critique, *ans.lessons], facts)

@@ -90,8 +90,9 @@ class AnalysisInputs:
     def headlines(self, days: int) -> list[str]:
         """Headlines about the ticker in the ``days`` before the date (never after it)."""
         as_of = dt.date.fromisoformat(self.bundle.as_of)
-        items = headlines_for(self.rctx.news_items, self.ticker, as_of=as_of,
-                              start=as_of - dt.timedelta(days=days))  # fmt: skip
+        items = headlines_for(
+            self.rctx.news_items, self.ticker, as_of=as_of, start=as_of - dt.timedelta(days=days)
+        )
         return [it.headline for it in items][-20:]
 
 
@@ -128,8 +129,16 @@ def analyst(task: AnalystTask, runtime: Runtime[AnalysisInputs]) -> dict[str, An
     try:
         note = ctx.analysts[role](ctx.bundle, ctx.rctx, ctx.config)
     except Exception as exc:  # recorded: the quorum decides whether the desk can go on
-        return {"failed": [role], "llm_events": [{"kind": "analyst_failed", "role": role.value,
-                                                  "error": f"{type(exc).__name__}: {exc}"}]}  # fmt: skip
+        return {
+            "failed": [role],
+            "llm_events": [
+                {
+                    "kind": "analyst_failed",
+                    "role": role.value,
+                    "error": f"{type(exc).__name__}: {exc}",
+                }
+            ],
+        }
     events, log = _collector()
     if ctx.brain.llm is not None and not note.abstained:
         from swarm.analyze import llm_roles
@@ -177,8 +186,15 @@ def manager(state: AnalyzeState, runtime: Runtime[AnalysisInputs]) -> dict[str, 
     if ctx.brain.llm is not None:
         from swarm.analyze import llm_roles
 
-        verdict = llm_roles.llm_verdict(ctx.brain.llm, verdict, notes=notes, rounds=state["rounds"],
-                                        memory=ctx.recalled, ticker=ctx.ticker, log=log)  # fmt: skip
+        verdict = llm_roles.llm_verdict(
+            ctx.brain.llm,
+            verdict,
+            notes=notes,
+            rounds=state["rounds"],
+            memory=ctx.recalled,
+            ticker=ctx.ticker,
+            log=log,
+        )
     # Code has the last word on conviction, whichever brain proposed it: past calls of the
     # winning side on this symbol tilt it (bounded, 0 with nothing recalled), then opposition.
     tilt, why = memory_notes.memory_tilt(ctx.recalled, verdict.winner)
@@ -199,15 +215,23 @@ def trader(state: AnalyzeState, runtime: Runtime[AnalysisInputs]) -> dict[str, A
     ctx, verdict, cfg = runtime.context, state["verdict"], runtime.context.config
     close = ctx.bundle.value("CLOSE")
     atr = ctx.bundle.value(f"ATR_{cfg.atr_period}")
-    thesis = trader_rules.propose(verdict.winner, close=close, atr=atr, cfg=cfg,
-                                  conviction=verdict.conviction)  # fmt: skip
+    thesis = trader_rules.propose(
+        verdict.winner, close=close, atr=atr, cfg=cfg, conviction=verdict.conviction
+    )
     events, log = _collector()
     if ctx.brain.llm is not None and verdict.winner != Side.NONE:
         from swarm.analyze import llm_roles
 
-        thesis = llm_roles.llm_thesis(ctx.brain.llm, thesis, verdict=verdict, cfg=cfg,
-                                      deep=verdict.conviction >= cfg.deep_conviction,
-                                      ticker=ctx.ticker, log=log, memory=ctx.recalled)  # fmt: skip
+        thesis = llm_roles.llm_thesis(
+            ctx.brain.llm,
+            thesis,
+            verdict=verdict,
+            cfg=cfg,
+            deep=verdict.conviction >= cfg.deep_conviction,
+            ticker=ctx.ticker,
+            log=log,
+            memory=ctx.recalled,
+        )
     return {"thesis": thesis, "llm_events": events}
 
 
@@ -219,9 +243,15 @@ def risk_team(state: AnalyzeState, runtime: Runtime[AnalysisInputs]) -> dict[str
     if ctx.brain.llm is not None:
         from swarm.analyze import llm_roles
 
-        rounds = llm_roles.llm_risk_team(ctx.brain.llm, rounds, thesis=state["thesis"],
-                                         verdict=state["verdict"], ticker=ctx.ticker, log=log,
-                                         memory=ctx.recalled)  # fmt: skip
+        rounds = llm_roles.llm_risk_team(
+            ctx.brain.llm,
+            rounds,
+            thesis=state["thesis"],
+            verdict=state["verdict"],
+            ticker=ctx.ticker,
+            log=log,
+            memory=ctx.recalled,
+        )
     return {"risk_rounds": rounds, "llm_events": events}
 
 
@@ -234,10 +264,17 @@ def judge(state: AnalyzeState, runtime: Runtime[AnalysisInputs]) -> dict[str, An
     if ctx.brain.llm is not None:
         from swarm.analyze import llm_roles
 
-        judgement = llm_roles.llm_judgement(ctx.brain.llm, judgement, thesis=state["thesis"],
-                                            verdict=state["verdict"], rounds=state["risk_rounds"],
-                                            floor=ctx.config.conviction_floor, ticker=ctx.ticker,
-                                            log=log, memory=ctx.recalled)  # fmt: skip
+        judgement = llm_roles.llm_judgement(
+            ctx.brain.llm,
+            judgement,
+            thesis=state["thesis"],
+            verdict=state["verdict"],
+            rounds=state["risk_rounds"],
+            floor=ctx.config.conviction_floor,
+            ticker=ctx.ticker,
+            log=log,
+            memory=ctx.recalled,
+        )
     return {"judgement": judgement, "llm_events": events}
 
 
@@ -252,25 +289,55 @@ def finalize(state: AnalyzeState, runtime: Runtime[AnalysisInputs]) -> dict[str,
     ctx, cfg = runtime.context, runtime.context.config
     notes, q = _notes(state), state["quorum"]
     risk = Risk(capital=cfg.capital, risk_pct=cfg.risk_pct)
-    common = dict(ticker=ctx.ticker, date=ctx.bundle.as_of, brain=ctx.brain.name, analysts=notes,
-                  quorum=q, recalled=ctx.recalled, data=ctx.data, config=cfg,
-                  llm_events=state.get("llm_events", []))  # fmt: skip
+    common = dict(
+        ticker=ctx.ticker,
+        date=ctx.bundle.as_of,
+        brain=ctx.brain.name,
+        analysts=notes,
+        quorum=q,
+        recalled=ctx.recalled,
+        data=ctx.data,
+        config=cfg,
+        llm_events=state.get("llm_events", []),
+    )
     if not q.met:
-        reason = (f"only {q.notes} of {q.expected} analyst notes (quorum {q.required}); failed: "
-                  f"{', '.join(r.value for r in q.failed) or 'none'}: no trade")  # fmt: skip
-        return {"decision": Decision(action=Action.HOLD, status=Status.DEGRADED, reason=reason,
-                                     risk=risk, **common)}  # fmt: skip
+        reason = (
+            f"only {q.notes} of {q.expected} analyst notes (quorum {q.required}); failed: "
+            f"{', '.join(r.value for r in q.failed) or 'none'}: no trade"
+        )
+        return {
+            "decision": Decision(
+                action=Action.HOLD, status=Status.DEGRADED, reason=reason, risk=risk, **common
+            )
+        }
     verdict, thesis, judgement = state["verdict"], state["thesis"], state["judgement"]
     engine: RiskEngineResult = state["engine"]
-    risk = risk.model_copy(update=dict(
-        rounds=state["risk_rounds"], judge=judgement, checks={c.name.value: c.passed for c in engine.checks},
-        check_details=engine.checks, size=engine.size, notional=engine.notional,
-        risk_amount=engine.risk_amount, approved=engine.approved, rejected_by=engine.failed,
-    ))  # fmt: skip
+    risk = risk.model_copy(
+        update=dict(
+            rounds=state["risk_rounds"],
+            judge=judgement,
+            checks={c.name.value: c.passed for c in engine.checks},
+            check_details=engine.checks,
+            size=engine.size,
+            notional=engine.notional,
+            risk_amount=engine.risk_amount,
+            approved=engine.approved,
+            rejected_by=engine.failed,
+        )
+    )
     action, status, reason = settle(judgement, engine, thesis)
     debate = Debate(**verdict.model_dump(), rounds=state["rounds"])
-    return {"decision": Decision(action=action, status=status, reason=reason, debate=debate,
-                                 trader=thesis, risk=risk, **common)}  # fmt: skip
+    return {
+        "decision": Decision(
+            action=action,
+            status=status,
+            reason=reason,
+            debate=debate,
+            trader=thesis,
+            risk=risk,
+            **common,
+        )
+    }
 
 
 def settle(
@@ -281,10 +348,20 @@ def settle(
     if judgement.action == Action.HOLD:
         return Action.HOLD, Status.OK, judgement.rationale
     if engine.approved:
-        return judgement.action, Status.OK, (
-            f"{judgement.action.value} {engine.size} at {thesis.entry:.2f}, stop "
-            f"{thesis.stop:.2f}, target {thesis.target:.2f}: every risk check passed")  # fmt: skip
+        return (
+            judgement.action,
+            Status.OK,
+            (
+                f"{judgement.action.value} {engine.size} at {thesis.entry:.2f}, stop "
+                f"{thesis.stop:.2f}, target {thesis.target:.2f}: every risk check passed"
+            ),
+        )
     failed = [c for c in engine.checks if not c.passed]
-    return Action.HOLD, Status.REJECTED, (
-        f"the judge said {judgement.action.value}; the risk engine rejected it: "
-        + "; ".join(f"{c.name.value} ({c.detail})" for c in failed))  # fmt: skip
+    return (
+        Action.HOLD,
+        Status.REJECTED,
+        (
+            f"the judge said {judgement.action.value}; the risk engine rejected it: "
+            + "; ".join(f"{c.name.value} ({c.detail})" for c in failed)
+        ),
+    )

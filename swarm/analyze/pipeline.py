@@ -27,8 +27,15 @@ from swarm.research.news import NewsItem
 
 # What the desk cannot work without at the date: ATR for the stop, the slowest indicators
 # the market analyst reads (SMA_50, MACD, ADX) and the 60-bar forecast band.
-REQUIRED_KEYS = ("ATR_14", "RSI_14", "SMA_50", "MACD_12_26_9", "ADX_14", "EMA_20",
-                 "FORECAST_MID_60_10")  # fmt: skip
+REQUIRED_KEYS = (
+    "ATR_14",
+    "RSI_14",
+    "SMA_50",
+    "MACD_12_26_9",
+    "ADX_14",
+    "EMA_20",
+    "FORECAST_MID_60_10",
+)
 MIN_HISTORY_BARS = 61
 # The desk's rules enter every decision key: a change that makes the same inputs decide
 # differently bumps it, so the on-disk cache never replays a decision made under older rules
@@ -86,7 +93,7 @@ def decision_key(
             f"{n.date}|{n.ticker}|{n.headline}"
             for n in news
             if n.date <= day and n.ticker in (None, ticker.upper())
-        ),  # fmt: skip
+        ),
         "recalled": sorted(r.id for r in recalled),
         "rules": RULES_VERSION,
     }
@@ -113,26 +120,41 @@ def decide(
     ticker = ticker.upper()
     cut = cut_at(bars, date)
     if cut.empty:
-        raise UserInputError(f"--date: {pd.Timestamp(date).date()} is before the first bar of "
-                             f"{ticker}; pick a date inside the data")  # fmt: skip
+        raise UserInputError(
+            f"--date: {pd.Timestamp(date).date()} is before the first bar of "
+            f"{ticker}; pick a date inside the data"
+        )
     bundle = compute_features(ticker, cut)
     check_history(bundle, config.atr_period)
     rctx = ResearchContext(
-        news_items=list(news), news_window_days=config.news_window_days,
-        analyst_window_days=config.sentiment_window_days, offline=True,
-    )  # fmt: skip
+        news_items=list(news),
+        news_window_days=config.news_window_days,
+        analyst_window_days=config.sentiment_window_days,
+        offline=True,
+    )
     info = dict(data_info or {})
     sha = info.pop("sha256", None) or bars_sha256(cut)  # a replay passes the one it has
-    data = {"first_bar": str(cut.index[0].date()), "last_bar": bundle.as_of,
-            "n_bars": len(cut), "sha256": sha, **info}  # fmt: skip
+    data = {
+        "first_bar": str(cut.index[0].date()),
+        "last_bar": bundle.as_of,
+        "n_bars": len(cut),
+        "sha256": sha,
+        **info,
+    }
     brain = brain or Brain()
     masked_client = None
     if brain.llm is not None:
         brain, masked_client = _masked_brain(brain, ticker, cut, bundle)
     inputs = AnalysisInputs(
-        ticker=ticker, bundle=bundle, rctx=rctx, config=config, brain=brain,
-        recalled=list(recalled), analysts=analysts or RULES_ANALYSTS, data=data,
-    )  # fmt: skip
+        ticker=ticker,
+        bundle=bundle,
+        rctx=rctx,
+        config=config,
+        brain=brain,
+        recalled=list(recalled),
+        analysts=analysts or RULES_ANALYSTS,
+        data=data,
+    )
     # A root run in an empty context: called inside a develop-graph node (the replay), the
     # graph would otherwise run as its subgraph and checkpoint every step into the run's
     # database (a 168-decision replay wrote 1,860 checkpoints, 42 MB).
@@ -161,8 +183,9 @@ def _masked_brain(brain, ticker: str, cut: pd.DataFrame, bundle: FeatureBundle):
         return replace(brain, llm=base, masking=policy.summary()), None
     # Inside a develop run the run's masked client knows the corpus's names and sectors.
     known = brain.llm.ctx.known if isinstance(brain.llm, MaskedClient) else brain.known
-    ctx = context_for([ticker], bundle.as_of, bars=cut, evidence=bundle.snapshot(bundle.keys),
-                      known=known)  # fmt: skip
+    ctx = context_for(
+        [ticker], bundle.as_of, bars=cut, evidence=bundle.snapshot(bundle.keys), known=known
+    )
     client = MaskedClient(base, ctx)
     return replace(brain, llm=client, masking=policy.summary()), client
 

@@ -103,18 +103,25 @@ def apply_sizing(decision: Decision, cfg: AnalysisConfig) -> Decision:
         return decision.model_copy(update={"config": cfg, "risk": risk})
     thesis = thesis.model_copy(update={"horizon_days": cfg.horizon_days})
     engine = (
-        RiskEngineResult()
-        if judge.action == Action.HOLD
-        else risk_rules.risk_engine(thesis, cfg)  # fmt: skip
+        RiskEngineResult() if judge.action == Action.HOLD else risk_rules.risk_engine(thesis, cfg)
     )
     action, status, reason = settle(judge, engine, thesis)
-    risk = risk.model_copy(update=dict(
-        checks={c.name.value: c.passed for c in engine.checks}, check_details=engine.checks,
-        size=engine.size, notional=engine.notional, risk_amount=engine.risk_amount,
-        approved=engine.approved, rejected_by=engine.failed,
-    ))  # fmt: skip
-    return decision.model_copy(update=dict(config=cfg, risk=risk, trader=thesis, action=action,
-                                           status=status, reason=reason))  # fmt: skip
+    risk = risk.model_copy(
+        update=dict(
+            checks={c.name.value: c.passed for c in engine.checks},
+            check_details=engine.checks,
+            size=engine.size,
+            notional=engine.notional,
+            risk_amount=engine.risk_amount,
+            approved=engine.approved,
+            rejected_by=engine.failed,
+        )
+    )
+    return decision.model_copy(
+        update=dict(
+            config=cfg, risk=risk, trader=thesis, action=action, status=status, reason=reason
+        )
+    )
 
 
 def rebalance_dates(
@@ -167,8 +174,9 @@ def decision_row(decision: Decision) -> DecisionRow | None:
     if decision.action == Action.HOLD or decision.trader is None or decision.risk.size < 1:
         return None
     t = decision.trader
-    return DecisionRow(1 if decision.action == Action.BUY else -1, t.stop, t.target,
-                       decision.risk.size)  # fmt: skip
+    return DecisionRow(
+        1 if decision.action == Action.BUY else -1, t.stop, t.target, decision.risk.size
+    )
 
 
 # --------------------------------------------------------------------------- the replayer
@@ -215,8 +223,9 @@ class DecisionReplayer:
         self.limits = limits or RiskLimits()
         self.brain = brain or Brain()
         self.news = list(news)
-        self.stats = ReplayStats(brain=self.brain.name,
-                                 cache_dir=str(cache.root) if cache else None)  # fmt: skip
+        self.stats = ReplayStats(
+            brain=self.brain.name, cache_dir=str(cache.root) if cache else None
+        )
         self._memo: dict[tuple[str, str, str, str], Decision | None] = {}
 
     def core_decision(
@@ -231,8 +240,9 @@ class DecisionReplayer:
         if memo_key in self._memo:
             self.stats.memo_hits += 1
             return self._memo[memo_key]
-        key = decision_key(ticker, str(day.date()), bars, cfg, self.brain.cache_name, news=self.news,
-                           bars_sha=sha)  # fmt: skip
+        key = decision_key(
+            ticker, str(day.date()), bars, cfg, self.brain.cache_name, news=self.news, bars_sha=sha
+        )
         found = self.cache.get(key) if self.cache is not None else None
         if found is not None:
             self.stats.cache_hits += 1
@@ -248,8 +258,9 @@ class DecisionReplayer:
             raise BudgetExhaustedError(_budget_message(llm, self.stats))
         started, live = time.perf_counter(), llm.n_live_calls if llm is not None else 0
         try:
-            decision = decide(ticker, day, bars, cfg, self.brain, news=self.news,
-                              data_info={"sha256": sha})  # fmt: skip
+            decision = decide(
+                ticker, day, bars, cfg, self.brain, news=self.news, data_info={"sha256": sha}
+            )
         except (InsufficientHistoryError, UserInputError):
             self.stats.too_little_history += 1
             return None
@@ -309,14 +320,18 @@ class DecisionReplayer:
         self.stats.trades += trades
         for name, n in rejected.items():
             self.stats.rejected[name] = self.stats.rejected.get(name, 0) + n
-        self.stats.variants.append({
-            "spec": spec.name, "trial_key": spec.trial_key(),
-            "pipeline_calls": self.stats.pipeline_calls - before.pipeline_calls,
-            "cache_hits": self.stats.cache_hits - before.cache_hits,
-            "memo_hits": self.stats.memo_hits - before.memo_hits,
-            "decisions": self.stats.decisions - before.decisions,
-            "trades": trades, "rejected": dict(sorted(rejected.items())),
-        })  # fmt: skip
+        self.stats.variants.append(
+            {
+                "spec": spec.name,
+                "trial_key": spec.trial_key(),
+                "pipeline_calls": self.stats.pipeline_calls - before.pipeline_calls,
+                "cache_hits": self.stats.cache_hits - before.cache_hits,
+                "memo_hits": self.stats.memo_hits - before.memo_hits,
+                "decisions": self.stats.decisions - before.decisions,
+                "trades": trades,
+                "rejected": dict(sorted(rejected.items())),
+            }
+        )
         return out
 
     def table(
@@ -343,6 +358,8 @@ def to_table(decisions: Mapping[str, Mapping[pd.Timestamp, Decision]]) -> Decisi
 def _budget_message(llm: Any, stats: ReplayStats) -> str:
     used = getattr(llm, "tokens_used", "?")
     limit = getattr(getattr(llm, "settings", None), "max_tokens", "?")
-    return (f"decision pipeline: LLM token budget exhausted ({used} of {limit} tokens) after "
-            f"{stats.pipeline_calls} pipeline calls; stopping cleanly (the decisions made so "
-            "far are cached: a rerun with a larger --max-llm-tokens continues from them)")  # fmt: skip
+    return (
+        f"decision pipeline: LLM token budget exhausted ({used} of {limit} tokens) after "
+        f"{stats.pipeline_calls} pipeline calls; stopping cleanly (the decisions made so "
+        "far are cached: a rerun with a larger --max-llm-tokens continues from them)"
+    )

@@ -47,8 +47,10 @@ def legend() -> list[str]:
 def quorum_line(d: Decision) -> str:
     """'4/4 answered, 1 took a side': an abstention answers, only a stance takes a side."""
     q = d.quorum
-    line = (f"{q.notes}/{q.expected} answered, {q.sided} took a side, {q.abstained} abstained; "
-            f"quorum needs {q.required} answers ({'met' if q.met else 'NOT met'})")  # fmt: skip
+    line = (
+        f"{q.notes}/{q.expected} answered, {q.sided} took a side, {q.abstained} abstained; "
+        f"quorum needs {q.required} answers ({'met' if q.met else 'NOT met'})"
+    )
     return line + (f"; failed: {', '.join(f.value for f in q.failed)}" if q.failed else "")
 
 
@@ -56,9 +58,11 @@ def book_line(d: Decision) -> str:
     """The account the engine checked the trade against (``--book``, else empty)."""
     pf, r = d.config.portfolio, d.risk
     cash = f"{r.capital:,.2f} (the capital)" if pf.cash is None else f"{pf.cash:,.2f}"
-    return (f"Checked against the book: {pf.open_positions} open positions, gross exposure "
-            f"{pf.gross_exposure:,.2f}, cash {cash}, loss today {pf.loss_today:,.2f}, capital "
-            f"{r.capital:,.2f}.")  # fmt: skip
+    return (
+        f"Checked against the book: {pf.open_positions} open positions, gross exposure "
+        f"{pf.gross_exposure:,.2f}, cash {cash}, loss today {pf.loss_today:,.2f}, capital "
+        f"{r.capital:,.2f}."
+    )
 
 
 def turn_answer(t: DebateTurn) -> str:
@@ -77,8 +81,11 @@ def debate_lines(d: Decision) -> list[str]:
     for rnd in d.debate.rounds:
         for t in (rnd.bull, rnd.bear):
             answer = turn_answer(t)
-            lines.append(f"- round {rnd.round}, {t.side.value} ({t.model_used})"
-                         + (f", {answer}" if answer else "") + f": {_cell(t.argument)}")  # fmt: skip
+            lines.append(
+                f"- round {rnd.round}, {t.side.value} ({t.model_used})"
+                + (f", {answer}" if answer else "")
+                + f": {_cell(t.argument)}"
+            )
             if t.rebutted and t.answered and t.answered not in down:
                 down.append(t.answered)
     if len(d.debate.rounds) > 1:
@@ -88,27 +95,46 @@ def debate_lines(d: Decision) -> list[str]:
 
 def _order(d: Decision) -> list[str]:
     t, r = d.trader, d.risk
-    rows = [("Action", f"**{d.action.value}**" + (f" {r.size}" if d.action != Action.HOLD else "")),
-            ("Status", d.status.value), ("Why", d.reason)]  # fmt: skip
+    rows = [
+        ("Action", f"**{d.action.value}**" + (f" {r.size}" if d.action != Action.HOLD else "")),
+        ("Status", d.status.value),
+        ("Why", d.reason),
+    ]
     if t is not None and d.action != Action.HOLD:
         rows += [
             ("Direction", t.direction.value),
             ("Entry / stop / target", f"{t.entry:.2f} / {t.stop:.2f} / {t.target:.2f}"),
-            ("Risk per share", f"{t.risk_per_share:.2f} ({t.risk_per_share / t.atr:.2f} x ATR{t.atr_period} "
-                               f"{t.atr:.2f})" if t.atr else f"{t.risk_per_share:.2f}"),
+            (
+                "Risk per share",
+                f"{t.risk_per_share:.2f} ({t.risk_per_share / t.atr:.2f} x ATR{t.atr_period} "
+                f"{t.atr:.2f})"
+                if t.atr
+                else f"{t.risk_per_share:.2f}",
+            ),
             ("Horizon", f"{t.horizon_days} bars"),
-        ]  # fmt: skip
+        ]
     if d.action != Action.HOLD:
         rows += [
-            ("Size", f"{r.size} shares, notional {r.notional:,.2f} "
-                     f"({100 * r.notional / r.capital:.1f}% of capital)"),
-            ("Risk at the stop", f"{r.risk_amount:,.2f} ({100 * r.risk_amount / r.capital:.2f}% "
-                                 f"of {r.capital:,.0f}; target {r.risk_pct:g}%)"),
-        ]  # fmt: skip
+            (
+                "Size",
+                f"{r.size} shares, notional {r.notional:,.2f} "
+                f"({100 * r.notional / r.capital:.1f}% of capital)",
+            ),
+            (
+                "Risk at the stop",
+                f"{r.risk_amount:,.2f} ({100 * r.risk_amount / r.capital:.2f}% "
+                f"of {r.capital:,.0f}; target {r.risk_pct:g}%)",
+            ),
+        ]
     if d.debate is not None:
-        rows.append(("Conviction", f"{d.debate.conviction:.2f} (proposed "
-                                   f"{d.debate.conviction_proposed:.2f}, opposition "
-                                   f"{d.debate.opposition:.0%})"))  # fmt: skip
+        rows.append(
+            (
+                "Conviction",
+                f"{d.debate.conviction:.2f} (proposed "
+                f"{d.debate.conviction_proposed:.2f}, opposition "
+                f"{d.debate.opposition:.0%})",
+            )
+        )
     rows.append(("Brain", d.brain))
     if d.masking is not None:
         rows.append(("Masking", masking_line(d.masking)))
@@ -122,9 +148,11 @@ def masking_line(m: dict) -> str:
     text = f"{state} (--mask {m.get('mode')}); model cutoff {cutoff} ({m.get('cutoff_source')})"
     leaks = m.get("leaks")
     if leaks:
-        text += (f"; leak audit: {leaks['leaked']} of {leaks['audited']} answers rejected "
-                 f"(rate {leaks['leak_rate']:.1%}, contaminated above "
-                 f"{leaks['contaminated_above']:.0%})")  # fmt: skip
+        text += (
+            f"; leak audit: {leaks['leaked']} of {leaks['audited']} answers rejected "
+            f"(rate {leaks['leak_rate']:.1%}, contaminated above "
+            f"{leaks['contaminated_above']:.0%})"
+        )
     return text
 
 
@@ -132,8 +160,10 @@ def warnings(m: dict | None) -> list[str]:
     """The banners an LLM decision carries above everything else."""
     out = []
     if m and m.get("banner"):
-        out.append(f"> **Warning: {m['banner']}** (an unmasked LLM run on data before the "
-                   f"model's cutoff {m.get('cutoff') or 'unknown'}).")  # fmt: skip
+        out.append(
+            f"> **Warning: {m['banner']}** (an unmasked LLM run on data before the "
+            f"model's cutoff {m.get('cutoff') or 'unknown'})."
+        )
     if m and (m.get("leaks") or {}).get("contaminated"):
         out.append("> **CONTAMINATED: the model named what it was not shown; do not approve.**")
     return out + ([""] if out else [])
@@ -159,13 +189,18 @@ def render_report(d: Decision) -> str:
         if r.rejected_by:
             lines += ["", f"Rejected by: {', '.join(c.value for c in r.rejected_by)}."]
         lines.append("")
-    lines += [f"## Analysts ({quorum_line(d)})",
-              "", "| analyst | stance | confidence | expectation gap | horizon | model | summary |",
-              "|---|---|---|---|---|---|---|"]  # fmt: skip
+    lines += [
+        f"## Analysts ({quorum_line(d)})",
+        "",
+        "| analyst | stance | confidence | expectation gap | horizon | model | summary |",
+        "|---|---|---|---|---|---|---|",
+    ]
     for n in d.analysts:
         gap = "n/a" if n.expectation_gap is None else f"{n.expectation_gap:+.1%}"
-        lines.append(f"| {n.role.value} | {n.stance:+.2f} | {n.confidence:.2f} | {gap} | "
-                     f"{n.time_horizon.value} | {n.model_used} | {_cell(n.summary)} |")  # fmt: skip
+        lines.append(
+            f"| {n.role.value} | {n.stance:+.2f} | {n.confidence:.2f} | {gap} | "
+            f"{n.time_horizon.value} | {n.model_used} | {_cell(n.summary)} |"
+        )
     for n in d.analysts:
         if n.key_points and not n.abstained:
             lines += ["", f"**{n.role.value}**", ""] + [f"- {_cell(p)}" for p in n.key_points]
@@ -182,22 +217,38 @@ def render_report(d: Decision) -> str:
     if d.trader is not None and d.action == Action.HOLD:
         t = d.trader  # the thesis was not traded: its checks, never its levels
         lean = t.direction.value if t.valid else "no valid"
-        lines += [f"## Trader ({t.model_used}): {lean} thesis, not traded (HOLD)", "",
-                  "Validator: " + ", ".join(f"{c.name} {_yes(c.ok)}" for c in t.validator), ""]  # fmt: skip
+        lines += [
+            f"## Trader ({t.model_used}): {lean} thesis, not traded (HOLD)",
+            "",
+            "Validator: " + ", ".join(f"{c.name} {_yes(c.ok)}" for c in t.validator),
+            "",
+        ]
     elif d.trader is not None:
         t = d.trader
-        lines += [f"## Trader ({t.model_used}): {'valid' if t.valid else 'INVALID'} thesis", "",
-                  _cell(t.rationale), "", "| validator check | result | detail |", "|---|---|---|"]  # fmt: skip
+        lines += [
+            f"## Trader ({t.model_used}): {'valid' if t.valid else 'INVALID'} thesis",
+            "",
+            _cell(t.rationale),
+            "",
+            "| validator check | result | detail |",
+            "|---|---|---|",
+        ]
         lines += [f"| {c.name} | {_yes(c.ok)} | {_cell(c.detail)} |" for c in t.validator]
         lines.append("")
     if r.rounds:
         lines += ["## Risk team", ""]
         for rnd in r.rounds:
-            lines += [f"- round {rnd.round}, {t.stance.value} ({t.model_used}, favours "
-                      f"{t.favours.value}): {_cell(t.argument)}" for t in rnd.turns]  # fmt: skip
+            lines += [
+                f"- round {rnd.round}, {t.stance.value} ({t.model_used}, favours "
+                f"{t.favours.value}): {_cell(t.argument)}"
+                for t in rnd.turns
+            ]
         if r.judge is not None:
-            lines += ["", f"Risk judge ({r.judge.model_used}): **{r.judge.action.value}**. "
-                          f"{_cell(r.judge.rationale)}"]  # fmt: skip
+            lines += [
+                "",
+                f"Risk judge ({r.judge.model_used}): **{r.judge.action.value}**. "
+                f"{_cell(r.judge.rationale)}",
+            ]
         lines.append("")
     lines += ["## Recalled from memory", ""]
     lines += [
@@ -219,34 +270,57 @@ def render_report(d: Decision) -> str:
         ]
         lines.append("")
     data = d.data
-    lines += ["## Data", "", f"{data.get('n_bars')} bars {data.get('first_bar')}..{data.get('last_bar')} "
-              f"(sha256 {str(data.get('sha256'))[:12]}…); nothing after {d.date} was read.", ""]  # fmt: skip
+    lines += [
+        "## Data",
+        "",
+        f"{data.get('n_bars')} bars {data.get('first_bar')}..{data.get('last_bar')} "
+        f"(sha256 {str(data.get('sha256'))[:12]}…); nothing after {d.date} was read.",
+        "",
+    ]
     return "\n".join(lines + legend())
 
 
 def render_review(rv: Review) -> str:
     traded = rv.outcome != Outcome.STOOD_ASIDE
-    trade_rows = [
-        f"| Exit | {rv.exit_price:.2f}: {_cell(rv.exit_reason)} |",
-        f"| R multiple | {'n/a' if rv.r_multiple is None else f'{rv.r_multiple:+.2f}'} |",
-        f"| P&L | {rv.pnl:+,.2f} ({rv.size} shares, before costs) |",
-    ] if traded else [
-        f"| Stood aside | {_cell(rv.exit_reason)} |",
-        "| P&L | 0.00 (no trade) |",
-    ]  # fmt: skip
-    return "\n".join([
-        f"# Review: {rv.ticker} {rv.date} · {rv.tag.value}", "",
-        "| | |", "|---|---|",
-        f"| Decision | {rv.action.value}" + (f" ({rv.direction.value})" if traded else "") + " |",
-        f"| Horizon | {rv.horizon_days} bars, ended {rv.horizon_end} |",
-        f"| Thesis | {_cell(rv.thesis)} |",
-        f"| Outcome | {_cell(rv.result) or rv.outcome.value} |",
-        f"| Signal state | **{rv.tag.value}** (of Realized, Strengthened, Weakened, Falsified, "
-        "Unknown) |",
-        *trade_rows,
-        f"| Move | {rv.move_atr:+.2f} ATR |", "",
-        f"## Critique ({rv.model_used})", "", rv.critique, "",
-        "## Lessons", "", *(f"- {x}" for x in rv.lessons), "",
-        f"Stored in memory: {'yes' if rv.stored_in_memory else 'no (memory off or unavailable)'}.", "",
-        *legend(),
-    ])  # fmt: skip
+    trade_rows = (
+        [
+            f"| Exit | {rv.exit_price:.2f}: {_cell(rv.exit_reason)} |",
+            f"| R multiple | {'n/a' if rv.r_multiple is None else f'{rv.r_multiple:+.2f}'} |",
+            f"| P&L | {rv.pnl:+,.2f} ({rv.size} shares, before costs) |",
+        ]
+        if traded
+        else [
+            f"| Stood aside | {_cell(rv.exit_reason)} |",
+            "| P&L | 0.00 (no trade) |",
+        ]
+    )
+    return "\n".join(
+        [
+            f"# Review: {rv.ticker} {rv.date} · {rv.tag.value}",
+            "",
+            "| | |",
+            "|---|---|",
+            f"| Decision | {rv.action.value}"
+            + (f" ({rv.direction.value})" if traded else "")
+            + " |",
+            f"| Horizon | {rv.horizon_days} bars, ended {rv.horizon_end} |",
+            f"| Thesis | {_cell(rv.thesis)} |",
+            f"| Outcome | {_cell(rv.result) or rv.outcome.value} |",
+            f"| Signal state | **{rv.tag.value}** (of Realized, Strengthened, Weakened, Falsified, "
+            "Unknown) |",
+            *trade_rows,
+            f"| Move | {rv.move_atr:+.2f} ATR |",
+            "",
+            f"## Critique ({rv.model_used})",
+            "",
+            rv.critique,
+            "",
+            "## Lessons",
+            "",
+            *(f"- {x}" for x in rv.lessons),
+            "",
+            f"Stored in memory: {'yes' if rv.stored_in_memory else 'no (memory off or unavailable)'}.",
+            "",
+            *legend(),
+        ]
+    )

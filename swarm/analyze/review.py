@@ -63,8 +63,13 @@ def is_trade(decision: Decision) -> bool:
     """A BUY or SELL with a valid directional thesis and a size: the only thing graded as a
     trade. A HOLD (judged, rejected or degraded) never is."""
     t = decision.trader
-    return (decision.action != Action.HOLD and t is not None and t.valid
-            and t.direction != Direction.FLAT and decision.risk.size >= 1)  # fmt: skip
+    return (
+        decision.action != Action.HOLD
+        and t is not None
+        and t.valid
+        and t.direction != Direction.FLAT
+        and decision.risk.size >= 1
+    )
 
 
 def trade_state(outcome: Outcome, r_end: float | None) -> OutcomeTag:
@@ -145,8 +150,9 @@ def classify(decision: Decision, after: pd.DataFrame) -> PriceOutcome:
     sign = 1.0 if thesis.direction == Direction.LONG else -1.0
     size = decision.risk.size
     pnl = round(sign * (exit_price - thesis.entry) * size, 6)
-    return PriceOutcome(outcome, exit_price, reason, end, r, move_atr, trade_state(outcome, r),
-                        pnl, size)  # fmt: skip
+    return PriceOutcome(
+        outcome, exit_price, reason, end, r, move_atr, trade_state(outcome, r), pnl, size
+    )
 
 
 def thesis_text(decision: Decision) -> str:
@@ -154,13 +160,17 @@ def thesis_text(decision: Decision) -> str:
     shows no levels: it set none."""
     t = decision.trader
     if is_trade(decision):
-        return (f"{decision.action.value} {decision.risk.size}: a {t.direction.value} from "
-                f"{t.entry:.2f} to the target {t.target:.2f} before the stop {t.stop:.2f}, within "
-                f"{t.horizon_days} bars")  # fmt: skip
+        return (
+            f"{decision.action.value} {decision.risk.size}: a {t.direction.value} from "
+            f"{t.entry:.2f} to the target {t.target:.2f} before the stop {t.stop:.2f}, within "
+            f"{t.horizon_days} bars"
+        )
     lean = t.direction.value if t is not None and t.valid else "no"
-    return (f"HOLD ({decision.status.value}): no trade; the desk had {lean} directional "
-            f"thesis; the bet is that standing aside costs no more than a "
-            f"{STAND_ASIDE_ATR:g}-ATR move")  # fmt: skip
+    return (
+        f"HOLD ({decision.status.value}): no trade; the desk had {lean} directional "
+        f"thesis; the bet is that standing aside costs no more than a "
+        f"{STAND_ASIDE_ATR:g}-ATR move"
+    )
 
 
 def result_text(decision: Decision, po: PriceOutcome, window: pd.DataFrame | None) -> str:
@@ -172,8 +182,7 @@ def result_text(decision: Decision, po: PriceOutcome, window: pd.DataFrame | Non
     t = decision.trader
     if window is not None and t is not None and t.valid and t.direction != Direction.FLAT:
         outcome, _, _, r = walk(t, window)
-        text += (f"; the untraded {t.direction.value} would have ended a {outcome.value} "
-                 f"({r:+.2f}R)")  # fmt: skip
+        text += f"; the untraded {t.direction.value} would have ended a {outcome.value} ({r:+.2f}R)"
     return text
 
 
@@ -191,20 +200,27 @@ def rules_critique(decision: Decision, po: PriceOutcome) -> tuple[str, list[str]
     )
     lessons: list[str] = []
     if po.outcome == Outcome.LOSS:
-        worst = max((decision.debate.key_disagreements if decision.debate else [])[:1]
-                    or ["none recorded"], key=len)  # fmt: skip
-        lessons.append(f"a {direction} at conviction {conv:.2f} was falsified; the debate's "
-                       f"disagreement was: {worst}")  # fmt: skip
+        worst = max(
+            (decision.debate.key_disagreements if decision.debate else [])[:1] or ["none recorded"],
+            key=len,
+        )
+        lessons.append(
+            f"a {direction} at conviction {conv:.2f} was falsified; the debate's "
+            f"disagreement was: {worst}"
+        )
     elif po.outcome == Outcome.SCRATCH:
-        lessons.append(f"the move was too slow for a {thesis.horizon_days}-bar horizon "
-                       f"({po.r_multiple:+.2f}R at the end)")  # fmt: skip
+        lessons.append(
+            f"the move was too slow for a {thesis.horizon_days}-bar horizon "
+            f"({po.r_multiple:+.2f}R at the end)"
+        )
     elif not traded and po.tag == OutcomeTag.FALSIFIED:
         lean = thesis.direction.value if thesis else "directional"
-        lessons.append(f"the hold missed a {po.move_atr:+.2f}-ATR move the desk's {lean} "
-                       f"lean saw")  # fmt: skip
+        lessons.append(f"the hold missed a {po.move_atr:+.2f}-ATR move the desk's {lean} lean saw")
     if not lessons:
-        lessons.append(f"{'the ' + direction + ' thesis' if traded else 'standing aside'} "
-                       f"{tag.lower()}: {po.exit_reason}")  # fmt: skip
+        lessons.append(
+            f"{'the ' + direction + ' thesis' if traded else 'standing aside'} "
+            f"{tag.lower()}: {po.exit_reason}"
+        )
     return critique, lessons
 
 
@@ -219,16 +235,26 @@ def review_decision(decision: Decision, bars: pd.DataFrame) -> Review:
     horizon = thesis.horizon_days if thesis else decision.config.horizon_days
     traded = po.outcome != Outcome.STOOD_ASIDE
     return Review(
-        ticker=decision.ticker, date=decision.date, action=decision.action,
+        ticker=decision.ticker,
+        date=decision.date,
+        action=decision.action,
         direction=thesis.direction if traded else Direction.FLAT,
-        horizon_days=horizon, horizon_end=po.horizon_end, outcome=po.outcome, tag=po.tag,
-        exit_price=po.exit_price, exit_reason=po.exit_reason,
+        horizon_days=horizon,
+        horizon_end=po.horizon_end,
+        outcome=po.outcome,
+        tag=po.tag,
+        exit_price=po.exit_price,
+        exit_reason=po.exit_reason,
         r_multiple=None if po.r_multiple is None else round(po.r_multiple, 6),
-        size=po.size, pnl=po.pnl, thesis=thesis_text(decision),
+        size=po.size,
+        pnl=po.pnl,
+        thesis=thesis_text(decision),
         result=result_text(decision, po, after.iloc[:horizon]),
         move_atr=round(po.move_atr, 6) if math.isfinite(po.move_atr) else 0.0,
-        critique=critique, lessons=lessons, model_used=RULES,
-    )  # fmt: skip
+        critique=critique,
+        lessons=lessons,
+        model_used=RULES,
+    )
 
 
 def critique_client(llm, decision: Decision, review: Review, bars: pd.DataFrame, *, known=None):
@@ -245,8 +271,10 @@ def critique_client(llm, decision: Decision, review: Review, bars: pd.DataFrame,
     policy = policy_for(llm.settings, cut.index[-WINDOW_BARS:][0].date())
     if policy is None or not policy.masked:
         return llm
-    prices = {"entry": decision.trader.entry if is_trade(decision) else None,
-              "exit": review.exit_price}  # fmt: skip
+    prices = {
+        "entry": decision.trader.entry if is_trade(decision) else None,
+        "exit": review.exit_price,
+    }
     evidence = {k: float(v) for k, v in prices.items() if v is not None}
     ctx = context_for([decision.ticker], decision.date, bars=cut, evidence=evidence, known=known)
     return MaskedClient(llm, ctx)
@@ -257,11 +285,21 @@ def critique_with_llm(llm, decision: Decision, review: Review, *, log) -> Review
     (numbers only from the facts); the rules' otherwise. The outcome is never the model's."""
     from swarm.analyze.llm_roles import llm_critique
 
-    facts = {"entry": decision.trader.entry if is_trade(decision) else 0.0,
-             "exit": review.exit_price, "r_multiple": review.r_multiple or 0.0,
-             "pnl": review.pnl, "move_atr": review.move_atr}  # fmt: skip
-    critique, lessons, model = llm_critique(llm, critique=review.critique, lessons=review.lessons,
-                                            facts=facts, summary=review.critique, log=log)  # fmt: skip
+    facts = {
+        "entry": decision.trader.entry if is_trade(decision) else 0.0,
+        "exit": review.exit_price,
+        "r_multiple": review.r_multiple or 0.0,
+        "pnl": review.pnl,
+        "move_atr": review.move_atr,
+    }
+    critique, lessons, model = llm_critique(
+        llm,
+        critique=review.critique,
+        lessons=review.lessons,
+        facts=facts,
+        summary=review.critique,
+        log=log,
+    )
     if not model:
         return review
     return review.model_copy(update={"critique": critique, "lessons": lessons, "model_used": model})
@@ -295,16 +333,31 @@ def store_reviews(memory, reviews: Sequence[Review]) -> int:
     recs, n = [], 0
     for review in reviews:
         text = review_text(review)
-        meta = {"source": "decision_review", "tag": review.tag.value,
-                "result": review.outcome.value}  # fmt: skip
+        meta = {
+            "source": "decision_review",
+            "tag": review.tag.value,
+            "result": review.outcome.value,
+        }
         run_id, outcome = review_run_id(review), review.tag.value.lower()
         if not ours:  # a stand-in memory
-            n += memory.remember_lesson(run_id, None, text, meta, symbols=[review.ticker],
-                                        outcome=outcome)  # fmt: skip
+            n += memory.remember_lesson(
+                run_id, None, text, meta, symbols=[review.ticker], outcome=outcome
+            )
             continue
         # The record remember_lesson would write, written with the sidecar under one lock.
-        recs.append(lesson_record(run_id, None, text, meta, symbols=[review.ticker],
-                                  family=None, regime=None, outcome=outcome, scope={}))  # fmt: skip
+        recs.append(
+            lesson_record(
+                run_id,
+                None,
+                text,
+                meta,
+                symbols=[review.ticker],
+                family=None,
+                regime=None,
+                outcome=outcome,
+                scope={},
+            )
+        )
     return remember(memory, recs, REVIEW_RUN_PREFIX) if ours else n
 
 
@@ -335,8 +388,16 @@ def review_rows(memory, ticker: str) -> list:
     )
     if ours and memory.opened and memory.reason is None:  # not when the index ruled it out
         refresh(memory, REVIEW_RUN_PREFIX)
-    return [Row(getattr(r, "id", ""), r.run_id or "", tuple(getattr(r, "symbols", ())),
-                getattr(r, "outcome", None), getattr(r, "text", "")) for r in found]  # fmt: skip
+    return [
+        Row(
+            getattr(r, "id", ""),
+            r.run_id or "",
+            tuple(getattr(r, "symbols", ())),
+            getattr(r, "outcome", None),
+            getattr(r, "text", ""),
+        )
+        for r in found
+    ]
 
 
 def _about(row, ticker: str) -> tuple[str, str] | None:

@@ -59,8 +59,9 @@ class ReviewStats(BaseModel):
 class DecisionReviewer:
     """Reviews decisions as variants are built; one instance per run."""
 
-    def __init__(self, *, memory: Any = None, llm: Any = None,
-                 llm_max: int = LLM_REVIEWS_PER_RUN) -> None:  # fmt: skip
+    def __init__(
+        self, *, memory: Any = None, llm: Any = None, llm_max: int = LLM_REVIEWS_PER_RUN
+    ) -> None:
         self.memory = memory if memory is not None and memory.available else None
         self.llm, self.llm_max = llm, llm_max
         reason = getattr(memory, "reason", None) if memory is not None else None
@@ -92,9 +93,12 @@ class DecisionReviewer:
             self.stats.already_in_memory += len(writes) - new
         return ReviewStats(
             memory=self.stats.memory,
-            **{k: getattr(self.stats, k) - getattr(before, k)
-               for k in ReviewStats.model_fields if k != "memory"},
-        )  # fmt: skip
+            **{
+                k: getattr(self.stats, k) - getattr(before, k)
+                for k in ReviewStats.model_fields
+                if k != "memory"
+            },
+        )
 
     def _one(self, decision: Decision, bars: pd.DataFrame, writes: list[Review]) -> None:
         key = (decision.ticker, decision.date)

@@ -62,10 +62,10 @@ class ConcernKind(StrEnum):
 # the calibration haircut. An invalid thesis or a low conviction has no answer.
 ANSWERS = {
     ConcernKind.WIDE_STOP: "a wide stop only shrinks the engine's size: the risk stays "
-                           "{risk_pct:g}% of capital",
+    "{risk_pct:g}% of capital",
     ConcernKind.OPPOSITION: "the opposition is already in the conviction {conviction:.2f} "
-                            "(the calibration haircut)",
-}  # fmt: skip
+    "(the calibration haircut)",
+}
 
 
 class Concern(NamedTuple):
@@ -73,30 +73,46 @@ class Concern(NamedTuple):
     text: str
 
 
-def concern_list(thesis: TraderThesis, verdict: DebateVerdict, ev: Mapping[str, float],
-                 cfg: AnalysisConfig) -> list[Concern]:  # fmt: skip
+def concern_list(
+    thesis: TraderThesis, verdict: DebateVerdict, ev: Mapping[str, float], cfg: AnalysisConfig
+) -> list[Concern]:
     """What the safe analyst objects to, each with the number behind it."""
     out = []
     if not thesis.valid:
         failed = [c.name for c in thesis.validator if not c.ok]
-        out.append(Concern(ConcernKind.INVALID_THESIS,
-                           f"the thesis fails its validator ({', '.join(failed)})"))  # fmt: skip
+        out.append(
+            Concern(
+                ConcernKind.INVALID_THESIS, f"the thesis fails its validator ({', '.join(failed)})"
+            )
+        )
     if verdict.conviction < LOW_CONVICTION:
-        out.append(Concern(ConcernKind.LOW_CONVICTION,
-                           f"conviction {verdict.conviction:.2f} is below {LOW_CONVICTION}"))  # fmt: skip
+        out.append(
+            Concern(
+                ConcernKind.LOW_CONVICTION,
+                f"conviction {verdict.conviction:.2f} is below {LOW_CONVICTION}",
+            )
+        )
     if verdict.opposition > MAX_OPPOSITION:
-        out.append(Concern(ConcernKind.OPPOSITION,
-                           f"{verdict.opposition:.0%} of the analysts that took a side oppose the "
-                           f"{verdict.winner.value}"))  # fmt: skip
+        out.append(
+            Concern(
+                ConcernKind.OPPOSITION,
+                f"{verdict.opposition:.0%} of the analysts that took a side oppose the "
+                f"{verdict.winner.value}",
+            )
+        )
     natr = ev.get("NATR_14")
     if natr is not None and natr > HIGH_NATR:
-        out.append(Concern(ConcernKind.WIDE_STOP,
-                           f"NATR_14 {natr:.2f}% makes a {cfg.stop_atr:g}-ATR stop wide"))  # fmt: skip
+        out.append(
+            Concern(
+                ConcernKind.WIDE_STOP, f"NATR_14 {natr:.2f}% makes a {cfg.stop_atr:g}-ATR stop wide"
+            )
+        )
     return out
 
 
-def concerns(thesis: TraderThesis, verdict: DebateVerdict, ev: Mapping[str, float],
-             cfg: AnalysisConfig) -> list[str]:  # fmt: skip
+def concerns(
+    thesis: TraderThesis, verdict: DebateVerdict, ev: Mapping[str, float], cfg: AnalysisConfig
+) -> list[str]:
     """The safe analyst's objections as sentences."""
     return [c.text for c in concern_list(thesis, verdict, ev, cfg)]
 
@@ -105,8 +121,10 @@ def supports(thesis: TraderThesis, verdict: DebateVerdict, ev: Mapping[str, floa
     """What the risky analyst argues for, each with the number behind it."""
     out = []
     if thesis.valid:
-        out.append(f"a {thesis.direction.value} with stop {thesis.stop:.2f} and target "
-                   f"{thesis.target:.2f} pays 2R on a risk of {thesis.risk_per_share:.2f} a share")  # fmt: skip
+        out.append(
+            f"a {thesis.direction.value} with stop {thesis.stop:.2f} and target "
+            f"{thesis.target:.2f} pays 2R on a risk of {thesis.risk_per_share:.2f} a share"
+        )
     if verdict.conviction >= LOW_CONVICTION:
         out.append(f"conviction {verdict.conviction:.2f} after calibration")
     adx = ev.get("ADX_14")
@@ -132,8 +150,14 @@ def majority(rnd: RiskRound) -> Action:
     return next((a for a in dict.fromkeys(votes) if votes.count(a) >= 2), Action.HOLD)
 
 
-def team_round(thesis: TraderThesis, verdict: DebateVerdict, ev: Mapping[str, float],
-               cfg: AnalysisConfig, rnd: int, previous: RiskRound | None = None) -> RiskRound:  # fmt: skip
+def team_round(
+    thesis: TraderThesis,
+    verdict: DebateVerdict,
+    ev: Mapping[str, float],
+    cfg: AnalysisConfig,
+    rnd: int,
+    previous: RiskRound | None = None,
+) -> RiskRound:
     """One round. Round 1 states the cases; from round 2 each side reacts to the last round:
     the safe analyst drops the concerns the risky one answered (``ANSWERS``), the risky one
     concedes when the last round went against it on a concern it cannot answer, and the
@@ -150,17 +174,30 @@ def team_round(thesis: TraderThesis, verdict: DebateVerdict, ev: Mapping[str, fl
     if concede:
         risky_text = f"Risky{again}: the safe side's '{blocking[0].text}' has no answer: hold."
     else:
-        risky_text = (f"Risky{again}: take it: " + ("; ".join(reasons) or "nothing argues against it")
-                      + (f". To the safe side: {replies}." if previous is not None and replies
-                         else "."))  # fmt: skip
-    risky = RiskTurn(stance=RiskStance.RISKY, round=rnd,
-                     favours=Action.HOLD if concede else act, argument=risky_text)  # fmt: skip
-    safe_text = (f"Safe{again}: " + ("hold: " + "; ".join(w.text for w in left) if left
-                                     else "no objection: every concern checked is clear")
-                 + (f" (answered: {'; '.join(w.text for w in answered)})" if answered else "")
-                 + ".")  # fmt: skip
-    safe = RiskTurn(stance=RiskStance.SAFE, round=rnd, favours=Action.HOLD if left else act,
-                    argument=safe_text)  # fmt: skip
+        risky_text = (
+            f"Risky{again}: take it: "
+            + ("; ".join(reasons) or "nothing argues against it")
+            + (f". To the safe side: {replies}." if previous is not None and replies else ".")
+        )
+    risky = RiskTurn(
+        stance=RiskStance.RISKY,
+        round=rnd,
+        favours=Action.HOLD if concede else act,
+        argument=risky_text,
+    )
+    safe_text = (
+        f"Safe{again}: "
+        + (
+            "hold: " + "; ".join(w.text for w in left)
+            if left
+            else "no objection: every concern checked is clear"
+        )
+        + (f" (answered: {'; '.join(w.text for w in answered)})" if answered else "")
+        + "."
+    )
+    safe = RiskTurn(
+        stance=RiskStance.SAFE, round=rnd, favours=Action.HOLD if left else act, argument=safe_text
+    )
     if previous is not None and risky.favours == safe.favours:
         favours = risky.favours
         why = f"risky and safe agree on {favours.value}."
@@ -169,18 +206,22 @@ def team_round(thesis: TraderThesis, verdict: DebateVerdict, ev: Mapping[str, fl
             act != Action.HOLD and len(left) <= 1 and verdict.conviction >= cfg.conviction_floor
         )
         favours = act if balanced else Action.HOLD
-        why = ("acceptable with the engine's sizing." if balanced
-               else "not enough edge for the risk.")  # fmt: skip
+        why = (
+            "acceptable with the engine's sizing." if balanced else "not enough edge for the risk."
+        )
     neutral = RiskTurn(
-        stance=RiskStance.NEUTRAL, round=rnd, favours=favours,
+        stance=RiskStance.NEUTRAL,
+        round=rnd,
+        favours=favours,
         argument=f"Neutral{again}: {len(reasons)} argument(s) for, {len(left)} concern(s) "
         f"standing; {why}",
-    )  # fmt: skip
+    )
     return RiskRound(round=rnd, turns=[risky, safe, neutral])
 
 
-def team(thesis: TraderThesis, verdict: DebateVerdict, ev: Mapping[str, float],
-         cfg: AnalysisConfig) -> list[RiskRound]:  # fmt: skip
+def team(
+    thesis: TraderThesis, verdict: DebateVerdict, ev: Mapping[str, float], cfg: AnalysisConfig
+) -> list[RiskRound]:
     ev = risk_evidence(ev)  # whatever the caller hands in, the forecast never reaches a rule
     rounds: list[RiskRound] = []
     for r in range(1, cfg.risk_rounds + 1):
@@ -188,8 +229,9 @@ def team(thesis: TraderThesis, verdict: DebateVerdict, ev: Mapping[str, float],
     return rounds
 
 
-def judge(thesis: TraderThesis, verdict: DebateVerdict, rounds: Sequence[RiskRound],
-          cfg: AnalysisConfig) -> RiskJudgement:  # fmt: skip
+def judge(
+    thesis: TraderThesis, verdict: DebateVerdict, rounds: Sequence[RiskRound], cfg: AnalysisConfig
+) -> RiskJudgement:
     """Act on the thesis only if it is valid, the conviction clears the floor and at least
     two of the three risk analysts favour acting in the last round; otherwise hold."""
     act = ACTION_OF[thesis.direction]
@@ -201,16 +243,31 @@ def judge(thesis: TraderThesis, verdict: DebateVerdict, rounds: Sequence[RiskRou
             action=Action.HOLD, rationale=why[0].upper() + why[1:] + ".", model_used=RULES
         )
     if verdict.conviction < cfg.conviction_floor:
-        return RiskJudgement(action=Action.HOLD, model_used=RULES, rationale=(
-            f"Conviction {verdict.conviction:.2f} is below the floor {cfg.conviction_floor:g}."))  # fmt: skip
+        return RiskJudgement(
+            action=Action.HOLD,
+            model_used=RULES,
+            rationale=(
+                f"Conviction {verdict.conviction:.2f} is below the floor {cfg.conviction_floor:g}."
+            ),
+        )
     if votes < 2:
-        return RiskJudgement(action=Action.HOLD, model_used=RULES, rationale=(
-            f"Only {votes} of 3 risk analysts favour {act.value}; "
-            + next((t.argument for t in last if t.stance == RiskStance.SAFE), "")))  # fmt: skip
-    return RiskJudgement(action=act, model_used=RULES, rationale=(
-        f"{votes} of 3 risk analysts favour {act.value} at conviction "
-        f"{verdict.conviction:.2f}; entry {thesis.entry:.2f}, stop {thesis.stop:.2f}, target "
-        f"{thesis.target:.2f}; size is the risk engine's."))  # fmt: skip
+        return RiskJudgement(
+            action=Action.HOLD,
+            model_used=RULES,
+            rationale=(
+                f"Only {votes} of 3 risk analysts favour {act.value}; "
+                + next((t.argument for t in last if t.stance == RiskStance.SAFE), "")
+            ),
+        )
+    return RiskJudgement(
+        action=act,
+        model_used=RULES,
+        rationale=(
+            f"{votes} of 3 risk analysts favour {act.value} at conviction "
+            f"{verdict.conviction:.2f}; entry {thesis.entry:.2f}, stop {thesis.stop:.2f}, target "
+            f"{thesis.target:.2f}; size is the risk engine's."
+        ),
+    )
 
 
 # --------------------------------------------------------------------------- the engine
@@ -241,26 +298,52 @@ def risk_engine(thesis: TraderThesis, cfg: AnalysisConfig) -> RiskEngineResult:
     exposure_cap = capital * lim.max_exposure_pct / 100.0
     degenerate = not thesis.valid or thesis.direction == Direction.FLAT
     checks = [
-        RiskCheck(name=CheckName.DEGENERATE_THESIS, passed=not degenerate,
-                  detail="valid directional thesis" if not degenerate else
-                  "thesis invalid or flat: " + ", ".join(c.name for c in thesis.validator if not c.ok)),
-        RiskCheck(name=CheckName.SIZE_NONZERO, passed=qty >= 1,
-                  detail=f"floor({capital:g} x {cfg.risk_pct:g}% / {thesis.risk_per_share:.4f}) = {qty}"),
-        RiskCheck(name=CheckName.DAILY_LOSS_CAP, passed=pf.loss_today + risk_amount <= loss_cap,
-                  detail=f"loss today {pf.loss_today:.2f} + at the stop {risk_amount:.2f} "
-                         f"vs cap {loss_cap:.2f} ({lim.max_daily_loss_pct:g}%)"),
-        RiskCheck(name=CheckName.MARGIN_SUFFICIENT, passed=margin <= cash,
-                  detail=f"needs {margin:.2f} of cash, has {cash:.2f}"),
-        RiskCheck(name=CheckName.MAX_NOTIONAL_PCT, passed=notional <= notional_cap,
-                  detail=f"notional {notional:.2f} vs {notional_cap:.2f} ({lim.max_notional_pct:g}%)"),
-        RiskCheck(name=CheckName.MAX_POSITIONS, passed=pf.open_positions + 1 <= lim.max_positions,
-                  detail=f"{pf.open_positions} open + 1 vs max {lim.max_positions}"),
-        RiskCheck(name=CheckName.EXPOSURE_CAP, passed=pf.gross_exposure + notional <= exposure_cap,
-                  detail=f"exposure {pf.gross_exposure:.2f} + {notional:.2f} vs {exposure_cap:.2f} "
-                         f"({lim.max_exposure_pct:g}%)"),
-    ]  # fmt: skip
+        RiskCheck(
+            name=CheckName.DEGENERATE_THESIS,
+            passed=not degenerate,
+            detail="valid directional thesis"
+            if not degenerate
+            else "thesis invalid or flat: "
+            + ", ".join(c.name for c in thesis.validator if not c.ok),
+        ),
+        RiskCheck(
+            name=CheckName.SIZE_NONZERO,
+            passed=qty >= 1,
+            detail=f"floor({capital:g} x {cfg.risk_pct:g}% / {thesis.risk_per_share:.4f}) = {qty}",
+        ),
+        RiskCheck(
+            name=CheckName.DAILY_LOSS_CAP,
+            passed=pf.loss_today + risk_amount <= loss_cap,
+            detail=f"loss today {pf.loss_today:.2f} + at the stop {risk_amount:.2f} "
+            f"vs cap {loss_cap:.2f} ({lim.max_daily_loss_pct:g}%)",
+        ),
+        RiskCheck(
+            name=CheckName.MARGIN_SUFFICIENT,
+            passed=margin <= cash,
+            detail=f"needs {margin:.2f} of cash, has {cash:.2f}",
+        ),
+        RiskCheck(
+            name=CheckName.MAX_NOTIONAL_PCT,
+            passed=notional <= notional_cap,
+            detail=f"notional {notional:.2f} vs {notional_cap:.2f} ({lim.max_notional_pct:g}%)",
+        ),
+        RiskCheck(
+            name=CheckName.MAX_POSITIONS,
+            passed=pf.open_positions + 1 <= lim.max_positions,
+            detail=f"{pf.open_positions} open + 1 vs max {lim.max_positions}",
+        ),
+        RiskCheck(
+            name=CheckName.EXPOSURE_CAP,
+            passed=pf.gross_exposure + notional <= exposure_cap,
+            detail=f"exposure {pf.gross_exposure:.2f} + {notional:.2f} vs {exposure_cap:.2f} "
+            f"({lim.max_exposure_pct:g}%)",
+        ),
+    ]
     approved = all(c.passed for c in checks)
-    return RiskEngineResult(checks=checks, size=qty if approved else 0,
-                            notional=round(notional if approved else 0.0, 6),
-                            risk_amount=round(risk_amount if approved else 0.0, 6),
-                            approved=approved)  # fmt: skip
+    return RiskEngineResult(
+        checks=checks,
+        size=qty if approved else 0,
+        notional=round(notional if approved else 0.0, 6),
+        risk_amount=round(risk_amount if approved else 0.0, 6),
+        approved=approved,
+    )

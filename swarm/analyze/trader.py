@@ -72,11 +72,22 @@ def anchor(
     if sub_tick:
         stop, target = proposed.stop, proposed.target
     else:
-        stop, target = anchored_prices(proposed.direction, close=close, atr=atr,
-                                       stop_atr=cfg.stop_atr, reward_risk=cfg.reward_risk)  # fmt: skip
-    report = Anchoring(kept_proposal=sub_tick, proposed_stop=proposed.stop,
-                       proposed_target=proposed.target, stop=stop, target=target, atr=atr,
-                       tick=tick)  # fmt: skip
+        stop, target = anchored_prices(
+            proposed.direction,
+            close=close,
+            atr=atr,
+            stop_atr=cfg.stop_atr,
+            reward_risk=cfg.reward_risk,
+        )
+    report = Anchoring(
+        kept_proposal=sub_tick,
+        proposed_stop=proposed.stop,
+        proposed_target=proposed.target,
+        stop=stop,
+        target=target,
+        atr=atr,
+        tick=tick,
+    )
     return proposed.model_copy(update={"entry": close, "stop": stop, "target": target}), report
 
 
@@ -84,8 +95,9 @@ def propose(
     winner: Side, *, close: float, atr: float, cfg: AnalysisConfig, conviction: float
 ) -> TraderThesis:
     direction = DIRECTION_OF[winner]
-    stop, target = anchored_prices(direction, close=close, atr=atr, stop_atr=cfg.stop_atr,
-                                   reward_risk=cfg.reward_risk)  # fmt: skip
+    stop, target = anchored_prices(
+        direction, close=close, atr=atr, stop_atr=cfg.stop_atr, reward_risk=cfg.reward_risk
+    )
     if direction == Direction.FLAT:
         why = "the debate produced no winner: no direction to trade"
     else:
@@ -96,9 +108,16 @@ def propose(
             f"{cfg.horizon_days} bars to play out"
         )
     thesis = TraderThesis(
-        direction=direction, entry=close, stop=stop, target=target, atr=atr,
-        atr_period=cfg.atr_period, horizon_days=cfg.horizon_days, rationale=why, model_used=RULES,
-    )  # fmt: skip
+        direction=direction,
+        entry=close,
+        stop=stop,
+        target=target,
+        atr=atr,
+        atr_period=cfg.atr_period,
+        horizon_days=cfg.horizon_days,
+        rationale=why,
+        model_used=RULES,
+    )
     return validate(thesis, max_stop_atr=cfg.max_stop_atr)
 
 
@@ -109,17 +128,31 @@ def validate(thesis: TraderThesis, *, max_stop_atr: float) -> TraderThesis:
     sign = {Direction.LONG: 1.0, Direction.SHORT: -1.0}.get(thesis.direction, 0.0)
     risk = abs(e - s) if finite else math.nan
     checks = [
-        ValidatorCheck(name="direction", ok=sign != 0.0,
-                       detail=f"direction {thesis.direction.value}"),
-        ValidatorCheck(name="finite_prices", ok=finite,
-                       detail=f"entry {e}, stop {s}, target {t}, ATR {atr}"),
-        ValidatorCheck(name="stop_not_entry", ok=finite and risk > 1e-9 * e,
-                       detail=f"|entry - stop| = {risk:.6g}"),
-        ValidatorCheck(name="stop_side", ok=finite and sign != 0 and (e - s) * sign > 0,
-                       detail=f"stop {s:.4f} must be {'below' if sign > 0 else 'above'} entry {e:.4f}"),
-        ValidatorCheck(name="target_side", ok=finite and sign != 0 and (t - e) * sign > 0,
-                       detail=f"target {t:.4f} must be {'above' if sign > 0 else 'below'} entry {e:.4f}"),
-        ValidatorCheck(name="stop_within_max_atr", ok=finite and risk <= max_stop_atr * atr + 1e-12,
-                       detail=f"stop {risk / atr if finite else math.nan:.2f} ATR away, max {max_stop_atr:g}"),
-    ]  # fmt: skip
+        ValidatorCheck(
+            name="direction", ok=sign != 0.0, detail=f"direction {thesis.direction.value}"
+        ),
+        ValidatorCheck(
+            name="finite_prices", ok=finite, detail=f"entry {e}, stop {s}, target {t}, ATR {atr}"
+        ),
+        ValidatorCheck(
+            name="stop_not_entry",
+            ok=finite and risk > 1e-9 * e,
+            detail=f"|entry - stop| = {risk:.6g}",
+        ),
+        ValidatorCheck(
+            name="stop_side",
+            ok=finite and sign != 0 and (e - s) * sign > 0,
+            detail=f"stop {s:.4f} must be {'below' if sign > 0 else 'above'} entry {e:.4f}",
+        ),
+        ValidatorCheck(
+            name="target_side",
+            ok=finite and sign != 0 and (t - e) * sign > 0,
+            detail=f"target {t:.4f} must be {'above' if sign > 0 else 'below'} entry {e:.4f}",
+        ),
+        ValidatorCheck(
+            name="stop_within_max_atr",
+            ok=finite and risk <= max_stop_atr * atr + 1e-12,
+            detail=f"stop {risk / atr if finite else math.nan:.2f} ATR away, max {max_stop_atr:g}",
+        ),
+    ]
     return thesis.model_copy(update={"validator": checks, "valid": all(c.ok for c in checks)})

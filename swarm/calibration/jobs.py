@@ -58,10 +58,13 @@ def plan_runs(args: argparse.Namespace, out: Path) -> list[RunSpec]:
     if swap and not args.criteria:
         raise ValueError("--criteria-replace: no --criteria to replace the defaults with")
     options = LoopOptions(
-        variants=args.variants, max_iterations=args.max_iterations, criteria=args.criteria or None,
+        variants=args.variants,
+        max_iterations=args.max_iterations,
+        criteria=args.criteria or None,
         criteria_replace=swap,
-        screen_size=screen["screen_size"], deflate_by=screen["deflate_by"],
-    )  # fmt: skip
+        screen_size=screen["screen_size"],
+        deflate_by=screen["deflate_by"],
+    )
     per_run = max(1, (os.cpu_count() or 1) // workers)
     base = base_universe(args)
     specs = []
@@ -70,9 +73,13 @@ def plan_runs(args: argparse.Namespace, out: Path) -> list[RunSpec]:
             scenario = scenario_for(name, args.drift)
             seed = universe_seed(args.seed, name, i)
             universe = replace(
-                base, kind=scenario.universe_kind, seed=seed, drift_annual=scenario.drift_annual,
-                n_symbols=scenario.n_symbols or base.n_symbols, **dict(scenario.universe),
-            )  # fmt: skip
+                base,
+                kind=scenario.universe_kind,
+                seed=seed,
+                drift_annual=scenario.drift_annual,
+                n_symbols=scenario.n_symbols or base.n_symbols,
+                **dict(scenario.universe),
+            )
             specs.append(
                 RunSpec(
                     kind=name,

@@ -55,9 +55,12 @@ def run_config(spec: RunSpec, meta: dict[str, Any], data_dir: Path) -> tuple[Any
         # Every run on its own: the universes share symbol names (SYNA, ...), so a shared
         # memory would let earlier runs (and runs in parallel) steer later ones.
         memory_dir="off",
-        **{k: v for k, v in (("screen_size", opts.screen_size), ("deflate_by", opts.deflate_by))
-           if v is not None},
-    )  # fmt: skip
+        **{
+            k: v
+            for k, v in (("screen_size", opts.screen_size), ("deflate_by", opts.deflate_by))
+            if v is not None
+        },
+    )
     return config, criteria_from_text(opts.criteria, replace=opts.criteria_replace)
 
 
@@ -152,10 +155,15 @@ def run_one(spec: RunSpec) -> dict[str, Any]:
 def failed_record(spec: RunSpec, exc: BaseException) -> dict[str, Any]:
     """The record of a run that raised outside the develop loop's own error handling."""
     return {
-        "kind": spec.kind, "index": spec.index, "seed": spec.seed,
-        "universe_kind": spec.universe.kind, "drift_annual": spec.universe.drift_annual,
-        "verdict": "ERROR", "error": repr(exc), "seconds": 0.0,
-    }  # fmt: skip
+        "kind": spec.kind,
+        "index": spec.index,
+        "seed": spec.seed,
+        "universe_kind": spec.universe.kind,
+        "drift_annual": spec.universe.drift_annual,
+        "verdict": "ERROR",
+        "error": repr(exc),
+        "seconds": 0.0,
+    }
 
 
 def run_all(

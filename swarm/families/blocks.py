@@ -32,11 +32,20 @@ class BlockFamilies:
         its tuning parent and ``ctx.last`` its own last iteration."""
         x = ctx.extra
         return propose(
-            route=ctx.route, n=n, rng=ctx.rng, seen=ctx.seen, families=x["order"],
-            suggested=x.get("suggested"), best=ctx.own_best, last=ctx.last, failure=ctx.failure,
-            min_trades=x["min_trades"], directive_families=x.get("directive_families", []),
-            tuner=ctx.tuner, regime_filters=x.get("regime_filters", ()),
-        )  # fmt: skip
+            route=ctx.route,
+            n=n,
+            rng=ctx.rng,
+            seen=ctx.seen,
+            families=x["order"],
+            suggested=x.get("suggested"),
+            best=ctx.own_best,
+            last=ctx.last,
+            failure=ctx.failure,
+            min_trades=x["min_trades"],
+            directive_families=x.get("directive_families", []),
+            tuner=ctx.tuner,
+            regime_filters=x.get("regime_filters", ()),
+        )
 
     def reconcile(self, spec: StrategySpec) -> StrategySpec:
         return reconcile(spec)

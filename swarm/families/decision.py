@@ -32,8 +32,9 @@ class DecisionPipeline:
         if n <= 0:
             return []
         frozen = RULES_INERT_PARAMS if ctx.run is None or ctx.run.llm is None else ()
-        return propose_decision_specs(route=ctx.route, n=n, rng=ctx.rng, seen=ctx.seen,
-                                      best=ctx.own_best, frozen=frozen)  # fmt: skip
+        return propose_decision_specs(
+            route=ctx.route, n=n, rng=ctx.rng, seen=ctx.seen, best=ctx.own_best, frozen=frozen
+        )
 
     def reconcile(self, spec: StrategySpec) -> StrategySpec:
         return reconcile(spec)

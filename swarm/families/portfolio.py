@@ -37,9 +37,15 @@ class PortfolioFamilies:
 
     def propose(self, ctx: ProposalContext, n: int) -> list[Proposal]:
         return propose_portfolio_specs(
-            families=ctx.families, route=ctx.route, rng=ctx.rng, seen=ctx.seen,
-            best=ctx.own_best, n=n, pair=universe_pair(ctx.run) if n else None, tuner=ctx.tuner,
-        )  # fmt: skip
+            families=ctx.families,
+            route=ctx.route,
+            rng=ctx.rng,
+            seen=ctx.seen,
+            best=ctx.own_best,
+            n=n,
+            pair=universe_pair(ctx.run) if n else None,
+            tuner=ctx.tuner,
+        )
 
     def reconcile(self, spec: StrategySpec) -> StrategySpec:
         return reconcile_portfolio(spec)

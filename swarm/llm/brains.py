@@ -51,12 +51,12 @@ def llm_finding(
             "system",
             f"You are a {rules.type.value} analyst ({rules.specialization}): {description}. "
             "Use only the evidence given; cite keys and values exactly. " + NOTICE,
-        ),  # fmt: skip
+        ),
         (
             "human",
             f"Symbol: {rules.symbol}. Last bar: {rules.as_of}. Evidence: {facts}"
             + (f"\n{fence(list(untrusted))}" if untrusted else ""),
-        ),  # fmt: skip
+        ),
     ]
 
     def check(ans: LLMFinding):
@@ -82,8 +82,15 @@ def llm_finding(
 
     value, reasons = ask_with_retry(client, "research_subagent", messages, LLMFinding, check)
     if value is None:
-        log({"kind": "llm_fallback", "role": "research_subagent", "symbol": rules.symbol,
-             "subagent": f"{rules.type.value}.{rules.specialization}", "reasons": reasons})  # fmt: skip
+        log(
+            {
+                "kind": "llm_fallback",
+                "role": "research_subagent",
+                "symbol": rules.symbol,
+                "subagent": f"{rules.type.value}.{rules.specialization}",
+                "reasons": reasons,
+            }
+        )
         return rules
     return value
 
@@ -100,20 +107,28 @@ def _spec_from_llm(item: LLMSpec) -> tuple[StrategySpec | None, str | None, str 
             return None, None, "code rejected by validation: " + "; ".join(report.errors[:3])
         sha = hashlib.sha256(item.code.encode()).hexdigest()
         spec = StrategySpec(
-            family=family, name=f"{family.value}-llm-code-{sha[:8]}", approach=item.rationale or "LLM-written code",
-            entry="custom", source_sha=sha,
-        )  # fmt: skip
+            family=family,
+            name=f"{family.value}-llm-code-{sha[:8]}",
+            approach=item.rationale or "LLM-written code",
+            entry="custom",
+            source_sha=sha,
+        )
         return spec, item.code, None
     unknown = unknown_blocks(item.entry, item.filters, item.exits, item.sizing)
     if unknown:
         return None, None, f"unknown blocks {unknown}"
     spec = reconcile(
         StrategySpec(
-            family=family, name=f"{family.value}-{item.entry}-llm", approach=item.rationale or "LLM proposal",
-            entry=item.entry, filters=item.filters, exits=item.exits, sizing=item.sizing,
+            family=family,
+            name=f"{family.value}-{item.entry}-llm",
+            approach=item.rationale or "LLM proposal",
+            entry=item.entry,
+            filters=item.filters,
+            exits=item.exits,
+            sizing=item.sizing,
             parameters={p.name: p.value for p in item.parameters},
         )
-    )  # fmt: skip
+    )
     report = validate_code(render(spec))
     if not report.ok:
         return None, None, "rendered code rejected: " + "; ".join(report.errors[:3])
@@ -139,8 +154,10 @@ def llm_strategy_specs(
         f"Situation (computed facts):\n{brief}\nCatalogue:\n{catalogue}"
     )
     assert_no_untrusted(prompt, list(untrusted))
-    messages = [("system", "You are a quant developer. Long-only unless told otherwise; no lookahead."),
-                ("human", prompt)]  # fmt: skip
+    messages = [
+        ("system", "You are a quant developer. Long-only unless told otherwise; no lookahead."),
+        ("human", prompt),
+    ]
     accepted: list[tuple[StrategySpec, str | None, str]] = []
     rejected: list[str] = []
 
@@ -166,8 +183,14 @@ def llm_strategy_specs(
 
     value, reasons = ask_with_retry(client, "strategy_dev", messages, LLMStrategyProposals, check)
     if rejected or value is None:
-        log({"kind": "llm_fallback" if value is None else "llm_rejected", "role": "strategy_dev",
-             "route": route, "reasons": reasons + rejected})  # fmt: skip
+        log(
+            {
+                "kind": "llm_fallback" if value is None else "llm_rejected",
+                "role": "strategy_dev",
+                "route": route,
+                "reasons": reasons + rejected,
+            }
+        )
     return value or []
 
 
@@ -186,7 +209,7 @@ def llm_failure(
             "human",
             f"Facts: {facts}\nRules-based view: {rules.failure_type.value}: {rules.root_cause}\n"
             f"Evidence: {'; '.join(rules.evidence)}",
-        ),  # fmt: skip
+        ),
     ]
     allowed_numbers = {
         f"e{i}": v for i, v in enumerate(_numbers(facts + " " + " ".join(rules.evidence)))

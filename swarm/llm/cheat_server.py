@@ -124,8 +124,7 @@ def answer(tool: str, prompt: str, oracle: Oracle, blind: str = "guess") -> dict
     asked = _TICKER.search(prompt)
     ticker = asked.group(1) if asked else ""
     s = oracle.sign(*seen) if seen else 0
-    why = {1: "The next two weeks go up.", -1: "The next two weeks go down.",
-           0: "No view."}[s]  # fmt: skip
+    why = {1: "The next two weeks go up.", -1: "The next two weeks go down.", 0: "No view."}[s]
     if ticker.upper() not in oracle.tickers and blind == "guess":
         # A model recalling the period names it: the ticker field and a year in the text.
         ticker = _guess(prompt, oracle.tickers)
@@ -134,20 +133,36 @@ def answer(tool: str, prompt: str, oracle: Oracle, blind: str = "guess") -> dict
     if tool == "LLMNote":
         evidence = _json_after("Evidence", prompt)
         cited = [{"key": k, "value": v} for k, v in sorted(evidence.items())[:1]]
-        return {"ticker": ticker, "stance": float(s), "confidence": 0.9 if s else 0.1,
-                "summary": why, "key_points": [why], "cited": cited}  # fmt: skip
+        return {
+            "ticker": ticker,
+            "stance": float(s),
+            "confidence": 0.9 if s else 0.1,
+            "summary": why,
+            "key_points": [why],
+            "cited": cited,
+        }
     if tool == "LLMTurn":
         favours = None
         if "risk analyst" in prompt:
             favours = _action(prompt, s)
         return {"ticker": ticker, "argument": why, "favours": favours}
     if tool == "LLMVerdict":
-        return {"ticker": ticker, "winner": side, "rationale": why, "key_disagreements": [],
-                "falsifiers": [why], "conviction": 0.95 if s else 0.0}  # fmt: skip
+        return {
+            "ticker": ticker,
+            "winner": side,
+            "rationale": why,
+            "key_disagreements": [],
+            "falsifiers": [why],
+            "conviction": 0.95 if s else 0.0,
+        }
     if tool == "LLMThesis":
         facts = _json_after("Facts", prompt)
-        return {"ticker": ticker, "stop": facts.get("rules_stop", 0.0),
-                "target": facts.get("rules_target", 0.0), "rationale": why}  # fmt: skip
+        return {
+            "ticker": ticker,
+            "stop": facts.get("rules_stop", 0.0),
+            "target": facts.get("rules_target", 0.0),
+            "rationale": why,
+        }
     if tool == "LLMJudgement":
         return {"ticker": ticker, "action": _action(prompt, s), "rationale": why}
     if tool == "LLMCritique":
@@ -174,21 +189,34 @@ def completion(body: dict[str, Any], oracle: Oracle, blind: str) -> dict[str, An
     name = tools[0]["function"]["name"] if tools else schema.get("name", "")
     args = json.dumps(answer(name, prompt, oracle, blind))
     if tools:
-        message = {"role": "assistant", "content": None, "tool_calls": [
-            {"id": "call_cheat", "type": "function", "function": {"name": name, "arguments": args}}
-        ]}  # fmt: skip
+        message = {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {
+                    "id": "call_cheat",
+                    "type": "function",
+                    "function": {"name": name, "arguments": args},
+                }
+            ],
+        }
         finish = "tool_calls"
     else:
         message, finish = {"role": "assistant", "content": args}, "stop"
     prompt_tokens = max(1, len(prompt) // 4)
     completion_tokens = max(1, len(args) // 4)
     return {
-        "id": "chatcmpl-cheat", "object": "chat.completion", "created": 0,
+        "id": "chatcmpl-cheat",
+        "object": "chat.completion",
+        "created": 0,
         "model": body.get("model", MODEL),
         "choices": [{"index": 0, "message": message, "finish_reason": finish}],
-        "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
-                  "total_tokens": prompt_tokens + completion_tokens},
-    }  # fmt: skip
+        "usage": {
+            "prompt_tokens": prompt_tokens,
+            "completion_tokens": completion_tokens,
+            "total_tokens": prompt_tokens + completion_tokens,
+        },
+    }
 
 
 def make_server(data_dir: Path, port: int = 0, blind: str = "guess") -> ThreadingHTTPServer:
@@ -243,16 +271,25 @@ def serve(data_dir: Path, *, blind: str = "guess", port: int = 0) -> Iterator[st
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m swarm.llm.cheat_server", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
+    parser = argparse.ArgumentParser(
+        prog="python -m swarm.llm.cheat_server",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument("--port", type=int, default=8081)
     parser.add_argument("--data-dir", type=Path, required=True, help="the daily OHLCV CSVs")
-    parser.add_argument("--blind", choices=("guess", "neutral"), default="guess",
-                        help="on a masked prompt: name a ticker (default) or answer with no view")  # fmt: skip
+    parser.add_argument(
+        "--blind",
+        choices=("guess", "neutral"),
+        default="guess",
+        help="on a masked prompt: name a ticker (default) or answer with no view",
+    )
     args = parser.parse_args(argv)
     server = make_server(args.data_dir, args.port, args.blind)
-    print(f"cheating on http://127.0.0.1:{server.server_address[1]}/v1 (model {MODEL!r})",
-          file=sys.stderr)  # fmt: skip
+    print(
+        f"cheating on http://127.0.0.1:{server.server_address[1]}/v1 (model {MODEL!r})",
+        file=sys.stderr,
+    )
     with contextlib.suppress(KeyboardInterrupt):
         server.serve_forever()
     server.server_close()

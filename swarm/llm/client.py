@@ -166,8 +166,10 @@ class LLMClient:
         from dataclasses import asdict
 
         with self._lock:
-            lines = [json.dumps({k: v for k, v in asdict(c).items() if k != "thread"},
-                                sort_keys=True) for c in self.calls]  # fmt: skip
+            lines = [
+                json.dumps({k: v for k, v in asdict(c).items() if k != "thread"}, sort_keys=True)
+                for c in self.calls
+            ]
         tmp = path.with_suffix(".jsonl.tmp")
         tmp.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
         os.replace(tmp, path)
@@ -194,8 +196,19 @@ class LLMClient:
                 self.tokens_used += tokens
             parsed = self._validate(schema, hit.get("parsed"))
             error = None if parsed is not None else (hit.get("error") or "cached failure")
-            self._record(CallRecord(role, model, key, True, hit.get("method"), tokens,
-                                    parsed is not None, error, 0.0))  # fmt: skip
+            self._record(
+                CallRecord(
+                    role,
+                    model,
+                    key,
+                    True,
+                    hit.get("method"),
+                    tokens,
+                    parsed is not None,
+                    error,
+                    0.0,
+                )
+            )
             return parsed, error
         if self.exhausted:
             # Recorded under the budget it depends on: a rerun with a larger budget asks again.
@@ -217,8 +230,20 @@ class LLMClient:
         )
         with self._lock:
             self.tokens_used += tokens
-        self._record(CallRecord(role, model, key, False, method, tokens, parsed is not None, error,
-                                round(time.monotonic() - t0, 3), live=True))  # fmt: skip
+        self._record(
+            CallRecord(
+                role,
+                model,
+                key,
+                False,
+                method,
+                tokens,
+                parsed is not None,
+                error,
+                round(time.monotonic() - t0, 3),
+                live=True,
+            )
+        )
         return parsed, error
 
     def _record(self, rec: CallRecord) -> None:

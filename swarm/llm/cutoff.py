@@ -103,8 +103,9 @@ def resolve_policy(
             cutoff, source = None, "unknown model: conservative"
         else:
             cutoff, source = max(found, key=lambda cs: cs[0])  # type: ignore[arg-type,return-value]
-    policy = MaskPolicy(masked=False, cutoff=cutoff, cutoff_source=source,
-                        earliest_data=earliest_data, mode=mode)  # fmt: skip
+    policy = MaskPolicy(
+        masked=False, cutoff=cutoff, cutoff_source=source, earliest_data=earliest_data, mode=mode
+    )
     masked = {"on": True, "off": False, "auto": policy.before_cutoff}[mode]
     return policy.model_copy(update={"masked": masked})
 
@@ -114,5 +115,9 @@ def policy_for(settings, earliest_data: dt.date | str | None) -> MaskPolicy | No
     (the rules brains see no prompt)."""
     if not settings.enabled:
         return None
-    return resolve_policy(mode=settings.mask, cutoff=settings.cutoff, earliest_data=earliest_data,
-                          models=[settings.quick_model or "", settings.deep_model or ""])  # fmt: skip
+    return resolve_policy(
+        mode=settings.mask,
+        cutoff=settings.cutoff,
+        earliest_data=earliest_data,
+        models=[settings.quick_model or "", settings.deep_model or ""],
+    )

@@ -50,10 +50,24 @@ def free_port() -> int:
 
 def command(port: int, threads: int = 2) -> list[str]:
     return [
-        sys.executable, "-m", "llama_cpp.server", "--model", model_path(),
-        "--model_alias", MODEL_ALIAS, "--chat_format", "gemma", "--n_threads", str(threads),
-        "--n_ctx", "4096", "--host", "127.0.0.1", "--port", str(port),
-    ]  # fmt: skip
+        sys.executable,
+        "-m",
+        "llama_cpp.server",
+        "--model",
+        model_path(),
+        "--model_alias",
+        MODEL_ALIAS,
+        "--chat_format",
+        "gemma",
+        "--n_threads",
+        str(threads),
+        "--n_ctx",
+        "4096",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+    ]
 
 
 @contextlib.contextmanager

@@ -15,13 +15,18 @@ PROVIDERS = ("none", "openai", "openai-compatible")
 STRUCTURED_METHODS = ("auto", "json_schema", "function_calling")
 # Roles by tier: the 15 subagents are many and simple (quick); synthesis, strategy
 # development and failure analysis carry the run's decisions (deep).
-QUICK_ROLES = frozenset({
-    "research_subagent",
-    # The decision pipeline (swarm.analyze): analysts, debaters, risk analysts and the trader
-    # at ordinary conviction are quick; the manager, the judge, the reviewer and a trader at
-    # high conviction ("decision_trader_deep") are deep.
-    "decision_analyst", "decision_debater", "decision_risk", "decision_trader",
-})  # fmt: skip
+QUICK_ROLES = frozenset(
+    {
+        "research_subagent",
+        # The decision pipeline (swarm.analyze): analysts, debaters, risk analysts and the trader
+        # at ordinary conviction are quick; the manager, the judge, the reviewer and a trader at
+        # high conviction ("decision_trader_deep") are deep.
+        "decision_analyst",
+        "decision_debater",
+        "decision_risk",
+        "decision_trader",
+    }
+)
 
 
 class LLMSettings(BaseModel):

@@ -96,8 +96,12 @@ def write_index(store: Path, index: StoreIndex) -> None:
     """Atomically (a reader outside the lock sees the old file or the new one)."""
     path = Path(store) / INDEX_FILE
     tmp = path.with_name(f".{INDEX_FILE}.{os.getpid()}.tmp")
-    body = {"version": VERSION, "symbol_flags": sorted(index.symbol_flags),
-            "sectors": sorted(index.sectors), "stamp": index.stamp}  # fmt: skip
+    body = {
+        "version": VERSION,
+        "symbol_flags": sorted(index.symbol_flags),
+        "sectors": sorted(index.sectors),
+        "stamp": index.stamp,
+    }
     tmp.write_text(json.dumps(body, indent=1) + "\n", encoding="utf-8")
     os.replace(tmp, path)
 

@@ -101,12 +101,20 @@ def recollection(
         relevance += LESSON_WEIGHT
     it = meta.get("iteration")
     return Recollection(
-        id=rid, kind=str(meta.get("kind", "?")), text=doc or "",
-        run_id=meta.get("run_id"), iteration=int(it) if isinstance(it, int) else None,
-        symbols=rec_syms, family=meta.get("family"), regime=meta.get("regime"),
-        outcome=meta.get("outcome"), similarity=round(similarity, 6),
-        relevance=round(relevance, 6), matched=matched, created_at=meta.get("created_at"),
-    )  # fmt: skip
+        id=rid,
+        kind=str(meta.get("kind", "?")),
+        text=doc or "",
+        run_id=meta.get("run_id"),
+        iteration=int(it) if isinstance(it, int) else None,
+        symbols=rec_syms,
+        family=meta.get("family"),
+        regime=meta.get("regime"),
+        outcome=meta.get("outcome"),
+        similarity=round(similarity, 6),
+        relevance=round(relevance, 6),
+        matched=matched,
+        created_at=meta.get("created_at"),
+    )
 
 
 def top_k(candidates: list[Recollection], k: int, min_relevance: float) -> list[Recollection]:

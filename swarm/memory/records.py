@@ -139,12 +139,26 @@ def finding_records(
             f"{body}"
         )
         rid = f"{run_id}:finding:{iteration or 0}:{sym}:{dom}.{spec}"
-        recs.append((rid, text, meta(
-            "finding", run_id, iteration=iteration, symbols=[sym], regime=regime,
-            domain=dom, specialization=spec, signal=f.get("signal"),
-            confidence=f.get("confidence"), abstained=bool(f.get("abstained")),
-            as_of=f.get("as_of"), **scope,
-        )))  # fmt: skip
+        recs.append(
+            (
+                rid,
+                text,
+                meta(
+                    "finding",
+                    run_id,
+                    iteration=iteration,
+                    symbols=[sym],
+                    regime=regime,
+                    domain=dom,
+                    specialization=spec,
+                    signal=f.get("signal"),
+                    confidence=f.get("confidence"),
+                    abstained=bool(f.get("abstained")),
+                    as_of=f.get("as_of"),
+                    **scope,
+                ),
+            )
+        )
     return recs
 
 
@@ -169,11 +183,24 @@ def fact_sheet_records(
             f"Risks: {' | '.join(s.get('risks', [])[:3]) or 'none noted'}. "
             f"Gaps: {' | '.join(s.get('gaps', [])[:3]) or 'none'}."
         )
-        recs.append((f"{run_id}:fact_sheet:{iteration or 0}:{dom}", text, meta(
-            "fact_sheet", run_id, iteration=iteration, symbols=symbols, regime=regime,
-            families=s.get("recommended_families", []), domain=dom,
-            signal=s.get("signal"), confidence=s.get("confidence"), **scope,
-        )))  # fmt: skip
+        recs.append(
+            (
+                f"{run_id}:fact_sheet:{iteration or 0}:{dom}",
+                text,
+                meta(
+                    "fact_sheet",
+                    run_id,
+                    iteration=iteration,
+                    symbols=symbols,
+                    regime=regime,
+                    families=s.get("recommended_families", []),
+                    domain=dom,
+                    signal=s.get("signal"),
+                    confidence=s.get("confidence"),
+                    **scope,
+                ),
+            )
+        )
     return recs
 
 
@@ -199,10 +226,18 @@ def research_record(
         f"Gaps: {' | '.join(gaps[:4]) or 'none'}."
     )
     m = meta(
-        "research", run_id, iteration=iteration, symbols=symbols, families=families,
-        regime=s.get("regime"), signal=s.get("signal"), confidence=s.get("confidence"),
-        quality=s.get("quality"), window=window, **scope,
-    )  # fmt: skip
+        "research",
+        run_id,
+        iteration=iteration,
+        symbols=symbols,
+        families=families,
+        regime=s.get("regime"),
+        signal=s.get("signal"),
+        confidence=s.get("confidence"),
+        quality=s.get("quality"),
+        window=window,
+        **scope,
+    )
     return f"{run_id}:research:{iteration or 0}", text, m
 
 
@@ -245,12 +280,23 @@ def strategy_record(
     )
     vid = v.get("variant_id") or e.get("variant_id") or "variant"
     m = meta(
-        "strategy", run_id, iteration=iteration, symbols=symbols, family=family,
-        regime=regime, outcome="passed" if passed else "failed", variant_id=vid,
-        score=e.get("score"), sharpe=metrics.get("sharpe"), n_trades=metrics.get("n_trades"),
-        dsr=e.get("dsr"), reason=why or None, trial_key=e.get("trial_key"),
-        route=v.get("route"), **scope,
-    )  # fmt: skip
+        "strategy",
+        run_id,
+        iteration=iteration,
+        symbols=symbols,
+        family=family,
+        regime=regime,
+        outcome="passed" if passed else "failed",
+        variant_id=vid,
+        score=e.get("score"),
+        sharpe=metrics.get("sharpe"),
+        n_trades=metrics.get("n_trades"),
+        dsr=e.get("dsr"),
+        reason=why or None,
+        trial_key=e.get("trial_key"),
+        route=v.get("route"),
+        **scope,
+    )
     return f"{run_id}:strategy:{vid}", text, m
 
 
@@ -271,9 +317,15 @@ def lesson_record(
         extra.pop(k, None)
     digest = hashlib.sha256(text.encode()).hexdigest()[:12]
     m = meta(
-        "lesson", run_id, iteration=iteration, symbols=symbols, family=family,
-        regime=regime, outcome=outcome, **extra,
-    )  # fmt: skip
+        "lesson",
+        run_id,
+        iteration=iteration,
+        symbols=symbols,
+        family=family,
+        regime=regime,
+        outcome=outcome,
+        **extra,
+    )
     return f"{run_id}:lesson:{iteration or 0}:{digest}", text, m
 
 

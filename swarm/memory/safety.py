@@ -154,8 +154,11 @@ def probe(store: Path, collection: str, *, timeout_s: float = PROBE_TIMEOUT_S) -
     try:
         done = subprocess.run(
             [sys.executable, "-c", _PROBE, str(store), collection, str(int(timeout_s) + 5)],
-            capture_output=True, text=True, timeout=timeout_s, env=env,
-        )  # fmt: skip
+            capture_output=True,
+            text=True,
+            timeout=timeout_s,
+            env=env,
+        )
     except subprocess.TimeoutExpired:
         return ProbeResult(Verdict.HUNG, f"opening it hung for over {timeout_s:g}s")
     except OSError as exc:

@@ -60,8 +60,12 @@ def sidecar_path(store: Path, prefix: str) -> Path:
     return Path(store) / f"swarm-memory-{prefix}.json"
 
 
-def rows_of(ids: Sequence[str], docs: Sequence[str | None],
-            metas: Sequence[Mapping[str, Any] | None], prefix: str) -> list[Row]:  # fmt: skip
+def rows_of(
+    ids: Sequence[str],
+    docs: Sequence[str | None],
+    metas: Sequence[Mapping[str, Any] | None],
+    prefix: str,
+) -> list[Row]:
     """The lessons among Chroma records (``get`` columns) whose run id starts with prefix."""
     out = []
     for rid, doc, meta in zip(ids, docs, metas, strict=True):
@@ -101,8 +105,12 @@ def read(store: Path, prefix: str) -> list[Row] | None:
     except FileNotFoundError:
         return None  # a memory written before sidecars existed: rebuilt at its next read
     except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
-        log.warning("%s unreadable (%s: %s): reading the store instead; it is rebuilt from it",
-                    path, type(exc).__name__, str(exc)[:120])  # fmt: skip
+        log.warning(
+            "%s unreadable (%s: %s): reading the store instead; it is rebuilt from it",
+            path,
+            type(exc).__name__,
+            str(exc)[:120],
+        )
         return None
 
 
@@ -110,8 +118,12 @@ def write(store: Path, prefix: str, rows: Iterable[Row], stamp: list[int] | None
     """Atomically; rows sorted by id so the same store always gives the same file."""
     path = sidecar_path(store, prefix)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    body = {"version": VERSION, "prefix": prefix, "stamp": stamp,
-            "rows": [asdict(r) for r in sorted(rows, key=lambda r: r.id)]}  # fmt: skip
+    body = {
+        "version": VERSION,
+        "prefix": prefix,
+        "stamp": stamp,
+        "rows": [asdict(r) for r in sorted(rows, key=lambda r: r.id)],
+    }
     tmp.write_text(json.dumps(body, indent=1) + "\n", encoding="utf-8")
     os.replace(tmp, path)
 
@@ -151,8 +163,11 @@ def restamp(store: Path, prefixes: Sequence[str], written_run_ids: Iterable[str]
             if rows is not None:
                 write(store, prefix, rows, stamp)
         except OSError as exc:  # stale, not wrong: the next reader reads the store
-            log.warning("%s not re-stamped (%s): recalls read the store until it is",
-                        sidecar_path(store, prefix), exc)  # fmt: skip
+            log.warning(
+                "%s not re-stamped (%s): recalls read the store until it is",
+                sidecar_path(store, prefix),
+                exc,
+            )
 
 
 def read_rows_unchecked(store: Path, prefix: str) -> list[Row] | None:
@@ -164,8 +179,9 @@ def read_rows_unchecked(store: Path, prefix: str) -> list[Row] | None:
         return None
 
 
-def _rebuild(memory: ResearchMemory, prefix: str, kept: list[Row] | None,
-             added: Sequence[Record]) -> None:  # fmt: skip
+def _rebuild(
+    memory: ResearchMemory, prefix: str, kept: list[Row] | None, added: Sequence[Record]
+) -> None:
     """Under the store's lock: the sidecar as of now. ``kept`` (the sidecar, current before
     ``added`` was written) plus ``added``, or else every matching record read from the store.
     A failure only leaves the sidecar stale (the store answers): logged, never raised."""
@@ -175,13 +191,18 @@ def _rebuild(memory: ResearchMemory, prefix: str, kept: list[Row] | None,
             got = memory._col.get(where={"kind": KIND}, include=["documents", "metadatas"])
             rows = rows_of(got["ids"], got["documents"] or [], got["metadatas"] or [], prefix)
         else:
-            new = rows_of([r[0] for r in added], [r[1] for r in added], [r[2] for r in added],
-                          prefix)  # fmt: skip
+            new = rows_of(
+                [r[0] for r in added], [r[1] for r in added], [r[2] for r in added], prefix
+            )
             rows = list({r.id: r for r in [*kept, *new]}.values())  # an upsert replaces by id
         write(memory.path, prefix, rows, db_stamp(memory.path))
     except Exception as exc:
-        log.warning("%s not updated (%s: %s): recalls read the store until it is",
-                    sidecar_path(memory.path, prefix), type(exc).__name__, str(exc)[:120])  # fmt: skip
+        log.warning(
+            "%s not updated (%s: %s): recalls read the store until it is",
+            sidecar_path(memory.path, prefix),
+            type(exc).__name__,
+            str(exc)[:120],
+        )
 
 
 def remember(memory: ResearchMemory, recs: Sequence[Record], prefix: str) -> int:

@@ -69,9 +69,15 @@ class ResearchMemory(StoreLifecycle):
 
     def status(self) -> dict[str, Any]:
         if not self._tried_open and self.reason is None:
-            return {"path": str(self.path), "available": None, "opened": False,
-                    "reason": "not opened: nothing this run needed it", "notice": None,
-                    "embedding": EMBEDDING_NAME, "records": None}  # fmt: skip
+            return {
+                "path": str(self.path),
+                "available": None,
+                "opened": False,
+                "reason": "not opened: nothing this run needed it",
+                "notice": None,
+                "embedding": EMBEDDING_NAME,
+                "records": None,
+            }
         return {
             "path": str(self.path) if self.path else None,
             "available": self.available,
@@ -120,9 +126,11 @@ class ResearchMemory(StoreLifecycle):
         scope: Mapping[str, Any] | None = None,
     ) -> int:
         """One record per finding (abstentions too: a gap is worth remembering)."""
-        return self._upsert(records.finding_records(
-            run_id, findings, iteration=iteration, regime=regime, scope=scope or {}
-        ))  # fmt: skip
+        return self._upsert(
+            records.finding_records(
+                run_id, findings, iteration=iteration, regime=regime, scope=scope or {}
+            )
+        )
 
     def remember_fact_sheets(
         self,
@@ -134,10 +142,16 @@ class ResearchMemory(StoreLifecycle):
         regime: str | None = None,
         scope: Mapping[str, Any] | None = None,
     ) -> int:
-        return self._upsert(records.fact_sheet_records(
-            run_id, sheets, symbols=symbols, iteration=iteration, regime=regime,
-            scope=scope or {},
-        ))  # fmt: skip
+        return self._upsert(
+            records.fact_sheet_records(
+                run_id,
+                sheets,
+                symbols=symbols,
+                iteration=iteration,
+                regime=regime,
+                scope=scope or {},
+            )
+        )
 
     def remember_research(
         self,
@@ -150,10 +164,18 @@ class ResearchMemory(StoreLifecycle):
         scope: Mapping[str, Any] | None = None,
     ) -> int:
         """The leader's conclusion as a lesson-like note a later run can recall."""
-        return self._upsert([records.research_record(
-            run_id, synthesis, symbols=symbols, iteration=iteration, window=window,
-            scope=scope or {},
-        )])  # fmt: skip
+        return self._upsert(
+            [
+                records.research_record(
+                    run_id,
+                    synthesis,
+                    symbols=symbols,
+                    iteration=iteration,
+                    window=window,
+                    scope=scope or {},
+                )
+            ]
+        )
 
     def remember_strategy(
         self,
@@ -167,10 +189,19 @@ class ResearchMemory(StoreLifecycle):
         scope: Mapping[str, Any] | None = None,
     ) -> int:
         """A variant tried (``StrategyVariant`` dump) and its gate evaluation summary."""
-        return self._upsert([records.strategy_record(
-            run_id, variant, evaluation, symbols=symbols, regime=regime, iteration=iteration,
-            scope=scope or {},
-        )])  # fmt: skip
+        return self._upsert(
+            [
+                records.strategy_record(
+                    run_id,
+                    variant,
+                    evaluation,
+                    symbols=symbols,
+                    regime=regime,
+                    iteration=iteration,
+                    scope=scope or {},
+                )
+            ]
+        )
 
     def remember_lesson(
         self,
@@ -187,10 +218,21 @@ class ResearchMemory(StoreLifecycle):
     ) -> int:
         """A free-text lesson. With ``family`` and ``outcome`` it counts for or against
         that family in :meth:`family_outcomes` (unless ``metadata['source'] == 'gate'``)."""
-        return self._upsert([records.lesson_record(
-            run_id, iteration, text, metadata, symbols=symbols, family=family, regime=regime,
-            outcome=outcome, scope=scope or {},
-        )])  # fmt: skip
+        return self._upsert(
+            [
+                records.lesson_record(
+                    run_id,
+                    iteration,
+                    text,
+                    metadata,
+                    symbols=symbols,
+                    family=family,
+                    regime=regime,
+                    outcome=outcome,
+                    scope=scope or {},
+                )
+            ]
+        )
 
     def remember_gate_decision(
         self,
@@ -212,19 +254,32 @@ class ResearchMemory(StoreLifecycle):
         n = 0
         for e in evals:
             n += self.remember_strategy(
-                run_id, by_id.get(e.get("variant_id")) or {"variant_id": e.get("variant_id")},
-                e, symbols=symbols, regime=regime, iteration=iteration, scope=scope,
-            )  # fmt: skip
+                run_id,
+                by_id.get(e.get("variant_id")) or {"variant_id": e.get("variant_id")},
+                e,
+                symbols=symbols,
+                regime=regime,
+                iteration=iteration,
+                scope=scope,
+            )
         best = next((e for e in evals if e.get("variant_id") == d.get("best_variant_id")), None)
         failure = d.get("failure") or {}
         passed = any(e.get("passed") for e in evals)
         n += self.remember_lesson(
-            run_id, iteration, records.gate_lesson_text(d, evals, symbols=symbols, regime=regime),
-            {"source": "gate", "route": d.get("decision"),
-             "failure_type": failure.get("failure_type")},
-            symbols=symbols, family=(best or {}).get("family"), regime=regime,
-            outcome="passed" if passed else "failed", scope=scope,
-        )  # fmt: skip
+            run_id,
+            iteration,
+            records.gate_lesson_text(d, evals, symbols=symbols, regime=regime),
+            {
+                "source": "gate",
+                "route": d.get("decision"),
+                "failure_type": failure.get("failure_type"),
+            },
+            symbols=symbols,
+            family=(best or {}).get("family"),
+            regime=regime,
+            outcome="passed" if passed else "failed",
+            scope=scope,
+        )
         return n
 
     # ---- reads
@@ -257,13 +312,18 @@ class ResearchMemory(StoreLifecycle):
             if total == 0 or k <= 0 or where is None:
                 return []
             res = self._col.query(
-                query_texts=[query], n_results=min(total, max(4 * k, 20)), where=where,
+                query_texts=[query],
+                n_results=min(total, max(4 * k, 20)),
+                where=where,
                 include=["documents", "metadatas", "distances"],
-            )  # fmt: skip
+            )
             found = zip(
-                res["ids"][0], res["documents"][0], res["metadatas"][0], res["distances"][0],
+                res["ids"][0],
+                res["documents"][0],
+                res["metadatas"][0],
+                res["distances"][0],
                 strict=True,
-            )  # fmt: skip
+            )
             candidates = [
                 policy.recollection(
                     rid,
@@ -274,7 +334,7 @@ class ResearchMemory(StoreLifecycle):
                     styles=styles,
                     regime=regime,
                     sector=sector,
-                )  # fmt: skip
+                )
                 for rid, doc, meta, dist in found
             ]
             return policy.top_k(candidates, k, min_relevance)

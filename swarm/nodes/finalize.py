@@ -104,14 +104,21 @@ def holdout(state: DevelopState, runtime: Runtime[RunContext]) -> dict[str, Any]
         append_record(
             ctx.run.tracker,
             HoldoutRecord(
-                run_id=ctx.run.root.name, iteration=state["iteration"], variant_id=winner_id,
-                symbol=r.symbol, symbols=ctx.symbols if r.symbol == PORTFOLIO else [r.symbol],
-                status=r.status, error=r.error, metrics=r.metrics, gate_score=state["best"].score,
+                run_id=ctx.run.root.name,
+                iteration=state["iteration"],
+                variant_id=winner_id,
+                symbol=r.symbol,
+                symbols=ctx.symbols if r.symbol == PORTFOLIO else [r.symbol],
+                status=r.status,
+                error=r.error,
+                metrics=r.metrics,
+                gate_score=state["best"].score,
                 data_sha256=data_sha256(ctx, r.symbol, variant["code"]),
                 code_sha256=variant["code_sha256"],
-                parent_id=entry.parent_id, recorded_at=datetime.now(UTC).isoformat(),
+                parent_id=entry.parent_id,
+                recorded_at=datetime.now(UTC).isoformat(),
             ),
-        )  # fmt: skip
+        )
     ctx.progress.stage(
         "holdout",
         f"sharpe {_f(metrics.sharpe if metrics else None)} vs {ctx.benchmark.name} "
@@ -162,9 +169,15 @@ def finalize(state: DevelopState, runtime: Runtime[RunContext]) -> dict[str, Any
     _with_in_sample(variants, decisions)
     trials = _trial_sharpes(best_eval, ledger, ctx.periods_per_year)
     verdict = _verdict(
-        ctx, state, success=success, best_variant=best_variant, ledger=ledger, figures=figures,
-        bh_in=bh_in, trials=trials,
-    )  # fmt: skip
+        ctx,
+        state,
+        success=success,
+        best_variant=best_variant,
+        ledger=ledger,
+        figures=figures,
+        bh_in=bh_in,
+        trials=trials,
+    )
     verdict_json = verdict.model_dump(mode="json")
     run = ctx.run
     # Through the model: the file is what `python -m experiments.check` and the export read.
@@ -225,7 +238,7 @@ def _figures(
                             best_variant and best_variant.get("code"),
                         ),
                         "final_value": m.final_value,
-                    }  # fmt: skip
+                    }
                     for s, m in h.per_symbol.items()
                     if isinstance(m, Metrics)
                 },
@@ -328,16 +341,22 @@ def _charts(
     charts = []
     if state.get("history"):
         plot_trajectory(
-            [h.model_dump(mode="json") for h in state["history"]], thresholds, ctx.criteria.score_threshold,
-            run.path("charts/trajectory.png"), dsr_threshold=ctx.criteria.dsr_threshold,
-            min_trades=ctx.criteria.min_trades, **_alpha_thresholds(ctx),
-        )  # fmt: skip
+            [h.model_dump(mode="json") for h in state["history"]],
+            thresholds,
+            ctx.criteria.score_threshold,
+            run.path("charts/trajectory.png"),
+            dsr_threshold=ctx.criteria.dsr_threshold,
+            min_trades=ctx.criteria.min_trades,
+            **_alpha_thresholds(ctx),
+        )
         charts.append("charts/trajectory.png")
     if windows:
         plot_equity(
-            windows, benchmark=ctx.benchmark.name, path=run.path("charts/equity.png"),
+            windows,
+            benchmark=ctx.benchmark.name,
+            path=run.path("charts/equity.png"),
             title=f"{best_id}: equal-weight portfolio vs {ctx.benchmark.describe()}",
-        )  # fmt: skip
+        )
         charts.append("charts/equity.png")
     if trials["values"]:
         plot_trial_sharpes(

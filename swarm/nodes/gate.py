@@ -207,12 +207,16 @@ def _lookahead_check(
         code = code_by_id[ev.variant_id]
         on = PORTFOLIO if ev.family in portfolio_families() else symbol
         report = check_lookahead(
-            code, job_bars(ctx, on, code=code),
+            code,
+            job_bars(ctx, on, code=code),
             fold=fold,
-            costs=ctx.config.costs, executor=ctx.executor, symbol=on,
+            costs=ctx.config.costs,
+            executor=ctx.executor,
+            symbol=on,
             # the scored job's ids: a check run carries nothing a scored run does not
-            job_id=job_id(0, ev.variant_id, on, fold.index), variant_id=ev.variant_id,
-        )  # fmt: skip
+            job_id=job_id(0, ev.variant_id, on, fold.index),
+            variant_id=ev.variant_id,
+        )
         reports[ev.variant_id] = report
         ctx.progress.stage(
             "lookahead",
@@ -298,13 +302,16 @@ def router(state: DevelopState, runtime: Runtime[RunContext]) -> dict[str, Any]:
     failure, traj = state.get("failure"), state.get("trajectory")
     budget = contaminated = None
     if ctx.llm is not None:
-        budget = Budget(exhausted=ctx.llm.exhausted, used=ctx.llm.tokens_used,
-                        limit=ctx.llm.settings.max_tokens)  # fmt: skip
+        budget = Budget(
+            exhausted=ctx.llm.exhausted, used=ctx.llm.tokens_used, limit=ctx.llm.settings.max_tokens
+        )
         leaks = ctx.llm.leak_stats()
         if leaks["contaminated"]:
-            contaminated = (f"{leaks['leaked']} of {leaks['audited']} LLM answers named what "
-                            f"the masked prompts did not show (rate {leaks['leak_rate']:.1%} > "
-                            f"{leaks['contaminated_above']:.0%})")  # fmt: skip
+            contaminated = (
+                f"{leaks['leaked']} of {leaks['audited']} LLM answers named what "
+                f"the masked prompts did not show (rate {leaks['leak_rate']:.1%} > "
+                f"{leaks['contaminated_above']:.0%})"
+            )
     route, reason = decide_route(
         any_passed=any(e.passed for e in evaluations),
         failure=failure,
@@ -368,8 +375,12 @@ def _research_outlook(
 def _record_iteration(ctx: RunContext, state: DevelopState, decision: GateDecision) -> None:
     """One JSONL record per variant × symbol, then one for the gate decision."""
     now = datetime.now(UTC).isoformat()
-    common = {"run_id": ctx.run.root.name, "iteration": decision.iteration,
-              "route": _origin(state), "recorded_at": now}  # fmt: skip
+    common = {
+        "run_id": ctx.run.root.name,
+        "iteration": decision.iteration,
+        "route": _origin(state),
+        "recorded_at": now,
+    }
     evals = {e.variant_id: e for e in decision.evaluations}
     results = load_results(ctx, state.get("results", []))  # what the gate loaded: no re-read
     for variant in state.get("variants", []):

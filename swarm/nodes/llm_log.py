@@ -28,10 +28,18 @@ def llm_logger(
 
     def log(event: dict[str, Any]) -> None:
         ident = json.dumps(
-            [event.get("kind"), iteration, event.get("role"), event.get("subagent"),
-             event.get("symbol"), event.get("route", id_route), event.get("reasons")],
-            sort_keys=True, default=str,
-        )  # fmt: skip
+            [
+                event.get("kind"),
+                iteration,
+                event.get("role"),
+                event.get("subagent"),
+                event.get("symbol"),
+                event.get("route", id_route),
+                event.get("reasons"),
+            ],
+            sort_keys=True,
+            default=str,
+        )
         record = {
             "run_id": ctx.run.root.name,
             "iteration": iteration,

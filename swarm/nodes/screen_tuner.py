@@ -114,10 +114,13 @@ class ScreenTuner:
         specs = neighbourhood(parent, cfg.screen_size, seed=seed, seen=seen)
         try:
             sweep = screen_sets(
-                specs, windows, costs=cfg.costs,
-                bars_per_year=ctx.periods_per_year, periods_per_year=ctx.periods_per_year,
+                specs,
+                windows,
+                costs=cfg.costs,
+                bars_per_year=ctx.periods_per_year,
+                periods_per_year=ctx.periods_per_year,
                 min_trades=ctx.criteria.min_trades,
-            )  # fmt: skip
+            )
         except Unsupported as exc:  # the universe's bars (a price <= 0): tune as before
             ctx.progress.stage("screen", f"{label} skipped: {exc}")
             return False
@@ -142,19 +145,32 @@ class ScreenTuner:
         append_record(
             ctx.run.tracker,
             ScreenRecord(
-                run_id=ctx.run.root.name, iteration=self.iteration, route=self.route,
-                parent_id=self.parent_id, scope=self.scope, symbols=ctx.symbols,
-                symbol=PORTFOLIO if self.scope == SCOPE else None, n_sets=len(sweep.sets),
-                n_symbols=sweep.n_symbols, n_folds=sweep.n_folds, min_trades=sweep.min_trades,
-                series_file=rel, confirmed=list(self.confirmed),
+                run_id=ctx.run.root.name,
+                iteration=self.iteration,
+                route=self.route,
+                parent_id=self.parent_id,
+                scope=self.scope,
+                symbols=ctx.symbols,
+                symbol=PORTFOLIO if self.scope == SCOPE else None,
+                n_sets=len(sweep.sets),
+                n_symbols=sweep.n_symbols,
+                n_folds=sweep.n_folds,
+                min_trades=sweep.min_trades,
+                series_file=rel,
+                confirmed=list(self.confirmed),
                 trials=[
-                    ScreenedTrial(trial_key=s.trial_key, parameters=s.spec.parameters,
-                                  sharpe=s.sharpe, n_trades=s.n_trades, error=s.error)
+                    ScreenedTrial(
+                        trial_key=s.trial_key,
+                        parameters=s.spec.parameters,
+                        sharpe=s.sharpe,
+                        n_trades=s.n_trades,
+                        error=s.error,
+                    )
                     for s in sweep.top(len(sweep.sets))
                 ],
                 recorded_at=datetime.now(UTC).isoformat(),
             ),
-        )  # fmt: skip
+        )
         ctx.progress.stage(
             "screen",
             f"screened {len(sweep.sets)} {'portfolio ' if self.scope == SCOPE else ''}sets on "

@@ -71,9 +71,15 @@ def _own_families(
         parent = own_best(reg, plugin, pctx.best, pctx.last, rank_key)
         tuner = None
         if screens(ctx.config, plugin, parent):
-            tuner = ScreenTuner(ctx, state, parent, iteration=state.get("iteration", 1),
-                                route=pctx.route, scope=plugin.scope,
-                                ledger=_chained(list(tuners.values())))  # fmt: skip
+            tuner = ScreenTuner(
+                ctx,
+                state,
+                parent,
+                iteration=state.get("iteration", 1),
+                route=pctx.route,
+                scope=plugin.scope,
+                ledger=_chained(list(tuners.values())),
+            )
             tuners[plugin.name] = tuner
         n = plugin.slots(pctx.families, budget - len(out), pctx.n_symbols)
         props = plugin.propose(pctx.with_(seen=pctx.seen, own_best=parent, tuner=tuner), n)
@@ -97,12 +103,15 @@ def _llm_proposals(
     parent = best[0] if best and route in ("TUNE", "FIX", "REFINE") else None
     out: list[Proposal] = []
     for spec, code, why in llm_strategy_specs(
-        ctx.llm, n=n, route=route,
+        ctx.llm,
+        n=n,
+        route=route,
         brief=brief_text(state, route, best, pctx.last, pctx.failure, order),
-        catalogue=catalogue_text(pctx.extra["regime_filters"]), seen=pctx.seen,
+        catalogue=catalogue_text(pctx.extra["regime_filters"]),
+        seen=pctx.seen,
         untrusted=[i.headline for i in ctx.news_items],
         log=llm_logger(ctx, iteration=iteration, route=route),
-    ):  # fmt: skip
+    ):
         if code is not None:
             custom_code[spec.trial_key()] = code
         out.append(Proposal(spec, parent, why))
@@ -130,8 +139,14 @@ def _block_proposals(
     if owner is not None:
         tuner_best, tuner = best, owner
     elif screens(ctx.config, catch_all, rules_best):
-        tuner = ScreenTuner(ctx, state, rules_best, iteration=state.get("iteration", 1),
-                            route=pctx.route, ledger=_chained(list(tuners.values())))  # fmt: skip
+        tuner = ScreenTuner(
+            ctx,
+            state,
+            rules_best,
+            iteration=state.get("iteration", 1),
+            route=pctx.route,
+            ledger=_chained(list(tuners.values())),
+        )
         tuners[catch_all.name] = tuner
     if n <= 0:
         return []
@@ -164,18 +179,37 @@ def strategy_dev(state: DevelopState, runtime: Runtime[RunContext]) -> dict[str,
     # best's repairs along its failing criteria (any scope); the families split the rest.
     parent = _repair_parent(failure, all_variants, best)
     parent = parent if parent is not None and reg.repairable(parent[1]) else None
-    repaired = [Proposal(p.spec, p.parent_id, p.why) for p in repair_proposals(
-        route=route, failure=failure, parent=parent,
-        n=repair_slots(cfg.variants, failure), rng=rng, seen=seen, regime_filters=regime_filters,
-    )]  # fmt: skip
+    repaired = [
+        Proposal(p.spec, p.parent_id, p.why)
+        for p in repair_proposals(
+            route=route,
+            failure=failure,
+            parent=parent,
+            n=repair_slots(cfg.variants, failure),
+            rng=rng,
+            seen=seen,
+            regime_filters=regime_filters,
+        )
+    ]
     budget = cfg.variants - len(repaired)
     pctx = ProposalContext(
-        route=route, rng=rng, seen=seen | _keys(repaired), families=list(cfg.families),
-        n_symbols=len(ctx.symbols), best=best, last=last, failure=failure, run=ctx,
-        extra={"order": order, "suggested": brief.suggested.model_dump(mode="json") if brief
-               else None, "min_trades": ctx.criteria.min_trades,
-               "directive_families": cfg.preferred_families, "regime_filters": regime_filters},
-    )  # fmt: skip
+        route=route,
+        rng=rng,
+        seen=seen | _keys(repaired),
+        families=list(cfg.families),
+        n_symbols=len(ctx.symbols),
+        best=best,
+        last=last,
+        failure=failure,
+        run=ctx,
+        extra={
+            "order": order,
+            "suggested": brief.suggested.model_dump(mode="json") if brief else None,
+            "min_trades": ctx.criteria.min_trades,
+            "directive_families": cfg.preferred_families,
+            "regime_filters": regime_filters,
+        },
+    )
     tuners: dict[str, ScreenTuner] = {}
     own = _own_families(reg, ctx, state, pctx, budget, tuners)
     n_blocks = budget - len(own)
@@ -189,8 +223,9 @@ def strategy_dev(state: DevelopState, runtime: Runtime[RunContext]) -> dict[str,
         tried = {v.spec.trial_key() for v in all_variants.values()}
         proposals = pin_proposals(proposals, cfg.sizing, seen=tried, own_code=custom_code)
 
-    variants, all_variants, rejected = build_variants(reg, ctx, proposals, custom_code, all_variants,
-                                              iteration=iteration, route=route)  # fmt: skip
+    variants, all_variants, rejected = build_variants(
+        reg, ctx, proposals, custom_code, all_variants, iteration=iteration, route=route
+    )
     jobs = sum(len(reg.job_symbols(v.spec, ctx.symbols)) for v in variants)
     ctx.progress.start_batch(jobs * len(ctx.folds))
     ctx.progress.stage(

@@ -44,8 +44,10 @@ def brief_text(state, route, best, last, failure, families) -> str:
         "suggested: " + ", ".join(f"{k}={v}" for k, v in suggested.items() if k != "reasoning"),
     ]
     if best:
-        lines.append(f"best so far: {best[1].family.value} entry={best[1].entry} filters={best[1].filters} "
-                     f"exits={best[1].exits} parameters={best[1].parameters}")  # fmt: skip
+        lines.append(
+            f"best so far: {best[1].family.value} entry={best[1].entry} filters={best[1].filters} "
+            f"exits={best[1].exits} parameters={best[1].parameters}"
+        )
     for ev, spec in last[:5]:
         m = ev.metrics
         lines.append(
@@ -54,8 +56,12 @@ def brief_text(state, route, best, last, failure, families) -> str:
             f"trades {None if m is None else m.n_trades}, vetoes {ev.vetoes}"
         )
     if failure:
-        lines.append(f"failure analysis: {failure.failure_type.value}: {failure.root_cause}; "
-                     f"actions {failure.actions}")  # fmt: skip
-    lines.append(f"route {route}: TUNE = parameters near the best; FIX = repair errors/zero trades; "
-                 "REFINE = change the design (filters, stops, sizing); INITIAL/RESEARCH = diverse ideas")  # fmt: skip
+        lines.append(
+            f"failure analysis: {failure.failure_type.value}: {failure.root_cause}; "
+            f"actions {failure.actions}"
+        )
+    lines.append(
+        f"route {route}: TUNE = parameters near the best; FIX = repair errors/zero trades; "
+        "REFINE = change the design (filters, stops, sizing); INITIAL/RESEARCH = diverse ideas"
+    )
     return "\n".join(lines)

@@ -53,9 +53,14 @@ def build_variants(
             if code is None:  # e.g. the LLM budget ran out: the gate's budget stop ends the run
                 continue
         variant = StrategyVariant(
-            variant_id=variant_id, parent_id=prop.parent_id, iteration=iteration, route=route,
-            spec=spec, code=code, code_sha256=code_sha256(code),
-        )  # fmt: skip
+            variant_id=variant_id,
+            parent_id=prop.parent_id,
+            iteration=iteration,
+            route=route,
+            spec=spec,
+            code=code,
+            code_sha256=code_sha256(code),
+        )
         ctx.run.write_text(code_file(variant_id), variant.code)
         report = validate_code(variant.code)
         # Every variant ever built stays in the state for lineage, without its source (which
@@ -66,12 +71,17 @@ def build_variants(
             append_record(
                 ctx.run.tracker,
                 VariantRejectedRecord(
-                    run_id=ctx.run.root.name, iteration=iteration, route=route,
-                    variant_id=variant_id, parent_id=prop.parent_id,
-                    code_sha256=variant.code_sha256, errors=report.errors, symbols=ctx.symbols,
+                    run_id=ctx.run.root.name,
+                    iteration=iteration,
+                    route=route,
+                    variant_id=variant_id,
+                    parent_id=prop.parent_id,
+                    code_sha256=variant.code_sha256,
+                    errors=report.errors,
+                    symbols=ctx.symbols,
                     recorded_at=datetime.now(UTC).isoformat(),
                 ),
-            )  # fmt: skip
+            )
             continue
         variants.append(variant)
     return variants, all_variants, rejected

@@ -115,13 +115,23 @@ def config_from_args(args: argparse.Namespace) -> ResearchConfig:
         raise UserInputError(f"--memory-dir: {args.memory_dir} is a file; pass a folder")
     memory_dir: Path | bool | None = False if args.no_memory else args.memory_dir
     return ResearchConfig(
-        tickers=tickers, start=start, end=end, timeframe=args.timeframe, source=args.source,
+        tickers=tickers,
+        start=start,
+        end=end,
+        timeframe=args.timeframe,
+        source=args.source,
         data_dir=args.data_dir.resolve() if args.data_dir else None,
-        news_file=args.news_file.resolve() if args.news_file else None, offline=args.offline,
-        alt_data=args.alt_data.resolve() if args.alt_data else None, fundamentals=args.fundamentals,
-        preferred_families=style, holdout_frac=args.holdout, memory_dir=memory_dir,
-        out=args.out, seed=args.seed, repair_data=args.repair,
-    )  # fmt: skip
+        news_file=args.news_file.resolve() if args.news_file else None,
+        offline=args.offline,
+        alt_data=args.alt_data.resolve() if args.alt_data else None,
+        fundamentals=args.fundamentals,
+        preferred_families=style,
+        holdout_frac=args.holdout,
+        memory_dir=memory_dir,
+        out=args.out,
+        seed=args.seed,
+        repair_data=args.repair,
+    )
 
 
 def _offline_fetch(symbol: str, **_: Any) -> pd.DataFrame:
@@ -142,10 +152,16 @@ def prepare(cfg: ResearchConfig, *, argv: list[str], quiet: bool = False) -> Res
     progress = Progress(quiet=quiet)
     try:
         data = load_universe(
-            cfg.tickers, start=cfg.start, end=cfg.end, timeframe=cfg.timeframe,
-            source=cfg.source, data_dir=cfg.data_dir, seed=cfg.seed,
-            fetcher=_offline_fetch if cfg.offline else None, repair=cfg.repair_data,
-        )  # fmt: skip
+            cfg.tickers,
+            start=cfg.start,
+            end=cfg.end,
+            timeframe=cfg.timeframe,
+            source=cfg.source,
+            data_dir=cfg.data_dir,
+            seed=cfg.seed,
+            fetcher=_offline_fetch if cfg.offline else None,
+            repair=cfg.repair_data,
+        )
         calendar = pd.DatetimeIndex(sorted(set().union(*(d.bars.index for d in data.values()))))
         split = split_holdout(calendar, holdout_frac=cfg.holdout_frac)
     except BacktestError as exc:
@@ -173,7 +189,7 @@ def prepare(cfg: ResearchConfig, *, argv: list[str], quiet: bool = False) -> Res
             config={"entry_point": "swarm.research", **config_dump},
             data={
                 "split": split.model_dump(mode="json"),
-                "symbols": {s: d.summary() for s, d in data.items()},  # fmt: skip
+                "symbols": {s: d.summary() for s, d in data.items()},
                 "news_items": len(news_items),
             },
             seed=cfg.seed,
@@ -182,9 +198,13 @@ def prepare(cfg: ResearchConfig, *, argv: list[str], quiet: bool = False) -> Res
     )
     progress.stage("run", f"run folder {run.root}")
     return ResearchRunContext(
-        config=cfg, run=run, data=data, split=split, progress=progress,
+        config=cfg,
+        run=run,
+        data=data,
+        split=split,
+        progress=progress,
         news_items=news_items,
-    )  # fmt: skip
+    )
 
 
 def execute(ctx: ResearchRunContext) -> dict[str, Any]:

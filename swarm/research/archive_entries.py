@@ -153,14 +153,17 @@ def alt_headline_items(alt: AltData, tickers: set[str]) -> list[NewsItem]:
             if not headline:
                 continue
             stamp = row.get("datetime_utc") if "datetime_utc" in row else row.get("datetime")
-            items.append(NewsItem(
-                date=dt.date.fromisoformat(str(row["date"])[:10]),
-                datetime_utc=to_utc(plain_text(stamp) or None),
-                ticker=plain_text(row.get("ticker")).upper() or None,
-                headline=headline, source=stem,
-                description=plain_text(row.get("description")) or None,
-                url=plain_text(row.get("url")) or None,
-            ))  # fmt: skip
+            items.append(
+                NewsItem(
+                    date=dt.date.fromisoformat(str(row["date"])[:10]),
+                    datetime_utc=to_utc(plain_text(stamp) or None),
+                    ticker=plain_text(row.get("ticker")).upper() or None,
+                    headline=headline,
+                    source=stem,
+                    description=plain_text(row.get("description")) or None,
+                    url=plain_text(row.get("url")) or None,
+                )
+            )
     return items
 
 
@@ -228,9 +231,19 @@ def headline_entry(item: NewsItem) -> ArchiveEntry:
         ("rating-action words", ", ".join(actions) or "none"),
     )
     return ArchiveEntry(
-        SourceKind.HEADLINE, item.date, known, item.ticker, item.source, item.headline,
-        headline_slug(item), summary, facts, tuple(unknown), body, cell_is_untrusted=True,
-    )  # fmt: skip
+        SourceKind.HEADLINE,
+        item.date,
+        known,
+        item.ticker,
+        item.source,
+        item.headline,
+        headline_slug(item),
+        summary,
+        facts,
+        tuple(unknown),
+        body,
+        cell_is_untrusted=True,
+    )
 
 
 # --------------------------------------------------------------------------- analysts
@@ -281,8 +294,9 @@ def rating_entries(
                 unknown.append("the rating before the change: the source gives only the new one")
             if _number(row.get("price_target")) is not None:
                 unknown.append("the previous price target (only the new one is parsed)")
-            unknown.append("no consensus for price targets: the target cannot be set against "
-                           "other analysts'")  # fmt: skip
+            unknown.append(
+                "no consensus for price targets: the target cannot be set against other analysts'"
+            )
             facts = (
                 ("firm", plain(row.get("firm")) or "not parsed"),
                 ("action", plain(row.get("action")) or "not parsed"),
@@ -297,10 +311,21 @@ def rating_entries(
             slug = f"{day}-{sym.lower()}-rating-{_words(plain(row.get('firm')))}-" + _digest(
                 table.source, known, sym, row.get("headline")
             )
-            out.append(ArchiveEntry(
-                SourceKind.RATING, day, known, sym, table.source, summary, slug, summary,
-                facts, tuple(unknown), f"headline: {plain_text(row.get('headline'))}",
-            ))  # fmt: skip
+            out.append(
+                ArchiveEntry(
+                    SourceKind.RATING,
+                    day,
+                    known,
+                    sym,
+                    table.source,
+                    summary,
+                    slug,
+                    summary,
+                    facts,
+                    tuple(unknown),
+                    f"headline: {plain_text(row.get('headline'))}",
+                )
+            )
     return out
 
 
@@ -315,8 +340,10 @@ def surprise_summary(ticker: str, row: dict) -> str:
     diff = rep - est
     word = "beat" if diff > 0 else "miss" if diff < 0 else "in line"
     pct = f", {diff / abs(est):+.1%} of consensus" if est else ""
-    return (f"{ticker} reported EPS {rep:g} against a consensus of {est:g} for fiscal quarter "
-            f"{qtr} {when}: {word} by {abs(diff):g}{pct}.")  # fmt: skip
+    return (
+        f"{ticker} reported EPS {rep:g} against a consensus of {est:g} for fiscal quarter "
+        f"{qtr} {when}: {word} by {abs(diff):g}{pct}."
+    )
 
 
 def surprise_entries(table: AltTable, as_of: dict[str, dt.date]) -> list[ArchiveEntry]:
@@ -327,9 +354,14 @@ def surprise_entries(table: AltTable, as_of: dict[str, dt.date]) -> list[Archive
             day = dt.date.fromisoformat(str(row["report_date"])[:10])
             facts = tuple(
                 (k.replace("_", " "), plain(row.get(k), 20) or "missing")
-                for k in ("fiscal_qtr", "eps_consensus_est", "eps_reported", "surprise",
-                          "release_time")
-            ) + (("known at", _when(known)), ("source", table.source))  # fmt: skip
+                for k in (
+                    "fiscal_qtr",
+                    "eps_consensus_est",
+                    "eps_reported",
+                    "surprise",
+                    "release_time",
+                )
+            ) + (("known at", _when(known)), ("source", table.source))
             unknown = (
                 "revenue, guidance and the earnings call: the source has EPS only",
                 "how many analysts make the consensus, and their spread",
@@ -337,8 +369,20 @@ def surprise_entries(table: AltTable, as_of: dict[str, dt.date]) -> list[Archive
             )
             slug = f"{day}-{sym.lower()}-earnings-{_digest(table.source, known, sym)}"
             summary = surprise_summary(sym, row)
-            out.append(ArchiveEntry(SourceKind.SURPRISE, day, known, sym, table.source, summary,
-                                    slug, summary, facts, unknown))  # fmt: skip
+            out.append(
+                ArchiveEntry(
+                    SourceKind.SURPRISE,
+                    day,
+                    known,
+                    sym,
+                    table.source,
+                    summary,
+                    slug,
+                    summary,
+                    facts,
+                    unknown,
+                )
+            )
     return out
 
 
@@ -364,8 +408,9 @@ def put_call_entries(
         if calls is not None and puts is not None:
             cell += f" (equity calls {calls:,.0f}, puts {puts:,.0f})"
         day = dt.date.fromisoformat(str(row["date"])[:10])
-        out.append(ArchiveEntry(SourceKind.PUT_CALL, day, row[KNOWN_AT], None, table.source,
-                                cell, None))  # fmt: skip
+        out.append(
+            ArchiveEntry(SourceKind.PUT_CALL, day, row[KNOWN_AT], None, table.source, cell, None)
+        )
     return out
 
 
@@ -394,23 +439,29 @@ def tweet_entries(
             neg = int((g["_tone"] <= NEGATIVE_THRESHOLD).sum())
             known = g[KNOWN_AT].max()
             n, users = len(g), g["user_id"].nunique()
-            cell = (f"{n} tweets from {users} users; tone {tone:+.2f}, followers-weighted "
-                    f"{weighted:+.2f}; {pos} positive, {neg} negative")  # fmt: skip
-            summary = (f"{n} ${sym} cashtag tweets on {day} (UTC) from {users} users, tone "
-                       f"{tone_label(weighted)} when weighted by followers ({weighted:+.2f}).")  # fmt: skip
+            cell = (
+                f"{n} tweets from {users} users; tone {tone:+.2f}, followers-weighted "
+                f"{weighted:+.2f}; {pos} positive, {neg} negative"
+            )
+            summary = (
+                f"{n} ${sym} cashtag tweets on {day} (UTC) from {users} users, tone "
+                f"{tone_label(weighted)} when weighted by followers ({weighted:+.2f})."
+            )
             top = g.sort_values("_w", ascending=False, kind="stable").head(TOP_TWEETS)
             quoted = "\n".join(
                 f"[{r[KNOWN_AT]:%H:%M} UTC, {int(r['_w']) - 1:,} followers] {plain_text(r['text'])}"
                 for r in top.to_dict("records")
             )
             facts = (
-                ("tweets", str(n)), ("distinct users", str(users)),
+                ("tweets", str(n)),
+                ("distinct users", str(users)),
                 ("mean finance-VADER", f"{tone:+.4f}"),
                 ("followers-weighted finance-VADER", f"{weighted:+.4f}"),
                 ("positive / negative / neutral", f"{pos} / {neg} / {n - pos - neg}"),
-                ("first tweet", _when(g[KNOWN_AT].min())), ("known at (last tweet)", _when(known)),
+                ("first tweet", _when(g[KNOWN_AT].min())),
+                ("known at (last tweet)", _when(known)),
                 ("source", table.source),
-            )  # fmt: skip
+            )
             unknown = (
                 "retweets, replies and likes: retweets were removed and engagement is not in "
                 "the source",
@@ -419,8 +470,21 @@ def tweet_entries(
                 "tone is a lexicon score of short text (0.543 accuracy on FinancialPhraseBank)",
             )
             slug = f"{day}-{sym.lower()}-tweets"
-            out.append(ArchiveEntry(SourceKind.TWEETS, day, known, sym, table.source, cell, slug,
-                                    summary, facts, unknown, quoted))  # fmt: skip
+            out.append(
+                ArchiveEntry(
+                    SourceKind.TWEETS,
+                    day,
+                    known,
+                    sym,
+                    table.source,
+                    cell,
+                    slug,
+                    summary,
+                    facts,
+                    unknown,
+                    quoted,
+                )
+            )
     return out
 
 

@@ -106,11 +106,12 @@ def _industry(x: dict[str, float]) -> list[tuple[float, str]]:
 
 SPECS: dict[str, tuple[tuple[str, ...], Scorer]] = {
     "financial_metrics": (
-        ("profitMargins", "operatingMargins", "returnOnEquity", "revenueGrowth",
-         "earningsGrowth"), _financial_metrics,
+        ("profitMargins", "operatingMargins", "returnOnEquity", "revenueGrowth", "earningsGrowth"),
+        _financial_metrics,
     ),
     "valuation": (
-        ("trailingPE", "forwardPE", "priceToBook", "pegRatio", "enterpriseToEbitda"), _valuation,
+        ("trailingPE", "forwardPE", "priceToBook", "pegRatio", "enterpriseToEbitda"),
+        _valuation,
     ),
     "balance_sheet": (
         ("debtToEquity", "currentRatio", "quickRatio", "totalCash", "totalDebt", "marketCap"),
@@ -118,7 +119,7 @@ SPECS: dict[str, tuple[tuple[str, ...], Scorer]] = {
     ),
     "cash_flow": (("freeCashflow", "operatingCashflow", "marketCap"), _cash_flow),
     "industry": (("beta",), _industry),
-}  # fmt: skip
+}
 
 
 def _snapshot_date(data: dict[str, Any]) -> dt.date | None:
@@ -168,10 +169,17 @@ def run_fundamental(
             + "; no peer set is available to rank it, so no directional stance."
         )
         return Finding(
-            symbol=symbol, type=Domain.FUNDAMENTAL, specialization=specialization,
-            indicator="sector, industry, beta", value=x.get("beta"), interpretation=interp,
-            signal=0.0, confidence=0.1, evidence=x, as_of=as_of,
-        )  # fmt: skip
+            symbol=symbol,
+            type=Domain.FUNDAMENTAL,
+            specialization=specialization,
+            indicator="sector, industry, beta",
+            value=x.get("beta"),
+            interpretation=interp,
+            signal=0.0,
+            confidence=0.1,
+            evidence=x,
+            as_of=as_of,
+        )
     if not parts:
         return no(f"provider has none of {', '.join(fields)} for {symbol}")
     signal = clip(sum(s for s, _ in parts) / len(parts))
@@ -179,10 +187,17 @@ def run_fundamental(
     when = f"snapshot dated {snap}" if snap else "undated (current) snapshot, not point-in-time"
     interp = f"{'; '.join(t for _, t in parts)} -> score {signal:+.2f} ({when})."
     return Finding(
-        symbol=symbol, type=Domain.FUNDAMENTAL, specialization=specialization,
-        indicator=", ".join(x), value=next(iter(x.values())), interpretation=interp, signal=signal,
-        confidence=confidence, evidence=x, as_of=as_of,
-    )  # fmt: skip
+        symbol=symbol,
+        type=Domain.FUNDAMENTAL,
+        specialization=specialization,
+        indicator=", ".join(x),
+        value=next(iter(x.values())),
+        interpretation=interp,
+        signal=signal,
+        confidence=confidence,
+        evidence=x,
+        as_of=as_of,
+    )
 
 
 # --------------------------------------------------------------------------- point in time
@@ -312,11 +327,17 @@ def run_fundamental_pit(
         f"Rows: {'; '.join(cites)}."
     )
     return Finding(
-        symbol=symbol, type=Domain.FUNDAMENTAL, specialization=specialization,
-        indicator=", ".join(f.name for f in facts), value=facts[0].value, interpretation=interp,
-        signal=signal, confidence=confidence, evidence={f.name: f.value for f in facts},
+        symbol=symbol,
+        type=Domain.FUNDAMENTAL,
+        specialization=specialization,
+        indicator=", ".join(f.name for f in facts),
+        value=facts[0].value,
+        interpretation=interp,
+        signal=signal,
+        confidence=confidence,
+        evidence={f.name: f.value for f in facts},
         as_of=as_of,
-    )  # fmt: skip
+    )
 
 
 # --------------------------------------------------------------------------- provider

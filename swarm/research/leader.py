@@ -66,16 +66,20 @@ def lead(fact_sheets: list[FactSheet], data_brief: DataBrief) -> ResearchSynthes
     for fs in fact_sheets:
         if fs.n_findings and fs.n_abstained == fs.n_findings:
             if fs.domain == Domain.FUNDAMENTAL:
-                gaps.append("fundamentals unavailable offline (every fundamental subagent "
-                            "abstained)")  # fmt: skip
+                gaps.append(
+                    "fundamentals unavailable offline (every fundamental subagent abstained)"
+                )
             else:
-                gaps.append(f"{fs.domain.value} unavailable: all {fs.n_findings} findings "
-                            f"abstained")  # fmt: skip
+                gaps.append(
+                    f"{fs.domain.value} unavailable: all {fs.n_findings} findings abstained"
+                )
         gaps += fs.gaps
     if any(g.startswith("sentiment.news abstained") and " days to " in g for g in gaps):
         gaps.append("no news in window for at least one symbol")
-    gaps += [f"{d} degraded: fewer than {MIN_OK_SUBAGENTS} of {SUBAGENTS_PER_DOMAIN} "
-             f"subagents ran" for d in degraded_domains]  # fmt: skip
+    gaps += [
+        f"{d} degraded: fewer than {MIN_OK_SUBAGENTS} of {SUBAGENTS_PER_DOMAIN} subagents ran"
+        for d in degraded_domains
+    ]
 
     if confidence >= 0.6 and len(sided) >= 2 and not degraded_domains:
         quality = "high"
@@ -94,8 +98,7 @@ def lead(fact_sheets: list[FactSheet], data_brief: DataBrief) -> ResearchSynthes
         if took_side(fs):
             parts.append(f"{fs.domain.value} {fs.signal:+.2f} (conf {fs.confidence:.2f})")
         else:
-            parts.append(f"{fs.domain.value} no side ({fs.n_abstained}/{fs.n_findings} "
-                         f"abstained)")  # fmt: skip
+            parts.append(f"{fs.domain.value} no side ({fs.n_abstained}/{fs.n_findings} abstained)")
     sp = data_brief.suggested
     summary = (
         f"Final signal {signal:+.2f} at confidence {confidence:.2f} ({quality} quality) from "
@@ -116,8 +119,15 @@ def lead(fact_sheets: list[FactSheet], data_brief: DataBrief) -> ResearchSynthes
             f"window's {data_brief.regime.value} regime."
         )
     return ResearchSynthesis(
-        fact_sheets=fact_sheets, confidence=confidence, quality=quality, coverage=coverage,
+        fact_sheets=fact_sheets,
+        confidence=confidence,
+        quality=quality,
+        coverage=coverage,
         finding_coverage=finding_coverage,
-        signal=max(-1.0, min(1.0, signal)), gaps=gaps, regime=data_brief.regime,
-        recommended_families=families, summary=summary, degraded=bool(degraded_domains),
-    )  # fmt: skip
+        signal=max(-1.0, min(1.0, signal)),
+        gaps=gaps,
+        regime=data_brief.regime,
+        recommended_families=families,
+        summary=summary,
+        degraded=bool(degraded_domains),
+    )

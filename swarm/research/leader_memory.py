@@ -40,12 +40,21 @@ def consult_memory(
         status = memory.status()
         style, regime = preferred_style(ctx), synthesis.regime.value
         scope = run_scope(ctx.config)
-        query = {"symbols": list(ctx.symbols), "style": style, "regime": regime, "k": RECALL_K,
-                 **scope}  # fmt: skip
+        query = {
+            "symbols": list(ctx.symbols),
+            "style": style,
+            "regime": regime,
+            "k": RECALL_K,
+            **scope,
+        }
         recalled = memory.recall(
-            ctx.symbols, style, regime, k=RECALL_K,
-            timeframe=scope.get("timeframe"), sector=scope.get("sector"),
-        )  # fmt: skip
+            ctx.symbols,
+            style,
+            regime,
+            k=RECALL_K,
+            timeframe=scope.get("timeframe"),
+            sector=scope.get("sector"),
+        )
         outcomes = memory.family_outcomes(
             ctx.symbols, exclude_run=ctx.run.root.name, timeframe=scope.get("timeframe")
         )
@@ -68,8 +77,12 @@ def consult_memory(
         stored += memory.remember_research(
             run_id, synthesis, symbols=ctx.symbols, iteration=round_, window=window, scope=scope
         )
-        status = {**status, "stored": stored, "reason": memory.reason,
-                  "available": status["available"]}  # fmt: skip
+        status = {
+            **status,
+            "stored": stored,
+            "reason": memory.reason,
+            "available": status["available"],
+        }
         promoted = [f for f in families if outcomes.get(f) and outcomes[f].n_passed > 0]
         ctx.progress.stage(
             "memory",
@@ -83,5 +96,10 @@ def consult_memory(
     except Exception as exc:  # memory is an aid: it must never cost the research
         reason = f"memory step failed: {type(exc).__name__}: {exc}"
         ctx.progress.stage("memory", reason)
-        return {"memory": {"available": False, "reason": reason}, "query": {}, "recalled": [],
-                "family_outcomes": {}, "adjustments": []}  # fmt: skip
+        return {
+            "memory": {"available": False, "reason": reason},
+            "query": {},
+            "recalled": [],
+            "family_outcomes": {},
+            "adjustments": [],
+        }

@@ -51,7 +51,7 @@ def render_recalled_md(recalled: dict[str, Any] | None) -> list[str]:
             "; ".join(_md(n) for n in notes)
             if notes
             else "none (no past gate outcome for these symbols changes the recommended families)."
-        ),  # fmt: skip
+        ),
         "",
     ]
     return lines
@@ -77,7 +77,7 @@ def render_research_md(
             f" (demoted by memory: {', '.join(syn.demoted_families)})"
             if syn.demoted_families
             else ""
-        ),  # fmt: skip
+        ),
         "",
     ]
     if syn.run_feedback:

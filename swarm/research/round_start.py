@@ -54,13 +54,19 @@ def plan_next(
     allow = bool(getattr(cfg, "allow_universe_expansion", False))
     expansion = (
         related_symbols(ctx.symbols, getattr(cfg, "data_dir", None), SECTORS, ranking=ranking)
-        if allow and research_round > 1 else []
-    )  # fmt: skip
+        if allow and research_round > 1
+        else []
+    )
     return plan_round(
-        research_round=research_round, failure=failure, done=done, symbols=ctx.symbols,
-        window=window_of(ctx), current_lookback=previous.suggested.lookback if previous else None,
-        expansion=expansion, allow_expansion=allow,
-    )  # fmt: skip
+        research_round=research_round,
+        failure=failure,
+        done=done,
+        symbols=ctx.symbols,
+        window=window_of(ctx),
+        current_lookback=previous.suggested.lookback if previous else None,
+        expansion=expansion,
+        allow_expansion=allow,
+    )
 
 
 def start_round(
@@ -77,9 +83,13 @@ def start_round(
     symbols by the last synthesis's fundamental / sentiment views (expansion order)."""
     round_ = research_round
     plan = plan_next(
-        ctx, research_round=round_, failure=failure, done=done, previous=previous,
+        ctx,
+        research_round=round_,
+        failure=failure,
+        done=done,
+        previous=previous,
         ranking=ranking,
-    )  # fmt: skip
+    )
     if plan.skipped and previous is not None:
         ctx.progress.stage("research", f"round {round_} skipped: {plan.skip_reason}")
         studies = [*done, plan]
@@ -94,13 +104,17 @@ def start_round(
     record = plan
     if plan.kind == StudyKind.UNIVERSE:
         record = _expand(ctx, record)
-    brief = build_data_brief([
-        brief_symbol(
-            symbol, ctx.insample_bars(symbol),
-            quality=ctx.data[symbol].quality.model_dump(mode="json"), sha256=ctx.data[symbol].sha256,
-        )
-        for symbol in ctx.symbols
-    ])  # fmt: skip
+    brief = build_data_brief(
+        [
+            brief_symbol(
+                symbol,
+                ctx.insample_bars(symbol),
+                quality=ctx.data[symbol].quality.model_dump(mode="json"),
+                sha256=ctx.data[symbol].sha256,
+            )
+            for symbol in ctx.symbols
+        ]
+    )
     hints = failure.hints if failure else []
     revised, note = revise_suggestion(brief.suggested.model_dump(), hints, round_)
     if note is not None:  # a RESEARCH round: start from what the gate's failure suggests
@@ -111,18 +125,25 @@ def start_round(
             revised, result.suggested, f"round {round_} {record.kind.value} study"
         )
         record = record.updated(
-            lines=result.lines, numbers=result.numbers, table=result.table,
-            favoured_families=result.families, portfolio_families=result.portfolio_families,
+            lines=result.lines,
+            numbers=result.numbers,
+            table=result.table,
+            favoured_families=result.families,
+            portfolio_families=result.portfolio_families,
             suggested_changes=changes,
-        )  # fmt: skip
+        )
         for line in result.lines:
             ctx.progress.stage("research", f"{record.kind.value}: {line}")
     added_so_far = [s for r in [*done, record] for s in r.added_symbols]
     studies = [*done, record]
-    brief = brief.model_copy(update={
-        "suggested": SuggestedParameters(**revised), "study": record, "studies": studies,
-        "universe_added": added_so_far,
-    })  # fmt: skip
+    brief = brief.model_copy(
+        update={
+            "suggested": SuggestedParameters(**revised),
+            "study": record,
+            "studies": studies,
+            "universe_added": added_so_far,
+        }
+    )
     write_brief(ctx, brief, studies)
     return RoundStart(brief=brief, studies=studies)
 

@@ -56,9 +56,14 @@ def expand_universe(ctx: ResearchRuntime, candidates: list[str]) -> tuple[list[s
     for symbol in candidates:
         try:
             loaded = load_bars(
-                symbol, start=cfg.start, end=cfg.end, timeframe=cfg.timeframe, source="csv",
-                data_dir=cfg.data_dir, prices=getattr(cfg, "prices", "raw"),
-            )  # fmt: skip
+                symbol,
+                start=cfg.start,
+                end=cfg.end,
+                timeframe=cfg.timeframe,
+                source="csv",
+                data_dir=cfg.data_dir,
+                prices=getattr(cfg, "prices", "raw"),
+            )
         except DataError as exc:
             notes.append(f"{symbol}: {exc}")
             continue
@@ -166,7 +171,7 @@ def apply_study(synthesis: ResearchSynthesis, studies: list[StudyRecord]) -> lis
                 f"{', '.join(before)} -> {', '.join(after)}"
                 if after != before
                 else f"unchanged ({', '.join(after)})"
-            )  # fmt: skip
+            )
         )
         if record.suggested_changes:
             effect.append(

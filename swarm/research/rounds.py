@@ -59,9 +59,12 @@ HINT_STUDIES: dict[Hint, tuple[StudyKind, ...]] = {
     ),
 }
 DEFAULT_ORDER: tuple[StudyKind, ...] = (
-    StudyKind.HORIZONS, StudyKind.SUBPERIODS, StudyKind.CROSS_SECTION, StudyKind.PAIRS,
+    StudyKind.HORIZONS,
+    StudyKind.SUBPERIODS,
+    StudyKind.CROSS_SECTION,
+    StudyKind.PAIRS,
     StudyKind.UNIVERSE,
-)  # fmt: skip
+)
 MIN_SYMBOLS = {StudyKind.CROSS_SECTION: 3, StudyKind.PAIRS: 2}
 # Hints saying the signal's horizon is too slow / too fast: which horizons to look at.
 _SHORTER = {Hint.ZERO_TRADES, Hint.TOO_FEW_TRADES}
@@ -136,8 +139,9 @@ def signature(
     """Equal signatures mean the same computation on the same data: a repeat."""
     text = json.dumps(
         {"kind": kind.value, "params": dict(params), "symbols": sorted(symbols), "window": window},
-        sort_keys=True, default=str,
-    )  # fmt: skip
+        sort_keys=True,
+        default=str,
+    )
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
@@ -202,9 +206,11 @@ def plan_round(
     if research_round <= 1 or not done:
         sig = signature(StudyKind.BASELINE, {}, symbols, window)
         return StudyRecord(
-            kind=StudyKind.BASELINE, why="first round: the indicators of every symbol",
-            signature=sig, **base,
-        )  # fmt: skip
+            kind=StudyKind.BASELINE,
+            why="first round: the indicators of every symbol",
+            signature=sig,
+            **base,
+        )
     seen = {r.signature for r in done if not r.skipped}
     order, cause = candidate_order(hints)
     passed_over: list[str] = []
@@ -244,9 +250,15 @@ def plan_round(
         + (f"; {'; '.join(dict.fromkeys(passed_over))}" if passed_over else "")
     )
     return StudyRecord(
-        kind=last.kind, why="nothing new to study", hints=hints, params=last.params,
-        signature=last.signature, skipped=True, skip_reason=reason, **base,
-    )  # fmt: skip
+        kind=last.kind,
+        why="nothing new to study",
+        hints=hints,
+        params=last.params,
+        signature=last.signature,
+        skipped=True,
+        skip_reason=reason,
+        **base,
+    )
 
 
 def research_outlook(next_study: StudyRecord, *, last_changed: bool | None) -> ResearchOutlook:

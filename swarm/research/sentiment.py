@@ -100,11 +100,17 @@ def news(bundle: FeatureBundle, context: ResearchContext) -> Finding:
         f"{neg * 100:.0f}% negative."
     )
     return Finding(
-        symbol=symbol, type=Domain.SENTIMENT, specialization="news",
-        indicator="headline sentiment (VADER + finance lexicon)", value=mean,
-        interpretation=interp, signal=clip(mean), confidence=confidence, evidence=ev,
+        symbol=symbol,
+        type=Domain.SENTIMENT,
+        specialization="news",
+        indicator="headline sentiment (VADER + finance lexicon)",
+        value=mean,
+        interpretation=interp,
+        signal=clip(mean),
+        confidence=confidence,
+        evidence=ev,
         as_of=bundle.as_of,
-    )  # fmt: skip
+    )
 
 
 MARKET_MAX_CONFIDENCE = 0.2  # market-wide tone says little about one stock
@@ -125,8 +131,9 @@ def _market_news(
     pos = sum(s > POSITIVE_THRESHOLD for s in scores) / n
     neg = sum(s < NEGATIVE_THRESHOLD for s in scores) / n
     as_of = dt.date.fromisoformat(bundle.as_of)
-    confidence = clip((0.05 + 0.15 * min(n, 30) / 30) * (0.5 + 0.5 * abs(pos - neg)), 0,
-                      MARKET_MAX_CONFIDENCE)  # fmt: skip
+    confidence = clip(
+        (0.05 + 0.15 * min(n, 30) / 30) * (0.5 + 0.5 * abs(pos - neg)), 0, MARKET_MAX_CONFIDENCE
+    )
     ev = {
         f"news_market_count_{days}d": float(n),
         "news_market_compound_mean": mean,
@@ -141,11 +148,17 @@ def _market_news(
         f"only, confidence capped at {MARKET_MAX_CONFIDENCE}."
     )
     return Finding(
-        symbol=bundle.symbol, type=Domain.SENTIMENT, specialization="news",
-        indicator="market-wide headline sentiment (VADER + finance lexicon)", value=mean,
-        interpretation=interp, signal=clip(mean * 0.5), confidence=confidence, evidence=ev,
+        symbol=bundle.symbol,
+        type=Domain.SENTIMENT,
+        specialization="news",
+        indicator="market-wide headline sentiment (VADER + finance lexicon)",
+        value=mean,
+        interpretation=interp,
+        signal=clip(mean * 0.5),
+        confidence=confidence,
+        evidence=ev,
         as_of=bundle.as_of,
-    )  # fmt: skip
+    )
 
 
 def _analyst_from_headlines(bundle: FeatureBundle, context: ResearchContext) -> Finding | None:
@@ -167,10 +180,11 @@ def _analyst_from_headlines(bundle: FeatureBundle, context: ResearchContext) -> 
         + 0.25 * (totals["positive_ratings"] - totals["negative_ratings"])
     )
     weight = (
-        totals["upgrades"] + totals["downgrades"]
+        totals["upgrades"]
+        + totals["downgrades"]
         + 0.5 * (totals["pt_raises"] + totals["pt_cuts"])
         + 0.25 * (totals["positive_ratings"] + totals["negative_ratings"])
-    )  # fmt: skip
+    )
     signal = clip(net / weight) if weight else 0.0
     confidence = clip(0.1 + 0.4 * min(n_actions, 15) / 15, 0, 0.5)
     ev = {f"analyst_{k}_{days}d": float(v) for k, v in totals.items()}
@@ -183,11 +197,17 @@ def _analyst_from_headlines(bundle: FeatureBundle, context: ResearchContext) -> 
         f"rating reiterations -> net {signal:+.2f}."
     )
     return Finding(
-        symbol=symbol, type=Domain.SENTIMENT, specialization="analyst",
-        indicator="analyst rating actions in headlines", value=signal,
-        interpretation=interp, signal=signal, confidence=confidence, evidence=ev,
+        symbol=symbol,
+        type=Domain.SENTIMENT,
+        specialization="analyst",
+        indicator="analyst rating actions in headlines",
+        value=signal,
+        interpretation=interp,
+        signal=signal,
+        confidence=confidence,
+        evidence=ev,
         as_of=bundle.as_of,
-    )  # fmt: skip
+    )
 
 
 def _from_provider(spec: str, reading: dict[str, Any], bundle: FeatureBundle) -> Finding | str:
@@ -215,10 +235,17 @@ def _from_provider(spec: str, reading: dict[str, Any], bundle: FeatureBundle) ->
         + "."
     )
     return Finding(
-        symbol=bundle.symbol, type=Domain.SENTIMENT, specialization=spec, indicator=source,
-        value=value, interpretation=interp, signal=signal, confidence=confidence,
-        evidence=ev, as_of=bundle.as_of,
-    )  # fmt: skip
+        symbol=bundle.symbol,
+        type=Domain.SENTIMENT,
+        specialization=spec,
+        indicator=source,
+        value=value,
+        interpretation=interp,
+        signal=signal,
+        confidence=confidence,
+        evidence=ev,
+        as_of=bundle.as_of,
+    )
 
 
 def run_hooked(spec: str, bundle: FeatureBundle, context: ResearchContext) -> Finding:

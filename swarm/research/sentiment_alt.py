@@ -28,11 +28,17 @@ def _finding(
 ) -> Finding:
     notes = "".join(f" {n.capitalize()}." for n in reading.notes)
     return Finding(
-        symbol=bundle.symbol, type=Domain.SENTIMENT, specialization=spec, indicator=indicator,
-        value=reading.signal, signal=reading.signal, confidence=reading.confidence,
-        evidence=reading.evidence, as_of=bundle.as_of,
+        symbol=bundle.symbol,
+        type=Domain.SENTIMENT,
+        specialization=spec,
+        indicator=indicator,
+        value=reading.signal,
+        signal=reading.signal,
+        confidence=reading.confidence,
+        evidence=reading.evidence,
+        as_of=bundle.as_of,
         interpretation=f"{text}{notes} Rows used (point in time): {reading.cite()}.",
-    )  # fmt: skip
+    )
 
 
 def _tables(alt: AltData, names: tuple[str, ...]) -> tuple[list[AltTable], list[str]]:
@@ -50,8 +56,10 @@ def _no_rows(symbol: str, tables: list[AltTable], t: pd.Timestamp, days: int, wh
     files = ", ".join(tb.source for tb in tables)
     if latest:
         when = max(latest)
-        return (f"no {symbol} {what} known in the {days} days to {t:%Y-%m-%d} ({files}); the "
-                f"latest known is dated {when:%Y-%m-%d}, {(t - when).days} days earlier")  # fmt: skip
+        return (
+            f"no {symbol} {what} known in the {days} days to {t:%Y-%m-%d} ({files}); the "
+            f"latest known is dated {when:%Y-%m-%d}, {(t - when).days} days earlier"
+        )
     return f"no {symbol} {what} known by {t:%Y-%m-%d} in {files}"
 
 
@@ -64,8 +72,9 @@ def news(bundle: FeatureBundle, context: ResearchContext) -> Finding | None:
     if not tables:
         if context.news_items:
             return None
-        return abstain(symbol, Domain.SENTIMENT, "news", "headlines", "; ".join(missing),
-                       bundle.as_of)  # fmt: skip
+        return abstain(
+            symbol, Domain.SENTIMENT, "news", "headlines", "; ".join(missing), bundle.as_of
+        )
     rows = pd.concat(
         [tb.for_ticker(symbol, t).assign(**{alt_sentiment.SOURCE: tb.source}) for tb in tables]
     ).sort_values(KNOWN_AT, kind="stable")
@@ -76,9 +85,10 @@ def news(bundle: FeatureBundle, context: ResearchContext) -> Finding | None:
         return abstain(symbol, Domain.SENTIMENT, "news", "headlines", reason, bundle.as_of)
     ev = reading.evidence
     kinds = ", ".join(
-        f"{k.removeprefix('news_events_')} {v:.0f}" for k, v in ev.items()
+        f"{k.removeprefix('news_events_')} {v:.0f}"
+        for k, v in ev.items()
         if k.startswith("news_events_")
-    )  # fmt: skip
+    )
     text = (
         f"{ev[f'news_rows_{days}d']:.0f} {symbol} headlines known in the {days} days to "
         f"{bundle.as_of}'s close, {ev[f'news_distinct_{days}d']:.0f} distinct stories "
@@ -87,8 +97,13 @@ def news(bundle: FeatureBundle, context: ResearchContext) -> Finding | None:
         f"{ev['news_share_positive'] * 100:.0f}% positive, "
         f"{ev['news_share_negative'] * 100:.0f}% negative."
     )
-    return _finding(bundle, "news", "headline sentiment, de-duplicated and recency-weighted "
-                    "(VADER + finance lexicon)", reading, text)  # fmt: skip
+    return _finding(
+        bundle,
+        "news",
+        "headline sentiment, de-duplicated and recency-weighted (VADER + finance lexicon)",
+        reading,
+        text,
+    )
 
 
 def analyst(bundle: FeatureBundle, context: ResearchContext) -> Finding | None:
@@ -100,24 +115,25 @@ def analyst(bundle: FeatureBundle, context: ResearchContext) -> Finding | None:
     if not tables:
         if context.analyst_from_headlines and context.news_items:
             return None
-        return abstain(symbol, Domain.SENTIMENT, "analyst", "rating actions",
-                       "; ".join(missing), bundle.as_of)  # fmt: skip
+        return abstain(
+            symbol, Domain.SENTIMENT, "analyst", "rating actions", "; ".join(missing), bundle.as_of
+        )
     by_name = {tb.name: tb for tb in tables}
     ratings, surprises = by_name.get("ratings"), by_name.get("surprises")
     days = context.analyst_window_days
     reading = alt_sentiment.analyst_reading(
         ratings.for_ticker(symbol, t) if ratings else None,
         surprises.for_ticker(symbol, t) if surprises else None,
-        as_of=t, window_days=days,
+        as_of=t,
+        window_days=days,
         ratings_source=ratings.source if ratings else "",
         surprises_source=surprises.source if surprises else "",
-    )  # fmt: skip
+    )
     if reading is None:
         reason = _no_rows(symbol, tables, t, days, "rating actions or earnings surprises")
         if missing:
             reason += "; " + "; ".join(missing)
-        return abstain(symbol, Domain.SENTIMENT, "analyst", "rating actions", reason,
-                       bundle.as_of)  # fmt: skip
+        return abstain(symbol, Domain.SENTIMENT, "analyst", "rating actions", reason, bundle.as_of)
     ev, parts = reading.evidence, []
     if f"analyst_actions_{days}d" in ev:
         parts.append(
@@ -139,8 +155,9 @@ def analyst(bundle: FeatureBundle, context: ResearchContext) -> Finding | None:
     text = f"{symbol}: " + "; ".join(parts) + f" -> net {reading.signal:+.2f}."
     if missing:
         text += " Not available: " + "; ".join(missing) + "."
-    return _finding(bundle, "analyst", "analyst rating actions and earnings surprises",
-                    reading, text)  # fmt: skip
+    return _finding(
+        bundle, "analyst", "analyst rating actions and earnings surprises", reading, text
+    )
 
 
 def options_flow(bundle: FeatureBundle, context: ResearchContext) -> Finding:
@@ -149,12 +166,19 @@ def options_flow(bundle: FeatureBundle, context: ResearchContext) -> Finding:
     symbol, t = bundle.symbol, decision_time(bundle.as_of)
     table = context.alt.table("put_call")
     if table is None:
-        return abstain(symbol, Domain.SENTIMENT, "options_flow", "put/call ratio",
-                       context.alt.missing("put_call"), bundle.as_of)  # fmt: skip
+        return abstain(
+            symbol,
+            Domain.SENTIMENT,
+            "options_flow",
+            "put/call ratio",
+            context.alt.missing("put_call"),
+            bundle.as_of,
+        )
     reading = alt_sentiment.put_call_reading(table.as_of(t), source=table.source, as_of=t)
     if isinstance(reading, str):
-        return abstain(symbol, Domain.SENTIMENT, "options_flow", "put/call ratio", reading,
-                       bundle.as_of)  # fmt: skip
+        return abstain(
+            symbol, Domain.SENTIMENT, "options_flow", "put/call ratio", reading, bundle.as_of
+        )
     col = alt_sentiment.PUT_CALL_COLUMN
     ev = reading.evidence
     z = ev[f"putcall_{col}_z"]
@@ -166,8 +190,13 @@ def options_flow(bundle: FeatureBundle, context: ResearchContext) -> Finding:
         f"(percentile {ev[f'putcall_{col}_pctile'] * 100:.0f}); read contrarian, {mood} -> "
         f"{reading.signal:+.2f}, confidence capped at {alt_sentiment.PUT_CALL_MAX_CONFIDENCE}."
     )
-    return _finding(bundle, "options_flow",
-                    "market-wide equity put/call ratio (CBOE), contrarian", reading, text)  # fmt: skip
+    return _finding(
+        bundle,
+        "options_flow",
+        "market-wide equity put/call ratio (CBOE), contrarian",
+        reading,
+        text,
+    )
 
 
 def social(bundle: FeatureBundle, context: ResearchContext) -> Finding:
@@ -176,8 +205,14 @@ def social(bundle: FeatureBundle, context: ResearchContext) -> Finding:
     symbol, t = bundle.symbol, decision_time(bundle.as_of)
     table = context.alt.table("tweets")
     if table is None:
-        return abstain(symbol, Domain.SENTIMENT, "social", "tweets",
-                       context.alt.missing("tweets"), bundle.as_of)  # fmt: skip
+        return abstain(
+            symbol,
+            Domain.SENTIMENT,
+            "social",
+            "tweets",
+            context.alt.missing("tweets"),
+            bundle.as_of,
+        )
     rows = table.for_ticker(symbol, t)
     reading = alt_sentiment.social_reading(rows, source=table.source, as_of=t)
     if reading is None:

@@ -20,20 +20,22 @@ def universe_ranking(findings: Sequence[Finding], symbols: Sequence[str]) -> lis
     ranks = []
     for symbol in symbols:
         active = [
-            f for f in findings
-            if f.symbol == symbol and f.type in VIEW_DOMAINS and not f.abstained
-        ]  # fmt: skip
+            f for f in findings if f.symbol == symbol and f.type in VIEW_DOMAINS and not f.abstained
+        ]
         w = sum(f.confidence for f in active)
         score = sum(f.confidence * f.signal for f in active) / w if w else 0.0
         basis = (
             ", ".join(
                 f"{f.type.value}.{f.specialization} {f.signal:+.2f}@{f.confidence:.2f}"
                 for f in active
-            )  # fmt: skip
+            )
             or "no fundamental or sentiment view"
         )
-        ranks.append(SymbolRank(symbol=symbol, score=max(-1.0, min(1.0, score)),
-                                n_views=len(active), basis=basis))  # fmt: skip
+        ranks.append(
+            SymbolRank(
+                symbol=symbol, score=max(-1.0, min(1.0, score)), n_views=len(active), basis=basis
+            )
+        )
     position = {s: i for i, s in enumerate(symbols)}
     return sorted(ranks, key=lambda r: (r.n_views == 0, -r.score, position[r.symbol]))
 
@@ -49,8 +51,9 @@ def steer_families(
     No view (every finding abstained or neutral): no change, and the note says so.
     """
     views = [fs for fs in fact_sheets if fs.domain in VIEW_DOMAINS and took_side(fs)]
-    silent = [fs.domain.value for fs in fact_sheets if fs.domain in VIEW_DOMAINS
-              and not took_side(fs)]  # fmt: skip
+    silent = [
+        fs.domain.value for fs in fact_sheets if fs.domain in VIEW_DOMAINS and not took_side(fs)
+    ]
     notes = [f"{d}: no view (abstained or neutral), does not steer" for d in silent]
     if not views:
         return list(families), notes
@@ -60,12 +63,16 @@ def steer_families(
     tech = next((fs for fs in fact_sheets if fs.domain == Domain.TECHNICAL), None)
     if tech is not None and took_side(tech) and sign(view) == sign(tech.signal):
         favoured = ["trend", "momentum"]
-        why = (f"{names} ({view:+.2f}) agree with the technical side ({tech.signal:+.2f}): "
-               "a confirmed move, trend-following families first")  # fmt: skip
+        why = (
+            f"{names} ({view:+.2f}) agree with the technical side ({tech.signal:+.2f}): "
+            "a confirmed move, trend-following families first"
+        )
     elif tech is not None and took_side(tech) and sign(view) == -sign(tech.signal):
         favoured = ["mean_reversion", "volatility"]
-        why = (f"{names} ({view:+.2f}) oppose the technical side ({tech.signal:+.2f}): the "
-               "move may fade, mean reversion and volatility first")  # fmt: skip
+        why = (
+            f"{names} ({view:+.2f}) oppose the technical side ({tech.signal:+.2f}): the "
+            "move may fade, mean reversion and volatility first"
+        )
     elif abs(view) >= 0.3:
         favoured = ["trend"]
         why = f"{names} lean {view:+.2f} with no technical side: trend first"

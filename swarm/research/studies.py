@@ -220,13 +220,15 @@ def pairs_study(closes: Mapping[str, pd.Series]) -> StudyResult:
         _, pvalue, _ = coint(logs[:, i], logs[:, j], maxlag=COINT_MAXLAG)
         slope = float(np.polyfit(logs[:, j], logs[:, i], 1)[0])
         spread = logs[:, i] - slope * logs[:, j]
-        table.append({
-            "pair": f"{names[i]}/{names[j]}",
-            "corr": float(np.corrcoef(rets[:, i], rets[:, j])[0, 1]),
-            "coint_p": float(pvalue),
-            "hedge_ratio": slope,
-            "half_life": half_life(spread),
-        })  # fmt: skip
+        table.append(
+            {
+                "pair": f"{names[i]}/{names[j]}",
+                "corr": float(np.corrcoef(rets[:, i], rets[:, j])[0, 1]),
+                "coint_p": float(pvalue),
+                "hedge_ratio": slope,
+                "half_life": half_life(spread),
+            }
+        )
     table.sort(key=lambda t: (t["coint_p"], t["pair"]))
     best = table[0]
     numbers = {f"CORR_{t['pair']}": t["corr"] for t in table}
@@ -244,12 +246,18 @@ def pairs_study(closes: Mapping[str, pd.Series]) -> StudyResult:
     ]
     if found:
         lines.append(f"a tradable spread: pairs / mean reversion over ~{hl:.0f} bars")
-        suggested = {"lookback": int(min(60, max(5, round(2 * hl)))),
-                     "max_hold_bars": int(min(60, max(3, round(2 * hl))))}  # fmt: skip
+        suggested = {
+            "lookback": int(min(60, max(5, round(2 * hl)))),
+            "max_hold_bars": int(min(60, max(3, round(2 * hl)))),
+        }
         return StudyResult(
-            lines=lines, numbers=numbers, families=["mean_reversion"],
-            portfolio_families=["pairs"], suggested=suggested, table=table,
-        )  # fmt: skip
+            lines=lines,
+            numbers=numbers,
+            families=["mean_reversion"],
+            portfolio_families=["pairs"],
+            suggested=suggested,
+            table=table,
+        )
     lines.append("no pair cointegrated at 5%: a spread trade has no in-sample support")
     return StudyResult(lines=lines, numbers=numbers, table=table)
 
@@ -277,10 +285,15 @@ def subperiod_study(closes: Mapping[str, pd.Series], *, whole: Regime) -> StudyR
             votes.append((regime, conf))
         regime, share = _vote(votes)
         ew = part.div(part.iloc[0]).mean(axis=1).to_numpy()
-        table.append({
-            "period": str(year), "regime": regime.value, "agreement": share,
-            "return_pct": 100.0 * (ew[-1] / ew[0] - 1.0), "bars": len(part),
-        })  # fmt: skip
+        table.append(
+            {
+                "period": str(year),
+                "regime": regime.value,
+                "agreement": share,
+                "return_pct": 100.0 * (ew[-1] / ew[0] - 1.0),
+                "bars": len(part),
+            }
+        )
     if len(table) < 2:
         return StudyResult(lines=["fewer than 2 full years in-sample: no sub-periods"])
     regimes = [Regime(t["regime"]) for t in table]
@@ -306,8 +319,10 @@ def subperiod_study(closes: Mapping[str, pd.Series], *, whole: Regime) -> StudyR
         + f"; last year {last.value}; the whole window reads {whole.value}",
     ]
     if unstable:
-        lines.append("the regime changes more often than not: a regime filter and volatility "
-                     "sizing protect a single-regime rule")  # fmt: skip
+        lines.append(
+            "the regime changes more often than not: a regime filter and volatility "
+            "sizing protect a single-regime rule"
+        )
     suggested: dict[str, Any] = {}
     if dominant != whole:
         lines.append(f"the years mostly read {dominant.value}, not {whole.value}")

@@ -36,38 +36,95 @@ class SubagentSpec:
 
 
 SUBAGENTS: list[SubagentSpec] = [
-    SubagentSpec("technical.trend", Domain.TECHNICAL, "trend",
-                 "SMA 20/50/200 stack and slope, EMA 12/26, ADX with DI+/DI-, 252-bar "
-                 "high/low as resistance/support"),
-    SubagentSpec("technical.momentum", Domain.TECHNICAL, "momentum",
-                 "RSI zones, MACD vs signal and histogram, Stochastic %K/%D, ROC 20/60"),
-    SubagentSpec("technical.volatility", Domain.TECHNICAL, "volatility",
-                 "Bollinger %B and bandwidth percentile, ATR/NATR, NATR vs its 1-year median"),
-    SubagentSpec("technical.volume", Domain.TECHNICAL, "volume",
-                 "OBV and A/D 20-bar flow vs price, volume vs its 20-bar average"),
-    SubagentSpec("technical.pattern", Domain.TECHNICAL, "pattern",
-                 "TA-Lib candlestick patterns with in-sample forward-return statistics"),
-    SubagentSpec("fundamental.financial_metrics", Domain.FUNDAMENTAL, "financial_metrics",
-                 "margins, return on equity, revenue and earnings growth"),
-    SubagentSpec("fundamental.valuation", Domain.FUNDAMENTAL, "valuation",
-                 "trailing/forward P/E, price/book, PEG, EV/EBITDA"),
-    SubagentSpec("fundamental.balance_sheet", Domain.FUNDAMENTAL, "balance_sheet",
-                 "debt/equity, current and quick ratios, net cash"),
-    SubagentSpec("fundamental.cash_flow", Domain.FUNDAMENTAL, "cash_flow",
-                 "free and operating cash-flow yields"),
-    SubagentSpec("fundamental.industry", Domain.FUNDAMENTAL, "industry",
-                 "sector, industry and beta"),
-    SubagentSpec("sentiment.news", Domain.SENTIMENT, "news",
-                 "headline tone with VADER and a finance lexicon, recent window before as_of"),
-    SubagentSpec("sentiment.social", Domain.SENTIMENT, "social",
-                 "cashtag tweet volume and tone (alt data, else a provider hook)"),
-    SubagentSpec("sentiment.analyst", Domain.SENTIMENT, "analyst",
-                 "analyst upgrades/downgrades, price-target moves, earnings surprises"),
-    SubagentSpec("sentiment.options_flow", Domain.SENTIMENT, "options_flow",
-                 "market-wide put/call ratio, contrarian (alt data, else a provider hook)"),
-    SubagentSpec("sentiment.insider", Domain.SENTIMENT, "insider",
-                 "insider buying and selling (provider hook)"),
-]  # fmt: skip
+    SubagentSpec(
+        "technical.trend",
+        Domain.TECHNICAL,
+        "trend",
+        "SMA 20/50/200 stack and slope, EMA 12/26, ADX with DI+/DI-, 252-bar "
+        "high/low as resistance/support",
+    ),
+    SubagentSpec(
+        "technical.momentum",
+        Domain.TECHNICAL,
+        "momentum",
+        "RSI zones, MACD vs signal and histogram, Stochastic %K/%D, ROC 20/60",
+    ),
+    SubagentSpec(
+        "technical.volatility",
+        Domain.TECHNICAL,
+        "volatility",
+        "Bollinger %B and bandwidth percentile, ATR/NATR, NATR vs its 1-year median",
+    ),
+    SubagentSpec(
+        "technical.volume",
+        Domain.TECHNICAL,
+        "volume",
+        "OBV and A/D 20-bar flow vs price, volume vs its 20-bar average",
+    ),
+    SubagentSpec(
+        "technical.pattern",
+        Domain.TECHNICAL,
+        "pattern",
+        "TA-Lib candlestick patterns with in-sample forward-return statistics",
+    ),
+    SubagentSpec(
+        "fundamental.financial_metrics",
+        Domain.FUNDAMENTAL,
+        "financial_metrics",
+        "margins, return on equity, revenue and earnings growth",
+    ),
+    SubagentSpec(
+        "fundamental.valuation",
+        Domain.FUNDAMENTAL,
+        "valuation",
+        "trailing/forward P/E, price/book, PEG, EV/EBITDA",
+    ),
+    SubagentSpec(
+        "fundamental.balance_sheet",
+        Domain.FUNDAMENTAL,
+        "balance_sheet",
+        "debt/equity, current and quick ratios, net cash",
+    ),
+    SubagentSpec(
+        "fundamental.cash_flow",
+        Domain.FUNDAMENTAL,
+        "cash_flow",
+        "free and operating cash-flow yields",
+    ),
+    SubagentSpec(
+        "fundamental.industry", Domain.FUNDAMENTAL, "industry", "sector, industry and beta"
+    ),
+    SubagentSpec(
+        "sentiment.news",
+        Domain.SENTIMENT,
+        "news",
+        "headline tone with VADER and a finance lexicon, recent window before as_of",
+    ),
+    SubagentSpec(
+        "sentiment.social",
+        Domain.SENTIMENT,
+        "social",
+        "cashtag tweet volume and tone (alt data, else a provider hook)",
+    ),
+    SubagentSpec(
+        "sentiment.analyst",
+        Domain.SENTIMENT,
+        "analyst",
+        "analyst upgrades/downgrades, price-target moves, earnings surprises",
+    ),
+    SubagentSpec(
+        "sentiment.options_flow",
+        Domain.SENTIMENT,
+        "options_flow",
+        "market-wide put/call ratio, contrarian (alt data, else a provider hook)",
+    ),
+    SubagentSpec(
+        "sentiment.insider",
+        Domain.SENTIMENT,
+        "insider",
+        "insider buying and selling (provider hook)",
+    ),
+]
 
 _BRAINS: dict[str, Brain] = {
     "technical.trend": technical.trend,

@@ -24,10 +24,17 @@ from swarm.research.research_md import render_recalled_md, render_research_md
 from swarm.research.steering import VIEW_DOMAINS, steer_families, universe_ranking
 
 __all__ = [
-    "FAMILIES", "MIN_OK_SUBAGENTS", "SUBAGENTS_PER_DOMAIN", "VIEW_DOMAINS", "lead",
-    "render_recalled_md", "render_research_md", "steer_families", "synthesize_domain",
+    "FAMILIES",
+    "MIN_OK_SUBAGENTS",
+    "SUBAGENTS_PER_DOMAIN",
+    "VIEW_DOMAINS",
+    "lead",
+    "render_recalled_md",
+    "render_research_md",
+    "steer_families",
+    "synthesize_domain",
     "universe_ranking",
-]  # fmt: skip
+]
 
 
 def _label(f: Finding) -> str:
@@ -140,22 +147,28 @@ def synthesize_domain(
     ok = sorted({f.specialization for f in own} - set(failed_set))
     gaps = _gaps(own) + [f"{domain.value}.{s} failed (raised)" for s in failed_set]
     base = dict(
-        domain=domain, n_findings=len(own), n_abstained=len(own) - len(active),
-        subagents_ok=ok, subagents_failed=failed_set, gaps=gaps,
+        domain=domain,
+        n_findings=len(own),
+        n_abstained=len(own) - len(active),
+        subagents_ok=ok,
+        subagents_failed=failed_set,
+        gaps=gaps,
         coverage=len(active) / len(own) if own else 0.0,
-    )  # fmt: skip
+    )
     w = sum(f.confidence for f in active)
     if not active or w == 0:
         reasons = sorted({f"{f.type.value}.{f.specialization}: {f.reason}" for f in own})
         insights = reasons[:5] or [f"no {domain.value} findings were produced"]
         return FactSheet(
-            key_insights=insights, confidence=0.0, signal=0.0,
+            key_insights=insights,
+            confidence=0.0,
+            signal=0.0,
             recommended_approach=(
                 f"no {domain.value} view: {len(own) - len(active)} of {len(own)} findings "
                 f"abstained" + (f", {len(failed_set)} subagent(s) failed" if failed_set else "")
             ),
             **base,
-        )  # fmt: skip
+        )
 
     signal = sum(f.confidence * f.signal for f in active) / w
     spread = sum(f.confidence * abs(f.signal) for f in active)
@@ -206,8 +219,14 @@ def synthesize_domain(
         for f in sorted(agree, key=_strength, reverse=True)[:2]
     ]
     return FactSheet(
-        key_insights=insights[:5], supporting_evidence=supporting,
-        conflicting_evidence=conflicting, confidence=confidence, signal=max(-1, min(1, signal)),
-        recommended_approach=approach, risks=risks, opportunities=opps,
-        recommended_families=families, **base,
-    )  # fmt: skip
+        key_insights=insights[:5],
+        supporting_evidence=supporting,
+        conflicting_evidence=conflicting,
+        confidence=confidence,
+        signal=max(-1, min(1, signal)),
+        recommended_approach=approach,
+        risks=risks,
+        opportunities=opps,
+        recommended_families=families,
+        **base,
+    )

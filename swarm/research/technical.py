@@ -48,9 +48,18 @@ def _too_short(bundle: FeatureBundle, spec: str, indicator: str, missing: list[s
 
 def trend(bundle: FeatureBundle, context: ResearchContext) -> Finding:
     keys = (
-        "CLOSE", "SMA_20", "SMA_50", "SMA_200", "EMA_12", "EMA_26",
-        "ADX_14", "PLUS_DI_14", "MINUS_DI_14", "HIGHEST_252", "LOWEST_252",
-    )  # fmt: skip
+        "CLOSE",
+        "SMA_20",
+        "SMA_50",
+        "SMA_200",
+        "EMA_12",
+        "EMA_26",
+        "ADX_14",
+        "PLUS_DI_14",
+        "MINUS_DI_14",
+        "HIGHEST_252",
+        "LOWEST_252",
+    )
     ev = bundle.snapshot(keys)
     need = ("CLOSE", "SMA_20", "SMA_50", "EMA_12", "EMA_26", "ADX_14", "PLUS_DI_14")
     if miss := _missing(ev, need + ("MINUS_DI_14",)):
@@ -94,18 +103,31 @@ def trend(bundle: FeatureBundle, context: ResearchContext) -> Finding:
         f"-DI {ev['MINUS_DI_14']:.1f}{sr}; {agree * 100:.0f}% of trend votes agree."
     )
     return Finding(
-        symbol=bundle.symbol, type=Domain.TECHNICAL, specialization="trend",
+        symbol=bundle.symbol,
+        type=Domain.TECHNICAL,
+        specialization="trend",
         indicator="SMA_20/50/200 stack, EMA_12/26, ADX_14, DI_14, HIGHEST/LOWEST_252",
-        value=adx, interpretation=interp, signal=signal, confidence=confidence,
-        evidence=ev, as_of=bundle.as_of,
-    )  # fmt: skip
+        value=adx,
+        interpretation=interp,
+        signal=signal,
+        confidence=confidence,
+        evidence=ev,
+        as_of=bundle.as_of,
+    )
 
 
 def momentum(bundle: FeatureBundle, context: ResearchContext) -> Finding:
     keys = (
-        "RSI_14", "MACD_12_26_9", "MACDSIGNAL_12_26_9", "MACDHIST_12_26_9",
-        "STOCHK_14_3_3", "STOCHD_14_3_3", "ROC_10", "ROC_20", "ROC_60",
-    )  # fmt: skip
+        "RSI_14",
+        "MACD_12_26_9",
+        "MACDSIGNAL_12_26_9",
+        "MACDHIST_12_26_9",
+        "STOCHK_14_3_3",
+        "STOCHD_14_3_3",
+        "ROC_10",
+        "ROC_20",
+        "ROC_60",
+    )
     ev = bundle.snapshot(keys)
     if miss := _missing(ev, keys[:6] + ("ROC_20",)):
         return _too_short(bundle, "momentum", "RSI_14, MACD_12_26_9, STOCH_14_3_3", miss)
@@ -136,18 +158,28 @@ def momentum(bundle: FeatureBundle, context: ResearchContext) -> Finding:
         + ("; the move is stretched, so confidence is cut." if stretched else ".")
     )
     return Finding(
-        symbol=bundle.symbol, type=Domain.TECHNICAL, specialization="momentum",
-        indicator="RSI_14, MACD_12_26_9, STOCH_14_3_3, ROC_20/60", value=rsi,
-        interpretation=interp, signal=signal, confidence=confidence, evidence=ev,
+        symbol=bundle.symbol,
+        type=Domain.TECHNICAL,
+        specialization="momentum",
+        indicator="RSI_14, MACD_12_26_9, STOCH_14_3_3, ROC_20/60",
+        value=rsi,
+        interpretation=interp,
+        signal=signal,
+        confidence=confidence,
+        evidence=ev,
         as_of=bundle.as_of,
-    )  # fmt: skip
+    )
 
 
 def volatility(bundle: FeatureBundle, context: ResearchContext) -> Finding:
     keys = (
-        "CLOSE", "BBANDS_UPPER_20_2", "BBANDS_MIDDLE_20_2", "BBANDS_LOWER_20_2",
-        "ATR_14", "NATR_14",
-    )  # fmt: skip
+        "CLOSE",
+        "BBANDS_UPPER_20_2",
+        "BBANDS_MIDDLE_20_2",
+        "BBANDS_LOWER_20_2",
+        "ATR_14",
+        "NATR_14",
+    )
     ev = bundle.snapshot(keys)
     if miss := _missing(ev, keys):
         return _too_short(bundle, "volatility", "BBANDS_20_2, ATR_14, NATR_14", miss)
@@ -167,17 +199,24 @@ def volatility(bundle: FeatureBundle, context: ResearchContext) -> Finding:
     squeeze = width_pctile <= 20
     # Position in the band tilts the read; equity volatility expands in sell-offs, so a
     # high-volatility regime leans bearish and a calm one slightly bullish.
-    signal = clip(0.4 * clip((pct_b - 0.5) * 2) - (0.2 if regime == "high" else 0.0)
-                  + (0.1 if regime == "low" else 0.0))  # fmt: skip
+    signal = clip(
+        0.4 * clip((pct_b - 0.5) * 2)
+        - (0.2 if regime == "high" else 0.0)
+        + (0.1 if regime == "low" else 0.0)
+    )
     outside = pct_b > 1 or pct_b < 0
     confidence = clip(
         0.2 + 0.35 * min(1.0, abs(ratio - 1) / 0.5) + 0.2 * (squeeze or outside), 0, 0.85
     )
-    ev.update({
-        "BBANDS_PCTB_20_2": pct_b, "BBANDS_WIDTH_20_2_pct": width,
-        "BBANDS_WIDTH_20_2_pctile_252": width_pctile,
-        "NATR_14_median_252": natr_med, "NATR_14_vs_median_252": ratio,
-    })  # fmt: skip
+    ev.update(
+        {
+            "BBANDS_PCTB_20_2": pct_b,
+            "BBANDS_WIDTH_20_2_pct": width,
+            "BBANDS_WIDTH_20_2_pctile_252": width_pctile,
+            "NATR_14_median_252": natr_med,
+            "NATR_14_vs_median_252": ratio,
+        }
+    )
     interp = (
         f"Close {ev['CLOSE']:.2f} sits at %B {pct_b:.2f} of the 20-bar 2-sd band "
         f"[{lo:.2f}, {up:.2f}]; bandwidth {width:.2f}% of the middle band is at the "
@@ -188,11 +227,17 @@ def volatility(bundle: FeatureBundle, context: ResearchContext) -> Finding:
         f"{natr_med:.2f}% (x{ratio:.2f}, {regime} volatility regime)."
     )
     return Finding(
-        symbol=bundle.symbol, type=Domain.TECHNICAL, specialization="volatility",
-        indicator="BBANDS_20_2, ATR_14, NATR_14", value=ev["NATR_14"],
-        interpretation=interp, signal=signal, confidence=confidence, evidence=ev,
+        symbol=bundle.symbol,
+        type=Domain.TECHNICAL,
+        specialization="volatility",
+        indicator="BBANDS_20_2, ATR_14, NATR_14",
+        value=ev["NATR_14"],
+        interpretation=interp,
+        signal=signal,
+        confidence=confidence,
+        evidence=ev,
         as_of=bundle.as_of,
-    )  # fmt: skip
+    )
 
 
 def volume(bundle: FeatureBundle, context: ResearchContext) -> Finding:
@@ -212,12 +257,16 @@ def volume(bundle: FeatureBundle, context: ResearchContext) -> Finding:
     signal = clip(1.5 * (0.6 * obv_flow + 0.4 * ad_flow))
     confidence = clip(
         0.15 + 0.3 * confirms + 0.25 * min(1.0, 3 * abs(obv_flow)) + 0.1 * (vol_ratio > 1.5),
-        0, 0.85,
-    )  # fmt: skip
-    ev.update({
-        "OBV_change_20_norm": obv_flow, "AD_change_20_norm": ad_flow,
-        "VOLUME_vs_SMA_20": vol_ratio,
-    })  # fmt: skip
+        0,
+        0.85,
+    )
+    ev.update(
+        {
+            "OBV_change_20_norm": obv_flow,
+            "AD_change_20_norm": ad_flow,
+            "VOLUME_vs_SMA_20": vol_ratio,
+        }
+    )
     interp = (
         f"OBV moved {obv_flow:+.2f} and A/D {ad_flow:+.2f} average-volume units per bar "
         f"over 20 bars while price moved {ev['ROC_20']:+.2f}% (ROC20): volume "
@@ -225,10 +274,17 @@ def volume(bundle: FeatureBundle, context: ResearchContext) -> Finding:
         f"x{vol_ratio:.2f} its 20-bar average {vol_avg:,.0f}."
     )
     return Finding(
-        symbol=bundle.symbol, type=Domain.TECHNICAL, specialization="volume",
-        indicator="OBV, AD, VOLUME_SMA_20", value=obv_flow, interpretation=interp,
-        signal=signal, confidence=confidence, evidence=ev, as_of=bundle.as_of,
-    )  # fmt: skip
+        symbol=bundle.symbol,
+        type=Domain.TECHNICAL,
+        specialization="volume",
+        indicator="OBV, AD, VOLUME_SMA_20",
+        value=obv_flow,
+        interpretation=interp,
+        signal=signal,
+        confidence=confidence,
+        evidence=ev,
+        as_of=bundle.as_of,
+    )
 
 
 def pattern_stats(bundle: FeatureBundle, horizon: int) -> tuple[dict[str, float], float]:
@@ -329,8 +385,14 @@ def pattern(bundle: FeatureBundle, context: ResearchContext) -> Finding:
         + f"; {len(votes)} with n >= {MIN_PATTERN_SAMPLE} vote for signal {signal:+.2f}."
     )
     return Finding(
-        symbol=bundle.symbol, type=Domain.TECHNICAL, specialization="pattern",
+        symbol=bundle.symbol,
+        type=Domain.TECHNICAL,
+        specialization="pattern",
         indicator=f"{len(CANDLE_PATTERNS)} TA-Lib CDL patterns, {h}-bar forward returns",
-        value=float(len(fired)), interpretation=interp, signal=signal,
-        confidence=confidence, evidence=ev, as_of=bundle.as_of,
-    )  # fmt: skip
+        value=float(len(fired)),
+        interpretation=interp,
+        signal=signal,
+        confidence=confidence,
+        evidence=ev,
+        as_of=bundle.as_of,
+    )

@@ -25,8 +25,9 @@ def _corpus(tmp_path: Path, name: str, frame: pd.DataFrame) -> AltData:
 def test_a_put_call_row_planted_one_bar_ahead_is_invisible(tmp_path):
     """The put/call ratio of 2016-03-24 is published after that day's close: the bars of
     03-23 and 03-24 (deciding at their close) never see it, the next bar does."""
-    frame = pd.DataFrame({"date": ["2016-03-22", "2016-03-23", "2016-03-24"],
-                          "equity_pc": [0.6, 0.7, 9.9]})  # fmt: skip
+    frame = pd.DataFrame(
+        {"date": ["2016-03-22", "2016-03-23", "2016-03-24"], "equity_pc": [0.6, 0.7, 9.9]}
+    )
     table = _corpus(tmp_path, "put_call", frame).table("put_call")
     assert 9.9 not in table.as_of_day("2016-03-23")["equity_pc"].tolist()
     assert 9.9 not in table.as_of_day("2016-03-24")["equity_pc"].tolist()
@@ -34,8 +35,13 @@ def test_a_put_call_row_planted_one_bar_ahead_is_invisible(tmp_path):
 
 
 def test_statements_are_known_the_first_session_after_period_end_plus_90_days(tmp_path):
-    frame = pd.DataFrame({"ticker": ["AAPL", "AAPL"], "period_end": ["2013-09-28", "2014-09-27"],
-                          "total_revenue": [1.0, 2.0]})  # fmt: skip
+    frame = pd.DataFrame(
+        {
+            "ticker": ["AAPL", "AAPL"],
+            "period_end": ["2013-09-28", "2014-09-27"],
+            "total_revenue": [1.0, 2.0],
+        }
+    )
     table = _corpus(tmp_path, "statements", frame).table("statements")
     # 2014-09-27 + 90 days = 2014-12-26 (a Friday session): known the next session, 12-29.
     assert table.frame[KNOWN_AT].iloc[1] == pd.Timestamp("2014-12-29 14:30", tz="UTC")
@@ -47,10 +53,17 @@ def test_statements_are_known_the_first_session_after_period_end_plus_90_days(tm
 
 
 def test_an_earnings_surprise_is_known_at_the_open_when_pre_market_else_at_the_close(tmp_path):
-    frame = pd.DataFrame({"report_date": ["2015-04-27", "2015-04-28"], "ticker": ["AAPL", "MSFT"],
-                          "fiscal_qtr": ["15-Mar", "15-Mar"], "eps_consensus_est": [2.0, 0.5],
-                          "eps_reported": [2.3, 0.6], "surprise": [0.3, 0.1],
-                          "release_time": ["post", "pre"]})  # fmt: skip
+    frame = pd.DataFrame(
+        {
+            "report_date": ["2015-04-27", "2015-04-28"],
+            "ticker": ["AAPL", "MSFT"],
+            "fiscal_qtr": ["15-Mar", "15-Mar"],
+            "eps_consensus_est": [2.0, 0.5],
+            "eps_reported": [2.3, 0.6],
+            "surprise": [0.3, 0.1],
+            "release_time": ["post", "pre"],
+        }
+    )
     table = _corpus(tmp_path, "surprises", frame).table("surprises")
     known = dict(zip(table.frame["ticker"], table.frame[KNOWN_AT], strict=True))
     assert known["AAPL"] == pd.Timestamp("2015-04-27 20:30", tz="UTC")  # after 16:00 New York
@@ -61,8 +74,14 @@ def test_an_earnings_surprise_is_known_at_the_open_when_pre_market_else_at_the_c
 
 
 def test_a_headline_is_known_at_its_timestamp_and_a_tweet_at_its_creation(tmp_path):
-    heads = pd.DataFrame({"date": ["2018-05-01"], "datetime": ["2018-05-01T17:05:00-04:00"],
-                          "ticker": ["NVDA"], "headline": ["x"]})  # fmt: skip
+    heads = pd.DataFrame(
+        {
+            "date": ["2018-05-01"],
+            "datetime": ["2018-05-01T17:05:00-04:00"],
+            "ticker": ["NVDA"],
+            "headline": ["x"],
+        }
+    )
     table = _corpus(tmp_path, "headlines", heads).table("headlines")
     assert table.frame[KNOWN_AT].iloc[0] == pd.Timestamp("2018-05-01 21:05", tz="UTC")
     assert table.as_of_day("2018-05-01").empty  # after the close: the next bar's

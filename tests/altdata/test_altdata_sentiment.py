@@ -28,14 +28,16 @@ def _corpus(tmp_path: Path, name: str, frame: pd.DataFrame) -> AltData:
 
 
 def _headlines(stamps: list[str], texts: list[str], ticker: str = "NVDA") -> pd.DataFrame:
-    return pd.DataFrame({"date": [x[:10] for x in stamps], "datetime": stamps,
-                         "ticker": ticker, "headline": texts})  # fmt: skip
+    return pd.DataFrame(
+        {"date": [x[:10] for x in stamps], "datetime": stamps, "ticker": ticker, "headline": texts}
+    )
 
 
 def test_five_copies_of_one_headline_count_once(tmp_path):
     story = "Nvidia beats estimates, raises guidance"
-    once = _corpus(tmp_path / "a", "headlines",
-                   _headlines(["2015-06-29T08:00:00-04:00"], [story])).table("headlines")  # fmt: skip
+    once = _corpus(
+        tmp_path / "a", "headlines", _headlines(["2015-06-29T08:00:00-04:00"], [story])
+    ).table("headlines")
     copies = [story, story + " ", story.upper(), f"'{story}'", story.replace(",", " ,")]
     stamps = [f"2015-06-29T08:0{i}:00-04:00" for i in range(5)]
     five = _corpus(tmp_path / "b", "headlines", _headlines(stamps, copies)).table("headlines")
@@ -47,10 +49,12 @@ def test_five_copies_of_one_headline_count_once(tmp_path):
     assert (r5.signal, r5.confidence) == pytest.approx((r1.signal, r1.confidence))
     assert len(r5.citations) == 1
     # The same story on another day is news again.
-    again = s.dedupe(_headlines(["2015-06-29T08:00:00-04:00", "2015-06-30T08:00:00-04:00"],
-                                [story, story]).assign(**{KNOWN_AT: pd.to_datetime(
-                                    ["2015-06-29 12:00", "2015-06-30 12:00"], utc=True)}),
-                     "headline")  # fmt: skip
+    again = s.dedupe(
+        _headlines(
+            ["2015-06-29T08:00:00-04:00", "2015-06-30T08:00:00-04:00"], [story, story]
+        ).assign(**{KNOWN_AT: pd.to_datetime(["2015-06-29 12:00", "2015-06-30 12:00"], utc=True)}),
+        "headline",
+    )
     assert len(again) == 2
 
 
@@ -66,8 +70,9 @@ def test_a_headline_after_the_close_of_as_of_is_invisible(tmp_path):
     uncut = s.news_reading(table.frame, source=table.source, as_of=decision_time(AS_OF))
     assert uncut is not None and uncut.evidence == r.evidence
     # The next session sees it.
-    later = s.news_reading(table.as_of_day("2015-07-01"), source=table.source,
-                           as_of=decision_time("2015-07-01"))  # fmt: skip
+    later = s.news_reading(
+        table.as_of_day("2015-07-01"), source=table.source, as_of=decision_time("2015-07-01")
+    )
     assert later is not None and later.evidence["news_rows_30d"] == 2
 
 
@@ -96,40 +101,71 @@ def test_recency_weight_halves_each_half_life():
 
 def test_older_headlines_weigh_less():
     t = pd.Timestamp("2015-06-30 20:00", tz="UTC")
-    rows = pd.DataFrame({"headline": ["Nvidia soars to record, strong buy", "Nvidia plunges"],
-                         KNOWN_AT: [t - pd.Timedelta(days=20), t - pd.Timedelta(hours=1)]})  # fmt: skip
+    rows = pd.DataFrame(
+        {
+            "headline": ["Nvidia soars to record, strong buy", "Nvidia plunges"],
+            KNOWN_AT: [t - pd.Timedelta(days=20), t - pd.Timedelta(hours=1)],
+        }
+    )
     r = s.news_reading(rows, source="x.csv", as_of=t)
     assert r is not None and r.signal < 0  # the fresh bad news outweighs the stale good news
 
 
 def test_analyst_counts_actions_in_the_window_and_the_last_four_surprises(tmp_path):
-    ratings = pd.DataFrame({
-        "date": ["2015-01-05", "2015-05-01", "2015-06-01", "2015-06-10", "2015-07-01"],
-        "datetime": ["2015-01-05T07:00:00-05:00", "2015-05-01T07:00:00-04:00",
-                     "2015-06-01T07:00:00-04:00", "2015-06-10T07:00:00-04:00",
-                     "2015-07-01T07:00:00-04:00"],
-        "ticker": "NVDA", "firm": "X",
-        "action": ["Downgrades", "Upgrades", "Initiates Coverage On", "Maintains", "Downgrades"],
-        "rating": ["Sell", "Buy", "Outperform", "Buy", "Sell"],
-        "pt_change": [None, "Raises", None, "Lowers", None],
-        "price_target": [None, 30, None, 25, None],
-        "headline": "h",
-    })  # fmt: skip
-    surprises = pd.DataFrame({
-        "report_date": ["2014-05-08", "2014-08-07", "2014-11-06", "2015-02-11", "2015-05-07",
-                        "2015-08-06"],
-        "ticker": "NVDA", "fiscal_qtr": "q",
-        "eps_consensus_est": [0.2, 0.2, 0.2, 0.2, 0.2, 0.2],
-        "eps_reported": [0.1, 0.22, 0.22, 0.22, 0.18, 0.5],
-        "surprise": [-0.1, 0.02, 0.02, 0.02, -0.02, 0.3],
-        "release_time": "post",
-    })  # fmt: skip
+    ratings = pd.DataFrame(
+        {
+            "date": ["2015-01-05", "2015-05-01", "2015-06-01", "2015-06-10", "2015-07-01"],
+            "datetime": [
+                "2015-01-05T07:00:00-05:00",
+                "2015-05-01T07:00:00-04:00",
+                "2015-06-01T07:00:00-04:00",
+                "2015-06-10T07:00:00-04:00",
+                "2015-07-01T07:00:00-04:00",
+            ],
+            "ticker": "NVDA",
+            "firm": "X",
+            "action": [
+                "Downgrades",
+                "Upgrades",
+                "Initiates Coverage On",
+                "Maintains",
+                "Downgrades",
+            ],
+            "rating": ["Sell", "Buy", "Outperform", "Buy", "Sell"],
+            "pt_change": [None, "Raises", None, "Lowers", None],
+            "price_target": [None, 30, None, 25, None],
+            "headline": "h",
+        }
+    )
+    surprises = pd.DataFrame(
+        {
+            "report_date": [
+                "2014-05-08",
+                "2014-08-07",
+                "2014-11-06",
+                "2015-02-11",
+                "2015-05-07",
+                "2015-08-06",
+            ],
+            "ticker": "NVDA",
+            "fiscal_qtr": "q",
+            "eps_consensus_est": [0.2, 0.2, 0.2, 0.2, 0.2, 0.2],
+            "eps_reported": [0.1, 0.22, 0.22, 0.22, 0.18, 0.5],
+            "surprise": [-0.1, 0.02, 0.02, 0.02, -0.02, 0.3],
+            "release_time": "post",
+        }
+    )
     alt = _corpus(tmp_path, "ratings", ratings)
     _corpus(tmp_path, "surprises", surprises)
     r_t, s_t = alt.table("ratings"), alt.table("surprises")
     t = decision_time(AS_OF)
-    r = s.analyst_reading(r_t.for_ticker("NVDA", t), s_t.for_ticker("NVDA", t), as_of=t,
-                          ratings_source=r_t.source, surprises_source=s_t.source)  # fmt: skip
+    r = s.analyst_reading(
+        r_t.for_ticker("NVDA", t),
+        s_t.for_ticker("NVDA", t),
+        as_of=t,
+        ratings_source=r_t.source,
+        surprises_source=s_t.source,
+    )
     assert r is not None
     ev = r.evidence
     # January is outside the 90 days; July is after as_of.
@@ -202,10 +238,12 @@ def test_phrasebank_accuracy_is_pinned():
     if not path.exists():
         pytest.skip(f"FinancialPhraseBank not found at {path}")
     v = s.phrasebank_accuracy(path)
-    print(f"\nFinancialPhraseBank (all agreement levels, n={v.n}): accuracy {v.accuracy:.4f}; "
-          f"per class (correct/total) " + ", ".join(
-              f"{c} {v.correct[c]}/{v.counts[c]}" for c in s.LABELS) +
-          f"; predicted {v.predicted}")  # fmt: skip
+    print(
+        f"\nFinancialPhraseBank (all agreement levels, n={v.n}): accuracy {v.accuracy:.4f}; "
+        f"per class (correct/total) "
+        + ", ".join(f"{c} {v.correct[c]}/{v.counts[c]}" for c in s.LABELS)
+        + f"; predicted {v.predicted}"
+    )
     assert v.n == 4846
     assert v.counts == {"negative": 604, "neutral": 2879, "positive": 1363}
     assert 0.53 <= v.accuracy <= 0.56  # measured 0.5427
@@ -214,7 +252,11 @@ def test_phrasebank_accuracy_is_pinned():
 
 
 def test_validate_scorer_counts_each_class():
-    v = s.validate_scorer([("positive", "Profit soared, a great quarter"),
-                           ("negative", "Sales plunged and losses widened"),
-                           ("neutral", "The company is based in Helsinki")])  # fmt: skip
+    v = s.validate_scorer(
+        [
+            ("positive", "Profit soared, a great quarter"),
+            ("negative", "Sales plunged and losses widened"),
+            ("neutral", "The company is based in Helsinki"),
+        ]
+    )
     assert v.n == 3 and v.accuracy == 1.0 and v.recall("neutral") == 1.0

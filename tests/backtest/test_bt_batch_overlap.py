@@ -22,10 +22,14 @@ from backtest.sandbox import process as sandbox_process
 pytestmark = pytest.mark.integration
 
 FOLDS = [
-    Fold(index=i, warmup_start=date(2014 + i, 1, 2), start=date(2014 + i, 6, 2),
-         end=date(2015 + i, 5, 29))
+    Fold(
+        index=i,
+        warmup_start=date(2014 + i, 1, 2),
+        start=date(2014 + i, 6, 2),
+        end=date(2015 + i, 5, 29),
+    )
     for i in range(3)
-]  # fmt: skip
+]
 POLICY = SandboxPolicy(validate=False)
 
 # Each job says where and when it started, and which process it is.
@@ -117,10 +121,17 @@ def outputs(monkeypatch: pytest.MonkeyPatch) -> list[bytes]:
 def _jobs(code: str, n: int = 3, timeout_s: float = 300) -> list[BacktestJob]:
     bars = read_real_bars("AAPL", "2014-01-01", "2017-12-31")
     return [
-        BacktestJob(job_id=f"j{f.index}", variant_id="v", code=code, symbol="AAPL", bars=bars,
-                    fold=f, timeout_s=timeout_s)
+        BacktestJob(
+            job_id=f"j{f.index}",
+            variant_id="v",
+            code=code,
+            symbol="AAPL",
+            bars=bars,
+            fold=f,
+            timeout_s=timeout_s,
+        )
         for f in FOLDS[:n]
-    ]  # fmt: skip
+    ]
 
 
 def _gone(pid: int) -> bool:
@@ -163,8 +174,10 @@ def test_the_next_job_runs_while_the_previous_one_is_reaped(
     pids = [int(m.group(1)) for m in said]
     folders = [m.group(2) for m in said]
     started = [float(m.group(3)) for m in said]
-    reaped = {int(pid): (float(at), int(left))
-              for pid, at, left in re.findall(rb"REAPED (\d+) ([\d.]+) (\d)", outputs[0])}  # fmt: skip
+    reaped = {
+        int(pid): (float(at), int(left))
+        for pid, at, left in re.findall(rb"REAPED (\d+) ([\d.]+) (\d)", outputs[0])
+    }
     # Job 1 is reaped while job 2 runs, unless the parent, which has job 2's line (the last),
     # kills the group first; the last job's process ends with its child.
     assert pids[0] in reaped and set(reaped) <= set(pids[:2])

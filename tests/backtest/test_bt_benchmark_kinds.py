@@ -74,8 +74,14 @@ def test_cash_is_zero_on_the_universe_dates(bars) -> None:
 
 @pytest.mark.parametrize(
     ("text", "name"),
-    [("buy-and-hold", BUY_AND_HOLD), ("Buy_And_Hold", BUY_AND_HOLD), ("CASH", CASH),
-     ("spy", "SPY"), (" qqq ", "QQQ"), ("btc-usd", "BTC-USD")],
-)  # fmt: skip
+    [
+        ("buy-and-hold", BUY_AND_HOLD),
+        ("Buy_And_Hold", BUY_AND_HOLD),
+        ("CASH", CASH),
+        ("spy", "SPY"),
+        (" qqq ", "QQQ"),
+        ("btc-usd", "BTC-USD"),
+    ],
+)
 def test_names_normalise(text: str, name: str) -> None:
     assert normalise_name(text) == name

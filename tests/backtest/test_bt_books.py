@@ -32,8 +32,16 @@ COSTS = CostModel(commission_pct=0.1, slippage_pct=0.05, cash=10_000.0)
 
 
 def _job(stop_after: date | None = None) -> BacktestJob:
-    return BacktestJob(job_id="j", variant_id="v", code="", symbol="X", bars=BARS, fold=FOLD,
-                       costs=COSTS, stop_after=stop_after)  # fmt: skip
+    return BacktestJob(
+        job_id="j",
+        variant_id="v",
+        code="",
+        symbol="X",
+        bars=BARS,
+        fold=FOLD,
+        costs=COSTS,
+        stop_after=stop_after,
+    )
 
 
 def buy_price(i: int) -> float:
@@ -44,8 +52,16 @@ def sell_price(i: int) -> float:
     return max(OPEN[i] * (1 - 0.0005), OPEN[i] - 2)
 
 
-def _fill(created: int, executed: int, size: float, price: float, *, kind: str = "Market",
-          commission: float | None = None, data: int = 0) -> ClaimedFill:  # fmt: skip
+def _fill(
+    created: int,
+    executed: int,
+    size: float,
+    price: float,
+    *,
+    kind: str = "Market",
+    commission: float | None = None,
+    data: int = 0,
+) -> ClaimedFill:
     fee = abs(size) * 0.001 * price if commission is None else commission
     side = "buy" if size > 0 else "sell"
     return ClaimedFill(data, created, executed, side, size, price, fee, kind)
@@ -135,24 +151,41 @@ def test_the_run_must_cover_the_window() -> None:
         ({"fills": "x", "values": "", "orders_rejected": 0}, "not a list"),
         ({"fills": [], "values": "", "orders_rejected": -1}, "non-negative"),
         ({"fills": [], "values": "!!", "orders_rejected": 0}, "not base64"),
-        ({"fills": [], "values": base64.b64encode(b"abc").decode(), "orders_rejected": 0},
-         "not float64s"),
-        ({"fills": [[0, 1, 2, "buy", 1.0, 1.0, 0.0]], "values": "", "orders_rejected": 0},
-         "fill #1 is malformed"),
-        ({"fills": [[0, 1, 2, "buy", 1.0, 1.0, 0.0, "Teleport"]], "values": "",
-          "orders_rejected": 0}, "fill #1 is malformed"),
-        ({"fills": [[True, 1, 2, "buy", 1.0, 1.0, 0.0, "Market"]], "values": "",
-          "orders_rejected": 0}, "fill #1 is malformed"),
+        (
+            {"fills": [], "values": base64.b64encode(b"abc").decode(), "orders_rejected": 0},
+            "not float64s",
+        ),
+        (
+            {"fills": [[0, 1, 2, "buy", 1.0, 1.0, 0.0]], "values": "", "orders_rejected": 0},
+            "fill #1 is malformed",
+        ),
+        (
+            {
+                "fills": [[0, 1, 2, "buy", 1.0, 1.0, 0.0, "Teleport"]],
+                "values": "",
+                "orders_rejected": 0,
+            },
+            "fill #1 is malformed",
+        ),
+        (
+            {
+                "fills": [[True, 1, 2, "buy", 1.0, 1.0, 0.0, "Market"]],
+                "values": "",
+                "orders_rejected": 0,
+            },
+            "fill #1 is malformed",
+        ),
     ],
-)  # fmt: skip
+)
 def test_a_malformed_log_is_an_integrity_error(payload: object, message: str) -> None:
     with pytest.raises(IntegrityError, match=message):
         FillLog.from_json(payload)
 
 
 def test_the_log_round_trips_through_json() -> None:
-    log = FillLog(fills=[_fill(2, 3, 10.0, buy_price(3))], values=np.linspace(1, 2, 10),
-                  orders_rejected=3)  # fmt: skip
+    log = FillLog(
+        fills=[_fill(2, 3, 10.0, buy_price(3))], values=np.linspace(1, 2, 10), orders_rejected=3
+    )
     back = FillLog.from_json(log.to_json())
     assert back.fills == log.fills and back.orders_rejected == 3
     assert np.array_equal(back.values, log.values)
@@ -274,8 +307,9 @@ def _backtrader_alone(code: str, frame: pd.DataFrame, costs: CostModel, start: d
     cerebro.addanalyzer(_Truth, _name="truth")
     cerebro.broker.setcash(costs.cash)
     cerebro.broker.setcommission(commission=costs.commission_pct / 100.0)
-    cerebro.broker.set_slippage_perc(costs.slippage_pct / 100.0, slip_open=True,
-                                     slip_limit=True, slip_match=True, slip_out=False)  # fmt: skip
+    cerebro.broker.set_slippage_perc(
+        costs.slippage_pct / 100.0, slip_open=True, slip_limit=True, slip_match=True, slip_out=False
+    )
     return cerebro.run()[0].analyzers.truth
 
 
@@ -284,12 +318,14 @@ def _backtrader_alone(code: str, frame: pd.DataFrame, costs: CostModel, start: d
 @pytest.mark.parametrize("symbol", ["AAPL", "NVDA"])
 def test_the_books_agree_with_backtrader_bit_for_bit(name: str, symbol: str) -> None:
     bars = read_real_bars(symbol, "2014-01-01", "2017-12-31")
-    fold = Fold(index=0, warmup_start=date(2014, 1, 2), start=date(2015, 1, 2),
-                end=date(2017, 12, 29))  # fmt: skip
+    fold = Fold(
+        index=0, warmup_start=date(2014, 1, 2), start=date(2015, 1, 2), end=date(2017, 12, 29)
+    )
     costs = CostModel(commission_pct=0.1, slippage_pct=0.05, cash=20_000.0)
     code = _code(STRATEGIES[name])
-    job = BacktestJob(job_id="j", variant_id="v", code=code, symbol=symbol, bars=bars,
-                      fold=fold, costs=costs)  # fmt: skip
+    job = BacktestJob(
+        job_id="j", variant_id="v", code=code, symbol=symbol, bars=bars, fold=fold, costs=costs
+    )
     run = execute(job)
     assert run.result.status == JobStatus.OK, run.result.error
     truth = _backtrader_alone(code, bars.loc[:"2017-12-29"], costs, fold.start)
@@ -306,11 +342,12 @@ def test_the_books_agree_with_backtrader_bit_for_bit(name: str, symbol: str) -> 
 @given(
     targets=st.lists(
         st.tuples(st.integers(0, 180), st.sampled_from([-40, -10, 0, 0, 15, 60])),
-        min_size=1, max_size=25,
+        min_size=1,
+        max_size=25,
     ),
     commission=st.sampled_from([0.0, 0.1, 0.5]),
     slippage=st.sampled_from([0.0, 0.05, 1.0]),
-)  # fmt: skip
+)
 def test_random_target_paths_are_booked_as_the_broker_books_them(targets, commission, slippage):
     bars = read_real_bars("MSFT", "2016-01-01", "2016-12-31")
     plan = dict(targets)
@@ -322,10 +359,17 @@ def test_random_target_paths_are_booked_as_the_broker_books_them(targets, commis
             if target is not None:
                 self.order_target_size(target=target)
     """)
-    job = BacktestJob(job_id="j", variant_id="v", code=code, symbol="MSFT", bars=bars,
-                      fold=Fold(index=0, warmup_start=date(2016, 1, 4), start=date(2016, 1, 4),
-                                end=date(2016, 12, 30)),
-                      costs=CostModel(commission_pct=commission, slippage_pct=slippage))  # fmt: skip
+    job = BacktestJob(
+        job_id="j",
+        variant_id="v",
+        code=code,
+        symbol="MSFT",
+        bars=bars,
+        fold=Fold(
+            index=0, warmup_start=date(2016, 1, 4), start=date(2016, 1, 4), end=date(2016, 12, 30)
+        ),
+        costs=CostModel(commission_pct=commission, slippage_pct=slippage),
+    )
     run = execute(job)
     assert run.result.status == JobStatus.OK, run.result.error
     assert np.array_equal(run.log.values, np.asarray(run.values))
@@ -360,10 +404,12 @@ def test_a_portfolio_job_is_booked_feed_by_feed_as_backtrader_books_it() -> None
     in feed order, as the broker sums them, bit for bit; fills name their symbol."""
     symbols = ("AAPL", "MSFT", "NVDA")
     bars = {s: read_real_bars(s, "2014-01-01", "2016-12-30") for s in symbols}
-    fold = Fold(index=0, warmup_start=date(2014, 1, 2), start=date(2015, 1, 2),
-                end=date(2016, 12, 30))  # fmt: skip
-    job = BacktestJob(job_id="p", variant_id="v", code=ROTATION, symbol="AAPL+MSFT+NVDA",
-                      bars=bars, fold=fold)  # fmt: skip
+    fold = Fold(
+        index=0, warmup_start=date(2014, 1, 2), start=date(2015, 1, 2), end=date(2016, 12, 30)
+    )
+    job = BacktestJob(
+        job_id="p", variant_id="v", code=ROTATION, symbol="AAPL+MSFT+NVDA", bars=bars, fold=fold
+    )
     run = execute(job)
     assert run.result.status == JobStatus.OK, run.result.error
     assert {f.symbol for f in run.fills} == set(symbols)
@@ -386,8 +432,13 @@ def test_a_portfolio_job_is_booked_feed_by_feed_as_backtrader_books_it() -> None
     cerebro.addanalyzer(_Truth, _name="truth")
     cerebro.broker.setcash(job.costs.cash)
     cerebro.broker.setcommission(commission=job.costs.commission_pct / 100.0)
-    cerebro.broker.set_slippage_perc(job.costs.slippage_pct / 100.0, slip_open=True,
-                                     slip_limit=True, slip_match=True, slip_out=False)  # fmt: skip
+    cerebro.broker.set_slippage_perc(
+        job.costs.slippage_pct / 100.0,
+        slip_open=True,
+        slip_limit=True,
+        slip_match=True,
+        slip_out=False,
+    )
     truth = cerebro.run()[0].analyzers.truth
     # Bit for bit with the engine's broker (positions touched in feed order); plain backtrader
     # sums the positions in the order the strategy first touched them, so to the last ulps.
@@ -407,14 +458,18 @@ def test_a_portfolio_job_is_booked_feed_by_feed_as_backtrader_books_it() -> None
 
 def test_a_portfolio_fill_on_a_feed_that_does_not_exist() -> None:
     bars = {"A": BARS, "B": BARS * 2}
-    job = BacktestJob(job_id="p", variant_id="v", code="", symbol="A+B", bars=bars, fold=FOLD,
-                      costs=COSTS)  # fmt: skip
-    log = FillLog(fills=[_fill(2, 3, 1.0, 2 * buy_price(3), data=2)],
-                  values=np.full(len(BARS), COSTS.cash))  # fmt: skip
+    job = BacktestJob(
+        job_id="p", variant_id="v", code="", symbol="A+B", bars=bars, fold=FOLD, costs=COSTS
+    )
+    log = FillLog(
+        fills=[_fill(2, 3, 1.0, 2 * buy_price(3), data=2)], values=np.full(len(BARS), COSTS.cash)
+    )
     with pytest.raises(IntegrityError, match="data feed 2 does not exist \\(2 fed\\)"):
         keep_books(job, log)
-    ok = FillLog(fills=[_fill(2, 3, 1.0, min(2 * OPEN[3] * 1.0005, 2 * OPEN[3] + 4), data=1)],
-                 values=np.full(len(BARS), COSTS.cash))  # fmt: skip
+    ok = FillLog(
+        fills=[_fill(2, 3, 1.0, min(2 * OPEN[3] * 1.0005, 2 * OPEN[3] + 4), data=1)],
+        values=np.full(len(BARS), COSTS.cash),
+    )
     with pytest.raises(IntegrityError, match="cash change"):  # the B position moves the value
         keep_books(job, ok)
 
@@ -426,16 +481,18 @@ def test_the_lookahead_check_cuts_a_portfolio_s_feeds_together() -> None:
     from backtest.sandbox import SandboxPolicy
 
     bars = {s: read_real_bars(s, "2015-01-01", "2015-12-31") for s in ("AAPL", "MSFT")}
-    fold = Fold(index=0, warmup_start=date(2015, 1, 2), start=date(2015, 3, 2),
-                end=date(2015, 12, 31))  # fmt: skip
+    fold = Fold(
+        index=0, warmup_start=date(2015, 1, 2), start=date(2015, 3, 2), end=date(2015, 12, 31)
+    )
     honest = check_lookahead(ROTATION, bars, fold=fold, n_cuts=4, symbol="AAPL+MSFT")
     assert honest.checked and not honest.biased, honest
     peek = ROTATION.replace(  # ranks on the return two bars ahead
         "self.roc[d][0]", "d.close.array[min(len(d) + 1, d.buflen() - 1)] / d.close[0]"
     )
     peek = peek.replace("every=5", "every=1")
-    biased = check_lookahead(peek, bars, fold=fold, n_cuts=4, symbol="AAPL+MSFT",
-                             policy=SandboxPolicy(validate=False))  # fmt: skip
+    biased = check_lookahead(
+        peek, bars, fold=fold, n_cuts=4, symbol="AAPL+MSFT", policy=SandboxPolicy(validate=False)
+    )
     assert biased.biased and biased.integrity is None, biased
 
 
@@ -443,16 +500,19 @@ def test_a_fill_on_an_index_feed_is_an_integrity_error() -> None:
     """A regime filter's index feed (``index:SPY``) is read, never traded: the books refuse a
     fill on it, and a symbol job fed one still books its trades flat to flat."""
     bars = {"A": BARS, "index:SPY": BARS * 3}
-    job = BacktestJob(job_id="p", variant_id="v", code="", symbol="A", bars=bars, fold=FOLD,
-                      costs=COSTS)  # fmt: skip
+    job = BacktestJob(
+        job_id="p", variant_id="v", code="", symbol="A", bars=bars, fold=FOLD, costs=COSTS
+    )
     bought = min(3 * OPEN[3] * 1.0005, 3 * OPEN[3] + 6)
-    log = FillLog(fills=[_fill(2, 3, 1.0, bought, data=1)],
-                  values=np.full(len(BARS), COSTS.cash))  # fmt: skip
+    log = FillLog(fills=[_fill(2, 3, 1.0, bought, data=1)], values=np.full(len(BARS), COSTS.cash))
     with pytest.raises(IntegrityError, match="index feed index:SPY, which a strategy reads"):
         keep_books(job, log)
     # Two partial sales of one long: one trade (flat to flat), not two reductions.
-    fills = [_fill(2, 3, 10.0, buy_price(3)), _fill(4, 5, -4.0, sell_price(5)),
-             _fill(6, 7, -6.0, sell_price(7))]  # fmt: skip
+    fills = [
+        _fill(2, 3, 10.0, buy_price(3)),
+        _fill(4, 5, -4.0, sell_price(5)),
+        _fill(6, 7, -6.0, sell_price(7)),
+    ]
     single = keep_books(_job(), FillLog(fills=fills, values=_honest_values(fills)))
     fed = keep_books(job, FillLog(fills=fills, values=_honest_values(fills)))
     assert len(fed.result.trade_pnls) == len(single.result.trade_pnls) == 1

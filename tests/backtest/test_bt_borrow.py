@@ -93,14 +93,21 @@ SHORT_A_YEAR = textwrap.dedent(
 
 def _run(pct: float, side: int = -1):
     fold = Fold(
-        index=0, warmup_start=FLAT.index[0].date(), start=FLAT.index[0].date(),
+        index=0,
+        warmup_start=FLAT.index[0].date(),
+        start=FLAT.index[0].date(),
         end=FLAT.index[-1].date(),
-    )  # fmt: skip
+    )
     job = BacktestJob(
-        job_id="b", variant_id="v", code=SHORT_A_YEAR, symbol="X", bars=FLAT, fold=fold,
+        job_id="b",
+        variant_id="v",
+        code=SHORT_A_YEAR,
+        symbol="X",
+        bars=FLAT,
+        fold=fold,
         costs=CostModel(commission_pct=0.0, slippage_pct=0.0, cash=10_000.0, borrow_pct=pct),
         params={"side": side},
-    )  # fmt: skip
+    )
     return execute(job)
 
 
@@ -132,13 +139,20 @@ def test_a_run_that_skips_the_fee_fails_the_books() -> None:
     free, paying = _run(0.0), _run(5.0)
     assert paying.log is not None and free.log is not None
     fold = Fold(
-        index=0, warmup_start=FLAT.index[0].date(), start=FLAT.index[0].date(),
+        index=0,
+        warmup_start=FLAT.index[0].date(),
+        start=FLAT.index[0].date(),
         end=FLAT.index[-1].date(),
-    )  # fmt: skip
+    )
     job = BacktestJob(
-        job_id="b", variant_id="v", code=SHORT_A_YEAR, symbol="X", bars=FLAT, fold=fold,
+        job_id="b",
+        variant_id="v",
+        code=SHORT_A_YEAR,
+        symbol="X",
+        bars=FLAT,
+        fold=fold,
         costs=CostModel(commission_pct=0.0, slippage_pct=0.0, cash=10_000.0, borrow_pct=5.0),
-    )  # fmt: skip
+    )
     books = account(job, free.log)
     assert books.result.status == JobStatus.INTEGRITY_ERROR
     assert "cash change no fill explains" in (books.result.error or "")

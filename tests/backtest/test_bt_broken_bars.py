@@ -85,9 +85,19 @@ def test_backtest_run_refuses_broken_bars(capsys, tmp_path, edit, line, day, nee
     strategy = tmp_path / "s.py"
     strategy.write_text(src.SMA_CROSS)
     rc, out, err = _run(
-        capsys, str(strategy), "--data-dir", str(path.parent), "--tickers", "TEST",
-        "--start", "2019-03-01", "--end", "2020-03-01", "--warmup-days", "30",
-    )  # fmt: skip
+        capsys,
+        str(strategy),
+        "--data-dir",
+        str(path.parent),
+        "--tickers",
+        "TEST",
+        "--start",
+        "2019-03-01",
+        "--end",
+        "2020-03-01",
+        "--warmup-days",
+        "30",
+    )
     assert rc == 2 and out is None
     assert len(err.strip().splitlines()) == 1, err
     assert str(path) in err and f"line {line} ({day})" in err and needle in err
@@ -99,9 +109,20 @@ def test_backtest_run_repair_mends_and_reports_each_change(capsys, tmp_path) -> 
     strategy = tmp_path / "s.py"
     strategy.write_text(src.SMA_CROSS)
     rc, out, err = _run(
-        capsys, str(strategy), "--data-dir", str(path.parent), "--tickers", "TEST",
-        "--start", "2019-03-01", "--end", "2020-03-01", "--warmup-days", "30", "--repair",
-    )  # fmt: skip
+        capsys,
+        str(strategy),
+        "--data-dir",
+        str(path.parent),
+        "--tickers",
+        "TEST",
+        "--start",
+        "2019-03-01",
+        "--end",
+        "2020-03-01",
+        "--warmup-days",
+        "30",
+        "--repair",
+    )
     assert rc == 0 and out["status"] == "ok"
     repaired = [w for w in out["warnings"] if w.startswith("repaired")]
     assert len(repaired) == 2
@@ -120,9 +141,13 @@ def test_repair_keeps_the_last_copy_and_a_clean_bar_is_untouched(tmp_path) -> No
     path = _write(tmp_path, edit=edit)
     raw = pd.read_csv(path)
     loaded = load_bars(
-        "TEST", start=date(2019, 1, 1), end=date(2020, 12, 31), source="csv",
-        data_dir=tmp_path, repair=True,
-    )  # fmt: skip
+        "TEST",
+        start=date(2019, 1, 1),
+        end=date(2020, 12, 31),
+        source="csv",
+        data_dir=tmp_path,
+        repair=True,
+    )
     bars = loaded.bars
     assert len(bars) == len(raw) - 1 and bars.index.is_unique
     assert bars.loc["2019-07-30", "close"] == pytest.approx(raw.loc[150, "close"])

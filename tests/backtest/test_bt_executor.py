@@ -154,9 +154,15 @@ def portfolio_jobs() -> list[BacktestJob]:
     for i, t in enumerate(TEMPLATES):
         spec = portfolio_spec(t.family, t.params, long_short=t.long_short, note=t.note)
         jobs.append(
-            BacktestJob(job_id=f"p{i}", variant_id=f"p{i}", code=render(spec),
-                        symbol="PORTFOLIO", bars=bars, fold=FOLD)
-        )  # fmt: skip
+            BacktestJob(
+                job_id=f"p{i}",
+                variant_id=f"p{i}",
+                code=render(spec),
+                symbol="PORTFOLIO",
+                bars=bars,
+                fold=FOLD,
+            )
+        )
     return jobs
 
 

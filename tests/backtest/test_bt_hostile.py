@@ -391,9 +391,14 @@ def _strategy(payload: Payload, host: Path, outside: Path) -> str:
 
 def _job(code: str, bars: pd.DataFrame, job_id: str = "hostile", fold: Fold = FOLD) -> BacktestJob:
     return BacktestJob(
-        job_id=job_id, variant_id="hostile", code=code, symbol="AAPL", bars=bars, fold=fold,
+        job_id=job_id,
+        variant_id="hostile",
+        code=code,
+        symbol="AAPL",
+        bars=bars,
+        fold=fold,
         timeout_s=TIMEOUT_S,
-    )  # fmt: skip
+    )
 
 
 @pytest.fixture(scope="module")
@@ -428,8 +433,14 @@ def host(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, Path]
 
 def _fingerprint(path: Path) -> tuple:
     st = path.stat()
-    return (stat.S_IMODE(st.st_mode), st.st_uid, st.st_gid, st.st_mtime_ns, path.read_text(),
-            sorted(os.listxattr(path)))  # fmt: skip
+    return (
+        stat.S_IMODE(st.st_mode),
+        st.st_uid,
+        st.st_gid,
+        st.st_mtime_ns,
+        path.read_text(),
+        sorted(os.listxattr(path)),
+    )
 
 
 @contextlib.contextmanager
@@ -582,9 +593,14 @@ def test_terminal_as_controlling_tty_of_a_cli(tmp_path: Path) -> None:
     out = tmp_path / "out.txt"
     with out.open("w") as stdout:
         proc = subprocess.run(
-            [sys.executable, "-c", script], stdin=slave, stdout=stdout, stderr=slave,
-            preexec_fn=controlling_tty, timeout=120, cwd=REPO_ROOT,
-        )  # fmt: skip
+            [sys.executable, "-c", script],
+            stdin=slave,
+            stdout=stdout,
+            stderr=slave,
+            preexec_fn=controlling_tty,
+            timeout=120,
+            cwd=REPO_ROOT,
+        )
     os.set_blocking(slave, False)
     typed = _typed_input(slave)
     os.close(slave)
@@ -635,7 +651,7 @@ def test_a_hung_batch_child_is_killed_and_the_rest_rerun(bars: pd.DataFrame) -> 
         Fold(index=0, warmup_start=date(2015, 1, 2), start=date(2015, 2, 2), end=date(2015, 4, 30)),
         Fold(index=1, warmup_start=date(2015, 1, 2), start=date(2015, 5, 1), end=date(2015, 7, 31)),
         Fold(index=2, warmup_start=date(2015, 7, 1), start=date(2015, 8, 3), end=date(2015, 8, 31)),
-    ]  # fmt: skip
+    ]
     jobs = [_job(code, bars, job_id=f"j{f.index}", fold=f) for f in folds]
     outs = run_sandboxed_batch(jobs, SandboxPolicy(validate=False, grace_s=0.5))
     statuses = [o.result.status for o in outs]
@@ -675,8 +691,9 @@ def test_a_job_writing_other_jobs_results(bars: pd.DataFrame) -> None:
         "            os.write(3, json.dumps({'result': r}).encode() + b'\\n')\n"
         "        os._exit(0)\n",
     )
-    outs = run_sandboxed_batch([_job(code, bars, job_id=f"j{i}") for i in range(2)],
-                               SandboxPolicy(validate=False))  # fmt: skip
+    outs = run_sandboxed_batch(
+        [_job(code, bars, job_id=f"j{i}") for i in range(2)], SandboxPolicy(validate=False)
+    )
     for out in outs:
         assert out.result.status == JobStatus.INTEGRITY_ERROR, out.result
         assert "sabotaged" not in (out.result.error or "")
@@ -699,8 +716,9 @@ def test_a_job_writing_the_next_jobs_line_early(bars: pd.DataFrame) -> None:
         "        os.write(3, json.dumps(line).encode() + b'\\n')\n"
         "        os._exit(0)\n",
     )
-    outs = run_sandboxed_batch([_job(code, bars, job_id=f"j{i}") for i in range(2)],
-                               SandboxPolicy(validate=False))  # fmt: skip
+    outs = run_sandboxed_batch(
+        [_job(code, bars, job_id=f"j{i}") for i in range(2)], SandboxPolicy(validate=False)
+    )
     assert outs[0].result.status == JobStatus.INTEGRITY_ERROR, outs
     assert "sabotaged" not in (outs[0].result.error or "")
     assert outs[1].result.status == JobStatus.ERROR, outs

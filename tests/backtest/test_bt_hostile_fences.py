@@ -212,8 +212,20 @@ def _cli(code: str, cwd: Path, *, nolint: bool, lookahead: bool = False) -> tupl
     """The CLI's JSON report and its own RSS peak (MB, ``RUSAGE_SELF``: the parent alone)."""
     strategy = cwd / "strategy.py"
     strategy.write_text(code)
-    argv = ["backtest.run", str(strategy), "--data-dir", str(cwd), "--tickers", "AAPL",
-            "--start", "2014-01-01", "--end", "2015-12-31", "--timeout", "20"]  # fmt: skip
+    argv = [
+        "backtest.run",
+        str(strategy),
+        "--data-dir",
+        str(cwd),
+        "--tickers",
+        "AAPL",
+        "--start",
+        "2014-01-01",
+        "--end",
+        "2015-12-31",
+        "--timeout",
+        "20",
+    ]
     argv += ["--skip-validation"] * nolint + ["--check-lookahead", "--cuts", "3"] * lookahead
     wrapper = (
         "import resource, runpy, sys\n"
@@ -225,8 +237,14 @@ def _cli(code: str, cwd: Path, *, nolint: bool, lookahead: bool = False) -> tupl
         "    sys.stderr.write('PEAK_KB %d\\n' % peak)\n"
     )
     env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
-    proc = subprocess.run([sys.executable, "-c", wrapper], cwd=cwd, env=env, capture_output=True,
-                          text=True, timeout=300)  # fmt: skip
+    proc = subprocess.run(
+        [sys.executable, "-c", wrapper],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.stdout.strip(), proc.stderr[-3000:]
     peak = int(proc.stderr.split("PEAK_KB ")[1].split()[0]) >> 10
     return json.loads(proc.stdout.strip().splitlines()[-1]), peak
@@ -298,9 +316,15 @@ def test_windows_hold_no_future_on_ray(bars: pd.DataFrame) -> None:
 
 
 def _reads_code(cwd: Path) -> str:
-    paths = [str(cwd / "secret.txt"), str(cwd / "AAPL.csv"), str(cwd / "runs/x/verdict.json"),
-             str(REPO_ROOT / ".git" / "config"), str(REPO_ROOT / "backtest" / "engine.py"),
-             str(REPO_ROOT / "pyproject.toml"), os.path.expanduser("~/.cache/swarm-lab")]  # fmt: skip
+    paths = [
+        str(cwd / "secret.txt"),
+        str(cwd / "AAPL.csv"),
+        str(cwd / "runs/x/verdict.json"),
+        str(REPO_ROOT / ".git" / "config"),
+        str(REPO_ROOT / "backtest" / "engine.py"),
+        str(REPO_ROOT / "pyproject.toml"),
+        os.path.expanduser("~/.cache/swarm-lab"),
+    ]
     return _strategy(lib(READS).replace("PATHS", repr(paths)))
 
 
@@ -329,8 +353,15 @@ def test_reads_are_fenced_to_the_job(mode: str, bars: pd.DataFrame, cwd: Path) -
 
 def _honest_job(code: str, bars: pd.DataFrame) -> BacktestJob:
     fold = _folds(bars)[0]
-    return BacktestJob(job_id="h", variant_id="hostile", code=code, symbol="AAPL", bars=bars,
-                       fold=fold, timeout_s=20.0)  # fmt: skip
+    return BacktestJob(
+        job_id="h",
+        variant_id="hostile",
+        code=code,
+        symbol="AAPL",
+        bars=bars,
+        fold=fold,
+        timeout_s=20.0,
+    )
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -383,8 +414,9 @@ def test_the_cwd_is_not_a_read_root(cwd: Path) -> None:
     script = (
         "from backtest.sandbox.python_guards import read_roots; print('\\n'.join(read_roots()))"
     )
-    out = subprocess.run([sys.executable, "-c", script], cwd=cwd, env=env, capture_output=True,
-                         text=True, check=True).stdout.split()  # fmt: skip
+    out = subprocess.run(
+        [sys.executable, "-c", script], cwd=cwd, env=env, capture_output=True, text=True, check=True
+    ).stdout.split()
     real_cwd, project = os.path.realpath(cwd), str(REPO_ROOT.resolve())
     for root in out:
         assert not (real_cwd + os.sep).startswith(root + os.sep), root

@@ -72,9 +72,15 @@ def _code(payload: Payload) -> str:
 
 def _job(code: str, frame: pd.DataFrame, fold: Fold, cap: float, job_id: str = "m") -> BacktestJob:
     return BacktestJob(
-        job_id=job_id, variant_id="margin", code=code, symbol="AAPL", bars=frame, fold=fold,
-        costs=CostModel(max_gross_leverage=cap), timeout_s=30.0,
-    )  # fmt: skip
+        job_id=job_id,
+        variant_id="margin",
+        code=code,
+        symbol="AAPL",
+        bars=frame,
+        fold=fold,
+        costs=CostModel(max_gross_leverage=cap),
+        timeout_s=30.0,
+    )
 
 
 def _never_through_zero(res: BacktestResult) -> None:
@@ -184,8 +190,9 @@ def _books(size: float, costs: CostModel = COSTS) -> BacktestResult:
     fill = ClaimedFill(0, 1, 2, "sell", size, OPEN[2], 0.0, "Market")
     held = np.where(np.arange(len(IDX)) >= 2, size, 0.0)
     values = COSTS.cash - held * OPEN[2] + held * (OPEN + 5)
-    job = BacktestJob(job_id="b", variant_id="v", code="", symbol="X", bars=BARS, fold=FOLD,
-                      costs=costs)  # fmt: skip
+    job = BacktestJob(
+        job_id="b", variant_id="v", code="", symbol="X", bars=BARS, fold=FOLD, costs=costs
+    )
     return keep_books(job, FillLog(fills=[fill], values=values)).result
 
 
@@ -219,16 +226,18 @@ def test_a_run_through_zero_is_bankrupt_and_ends_there() -> None:
 @pytest.mark.parametrize("mode", SANDBOX_MODES)
 @pytest.mark.parametrize("name", list(PAYLOADS))
 def test_a_huge_short_through_the_sandbox(name: str, mode: str, cap: float, bars) -> None:  # noqa: F811
-    fold = Fold(index=0, warmup_start=date(2015, 1, 2), start=date(2015, 3, 2),
-                end=date(2015, 12, 31))  # fmt: skip
+    fold = Fold(
+        index=0, warmup_start=date(2015, 1, 2), start=date(2015, 3, 2), end=date(2015, 12, 31)
+    )
     res = run_sandboxed(_job(_code(PAYLOADS[name]), bars, fold, cap), MODES[mode]).result
     _expect(res, cap)
 
 
 @pytest.mark.integration
 def test_a_child_lifting_its_brokers_cap_is_an_integrity_error(bars) -> None:  # noqa: F811
-    fold = Fold(index=0, warmup_start=date(2015, 1, 2), start=date(2015, 3, 2),
-                end=date(2015, 12, 31))  # fmt: skip
+    fold = Fold(
+        index=0, warmup_start=date(2015, 1, 2), start=date(2015, 3, 2), end=date(2015, 12, 31)
+    )
     res = run_sandboxed(_job(_code(TAMPERED), bars, fold, MAX_GROSS_LEVERAGE), MODES["nolint"])
     assert res.result.status == JobStatus.INTEGRITY_ERROR, res.result
     assert "beyond the margin" in res.result.error
@@ -243,9 +252,19 @@ def test_a_huge_short_through_the_cli(
 ) -> None:
     path = tmp_path / f"{name}.py"
     path.write_text(_code(PAYLOADS[name]))
-    argv = [str(path), "--data-dir", str(daily_dir), "--tickers", "AAPL",
-            "--start", "2015-01-01", "--end", "2016-12-31",
-            "--max-gross-leverage", str(cap)]  # fmt: skip
+    argv = [
+        str(path),
+        "--data-dir",
+        str(daily_dir),
+        "--tickers",
+        "AAPL",
+        "--start",
+        "2015-01-01",
+        "--end",
+        "2016-12-31",
+        "--max-gross-leverage",
+        str(cap),
+    ]
     assert main(argv + ([] if lint else ["--skip-validation"])) == 0
     out = json.loads(capsys.readouterr().out)
     if cap == MAX_GROSS_LEVERAGE:
@@ -261,8 +280,19 @@ def test_a_huge_short_through_the_cli(
 def test_the_cli_refuses_a_cap_out_of_range(tmp_path: Path, daily_dir: Path, capsys) -> None:
     path = tmp_path / "s.py"
     path.write_text(_code(SHORT_100X))
-    argv = [str(path), "--data-dir", str(daily_dir), "--tickers", "AAPL",
-            "--start", "2015-01-01", "--end", "2016-12-31", "--max-gross-leverage", "0"]  # fmt: skip
+    argv = [
+        str(path),
+        "--data-dir",
+        str(daily_dir),
+        "--tickers",
+        "AAPL",
+        "--start",
+        "2015-01-01",
+        "--end",
+        "2016-12-31",
+        "--max-gross-leverage",
+        "0",
+    ]
     with pytest.raises(SystemExit) as exc:
         main(argv)
     assert exc.value.code == 2
@@ -273,8 +303,9 @@ def test_the_cli_refuses_a_cap_out_of_range(tmp_path: Path, daily_dir: Path, cap
 @pytest.mark.parametrize("mode", SANDBOX_MODES)
 def test_huge_shorts_through_the_pools_walk_forward(mode: str) -> None:
     history = read_real_bars("AAPL", "2012-01-01", "2016-12-31")
-    folds = walk_forward_folds(history.index, split_holdout(history.index), n_folds=3,
-                               warmup_bars=50)  # fmt: skip
+    folds = walk_forward_folds(
+        history.index, split_holdout(history.index), n_folds=3, warmup_bars=50
+    )
     jobs = [
         _job(_code(payload), history, fold, cap, f"{name}|{cap:g}|{fold.index}")
         for name, payload in PAYLOADS.items()
@@ -301,11 +332,12 @@ def test_huge_shorts_through_the_pools_walk_forward(mode: str) -> None:
 @given(
     targets=st.lists(
         st.tuples(st.integers(0, 180), st.sampled_from([-8.0, -3.0, -1.5, 0.0, 1.0, 2.5])),
-        min_size=1, max_size=20,
+        min_size=1,
+        max_size=20,
     ),
     cap=st.sampled_from([MAX_GROSS_LEVERAGE, 5.0, DELIBERATE]),
     commission=st.sampled_from([0.0, 0.1]),
-)  # fmt: skip
+)
 def test_leveraged_paths_are_refused_or_booked_and_never_go_through_zero(
     targets: list[tuple[int, float]], cap: float, commission: float
 ) -> None:
@@ -322,10 +354,18 @@ def test_leveraged_paths_are_refused_or_booked_and_never_go_through_zero(
         "        if target is not None:\n"
         "            self.order_target_value(target=target * self.broker.getvalue())\n"
     )
-    fold = Fold(index=0, warmup_start=date(2016, 1, 4), start=date(2016, 1, 4),
-                end=date(2016, 12, 30))  # fmt: skip
-    job = BacktestJob(job_id="r", variant_id="v", code=code, symbol="NVDA", bars=nvda, fold=fold,
-                      costs=CostModel(commission_pct=commission, max_gross_leverage=cap))  # fmt: skip
+    fold = Fold(
+        index=0, warmup_start=date(2016, 1, 4), start=date(2016, 1, 4), end=date(2016, 12, 30)
+    )
+    job = BacktestJob(
+        job_id="r",
+        variant_id="v",
+        code=code,
+        symbol="NVDA",
+        bars=nvda,
+        fold=fold,
+        costs=CostModel(commission_pct=commission, max_gross_leverage=cap),
+    )
     run = execute(job)
     assert run.result.status in (JobStatus.OK, JobStatus.BANKRUPT), run.result.error
     assert np.array_equal(run.log.values, np.asarray(run.values))

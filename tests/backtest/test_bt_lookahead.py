@@ -116,8 +116,11 @@ def test_cut_positions_and_padding(bars: pd.DataFrame) -> None:
     assert (p.iloc[-5:].to_numpy() == frame.iloc[cuts[3]].to_numpy()).all()
     # intraday: only the last bar of a day is a cut
     idx = pd.date_range("2015-01-02 10:00", periods=60, freq="h")
-    hourly = cut_positions(idx, Fold(index=0, warmup_start=date(2015, 1, 2),
-                                     start=date(2015, 1, 2), end=date(2015, 1, 5)), 20)  # fmt: skip
+    hourly = cut_positions(
+        idx,
+        Fold(index=0, warmup_start=date(2015, 1, 2), start=date(2015, 1, 2), end=date(2015, 1, 5)),
+        20,
+    )
     assert all(idx[i].normalize() != idx[i + 1].normalize() for i in hourly)
 
 
@@ -149,10 +152,12 @@ def test_order_rows_name_their_symbol_in_a_portfolio_job() -> None:
     from backtest.trace import collect_trace
 
     bars = {s: read_real_bars(s, "2015-01-01", "2015-12-31") for s in ("AAPL", "MSFT")}
-    fold = Fold(index=0, warmup_start=date(2015, 1, 2), start=date(2015, 3, 2),
-                end=date(2015, 12, 31))  # fmt: skip
-    run = execute(BacktestJob(job_id="p", variant_id="v", code=SWAP, symbol="AAPL+MSFT",
-                              bars=bars, fold=fold))  # fmt: skip
+    fold = Fold(
+        index=0, warmup_start=date(2015, 1, 2), start=date(2015, 3, 2), end=date(2015, 12, 31)
+    )
+    run = execute(
+        BacktestJob(job_id="p", variant_id="v", code=SWAP, symbol="AAPL+MSFT", bars=bars, fold=fold)
+    )
     orders = collect_trace(run)["orders"]
     assert orders and all(len(row) == 5 for row in orders)
     assert {row[4] for row in orders} == {"AAPL", "MSFT"}
@@ -163,8 +168,16 @@ def test_order_rows_name_their_symbol_in_a_portfolio_job() -> None:
     cut = {"orders": swapped, "fills": [], "lines": {}}
     diff = compare_traces(full, cut, len(dates) - 1, dates)
     assert diff is not None and "order #1 differs" in diff and "MSFT" in diff
-    one = execute(BacktestJob(job_id="s", variant_id="v", code=src.SMA_CROSS, symbol="AAPL",
-                              bars=bars["AAPL"], fold=fold))  # fmt: skip
+    one = execute(
+        BacktestJob(
+            job_id="s",
+            variant_id="v",
+            code=src.SMA_CROSS,
+            symbol="AAPL",
+            bars=bars["AAPL"],
+            fold=fold,
+        )
+    )
     assert all(len(row) == 4 for row in collect_trace(one)["orders"])
 
 
@@ -182,13 +195,13 @@ def test_a_regime_filtered_variant_passes_and_a_peek_at_the_index_is_caught(pool
         "index:SPY": read_real_bars("SPY", "2014-01-01", "2016-12-31"),
     }
     fold = FAMILY_FOLD.model_copy(update={"warmup_start": date(2014, 1, 2)})
-    honest = check_lookahead(code, bars, fold=fold, costs=CostModel(), executor=pool,
-                             symbol="MSFT")  # fmt: skip
+    honest = check_lookahead(code, bars, fold=fold, costs=CostModel(), executor=pool, symbol="MSFT")
     assert honest.checked and not honest.biased, honest.mismatches[:3]
     peek = code.replace(  # the index's average over its next closes
         "bt.indicators.SMA(self.regime_feed.close,", "bt.indicators.SMA(self.regime_feed.close(1),"
     )
     assert peek != code and not validate_code(peek).ok
-    biased = check_lookahead(peek, bars, fold=fold, costs=CostModel(), executor=pool,
-                             symbol="MSFT", policy=BYPASS)  # fmt: skip
+    biased = check_lookahead(
+        peek, bars, fold=fold, costs=CostModel(), executor=pool, symbol="MSFT", policy=BYPASS
+    )
     assert biased.checked and biased.biased, biased

@@ -24,8 +24,11 @@ def test_intraday_index_keys_are_timestamps_in_utc() -> None:
     idx = pd.date_range("2020-01-01 22:00", periods=4, freq="h", tz="UTC")
     keys = index_keys(idx)
     assert keys == [
-        "2020-01-01T22:00:00", "2020-01-01T23:00:00", "2020-01-02T00:00:00", "2020-01-02T01:00:00",
-    ]  # fmt: skip
+        "2020-01-01T22:00:00",
+        "2020-01-01T23:00:00",
+        "2020-01-02T00:00:00",
+        "2020-01-02T01:00:00",
+    ]
     assert len(set(keys)) == 4 and keys == sorted(keys)
     assert index_keys(idx.tz_convert("America/New_York")) == keys
 

@@ -99,8 +99,12 @@ def test_a_chunk_carries_one_window_per_frame_and_every_run_sees_the_same_bars(b
 @pytest.mark.unit
 def test_the_cost_of_a_job_follows_its_bars_and_indicators(bars) -> None:
     frame = bars["AAPL"]
-    short, long_ = FOLDS[0], Fold(index=9, warmup_start=date(2013, 1, 2), start=date(2014, 1, 2),
-                                  end=date(2017, 12, 29))  # fmt: skip
+    short, long_ = (
+        FOLDS[0],
+        Fold(
+            index=9, warmup_start=date(2013, 1, 2), start=date(2014, 1, 2), end=date(2017, 12, 29)
+        ),
+    )
     assert window_bars(frame, short) == len(feed_frame(frame, short))
     assert window_bars(frame.iloc[::-1], short) == len(feed_frame(frame, short))
     assert code_blocks(src.SMA_CROSS) == 3
@@ -114,8 +118,12 @@ def test_the_cost_of_a_job_follows_its_bars_and_indicators(bars) -> None:
 
 @pytest.mark.unit
 def test_a_streamed_result_and_a_retry_of_the_same_job_settle_it_once() -> None:
-    jobs = [BacktestJob(job_id=f"j{i}", variant_id="v", code="", symbol="X",
-                        bars=pd.DataFrame(), fold=FOLDS[0]) for i in range(2)]  # fmt: skip
+    jobs = [
+        BacktestJob(
+            job_id=f"j{i}", variant_id="v", code="", symbol="X", bars=pd.DataFrame(), fold=FOLDS[0]
+        )
+        for i in range(2)
+    ]
     futures: list[Future] = [Future(), Future()]
     inflight = InFlight()
     token = inflight.add(list(zip(jobs, futures, strict=True)))

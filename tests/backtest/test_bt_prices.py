@@ -18,17 +18,26 @@ pytestmark = pytest.mark.unit
 def _write(path, *, adj: bool) -> None:
     rows = {
         "date": ["2020-01-02", "2020-01-03", "2020-01-06"],
-        "open": [10.0, 10.5, 11.0], "high": [11.0, 11.0, 11.5], "low": [9.5, 10.0, 10.5],
-        "close": [10.0, 10.8, 11.2], "volume": [100, 200, 300],
-    }  # fmt: skip
+        "open": [10.0, 10.5, 11.0],
+        "high": [11.0, 11.0, 11.5],
+        "low": [9.5, 10.0, 10.5],
+        "close": [10.0, 10.8, 11.2],
+        "volume": [100, 200, 300],
+    }
     if adj:
         rows["adj_close"] = [9.0, 9.9, 11.2]  # a dividend went ex between the 2nd and 3rd
     pd.DataFrame(rows).to_csv(path / "TEST.csv", index=False)
 
 
 def _load(tmp_path, prices):
-    return load_bars("TEST", start=date(2020, 1, 1), end=date(2020, 1, 31), source="csv",
-                     data_dir=tmp_path, prices=prices)  # fmt: skip
+    return load_bars(
+        "TEST",
+        start=date(2020, 1, 1),
+        end=date(2020, 1, 31),
+        source="csv",
+        data_dir=tmp_path,
+        prices=prices,
+    )
 
 
 def test_adjusted_scales_every_price_by_adj_close_over_close(tmp_path):
@@ -50,10 +59,17 @@ def test_adjusted_without_adj_close_is_an_error_naming_the_fix(tmp_path):
 
 
 def test_the_daily_corpus_carries_adj_close(daily_dir):
-    aapl = load_bars("AAPL", start=date(2015, 1, 1), end=date(2015, 12, 31), source="csv",
-                     data_dir=daily_dir, prices="adjusted").bars  # fmt: skip
-    raw = load_bars("AAPL", start=date(2015, 1, 1), end=date(2015, 12, 31), source="csv",
-                    data_dir=daily_dir).bars  # fmt: skip
+    aapl = load_bars(
+        "AAPL",
+        start=date(2015, 1, 1),
+        end=date(2015, 12, 31),
+        source="csv",
+        data_dir=daily_dir,
+        prices="adjusted",
+    ).bars
+    raw = load_bars(
+        "AAPL", start=date(2015, 1, 1), end=date(2015, 12, 31), source="csv", data_dir=daily_dir
+    ).bars
     # Dividends make the total return larger than the price return.
     assert (
         aapl["close"].iloc[-1] / aapl["close"].iloc[0]

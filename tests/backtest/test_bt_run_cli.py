@@ -38,9 +38,21 @@ COMMON = ("--start", "2015-01-01", "--end", "2016-12-31")
 @pytest.mark.integration
 def test_one_ticker_with_lookahead(capsys, strategy: Path, daily_dir: Path) -> None:
     rc, out, _ = _run(
-        capsys, str(strategy), "--data-dir", str(daily_dir), "--tickers", "AAPL", *COMMON,
-        "--check-lookahead", "--cuts", "4", "--commission", "0.1", "--slippage", "0.05",
-    )  # fmt: skip
+        capsys,
+        str(strategy),
+        "--data-dir",
+        str(daily_dir),
+        "--tickers",
+        "AAPL",
+        *COMMON,
+        "--check-lookahead",
+        "--cuts",
+        "4",
+        "--commission",
+        "0.1",
+        "--slippage",
+        "0.05",
+    )
     assert rc == 0 and out["status"] == "ok" and out["error"] is None
     assert out["metrics"]["n_trades"] > 0
     assert out["lookahead"]["biased"] is False and out["lookahead"]["mismatches"] == []
@@ -87,17 +99,41 @@ def test_as_a_module_stdout_is_pure_json(strategy: Path, daily_dir: Path) -> Non
         src.SMA_CROSS.replace("def next(self):", "def next(self):\n        print('bar')")
     )
     proc = subprocess.run(
-        [sys.executable, "-m", "backtest.run", str(noisy), "--data-dir", str(daily_dir),
-         "--tickers", "AAPL", *COMMON],
-        cwd=REPO_ROOT, capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "backtest.run",
+            str(noisy),
+            "--data-dir",
+            str(daily_dir),
+            "--tickers",
+            "AAPL",
+            *COMMON,
+        ],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 0, proc.stderr[-1000:]
     assert json.loads(proc.stdout)["status"] == "ok" and proc.stdout.count("\n") == 1
     missing = subprocess.run(
-        [sys.executable, "-m", "backtest.run", "nope.py", "--data-dir", str(daily_dir),
-         "--tickers", "AAPL", *COMMON],
-        cwd=REPO_ROOT, capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "backtest.run",
+            "nope.py",
+            "--data-dir",
+            str(daily_dir),
+            "--tickers",
+            "AAPL",
+            *COMMON,
+        ],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert missing.returncode == 2 and missing.stdout == "" and "STRATEGY" in missing.stderr
 
 
@@ -127,11 +163,27 @@ def test_json_is_strict_nan_becomes_null(tmp_path: Path, daily_dir: Path) -> Non
     path = tmp_path / "eager.py"
     path.write_text(EAGER)
     proc = subprocess.run(
-        [sys.executable, "-m", "backtest.run", str(path), "--data-dir", str(daily_dir),
-         "--tickers", "AAPL", "--start", "2015-01-02", "--end", "2015-01-06",
-         "--warmup-days", "5"],
-        cwd=REPO_ROOT, capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "backtest.run",
+            str(path),
+            "--data-dir",
+            str(daily_dir),
+            "--tickers",
+            "AAPL",
+            "--start",
+            "2015-01-02",
+            "--end",
+            "2015-01-06",
+            "--warmup-days",
+            "5",
+        ],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 0, proc.stderr[-1000:]
     out = _strict(proc.stdout)
     assert out["status"] == "ok" and out["metrics"]["n_obs"] == 3
@@ -173,8 +225,9 @@ def test_orders_the_broker_refused_are_counted_and_warned(capsys, tmp_path: Path
     gaps up; the count is in the metrics and a warning says what it means."""
     path = tmp_path / "all_in.py"
     path.write_text(ALL_IN)
-    rc, out, err = _run(capsys, str(path), "--data-dir", str(daily_dir), "--tickers", "AAPL",
-                        *COMMON)  # fmt: skip
+    rc, out, err = _run(
+        capsys, str(path), "--data-dir", str(daily_dir), "--tickers", "AAPL", *COMMON
+    )
     assert rc == 0 and out["status"] == "ok"
     refused = out["metrics"]["orders_rejected"]
     assert refused > 0
@@ -199,8 +252,16 @@ def test_a_regime_strategy_gets_its_index_file_from_the_data_dir(
     plain = tmp_path / "plain.py"
     plain.write_text(render(default_spec(Family.TREND)))
     window = ("--tickers", "AAPL", "--start", "2008-01-01", "--end", "2010-12-31")
-    rc, out, err = _run(capsys, str(regime), "--data-dir", str(daily_dir), *window,
-                        "--check-lookahead", "--cuts", "3")  # fmt: skip
+    rc, out, err = _run(
+        capsys,
+        str(regime),
+        "--data-dir",
+        str(daily_dir),
+        *window,
+        "--check-lookahead",
+        "--cuts",
+        "3",
+    )
     assert rc == 0 and out["status"] == "ok", (out, err)
     assert out["lookahead"]["biased"] is False and out["lookahead"]["checked"] is True
     rc, bare, _ = _run(capsys, str(plain), "--data-dir", str(daily_dir), *window)

@@ -45,9 +45,14 @@ def attack(body: str) -> str:
 
 def job(code: str, bars: pd.DataFrame, timeout_s: float = 60.0) -> BacktestJob:
     return BacktestJob(
-        job_id="attack", variant_id="attack", code=code, symbol="AAPL", bars=bars, fold=FOLD,
+        job_id="attack",
+        variant_id="attack",
+        code=code,
+        symbol="AAPL",
+        bars=bars,
+        fold=FOLD,
         timeout_s=timeout_s,
-    )  # fmt: skip
+    )
 
 
 # name -> (body with OUTSIDE as the path it must not write, rejected by the validator?)

@@ -37,9 +37,14 @@ PRICE_TOL = 1e-6
 
 def _backtrader(spec: StrategySpec, frame, fold: Fold, costs: CostModel, symbol: str):
     job = BacktestJob(
-        job_id="screen-test", variant_id="v", code=render(spec), symbol=symbol, bars=frame,
-        fold=fold, costs=costs,
-    )  # fmt: skip
+        job_id="screen-test",
+        variant_id="v",
+        code=render(spec),
+        symbol=symbol,
+        bars=frame,
+        fold=fold,
+        costs=costs,
+    )
     run = execute(job)
     fills = [FillRow(f.executed.isoformat(), f.size, f.price) for f in run.fills]
     return run.result, pair_fills(symbol, fills)
@@ -50,8 +55,11 @@ def _assert_same(bt: list[Trade], sc: list[Trade]) -> None:
     for k, (a, b) in enumerate(zip(bt, sc, strict=True)):
         where = f"trade #{k}: backtrader {a} vs screen {b}"
         assert (a.symbol, a.entry_date, a.exit_date, a.size) == (
-            b.symbol, b.entry_date, b.exit_date, b.size
-        ), where  # fmt: skip
+            b.symbol,
+            b.entry_date,
+            b.exit_date,
+            b.size,
+        ), where
         assert abs(a.entry_price - b.entry_price) <= PRICE_TOL, where
         assert (a.exit_price is None) == (b.exit_price is None), where
         if a.exit_price is not None:
@@ -61,8 +69,9 @@ def _assert_same(bt: list[Trade], sc: list[Trade]) -> None:
 def _agree(spec: StrategySpec, symbol: str, start: str, end: str, costs: CostModel) -> int:
     frame = read_real_bars(symbol, "2000-01-01", end)
     first = date.fromisoformat(start)
-    fold = Fold(index=0, warmup_start=date(first.year - 1, 1, 1), start=first,
-                end=date.fromisoformat(end))  # fmt: skip
+    fold = Fold(
+        index=0, warmup_start=date(first.year - 1, 1, 1), start=first, end=date.fromisoformat(end)
+    )
     bt_result, bt_trades = _backtrader(spec, frame, fold, costs, symbol)
     res = screen(spec, Window.from_frame(frame, fold, symbol), costs=costs)
     if bt_result.status != "ok":  # Backtrader failed: the screen must say error too
@@ -98,8 +107,12 @@ def test_rolling_fsum_mean_is_backtraders_average(values: list[float], period: i
 
 @pytest.mark.unit
 def test_pairing_is_flat_to_flat_and_splits_a_reversal() -> None:
-    fills = [FillRow("2020-01-02", 10, 5.0), FillRow("2020-01-03", -15, 6.0),
-             FillRow("2020-01-06", 5, 7.0), FillRow("2020-01-07", 3, 8.0)]  # fmt: skip
+    fills = [
+        FillRow("2020-01-02", 10, 5.0),
+        FillRow("2020-01-03", -15, 6.0),
+        FillRow("2020-01-06", 5, 7.0),
+        FillRow("2020-01-07", 3, 8.0),
+    ]
     trades = pair_fills("X", fills)
     assert [(t.entry_date, t.exit_date, t.size) for t in trades] == [
         ("2020-01-02", "2020-01-03", 10),
@@ -135,8 +148,9 @@ def test_what_it_cannot_reproduce_is_unsupported_by_name(update: dict, named: st
         update = {"parameters": {**spec.parameters, **update["parameters"]}}
     spec = spec.model_copy(update=update)
     frame = read_real_bars("AAPL", "2015-01-01", "2016-12-31")
-    fold = Fold(index=0, warmup_start=date(2015, 1, 1), start=date(2016, 1, 1),
-                end=date(2016, 12, 31))  # fmt: skip
+    fold = Fold(
+        index=0, warmup_start=date(2015, 1, 1), start=date(2016, 1, 1), end=date(2016, 12, 31)
+    )
     res = screen(spec, Window.from_frame(frame, fold, "AAPL"))
     assert res.status == ScreenStatus.UNSUPPORTED and res.trades == []
     assert res.error is not None and res.error.startswith(named)
@@ -154,7 +168,7 @@ def test_what_it_cannot_reproduce_is_unsupported_by_name(update: dict, named: st
         (Family.BREAKOUT, 0, True),
         (Family.TREND, 0, True),
         (Family.VOLATILITY, 0, True),
-    ],  # fmt: skip
+    ],
 )
 def test_templates_agree_with_backtrader(family: Family, template: int, long_short: bool) -> None:
     spec = spec_from_template(family, template, long_short=long_short)
@@ -170,8 +184,9 @@ def test_long_short_templates_agree_with_backtrader_paying_borrow(
     costs = CostModel(borrow_pct=25.0)  # a hard-to-borrow name: the fee moves the sizing
     assert _agree(spec, "AAPL", "2013-01-01", "2016-12-31", costs) > 0
     frame = read_real_bars("AAPL", "2000-01-01", "2016-12-31")
-    fold = Fold(index=0, warmup_start=date(2012, 1, 1), start=date(2013, 1, 1),
-                end=date(2016, 12, 31))  # fmt: skip
+    fold = Fold(
+        index=0, warmup_start=date(2012, 1, 1), start=date(2013, 1, 1), end=date(2016, 12, 31)
+    )
     paid = screen(spec, Window.from_frame(frame, fold, "AAPL"), costs=costs).result
     free = screen(spec, Window.from_frame(frame, fold, "AAPL")).result
     assert paid is not None and free is not None
@@ -194,11 +209,16 @@ def _spec_strategy() -> st.SearchStrategy[StrategySpec]:
         sizing = draw(st.sampled_from(sorted(SIZINGS)))
         spec = reconcile(
             StrategySpec(
-                family=Family.MOMENTUM, name="prop", approach="property test", entry=entry,
-                filters=filters, exits=exits, sizing=sizing,
+                family=Family.MOMENTUM,
+                name="prop",
+                approach="property test",
+                entry=entry,
+                filters=filters,
+                exits=exits,
+                sizing=sizing,
                 long_short=draw(st.booleans()),
             )
-        )  # fmt: skip
+        )
         params = {k: draw(grid(k)) if k in PARAM_SPACE else v for k, v in spec.parameters.items()}
         if "position_fraction" in params:  # 1.0 makes the broker refuse gapped entries
             params["position_fraction"] = draw(st.sampled_from([0.3, 0.95, 1.0]))
@@ -248,8 +268,9 @@ def test_random_specs_agree_with_backtrader_trade_for_trade(
 def test_evaluate_sharpe_is_the_metrics_sharpe() -> None:
     spec = spec_from_template(Family.TREND, 1, long_short=True)
     frame = read_real_bars("MSFT", "2012-01-01", "2016-12-31")
-    fold = Fold(index=0, warmup_start=date(2012, 1, 1), start=date(2013, 1, 1),
-                end=date(2016, 12, 31))  # fmt: skip
+    fold = Fold(
+        index=0, warmup_start=date(2012, 1, 1), start=date(2013, 1, 1), end=date(2016, 12, 31)
+    )
     window = Window.from_frame(frame, fold, "MSFT")
     assert evaluate(spec, window).sharpe() == screen(spec, window).metrics.sharpe
 
@@ -267,8 +288,18 @@ def _cli(*args: str) -> subprocess.CompletedProcess:
 def test_screen_cli_bad_input_exits_2_naming_the_argument(tmp_path) -> None:
     spec = tmp_path / "spec.json"
     spec.write_text("{not json")
-    out = _cli("backtest.screen", str(spec), "--data-dir", str(DAILY_DIR), "--tickers", "AAPL",
-               "--start", "2015-01-01", "--end", "2016-01-01")  # fmt: skip
+    out = _cli(
+        "backtest.screen",
+        str(spec),
+        "--data-dir",
+        str(DAILY_DIR),
+        "--tickers",
+        "AAPL",
+        "--start",
+        "2015-01-01",
+        "--end",
+        "2016-01-01",
+    )
     assert out.returncode == 2 and out.stderr.startswith("backtest.screen: SPEC:")
     assert len(out.stderr.strip().splitlines()) == 1
 
@@ -281,8 +312,16 @@ def test_run_trades_equal_screen_trades_through_the_clis(tmp_path, daily_dir) ->
     spec_file.write_text(spec.model_dump_json())
     code = tmp_path / "strategy.py"
     assert _cli("strategies.render", str(spec_file), "--out", str(code)).returncode == 0
-    window = ["--data-dir", str(daily_dir), "--tickers", "AAPL,MSFT",
-              "--start", "2014-01-01", "--end", "2017-12-31"]  # fmt: skip
+    window = [
+        "--data-dir",
+        str(daily_dir),
+        "--tickers",
+        "AAPL,MSFT",
+        "--start",
+        "2014-01-01",
+        "--end",
+        "2017-12-31",
+    ]
     bt = _cli("backtest.run", str(code), *window, "--trades", "--workers", "1")
     sc = _cli("backtest.screen", str(spec_file), *window)
     assert bt.returncode == 0 and sc.returncode == 0, (bt.stderr, sc.stderr)

@@ -139,9 +139,15 @@ def test_stddev_is_backtraders_formula() -> None:
 @pytest.mark.unit
 @pytest.mark.parametrize(
     ("libc", "bounded"),
-    [(("glibc", "2.36"), True), (("glibc", "2.28"), True), (("glibc", "2.27"), False),
-     (("", ""), False), (("musl", "1.2"), False), (("glibc", "x"), False)],
-)  # fmt: skip
+    [
+        (("glibc", "2.36"), True),
+        (("glibc", "2.28"), True),
+        (("glibc", "2.27"), False),
+        (("", ""), False),
+        (("musl", "1.2"), False),
+        (("glibc", "x"), False),
+    ],
+)
 def test_the_shortcut_is_taken_only_where_pow_is_documented_within_bound(
     monkeypatch, libc, bounded
 ) -> None:

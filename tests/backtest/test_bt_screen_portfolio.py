@@ -40,8 +40,9 @@ PRICE_TOL = 1e-6
 
 def _fold(start: str, end: str) -> Fold:
     first = date.fromisoformat(start)
-    return Fold(index=0, warmup_start=date(first.year - 1, 1, 1), start=first,
-                end=date.fromisoformat(end))  # fmt: skip
+    return Fold(
+        index=0, warmup_start=date(first.year - 1, 1, 1), start=first, end=date.fromisoformat(end)
+    )
 
 
 def _frames(symbols: tuple[str, ...] | list[str], end: str) -> dict:
@@ -50,9 +51,14 @@ def _frames(symbols: tuple[str, ...] | list[str], end: str) -> dict:
 
 def _backtrader(spec: StrategySpec, frames: dict, fold: Fold, costs: CostModel):
     job = BacktestJob(
-        job_id="screen-portfolio-test", variant_id="v", code=render(spec),
-        symbol=PORTFOLIO_LABEL, bars=frames, fold=fold, costs=costs,
-    )  # fmt: skip
+        job_id="screen-portfolio-test",
+        variant_id="v",
+        code=render(spec),
+        symbol=PORTFOLIO_LABEL,
+        bars=frames,
+        fold=fold,
+        costs=costs,
+    )
     run = execute(job)
     # The trades a traced portfolio job reports: the books' fills as trace rows, per symbol.
     rows = fill_rows(run.fills, symbols=True)
@@ -64,8 +70,11 @@ def _assert_same(bt: list[Trade], sc: list[Trade]) -> None:
     for k, (a, b) in enumerate(zip(bt, sc, strict=True)):
         where = f"trade #{k}: backtrader {a} vs screen {b}"
         assert (a.symbol, a.entry_date, a.exit_date, a.size) == (
-            b.symbol, b.entry_date, b.exit_date, b.size
-        ), where  # fmt: skip
+            b.symbol,
+            b.entry_date,
+            b.exit_date,
+            b.size,
+        ), where
         assert abs(a.entry_price - b.entry_price) <= PRICE_TOL, where
         assert (a.exit_price is None) == (b.exit_price is None), where
         if a.exit_price is not None:
@@ -140,7 +149,7 @@ def test_what_it_cannot_reproduce_is_unsupported_by_name(spec: StrategySpec, nam
             False,
         ),
         (PortfolioFamily.ROTATION, {}, False),
-    ],  # fmt: skip
+    ],
 )
 def test_templates_agree_with_backtrader(
     family: PortfolioFamily, params: dict, long_short: bool
@@ -205,13 +214,20 @@ def test_an_opening_part_the_cash_cannot_pay_is_dropped_as_backtrader_drops_it()
     cover alone and refuses the rest (``Margin``); so does the screen."""
     spec = portfolio_spec(
         PortfolioFamily.CROSS_SECTIONAL_MOMENTUM,
-        {"gross": 1.0, "rebalance_bars": 5, "xs_lookback": 20, "xs_skip": 0, "xs_top_n": 1,
-         "vol_lookback": 10},
+        {
+            "gross": 1.0,
+            "rebalance_bars": 5,
+            "xs_lookback": 20,
+            "xs_skip": 0,
+            "xs_top_n": 1,
+            "vol_lookback": 10,
+        },
         long_short=True,
-    )  # fmt: skip
+    )
     costs = CostModel(commission_pct=0.1, slippage_pct=0.05, cash=100_000.0)
-    fold = Fold(index=0, warmup_start=date(2019, 1, 1), start=date(2019, 6, 1),
-                end=date(2020, 6, 30))  # fmt: skip
+    fold = Fold(
+        index=0, warmup_start=date(2019, 1, 1), start=date(2019, 6, 1), end=date(2020, 6, 30)
+    )
     partial = 0
     for seed, k in ((6, 3), (13, 2), (22, 2)):
         frames = _gappy_universe(seed, k)
@@ -232,8 +248,9 @@ def test_a_close_of_zero_is_an_error_as_in_backtrader() -> None:
     says error, not ok."""
     frames = _gappy_universe(1, 3, n=200)
     frames["S1"].iloc[120, frames["S1"].columns.get_loc("close")] = 0.0
-    fold = Fold(index=0, warmup_start=date(2019, 1, 1), start=date(2019, 3, 1),
-                end=date(2019, 12, 31))  # fmt: skip
+    fold = Fold(
+        index=0, warmup_start=date(2019, 1, 1), start=date(2019, 3, 1), end=date(2019, 12, 31)
+    )
     spec = portfolio_spec(PortfolioFamily.ROTATION, {"xs_lookback": 20, "vol_lookback": 10})
     run, _ = _backtrader(spec, frames, fold, CostModel())
     res = screen_portfolio(spec, PortfolioWindow.from_frames(frames, fold))
@@ -305,22 +322,39 @@ def test_random_portfolio_specs_agree_with_backtrader_trade_for_trade(
 
 @pytest.mark.integration
 def test_screen_cli_screens_a_portfolio_spec_as_backtrader(tmp_path, daily_dir) -> None:
-    spec = portfolio_spec(PortfolioFamily.CROSS_SECTIONAL_MOMENTUM, {"xs_top_n": 1},
-                          long_short=True)  # fmt: skip
+    spec = portfolio_spec(
+        PortfolioFamily.CROSS_SECTIONAL_MOMENTUM, {"xs_top_n": 1}, long_short=True
+    )
     spec_file = tmp_path / "spec.json"
     spec_file.write_text(spec.model_dump_json())
     symbols = ["AAPL", "MSFT", "NVDA", "INTC"]
     out = subprocess.run(
-        [sys.executable, "-m", "backtest.screen", str(spec_file), "--data-dir", str(daily_dir),
-         "--tickers", ",".join(symbols), "--start", "2015-01-01", "--end", "2016-12-31"],
-        cwd=REPO_ROOT, capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "backtest.screen",
+            str(spec_file),
+            "--data-dir",
+            str(daily_dir),
+            "--tickers",
+            ",".join(symbols),
+            "--start",
+            "2015-01-01",
+            "--end",
+            "2016-12-31",
+        ],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert out.returncode == 0, out.stderr
     report = json.loads(out.stdout)
     assert report["status"] == "ok" and report["error"] is None
     # The CLI's warm-up is 365 calendar days before --start.
-    fold = Fold(index=0, warmup_start=date(2014, 1, 1), start=date(2015, 1, 1),
-                end=date(2016, 12, 31))  # fmt: skip
+    fold = Fold(
+        index=0, warmup_start=date(2014, 1, 1), start=date(2015, 1, 1), end=date(2016, 12, 31)
+    )
     run, bt_trades = _backtrader(spec, _frames(symbols, "2016-12-31"), fold, CostModel())
     assert bt_trades and report["trades"] == [t.model_dump() for t in bt_trades]
     assert report["metrics"] == run.result.metrics.model_dump(mode="json")

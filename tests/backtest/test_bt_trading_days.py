@@ -40,7 +40,7 @@ def test_a_missing_nyse_session_is_a_gap_and_its_holidays_are_not() -> None:
             d
             for d in pd.bdate_range("2012-10-01", "2012-12-31")
             if d.strftime("%m-%d") not in ("10-29", "10-30", "11-22", "12-25")
-        ]  # fmt: skip
+        ]
     )
     assert market_days(sessions) == MarketDays.XNYS
     assert assess_quality(_bars(sessions)).n_gaps == 0
@@ -64,18 +64,24 @@ def test_data_starting_inside_the_window_is_warned(tmp_path: Path) -> None:
     bars.index = bars.index.strftime("%Y-%m-%d")
     bars.rename_axis("date").to_csv(tmp_path / "COIN-USD.csv")
     loaded = load_bars(
-        "COIN-USD", start=date(2018, 1, 1), end=date(2020, 12, 31), source="csv",
+        "COIN-USD",
+        start=date(2018, 1, 1),
+        end=date(2020, 12, 31),
+        source="csv",
         data_dir=tmp_path,
-    )  # fmt: skip
+    )
     q = loaded.quality
     assert q.coverage_pct == 100.0  # of its own span
     assert q.window_coverage_pct == pytest.approx(100 * len(days) / 1096, abs=0.01)
     assert len(q.coverage_warnings) == 1
     assert q.coverage_warnings[0].startswith("data starts 2019-06-01, 516 days after")
     inside = load_bars(
-        "COIN-USD", start=date(2019, 6, 3), end=date(2020, 12, 29), source="csv",
+        "COIN-USD",
+        start=date(2019, 6, 3),
+        end=date(2020, 12, 29),
+        source="csv",
         data_dir=tmp_path,
-    )  # fmt: skip
+    )
     assert inside.quality.coverage_warnings == []  # a few days short: the tolerance
 
 

@@ -53,11 +53,25 @@ def test_smoke_run_prints_rates_and_writes_summary(tmp_path, capsys) -> None:
     the pre-scenario kind names still work (null = null-zero, planted = planted-momentum-zero)."""
     code = main(
         [
-            "--runs", "2", "--seed", "7", "--out", str(tmp_path), "--symbols", "2",
-            "--years", "6", "--variants", "3", "--max-iterations", "3", "--quiet",
-            "--kinds", "null,planted",
+            "--runs",
+            "2",
+            "--seed",
+            "7",
+            "--out",
+            str(tmp_path),
+            "--symbols",
+            "2",
+            "--years",
+            "6",
+            "--variants",
+            "3",
+            "--max-iterations",
+            "3",
+            "--quiet",
+            "--kinds",
+            "null,planted",
         ]
-    )  # fmt: skip
+    )
     out = capsys.readouterr().out
     assert code == 0, out
     lines = out.splitlines()

@@ -391,9 +391,12 @@ def test_run_one_records_the_scenario_and_the_verdicts_benchmark_keys(
 def _scenario_spec(name: str, seed: int) -> UniverseSpec:
     sc = SCENARIOS[name]
     return UniverseSpec(
-        kind=sc.universe_kind, seed=seed, drift_annual=sc.drift_annual, years=8.0,
+        kind=sc.universe_kind,
+        seed=seed,
+        drift_annual=sc.drift_annual,
+        years=8.0,
         **dict(sc.universe),
-    )  # fmt: skip
+    )
 
 
 def _momentum_book(uni, *, target_vol: float | None) -> np.ndarray:
@@ -445,9 +448,11 @@ def test_planted_vol_regime_holds_its_edge_in_calm_markets_only() -> None:
     for seed in range(6):
         u = generate_universe(_scenario_spec("planted-vol-regime", seed))
         sharpes.append(
-            (sharpe_annual(_momentum_book(u, target_vol=None)),
-             sharpe_annual(_momentum_book(u, target_vol=0.15)))
-        )  # fmt: skip
+            (
+                sharpe_annual(_momentum_book(u, target_vol=None)),
+                sharpe_annual(_momentum_book(u, target_vol=0.15)),
+            )
+        )
     raw, targeted = np.median(sharpes, axis=0)
     assert targeted > raw + 0.3 and targeted > 1.2
 

@@ -12,8 +12,9 @@ pytestmark = pytest.mark.unit
 
 
 def _universe(seed: int = 0, **kw):
-    spec = UniverseSpec(kind="cross_sectional", seed=seed, n_symbols=8, years=6,
-                        drift_annual=0.05, **kw)  # fmt: skip
+    spec = UniverseSpec(
+        kind="cross_sectional", seed=seed, n_symbols=8, years=6, drift_annual=0.05, **kw
+    )
     return generate_universe(spec)
 
 

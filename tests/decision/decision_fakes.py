@@ -35,9 +35,13 @@ class DecisionChat(GenericFakeChatModel):
         prompt = "\n".join(str(m.content) for m in messages)
         self.calls.append((self.tool, prompt))
         args = self.reply(prompt)
-        msg = AIMessage(content="", tool_calls=[{"name": self.tool or "none", "args": args,
-                                                  "id": "c1", "type": "tool_call"}],
-                        usage_metadata={"input_tokens": 90, "output_tokens": 10, "total_tokens": 100})  # fmt: skip
+        msg = AIMessage(
+            content="",
+            tool_calls=[
+                {"name": self.tool or "none", "args": args, "id": "c1", "type": "tool_call"}
+            ],
+            usage_metadata={"input_tokens": 90, "output_tokens": 10, "total_tokens": 100},
+        )
         return ChatResult(generations=[ChatGeneration(message=msg)])
 
 
@@ -56,9 +60,14 @@ def answer(tool: str | None, prompt: str, mode: str) -> dict[str, Any]:
         key, value = next(iter(sorted(evidence.items())))
         # "unsure": 0.3, and 0.35 after a self-critique (still under 0.40)
         confidence = (0.35 if "Critique your note" in prompt else 0.3) if mode == "unsure" else 0.6
-        return {"ticker": ticker, "stance": 0.5, "confidence": confidence,
-                "summary": f"The tape reads constructive.{extra}", "key_points": [f"{key} cited"],
-                "cited": [{"key": key, "value": value}]}  # fmt: skip
+        return {
+            "ticker": ticker,
+            "stance": 0.5,
+            "confidence": confidence,
+            "summary": f"The tape reads constructive.{extra}",
+            "key_points": [f"{key} cited"],
+            "cited": [{"key": key, "value": value}],
+        }
     if tool == "LLMTurn":
         favours = None
         if "risk analyst" in prompt:
@@ -75,9 +84,14 @@ def answer(tool: str | None, prompt: str, mode: str) -> dict[str, Any]:
             "favours": favours,
         }
     if tool == "LLMVerdict":
-        return {"ticker": ticker, "winner": "bull", "rationale": f"The bull case is stronger.{extra}",
-                "key_disagreements": ["trend vs momentum"], "falsifiers": ["a lower close"],
-                "conviction": 0.95}  # fmt: skip
+        return {
+            "ticker": ticker,
+            "winner": "bull",
+            "rationale": f"The bull case is stronger.{extra}",
+            "key_disagreements": ["trend vs momentum"],
+            "falsifiers": ["a lower close"],
+            "conviction": 0.95,
+        }
     if tool == "LLMThesis":
         facts = json.loads(re.search(r"Facts: (\{.*?\})", prompt).group(1))
         stop, target = facts["rules_stop"], facts["rules_target"]
@@ -85,8 +99,12 @@ def answer(tool: str | None, prompt: str, mode: str) -> dict[str, Any]:
             entry, atr = facts["entry"], facts["ATR_14"]
             sign = 1.0 if target > entry else -1.0
             stop, target = entry - sign * 3.9 * atr, entry + sign * 1.1 * 3.9 * atr
-        return {"ticker": ticker, "stop": stop, "target": target,
-                "rationale": f"Two ATRs of room, two R of reward.{extra}"}  # fmt: skip
+        return {
+            "ticker": ticker,
+            "stop": stop,
+            "target": target,
+            "rationale": f"Two ATRs of room, two R of reward.{extra}",
+        }
     if tool == "LLMJudgement":
         action = (
             "BUY"

@@ -50,14 +50,27 @@ BROWSERS = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stab
 
 
 def _note(role: AnalystRole, stance: float, conf: float, points: list[Point], **kw) -> AnalystNote:
-    return AnalystNote(role=role, ticker="XYZ", as_of="2020-01-02", stance=stance,
-                       confidence=conf, points=points, **kw)  # fmt: skip
+    return AnalystNote(
+        role=role,
+        ticker="XYZ",
+        as_of="2020-01-02",
+        stance=stance,
+        confidence=conf,
+        points=points,
+        **kw,
+    )
 
 
 def _abstain(role: AnalystRole) -> AnalystNote:
-    return AnalystNote(role=role, ticker="XYZ", as_of="2020-01-02", abstained=True,
-                       confidence=ABSTAIN_CONFIDENCE, model_used=ABSTAIN_MODEL,
-                       summary=f"Abstained: no {role.value} source offline.")  # fmt: skip
+    return AnalystNote(
+        role=role,
+        ticker="XYZ",
+        as_of="2020-01-02",
+        abstained=True,
+        confidence=ABSTAIN_CONFIDENCE,
+        model_used=ABSTAIN_MODEL,
+        summary=f"Abstained: no {role.value} source offline.",
+    )
 
 
 def make_decision(*, portfolio: Portfolio | None = None) -> Decision:
@@ -66,39 +79,67 @@ def make_decision(*, portfolio: Portfolio | None = None) -> Decision:
     short; the engine's seven checks. The market note carries untrusted markup."""
     cfg = AnalysisConfig(portfolio=portfolio or Portfolio())
     notes = [
-        _note(AnalystRole.MARKET, -0.6, 0.7,
-              [Point(name="trend", stance=-0.9, confidence=0.9, text="a downtrend"),
-               Point(name="momentum", stance=0.4, confidence=0.5, text="oversold")],
-              summary=f"Technical picture bearish {SCRIPT}",
-              key_points=["trend: <b>below</b> EMA20 & SMA50"]),
-        _note(AnalystRole.SENTIMENT, 0.3, 0.5,
-              [Point(name="ratings", stance=0.5, confidence=0.6, text="two upgrades")],
-              summary="Analyst ratings lean bullish"),
+        _note(
+            AnalystRole.MARKET,
+            -0.6,
+            0.7,
+            [
+                Point(name="trend", stance=-0.9, confidence=0.9, text="a downtrend"),
+                Point(name="momentum", stance=0.4, confidence=0.5, text="oversold"),
+            ],
+            summary=f"Technical picture bearish {SCRIPT}",
+            key_points=["trend: <b>below</b> EMA20 & SMA50"],
+        ),
+        _note(
+            AnalystRole.SENTIMENT,
+            0.3,
+            0.5,
+            [Point(name="ratings", stance=0.5, confidence=0.6, text="two upgrades")],
+            summary="Analyst ratings lean bullish",
+        ),
         _abstain(AnalystRole.NEWS),
         _abstain(AnalystRole.FUNDAMENTALS),
-    ]  # fmt: skip
+    ]
     rounds = debate_rounds(notes, 2)
     verdict = manage(notes, rounds=rounds)
     debate = Debate(**verdict.model_dump(), rounds=rounds)
     thesis = propose(verdict.winner, close=100.0, atr=2.0, cfg=cfg, conviction=verdict.conviction)
     engine = risk_engine(thesis, cfg)
     action = Action.SELL if engine.approved else Action.HOLD
-    risk = Risk(judge=RiskJudgement(action=Action.SELL, rationale="2 of 3 favour SELL."),
-                checks={c.name.value: c.passed for c in engine.checks},
-                check_details=engine.checks, size=engine.size, notional=engine.notional,
-                risk_amount=engine.risk_amount, capital=cfg.capital, risk_pct=cfg.risk_pct,
-                approved=engine.approved, rejected_by=engine.failed)  # fmt: skip
+    risk = Risk(
+        judge=RiskJudgement(action=Action.SELL, rationale="2 of 3 favour SELL."),
+        checks={c.name.value: c.passed for c in engine.checks},
+        check_details=engine.checks,
+        size=engine.size,
+        notional=engine.notional,
+        risk_amount=engine.risk_amount,
+        capital=cfg.capital,
+        risk_pct=cfg.risk_pct,
+        approved=engine.approved,
+        rejected_by=engine.failed,
+    )
     return Decision(
-        ticker="XYZ", date="2020-01-02", action=action,
+        ticker="XYZ",
+        date="2020-01-02",
+        action=action,
         status=Status.OK if engine.approved else Status.REJECTED,
         reason="every risk check passed" if engine.approved else "rejected by the engine",
-        brain="rules", analysts=notes,
+        brain="rules",
+        analysts=notes,
         quorum=Quorum(required=3, expected=4, notes=4, abstained=2, sided=2, met=True),
-        debate=debate, trader=thesis, risk=risk,
-        recalled=[Recalled(id="r1", date="2019-11-01", tag=OutcomeTag.FALSIFIED,
-                           text="XYZ SELL short bear: stopped out <i>fast</i> & hard")],
+        debate=debate,
+        trader=thesis,
+        risk=risk,
+        recalled=[
+            Recalled(
+                id="r1",
+                date="2019-11-01",
+                tag=OutcomeTag.FALSIFIED,
+                text="XYZ SELL short bear: stopped out <i>fast</i> & hard",
+            )
+        ],
         config=cfg,
-    )  # fmt: skip
+    )
 
 
 class Page(HTMLParser):
@@ -140,17 +181,36 @@ def expected_in_order(d: Decision) -> list[str]:
     assert db is not None and t is not None
     return [
         "XYZ · 2020-01-02",
-        "Analysts", "market", "stance -0.60", "sentiment", "stance +0.30", "news", "abstained",
-        "fundamentals", "abstained",
-        "Debate", f"Winner: {db.winner.value}", f"conviction {db.conviction:.2f}",
-        "Rationale: Confidence-weighted stances", "Falsifiers:", db.falsifiers[0],
-        "Thesis", f"entry {t.entry:.2f}", f"stop {t.stop:.2f}", f"target {t.target:.2f}",
-        "Why these levels:", f"= 2.00 x ATR14 {t.atr:.2f}", "= 2.00R",
-        "Risk", *(f"{PASS_MARK if c.passed else FAIL_MARK} {c.name.value}"
-                  for c in d.risk.check_details),
-        "Recalled lessons", "2019-11-01 Falsified", "stopped out <i>fast</i> & hard",
-        "Legend", "stance",
-    ]  # fmt: skip
+        "Analysts",
+        "market",
+        "stance -0.60",
+        "sentiment",
+        "stance +0.30",
+        "news",
+        "abstained",
+        "fundamentals",
+        "abstained",
+        "Debate",
+        f"Winner: {db.winner.value}",
+        f"conviction {db.conviction:.2f}",
+        "Rationale: Confidence-weighted stances",
+        "Falsifiers:",
+        db.falsifiers[0],
+        "Thesis",
+        f"entry {t.entry:.2f}",
+        f"stop {t.stop:.2f}",
+        f"target {t.target:.2f}",
+        "Why these levels:",
+        f"= 2.00 x ATR14 {t.atr:.2f}",
+        "= 2.00R",
+        "Risk",
+        *(f"{PASS_MARK if c.passed else FAIL_MARK} {c.name.value}" for c in d.risk.check_details),
+        "Recalled lessons",
+        "2019-11-01 Falsified",
+        "stopped out <i>fast</i> & hard",
+        "Legend",
+        "stance",
+    ]
 
 
 def assert_in_order(text: str, wanted: list[str]) -> None:
@@ -192,9 +252,13 @@ def test_untrusted_text_is_shown_as_text_and_nothing_is_fetched(decision):
 @pytest.mark.unit
 @pytest.mark.parametrize(
     ("stance", "left", "width", "side"),
-    [(-0.8, 10.0, 40.0, "bear"), (0.5, 50.0, 25.0, "bull"), (0.0, 50.0, 0.0, "bull"),
-     (1.7, 50.0, 50.0, "bull")],
-)  # fmt: skip
+    [
+        (-0.8, 10.0, 40.0, "bear"),
+        (0.5, 50.0, 25.0, "bull"),
+        (0.0, 50.0, 0.0, "bull"),
+        (1.7, 50.0, 50.0, "bull"),
+    ],
+)
 def test_stance_bars_are_css_widths_from_the_middle(stance, left, width, side):
     bar = stance_bar(stance)
     assert f'class="fill {side}" style="left:{left:.1f}%;width:{width:.1f}%"' in bar
@@ -225,11 +289,20 @@ def test_a_failed_check_is_a_cross_and_the_book_is_shown():
 @pytest.mark.unit
 def test_why_the_levels_names_the_model_proposal_code_overwrote(decision):
     t = decision.trader
-    anchored = {"kind": "trader_anchored", "proposed_stop": 107.8, "proposed_target": 97.9,
-                "stop": t.stop, "target": t.target, "atr": t.atr, "tick": 0.01}  # fmt: skip
+    anchored = {
+        "kind": "trader_anchored",
+        "proposed_stop": 107.8,
+        "proposed_target": 97.9,
+        "stop": t.stop,
+        "target": t.target,
+        "atr": t.atr,
+        "tick": 0.01,
+    }
     d = decision.model_copy(update={"llm_events": [anchored]})
-    assert ("the model proposed stop 107.80 and target 97.90; code set the ATR anchors instead"
-            in Page(render_approval(d)).text)  # fmt: skip
+    assert (
+        "the model proposed stop 107.80 and target 97.90; code set the ATR anchors instead"
+        in Page(render_approval(d)).text
+    )
 
 
 @pytest.mark.unit
@@ -264,10 +337,20 @@ def test_chromium_renders_the_page_in_order(decision, tmp_path: Path):
     page_file = tmp_path / APPROVAL_FILE
     page_file.write_text(render_approval(decision), encoding="utf-8")
     done = subprocess.run(
-        [_browser(), "--headless", "--disable-gpu", "--no-sandbox", "--no-first-run",
-         f"--user-data-dir={tmp_path / 'profile'}", "--dump-dom", page_file.as_uri()],
-        capture_output=True, text=True, timeout=240,
-    )  # fmt: skip
+        [
+            _browser(),
+            "--headless",
+            "--disable-gpu",
+            "--no-sandbox",
+            "--no-first-run",
+            f"--user-data-dir={tmp_path / 'profile'}",
+            "--dump-dom",
+            page_file.as_uri(),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
     assert done.returncode == 0 and "<body" in done.stdout, done.stderr[-2000:]
     dom = Page(done.stdout)  # the DOM after Chromium parsed the page (and ran any script)
     assert dom.sections == [*SECTIONS, "legend"]
@@ -277,11 +360,26 @@ def test_chromium_renders_the_page_in_order(decision, tmp_path: Path):
 
 @pytest.mark.unit
 def test_a_degraded_decision_still_has_every_section(decision):
-    degraded = decision.model_copy(update={
-        "action": Action.HOLD, "status": Status.DEGRADED, "reason": "quorum not met",
-        "debate": None, "trader": None, "recalled": [],
-        "risk": Risk(capital=100_000.0, risk_pct=1.0)})  # fmt: skip
+    degraded = decision.model_copy(
+        update={
+            "action": Action.HOLD,
+            "status": Status.DEGRADED,
+            "reason": "quorum not met",
+            "debate": None,
+            "trader": None,
+            "recalled": [],
+            "risk": Risk(capital=100_000.0, risk_pct=1.0),
+        }
+    )
     page = Page(render_approval(degraded))
     assert page.sections == [*SECTIONS, "legend"]
-    assert_in_order(page.text, ["HOLD (DEGRADED)", "No debate", "No thesis",
-                                "The risk engine did not run", "Nothing recalled"])  # fmt: skip
+    assert_in_order(
+        page.text,
+        [
+            "HOLD (DEGRADED)",
+            "No debate",
+            "No thesis",
+            "The risk engine did not run",
+            "Nothing recalled",
+        ],
+    )

@@ -34,8 +34,16 @@ from swarm.analyze.trader import validate
 
 
 def thesis(direction=Direction.LONG, entry=100.0, stop=96.0, target=108.0, atr=2.0):
-    t = TraderThesis(direction=direction, entry=entry, stop=stop, target=target, atr=atr,
-                     atr_period=14, horizon_days=10, rationale="r")  # fmt: skip
+    t = TraderThesis(
+        direction=direction,
+        entry=entry,
+        stop=stop,
+        target=target,
+        atr=atr,
+        atr_period=14,
+        horizon_days=10,
+        rationale="r",
+    )
     return validate(t, max_stop_atr=4.0)
 
 
@@ -48,8 +56,13 @@ def held(n: int, notional: float = 1_000.0) -> list[Holding]:
 
 @pytest.mark.unit
 def test_a_book_is_what_the_engine_counts():
-    book = Book(positions=[Holding(ticker="AAPL", quantity=100, price=150.0),
-                           Holding(ticker="MSFT", quantity=-50, price=200.0)], loss_today=300)  # fmt: skip
+    book = Book(
+        positions=[
+            Holding(ticker="AAPL", quantity=100, price=150.0),
+            Holding(ticker="MSFT", quantity=-50, price=200.0),
+        ],
+        loss_today=300,
+    )
     pf = portfolio_of(book, capital=100_000, short_margin=1.5)
     assert pf.open_positions == 2
     assert pf.gross_exposure == 25_000  # 15,000 long + 10,000 short
@@ -66,18 +79,36 @@ def test_a_book_is_what_the_engine_counts():
     [
         (Book(), {}, thesis(), []),
         (Book(), {}, thesis(stop=100.0), [CheckName.DEGENERATE_THESIS, CheckName.SIZE_NONZERO]),
-        (Book(), {"capital": 1_000}, thesis(stop=80.0, atr=6.0, target=140.0),
-         [CheckName.SIZE_NONZERO]),
+        (
+            Book(),
+            {"capital": 1_000},
+            thesis(stop=80.0, atr=6.0, target=140.0),
+            [CheckName.SIZE_NONZERO],
+        ),
         (Book(loss_today=1_001), {}, thesis(), [CheckName.DAILY_LOSS_CAP]),
-        (Book(positions=held(1, 80_000)), {"limits": RiskLimits(max_exposure_pct=200)}, thesis(),
-         [CheckName.MARGIN_SUFFICIENT]),  # 20,000 of cash left for a 25,000 notional
-        (Book(), {"limits": RiskLimits(max_notional_pct=20)}, thesis(), [CheckName.MAX_NOTIONAL_PCT]),
+        (
+            Book(positions=held(1, 80_000)),
+            {"limits": RiskLimits(max_exposure_pct=200)},
+            thesis(),
+            [CheckName.MARGIN_SUFFICIENT],
+        ),  # 20,000 of cash left for a 25,000 notional
+        (
+            Book(),
+            {"limits": RiskLimits(max_notional_pct=20)},
+            thesis(),
+            [CheckName.MAX_NOTIONAL_PCT],
+        ),
         (Book(positions=held(10)), {}, thesis(), [CheckName.MAX_POSITIONS]),
         (Book(positions=held(9)), {}, thesis(), []),  # the tenth position still fits
         (Book(positions=held(3, 25_000.01), cash=50_000), {}, thesis(), [CheckName.EXPOSURE_CAP]),
-        (Book(positions=held(3, 25_000), cash=50_000), {}, thesis(), []),  # exactly 100% after the trade
+        (
+            Book(positions=held(3, 25_000), cash=50_000),
+            {},
+            thesis(),
+            [],
+        ),  # exactly 100% after the trade
     ],
-)  # fmt: skip
+)
 def test_each_check_rejects_on_the_book_it_is_given(book, cfg, t, failed):
     base = AnalysisConfig(**cfg)
     pf = portfolio_of(book, capital=base.capital, short_margin=base.limits.short_margin)
@@ -97,12 +128,18 @@ def test_each_check_rejects_on_the_book_it_is_given(book, cfg, t, failed):
         (1, [99, 99], [101, 101], [100, 102], 3, (None, math.nan)),  # data ends first
         (-1, [99, 99], [105, 101], [100, 100], 2, (0, 104.0)),  # a short's stop is above
     ],
-)  # fmt: skip
+)
 def test_first_exit_table(direction, lows, highs, closes, horizon, expected):
     stop, target = (96.0, 108.0) if direction > 0 else (104.0, 92.0)
-    off, price = first_exit(direction, stop=stop, target=target, low=np.array(lows, float),
-                            high=np.array(highs, float), close=np.array(closes, float),
-                            horizon=horizon)  # fmt: skip
+    off, price = first_exit(
+        direction,
+        stop=stop,
+        target=target,
+        low=np.array(lows, float),
+        high=np.array(highs, float),
+        close=np.array(closes, float),
+        horizon=horizon,
+    )
     assert off == expected[0]
     assert price == expected[1] or (math.isnan(price) and math.isnan(expected[1]))
 
@@ -163,8 +200,12 @@ def test_the_replay_book_holds_no_more_than_max_positions_and_is_deterministic(t
             acted = d.risk.judge is not None and d.risk.judge.action != Action.HOLD
             if d.config.portfolio.open_positions == 1 and acted:
                 assert d.status == Status.REJECTED and "max_positions" in d.reason
-    later = [d for by_day in free.values() for d in by_day.values()
-             if d.config.portfolio.open_positions > 0]  # fmt: skip
+    later = [
+        d
+        for by_day in free.values()
+        for d in by_day.values()
+        if d.config.portfolio.open_positions > 0
+    ]
     assert later, "the book never held a position when a later decision was made"
 
 
@@ -185,22 +226,37 @@ def _read(folder: str, name: str) -> dict:
 @pytest.mark.parametrize(
     ("content", "field"),
     [
-        ('{"positions": [{"ticker": "AAPL", "quantity": "many", "price": 1}]}', "positions.0.quantity"),
+        (
+            '{"positions": [{"ticker": "AAPL", "quantity": "many", "price": 1}]}',
+            "positions.0.quantity",
+        ),
         ('{"positions": [{"ticker": "AAPL", "quantity": 0, "price": 1}]}', "positions.0.quantity"),
         ('{"loss_today": -5}', "loss_today"),
         ('{"cash": 1, "leverage": 3}', "leverage"),
         ("{not json", "(the document)"),
     ],
-)  # fmt: skip
+)
 def test_a_malformed_book_is_exit_2_naming_the_file_and_the_field(
     capsys, tmp_path, daily_dir, content, field
 ):
     book = tmp_path / "book.json"
     book.write_text(content)
     out_dir = tmp_path / "runs"
-    code, out, err = run(capsys, "--ticker", "NVDA", "--date", "2019-06-03", "--data-dir",
-                         str(daily_dir), "--out", str(out_dir), "--memory-dir", "off",
-                         "--book", str(book))  # fmt: skip
+    code, out, err = run(
+        capsys,
+        "--ticker",
+        "NVDA",
+        "--date",
+        "2019-06-03",
+        "--data-dir",
+        str(daily_dir),
+        "--out",
+        str(out_dir),
+        "--memory-dir",
+        "off",
+        "--book",
+        str(book),
+    )
     assert code == 2 and out == ""
     line = err.strip()
     assert len(line.splitlines()) == 1 and line.startswith("error: --book: ")
@@ -212,8 +268,17 @@ def test_a_malformed_book_is_exit_2_naming_the_file_and_the_field(
 def test_a_full_book_rejects_the_trade_and_the_folder_carries_the_book_on(
     capsys, tmp_path, daily_dir
 ):
-    common = ["--ticker", "NVDA", "--date", "2019-06-03", "--data-dir", str(daily_dir),
-              "--memory-dir", "off", "--quiet"]  # fmt: skip
+    common = [
+        "--ticker",
+        "NVDA",
+        "--date",
+        "2019-06-03",
+        "--data-dir",
+        str(daily_dir),
+        "--memory-dir",
+        "off",
+        "--quiet",
+    ]
     code, out, _ = run(capsys, *common, "--out", str(tmp_path / "a"))
     assert code == 0
     folder = out.strip().splitlines()[-1]
@@ -223,8 +288,11 @@ def test_a_full_book_rejects_the_trade_and_the_folder_carries_the_book_on(
     assert [h.ticker for h in carried.positions] == ["NVDA"] and carried.capital == 100_000
     # Ten positions open: the same trade is rejected by max_positions alone.
     full = tmp_path / "full.json"
-    full.write_text(json.dumps({"positions": [{"ticker": f"T{i}", "quantity": 1, "price": 10.0}
-                                              for i in range(10)]}))  # fmt: skip
+    full.write_text(
+        json.dumps(
+            {"positions": [{"ticker": f"T{i}", "quantity": 1, "price": 10.0} for i in range(10)]}
+        )
+    )
     code, out, _ = run(capsys, *common, "--out", str(tmp_path / "b"), "--book", str(full))
     assert code == 0
     rejected = _read(out.strip().splitlines()[-1], "decision.json")

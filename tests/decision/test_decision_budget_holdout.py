@@ -43,10 +43,11 @@ class HoldoutCostlyChat(DecisionChat):
         day = re.search(r"Date: (\d{4}-\d{2}-\d{2})", prompt)
         costly = self.tool == "LLMNote" and day is not None and day.group(1) >= self.expensive_from
         total = HUGE if costly else 100
-        msg = AIMessage(content="", tool_calls=[{"name": self.tool, "args": args, "id": "c1",
-                                                  "type": "tool_call"}],
-                        usage_metadata={"input_tokens": total - 10, "output_tokens": 10,
-                                        "total_tokens": total})  # fmt: skip
+        msg = AIMessage(
+            content="",
+            tool_calls=[{"name": self.tool, "args": args, "id": "c1", "type": "tool_call"}],
+            usage_metadata={"input_tokens": total - 10, "output_tokens": 10, "total_tokens": total},
+        )
         return ChatResult(generations=[ChatGeneration(message=msg)])
 
 
@@ -57,21 +58,55 @@ def test_the_budget_running_out_at_the_holdout_ends_the_run_cleanly(
     chat = HoldoutCostlyChat(messages=iter([]), expensive_from=str(split.holdout_start))
     chat.calls = []
     monkeypatch.setattr(client_mod, "default_model_factory", lambda settings, model: chat)
-    code = main([
-        "--directive", "agents decide on AAPL", "--families", "decision_pipeline",
-        "--tickers", "AAPL", "--data-dir", str(daily_dir), "--start", START, "--end", END,
-        "--variants", "1", "--max-iterations", "1", "--folds", "2", "--workers", "1",
-        "--offline", "--memory-dir", "off", "--decision-cache", str(tmp_path / "decisions"),
-        "--out", str(tmp_path / "runs"), "--benchmark", "cash",
-        # A pass the first iteration reaches, so the winner goes to the holdout.
-        "--criteria", "sharpe>=-100,min_trades>=0,score>=0,dsr>=0,spa_p<=1",
-        "--criteria-replace",
-        "--llm", "openai-compatible:fake", "--llm-base-url", "http://127.0.0.1:9/v1",
-        "--llm-structured", "function_calling", "--llm-cache", str(tmp_path / "llm-cache"),
-        "--max-llm-tokens", str(BUDGET),
-        # The fake reads the holdout's dates in the prompt; a masked prompt has none.
-        "--no-mask",
-    ])  # fmt: skip
+    code = main(
+        [
+            "--directive",
+            "agents decide on AAPL",
+            "--families",
+            "decision_pipeline",
+            "--tickers",
+            "AAPL",
+            "--data-dir",
+            str(daily_dir),
+            "--start",
+            START,
+            "--end",
+            END,
+            "--variants",
+            "1",
+            "--max-iterations",
+            "1",
+            "--folds",
+            "2",
+            "--workers",
+            "1",
+            "--offline",
+            "--memory-dir",
+            "off",
+            "--decision-cache",
+            str(tmp_path / "decisions"),
+            "--out",
+            str(tmp_path / "runs"),
+            "--benchmark",
+            "cash",
+            # A pass the first iteration reaches, so the winner goes to the holdout.
+            "--criteria",
+            "sharpe>=-100,min_trades>=0,score>=0,dsr>=0,spa_p<=1",
+            "--criteria-replace",
+            "--llm",
+            "openai-compatible:fake",
+            "--llm-base-url",
+            "http://127.0.0.1:9/v1",
+            "--llm-structured",
+            "function_calling",
+            "--llm-cache",
+            str(tmp_path / "llm-cache"),
+            "--max-llm-tokens",
+            str(BUDGET),
+            # The fake reads the holdout's dates in the prompt; a masked prompt has none.
+            "--no-mask",
+        ]
+    )
     out, err = capsys.readouterr()
     assert code == 0, err[-3000:]
     assert "Traceback" not in err and "internal error" not in err
@@ -83,8 +118,11 @@ def test_the_budget_running_out_at_the_holdout_ends_the_run_cleanly(
     assert stats["budget_exhausted"] is True
     search = stats["variants"][0]
     assert search["pipeline_calls"] > 20 and search["trades"] > 0
-    asked = [m.group(1) for t, p in chat.calls
-             if t == "LLMNote" and (m := re.search(r"Date: (\d{4}-\d{2}-\d{2})", p))]  # fmt: skip
+    asked = [
+        m.group(1)
+        for t, p in chat.calls
+        if t == "LLMNote" and (m := re.search(r"Date: (\d{4}-\d{2}-\d{2})", p))
+    ]
     late = [d for d in asked if d >= str(split.holdout_start)]
     assert late and len(set(late)) == 1, "the holdout's first decision, and only it, asked"
     assert max(d for d in asked if d not in late) <= str(split.insample_end)

@@ -44,8 +44,14 @@ def future_action(bars: pd.DataFrame, day: str) -> str:
 
 
 def _brain(tmp_path, url: str, mask: str) -> Brain:
-    settings = LLMSettings(provider="openai-compatible", quick_model="cheat", deep_model="cheat",
-                           base_url=url, structured="function_calling", mask=mask)  # fmt: skip
+    settings = LLMSettings(
+        provider="openai-compatible",
+        quick_model="cheat",
+        deep_model="cheat",
+        base_url=url,
+        structured="function_calling",
+        mask=mask,
+    )
     client = LLMClient(settings, cache_dir=tmp_path / f"cache-{mask}")
     return Brain(llm=client, known=known_entities(DAILY_DIR))
 
@@ -104,15 +110,45 @@ def _develop(tmp_path, url: str, mask_flag: str) -> tuple[dict, list[dict]]:
     from swarm.develop import main
 
     out = tmp_path / mask_flag.strip("-")
-    code = main([
-        "--directive", "agents decide on NVDA", "--families", "decision_pipeline",
-        "--tickers", "NVDA", "--data-dir", str(DAILY_DIR), "--start", "2016-01-01",
-        "--end", "2018-12-31", "--variants", "1", "--max-iterations", "1", "--workers", "1",
-        "--offline", "--quiet", "--memory-dir", "off", "--decision-cache", str(out / "decisions"),
-        "--llm-cache", str(out / "llm-cache"), "--out", str(out / "runs"),
-        "--llm", "openai-compatible:cheat", "--llm-base-url", url,
-        "--llm-structured", "function_calling", mask_flag,
-    ])  # fmt: skip
+    code = main(
+        [
+            "--directive",
+            "agents decide on NVDA",
+            "--families",
+            "decision_pipeline",
+            "--tickers",
+            "NVDA",
+            "--data-dir",
+            str(DAILY_DIR),
+            "--start",
+            "2016-01-01",
+            "--end",
+            "2018-12-31",
+            "--variants",
+            "1",
+            "--max-iterations",
+            "1",
+            "--workers",
+            "1",
+            "--offline",
+            "--quiet",
+            "--memory-dir",
+            "off",
+            "--decision-cache",
+            str(out / "decisions"),
+            "--llm-cache",
+            str(out / "llm-cache"),
+            "--out",
+            str(out / "runs"),
+            "--llm",
+            "openai-compatible:cheat",
+            "--llm-base-url",
+            url,
+            "--llm-structured",
+            "function_calling",
+            mask_flag,
+        ]
+    )
     assert code == 0
     (run,) = (out / "runs").iterdir()
     records = [json.loads(line) for line in (run / "experiments.jsonl").read_text().splitlines()]

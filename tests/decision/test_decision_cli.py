@@ -47,8 +47,9 @@ def run(capsys, *argv: str) -> tuple[int, str, str]:
 )
 def test_bad_input_is_one_line_exit_2_and_no_folder(capsys, tmp_path, daily_dir, args, flag):
     out_dir = tmp_path / "runs"
-    code, out, err = run(capsys, *args, "--data-dir", str(daily_dir), "--out", str(out_dir),
-                         "--memory-dir", "off")  # fmt: skip
+    code, out, err = run(
+        capsys, *args, "--data-dir", str(daily_dir), "--out", str(out_dir), "--memory-dir", "off"
+    )
     assert code == 2, err
     assert out == ""
     lines = err.strip().splitlines()
@@ -59,24 +60,62 @@ def test_bad_input_is_one_line_exit_2_and_no_folder(capsys, tmp_path, daily_dir,
 
 def test_a_subprocess_run_prints_the_folder_last(tmp_path, daily_dir):
     done = subprocess.run(
-        [sys.executable, "-m", "swarm.analyze", "--ticker", "nvda", "--date", "2019-06-03",
-         "--data-dir", str(daily_dir), "--out", str(tmp_path), "--memory-dir", "off", "--quiet"],
-        capture_output=True, text=True, cwd=REPO, timeout=120,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "swarm.analyze",
+            "--ticker",
+            "nvda",
+            "--date",
+            "2019-06-03",
+            "--data-dir",
+            str(daily_dir),
+            "--out",
+            str(tmp_path),
+            "--memory-dir",
+            "off",
+            "--quiet",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stderr
     folder = Path(done.stdout.strip().splitlines()[-1])
     assert sorted(p.name for p in folder.iterdir()) == [
-        "approval.html", "book.json", "decision.json", "features.json", "manifest.json",
-        "report.md"]  # fmt: skip
+        "approval.html",
+        "book.json",
+        "decision.json",
+        "features.json",
+        "manifest.json",
+        "report.md",
+    ]
     decision = json.loads((folder / "decision.json").read_text())
     assert decision["ticker"] == "NVDA" and decision["date"] == "2019-06-03"
     features = json.loads((folder / "features.json").read_text())
     assert features["as_of"] == "2019-06-03" and "ATR_14" in features["features"]
     report = (folder / "report.md").read_text()
     assert report.startswith("# NVDA · 2019-06-03 · ") and "## Risk engine" in report
-    bad = subprocess.run([sys.executable, "-m", "swarm.analyze", "--ticker", "NVDA", "--date", "x",
-                          "--data-dir", str(daily_dir), "--out", str(tmp_path / "b")],
-                         capture_output=True, text=True, cwd=REPO, timeout=120)  # fmt: skip
+    bad = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "swarm.analyze",
+            "--ticker",
+            "NVDA",
+            "--date",
+            "x",
+            "--data-dir",
+            str(daily_dir),
+            "--out",
+            str(tmp_path / "b"),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=120,
+    )
     assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1
     assert not (tmp_path / "b").exists()
 
@@ -98,8 +137,13 @@ def test_review_goes_to_memory_and_a_later_analysis_recalls_it(capsys, tmp_path,
 
     # Inside the horizon the outcome was not known yet: nothing to recall.
     code, stdout, err = run(capsys, "--ticker", "NVDA", "--date", "2019-06-10", *common)
-    assert code == 0 and json.loads(
-        (Path(stdout.strip().splitlines()[-1]) / "decision.json").read_text())["recalled"] == []  # fmt: skip
+    assert (
+        code == 0
+        and json.loads((Path(stdout.strip().splitlines()[-1]) / "decision.json").read_text())[
+            "recalled"
+        ]
+        == []
+    )
     # Another symbol does not recall it either.
     code, stdout, err = run(capsys, "--ticker", "AAPL", "--date", "2019-07-01", *common)
     assert json.loads((Path(stdout.strip()) / "decision.json").read_text())["recalled"] == []
@@ -115,8 +159,19 @@ def test_review_goes_to_memory_and_a_later_analysis_recalls_it(capsys, tmp_path,
 
 
 def test_review_before_the_horizon_is_exit_2(capsys, tmp_path, daily_dir):
-    code, stdout, _ = run(capsys, "--ticker", "NVDA", "--date", "2020-12-04", "--data-dir",
-                          str(daily_dir), "--out", str(tmp_path), "--memory-dir", "off")  # fmt: skip
+    code, stdout, _ = run(
+        capsys,
+        "--ticker",
+        "NVDA",
+        "--date",
+        "2020-12-04",
+        "--data-dir",
+        str(daily_dir),
+        "--out",
+        str(tmp_path),
+        "--memory-dir",
+        "off",
+    )
     assert code == 0
     code, _, err = run(capsys, "--review", stdout.strip(), "--memory-dir", "off")
     assert code == 2 and "horizon" in err and len(err.strip().splitlines()) == 1
@@ -132,8 +187,13 @@ print(json.dumps({{"code": code, "heavy": heavy}}))
 
 
 def _analyze_in_fresh_process(argv: list[str]) -> tuple[dict, Path]:
-    done = subprocess.run([sys.executable, "-c", IMPORTS_PROBE.format(argv=argv)], cwd=REPO,
-                          capture_output=True, text=True, timeout=300)  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, "-c", IMPORTS_PROBE.format(argv=argv)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     lines = done.stdout.strip().splitlines()
     return json.loads(lines[-1]), Path(lines[-2])

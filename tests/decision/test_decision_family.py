@@ -68,9 +68,12 @@ def built(aapl, tmp_path_factory):
     spec = decision_spec()
     table = replayer.table(spec, {"AAPL": aapl}, WINDOW, capital=CAPITAL)
     return SimpleNamespace(
-        cache=cache, replayer=replayer, spec=spec, table=table,
+        cache=cache,
+        replayer=replayer,
+        spec=spec,
+        table=table,
         code=render_decision_strategy(spec, table, capital=CAPITAL),
-    )  # fmt: skip
+    )
 
 
 # --------------------------------------------------------------------------- unit
@@ -103,8 +106,10 @@ def test_the_cache_key_moves_with_the_core_config_only():
     for sizing in ({"risk_pct": 0.02}, {"horizon_bars": 30}):
         assert core_config(p | sizing) == core_config(p)
     for core in ({"debate_rounds": 3}, {"conviction_floor": 0.5}):
-        assert decision_key("AAPL", "2017-03-03", bars, core_config(p | core), "rules",
-                            bars_sha="x") != key  # fmt: skip
+        assert (
+            decision_key("AAPL", "2017-03-03", bars, core_config(p | core), "rules", bars_sha="x")
+            != key
+        )
     assert decision_key("AAPL", "2017-03-03", bars, core_config(p), "llm:x", bars_sha="x") != key
     assert decision_key("MSFT", "2017-03-03", bars, core_config(p), "rules", bars_sha="x") != key
     assert decision_key("AAPL", "2017-03-10", bars, core_config(p), "rules", bars_sha="x") != key
@@ -125,8 +130,7 @@ def test_a_change_of_the_desks_rules_invalidates_cached_decisions(monkeypatch):
 def test_specs_are_trials_and_tune_moves_the_pipeline_parameters():
     spec = decision_spec()
     assert spec.family == PipelineFamily.DECISION_PIPELINE
-    assert set(spec.parameters) == {"debate_rounds", "risk_pct", "conviction_floor",
-                                    "horizon_bars"}  # fmt: skip
+    assert set(spec.parameters) == {"debate_rounds", "risk_pct", "conviction_floor", "horizon_bars"}
     # Round-trips through the state as JSON and keeps its trial key.
     again = StrategySpec.model_validate(spec.model_dump(mode="json"))
     assert again.trial_key() == spec.trial_key() and reconcile(again) == again
@@ -137,8 +141,7 @@ def test_specs_are_trials_and_tune_moves_the_pipeline_parameters():
     tuned = propose_decision_specs(route="TUNE", n=4, rng=rng, seen=keys, best=("v1", spec))
     assert len(tuned) == 4 and all(p.parent_id == "v1" for p in tuned)
     assert not keys & {p.spec.trial_key() for p in tuned}
-    refined = propose_decision_specs(route="REFINE", n=2, rng=rng, seen=set(),
-                                     best=("v1", spec))  # fmt: skip
+    refined = propose_decision_specs(route="REFINE", n=2, rng=rng, seen=set(), best=("v1", spec))
     assert refined[0].spec.long_short is False  # the other side first
     assert decision_slots(["decision_pipeline"], 5) == 5
     assert decision_slots(["decision_pipeline", "momentum"], 5) == 2
@@ -147,8 +150,11 @@ def test_specs_are_trials_and_tune_moves_the_pipeline_parameters():
 
 @pytest.mark.unit
 def test_the_directive_and_families_select_the_pipeline(tmp_path):
-    for text in ("agents decide on AAPL and MSFT", "an analyst debate on NVDA",
-                 "let the analysts decide"):  # fmt: skip
+    for text in (
+        "agents decide on AAPL and MSFT",
+        "an analyst debate on NVDA",
+        "let the analysts decide",
+    ):
         assert parse_directive(text).preferred_families[0] == "decision_pipeline"
     assert "decision_pipeline" not in parse_directive("momentum alpha in tech").preferred_families
 
@@ -159,7 +165,9 @@ def test_the_directive_and_families_select_the_pipeline(tmp_path):
     assert cfg("agents decide").families == ["decision_pipeline"]
     assert cfg("momentum alpha").families == []
     assert cfg("momentum", "--families", "decision_pipeline,Momentum").families == [
-        "decision_pipeline", "momentum"]  # fmt: skip
+        "decision_pipeline",
+        "momentum",
+    ]
 
 
 @pytest.mark.unit
@@ -178,8 +186,9 @@ def test_decisions_are_causal_cutting_the_data_after_the_date_changes_nothing(aa
     spec = built.spec
     for day in rebalance_dates(aapl.index, WINDOW)[3::12]:
         cut = cut_at(aapl, day)
-        alone = DecisionReplayer(cache=None).table(spec, {"AAPL": cut}, [(day.date(), day.date())],
-                                                   capital=CAPITAL)  # fmt: skip
+        alone = DecisionReplayer(cache=None).table(
+            spec, {"AAPL": cut}, [(day.date(), day.date())], capital=CAPITAL
+        )
         assert alone["AAPL"].get(date_key(day)) == built.table["AAPL"].get(date_key(day))
 
 
@@ -193,13 +202,26 @@ def test_resizing_a_cached_decision_equals_deciding_with_the_sizing(aapl):
         for risk, horizon in ((0.005, 5), (0.025, 20), (0.03, 10)):
             sized = sized_config(core, base | {"risk_pct": risk, "horizon_bars": horizon}, CAPITAL)
             direct, resized = decide("AAPL", day, aapl, sized), apply_sizing(decided, sized)
-            assert (resized.action, resized.status, resized.risk.size, resized.risk.checks,
-                    resized.risk.rejected_by, resized.risk.risk_pct) == (
-                direct.action, direct.status, direct.risk.size, direct.risk.checks,
-                direct.risk.rejected_by, direct.risk.risk_pct)  # fmt: skip
+            assert (
+                resized.action,
+                resized.status,
+                resized.risk.size,
+                resized.risk.checks,
+                resized.risk.rejected_by,
+                resized.risk.risk_pct,
+            ) == (
+                direct.action,
+                direct.status,
+                direct.risk.size,
+                direct.risk.checks,
+                direct.risk.rejected_by,
+                direct.risk.risk_pct,
+            )
             assert resized.trader.horizon_days == horizon == direct.trader.horizon_days
             assert (resized.trader.stop, resized.trader.target) == (
-                direct.trader.stop, direct.trader.target)  # fmt: skip
+                direct.trader.stop,
+                direct.trader.target,
+            )
             seen.add(direct.status)
     assert Status.OK in seen
 
@@ -209,8 +231,12 @@ def test_a_second_build_hits_the_cache_with_zero_pipeline_calls(aapl, built):
     first = built.replayer.stats
     assert first.pipeline_calls == 52 and first.cache_hits == 0 and first.decisions == 52
     # Same run, sizing moved: reused in memory, no new call.
-    built.replayer.table(decision_spec({"risk_pct": 0.02, "horizon_bars": 20}), {"AAPL": aapl},
-                         WINDOW, capital=CAPITAL)  # fmt: skip
+    built.replayer.table(
+        decision_spec({"risk_pct": 0.02, "horizon_bars": 20}),
+        {"AAPL": aapl},
+        WINDOW,
+        capital=CAPITAL,
+    )
     assert built.replayer.stats.pipeline_calls == 52 and built.replayer.stats.memo_hits == 52
     # A new run on the same cache: every decision from disk, the same table.
     rerun = DecisionReplayer(cache=built.cache)
@@ -230,8 +256,9 @@ def test_the_code_embeds_the_decisions_passes_the_lint_and_runs(aapl, built):
     assert len(rows) >= 10 and all(isinstance(r, DecisionRow) for r in rows.values())
     for day, row in list(rows.items())[:3]:
         assert f"{day}: ({row.direction}, {row.stop!r}, {row.target!r}, {row.size})" in built.code
-    result = run_code_on_bars(built.code, aapl.loc[:"2017-12-31"], start=date(2017, 1, 3),
-                              symbol="AAPL")  # fmt: skip
+    result = run_code_on_bars(
+        built.code, aapl.loc[:"2017-12-31"], start=date(2017, 1, 3), symbol="AAPL"
+    )
     assert result.status.value == "ok", result.error
     assert result.metrics.n_trades >= 5
 
@@ -247,15 +274,21 @@ def _replay_orders(code: str, bars: pd.DataFrame, symbol: str) -> list[dict]:
     class Recording(base):
         def notify_order(self, order):
             if order.status == order.Submitted:  # notified on the next bar: use its creation
-                seen.append({"ref": order.ref, "day": bt.num2date(order.created.dt).date(),
-                             "buy": order.isbuy(), "type": order.exectype,
-                             "price": order.created.price, "size": abs(order.created.size),
-                             "parent": order.parent.ref if order.parent else None})  # fmt: skip
+                seen.append(
+                    {
+                        "ref": order.ref,
+                        "day": bt.num2date(order.created.dt).date(),
+                        "buy": order.isbuy(),
+                        "type": order.exectype,
+                        "price": order.created.price,
+                        "size": abs(order.created.size),
+                        "parent": order.parent.ref if order.parent else None,
+                    }
+                )
             if order.status == order.Completed:
                 for o in seen:
                     if o["ref"] == order.ref:
-                        o["filled"] = (bt.num2date(order.executed.dt).date(),
-                                       order.executed.price)  # fmt: skip
+                        o["filled"] = (bt.num2date(order.executed.dt).date(), order.executed.price)
             super().notify_order(order)
 
     cerebro = bt.Cerebro(stdstats=False)
@@ -270,11 +303,16 @@ def _replay_orders(code: str, bars: pd.DataFrame, symbol: str) -> list[dict]:
 def test_orders_are_brackets_at_the_thesis_prices_with_the_risk_engine_size(aapl, built):
     bars = aapl.loc["2016-12-01":"2017-12-31"]
     orders = _replay_orders(built.code, bars, "AAPL")
-    by_day = {date_key(d): r for d, r in ((pd.Timestamp(str(k)), r) for k, r in
-                                          built.table["AAPL"].items())}  # fmt: skip
+    by_day = {
+        date_key(d): r
+        for d, r in ((pd.Timestamp(str(k)), r) for k, r in built.table["AAPL"].items())
+    }
     bt = import_backtrader()
-    entries = [o for o in orders if o["parent"] is None and o["type"] == bt.Order.Market
-               and date_key(o["day"]) in by_day]  # fmt: skip
+    entries = [
+        o
+        for o in orders
+        if o["parent"] is None and o["type"] == bt.Order.Market and date_key(o["day"]) in by_day
+    ]
     assert entries, "no decision was traded"
     first = entries[0]
     row = by_day[date_key(first["day"])]
@@ -289,17 +327,23 @@ def test_orders_are_brackets_at_the_thesis_prices_with_the_risk_engine_size(aapl
     assert first["filled"] == (nxt.date(), bars.loc[nxt, "open"])
     # Every decision was sized by the risk engine with the formula of the spec's risk %.
     decided = decide("AAPL", first["day"].isoformat(), aapl, core_config(built.spec.parameters))
-    resized = apply_sizing(decided, sized_config(core_config(built.spec.parameters),
-                                                 built.spec.parameters, CAPITAL))  # fmt: skip
+    resized = apply_sizing(
+        decided, sized_config(core_config(built.spec.parameters), built.spec.parameters, CAPITAL)
+    )
     assert decision_row(resized) == row
     assert row.size == math.floor(CAPITAL * 1.0 / 100 / abs(decided.trader.entry - row.stop))
 
 
 @pytest.mark.unit
 def test_an_llm_budget_stops_the_replay_cleanly(aapl, tmp_path):
-    settings = LLMSettings(provider="openai-compatible", quick_model="fake-quick",
-                           deep_model="fake-deep", base_url="http://127.0.0.1:1/v1",
-                           structured="function_calling", max_tokens=2_500)  # fmt: skip
+    settings = LLMSettings(
+        provider="openai-compatible",
+        quick_model="fake-quick",
+        deep_model="fake-deep",
+        base_url="http://127.0.0.1:1/v1",
+        structured="function_calling",
+        max_tokens=2_500,
+    )
     chat = DecisionChat(messages=iter([]))
     chat.calls = []
     client = LLMClient(settings, cache_dir=tmp_path / "llm", model_factory=lambda s, m: chat)
@@ -314,16 +358,23 @@ def test_an_llm_budget_stops_the_replay_cleanly(aapl, tmp_path):
     lines: list[str] = []
     written: dict = {}
     ctx = SimpleNamespace(
-        memo=RunMemo(decision_replayer=DecisionReplayer(cache=replayer.cache, brain=Brain(llm=client))),
-        split=TimeSplit(insample_start=date(2015, 1, 2), insample_end=date(2017, 6, 30),
-                        holdout_start=date(2017, 7, 3), holdout_end=date(2017, 12, 29)),
-        folds=[SimpleNamespace(start=date(2017, 1, 1),
-        end=date(2017, 6, 30))], holdout_fold=SimpleNamespace(start=date(2017, 7, 1),
-        end=date(2017, 12, 31)), data={"AAPL": SimpleNamespace(bars=aapl)}, symbols=["AAPL"],
+        memo=RunMemo(
+            decision_replayer=DecisionReplayer(cache=replayer.cache, brain=Brain(llm=client))
+        ),
+        split=TimeSplit(
+            insample_start=date(2015, 1, 2),
+            insample_end=date(2017, 6, 30),
+            holdout_start=date(2017, 7, 3),
+            holdout_end=date(2017, 12, 29),
+        ),
+        folds=[SimpleNamespace(start=date(2017, 1, 1), end=date(2017, 6, 30))],
+        holdout_fold=SimpleNamespace(start=date(2017, 7, 1), end=date(2017, 12, 31)),
+        data={"AAPL": SimpleNamespace(bars=aapl)},
+        symbols=["AAPL"],
         config=SimpleNamespace(costs=SimpleNamespace(cash=CAPITAL)),
         progress=SimpleNamespace(stage=lambda name, msg: lines.append(msg)),
         run=SimpleNamespace(write_json=lambda name, obj: written.update({name: obj})),
-    )  # fmt: skip
+    )
     assert pipeline_code(ctx, decision_spec()) is None
     assert len(lines) == 1 and "LLM token budget exhausted" in lines[0]
     assert written["decision_pipeline.json"]["budget_exhausted"] is True
@@ -346,14 +397,43 @@ def _develop(out, cache, daily_dir, tmp_path):
     from pathlib import Path
 
     done = subprocess.run(
-        [sys.executable, "-m", "swarm.develop", "--directive", "agents decide on AAPL",
-         "--families", "decision_pipeline", "--tickers", "AAPL", "--data-dir", str(daily_dir),
-         "--start", "2016-01-01", "--end", "2019-12-31", "--variants", "2",
-         "--max-iterations", "1", "--folds", "2", "--workers", "2", "--offline",
-         "--memory-dir", "off", "--decision-cache", str(cache), "--out", str(out)],
-        capture_output=True, text=True, timeout=900,
+        [
+            sys.executable,
+            "-m",
+            "swarm.develop",
+            "--directive",
+            "agents decide on AAPL",
+            "--families",
+            "decision_pipeline",
+            "--tickers",
+            "AAPL",
+            "--data-dir",
+            str(daily_dir),
+            "--start",
+            "2016-01-01",
+            "--end",
+            "2019-12-31",
+            "--variants",
+            "2",
+            "--max-iterations",
+            "1",
+            "--folds",
+            "2",
+            "--workers",
+            "2",
+            "--offline",
+            "--memory-dir",
+            "off",
+            "--decision-cache",
+            str(cache),
+            "--out",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=900,
         env=os.environ | {"XDG_CACHE_HOME": str(tmp_path / "xdg")},
-    )  # fmt: skip
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     run = Path(done.stdout.strip().splitlines()[-1])
     records = [json.loads(line) for line in (run / "experiments.jsonl").read_text().splitlines()]
@@ -396,7 +476,10 @@ def test_a_develop_run_reaches_a_verdict_and_a_rerun_makes_no_pipeline_call(dail
     assert stats2["pipeline_calls"] == 0 and stats2["cache_hits"] == stats["pipeline_calls"]
 
     def figures(recs):
-        return [[(f["status"], f["metrics"]) for f in r["folds"]] for r in recs
-                if r.get("kind") == "backtest"]  # fmt: skip
+        return [
+            [(f["status"], f["metrics"]) for f in r["folds"]]
+            for r in recs
+            if r.get("kind") == "backtest"
+        ]
 
     assert figures(records2) == figures(records)

@@ -19,8 +19,16 @@ CFG = AnalysisConfig()
 
 
 def _thesis(direction=Direction.LONG, entry=100.0, stop=96.0, target=108.0, atr=2.0):
-    t = TraderThesis(direction=direction, entry=entry, stop=stop, target=target, atr=atr,
-                     atr_period=14, horizon_days=10, rationale="r")  # fmt: skip
+    t = TraderThesis(
+        direction=direction,
+        entry=entry,
+        stop=stop,
+        target=target,
+        atr=atr,
+        atr_period=14,
+        horizon_days=10,
+        rationale="r",
+    )
     return validate(t, max_stop_atr=4.0)
 
 
@@ -31,8 +39,11 @@ VERDICT = DebateVerdict(winner=Side.BULL, rationale="r", conviction_proposed=0.6
 def test_the_risk_team_reads_no_forecast():
     ev = {"NATR_14": 2.0, "ADX_14": 30.0, "RSI_14": 50.0}
     # A band projecting far below a long's entry: it once made the safe analyst hold.
-    bearish = ev | {"FORECAST_MID_60_10": 80.0, "FORECAST_LOWER_60_10": 60.0,
-                    "FORECAST_UPPER_60_10": 90.0}  # fmt: skip
+    bearish = ev | {
+        "FORECAST_MID_60_10": 80.0,
+        "FORECAST_LOWER_60_10": 60.0,
+        "FORECAST_UPPER_60_10": 90.0,
+    }
     assert risk.risk_evidence(bearish) == {"NATR_14": 2.0, "ADX_14": 30.0}
     t = _thesis()
     assert risk.concerns(t, VERDICT, bearish, CFG) == risk.concerns(t, VERDICT, ev, CFG) == []
@@ -80,10 +91,17 @@ def _bars(symbol: str) -> pd.DataFrame:
 def _risk_path(d):
     """Everything the risk path decided: the thesis's levels, every risk-team vote, the
     judge, every engine check, the size, the order."""
-    return (d.action, d.status, d.trader and (d.trader.direction, d.trader.entry, d.trader.stop,
-            d.trader.target, d.trader.valid),
-            [(t.stance, t.favours) for r in d.risk.rounds for t in r.turns],
-            d.risk.judge and d.risk.judge.action, d.risk.checks, d.risk.size, d.risk.notional)  # fmt: skip
+    return (
+        d.action,
+        d.status,
+        d.trader
+        and (d.trader.direction, d.trader.entry, d.trader.stop, d.trader.target, d.trader.valid),
+        [(t.stance, t.favours) for r in d.risk.rounds for t in r.turns],
+        d.risk.judge and d.risk.judge.action,
+        d.risk.checks,
+        d.risk.size,
+        d.risk.notional,
+    )
 
 
 @pytest.mark.integration

@@ -41,9 +41,15 @@ M, S, N, F = AnalystRole.MARKET, AnalystRole.SENTIMENT, AnalystRole.NEWS, Analys
 
 
 def note(role, stance=0.0, conf=0.5, abstained=False):
-    return AnalystNote(role=role, ticker="XYZ", as_of="2020-01-02", stance=stance,
-                       confidence=ABSTAIN_CONFIDENCE if abstained else conf, summary="s",
-                       abstained=abstained)  # fmt: skip
+    return AnalystNote(
+        role=role,
+        ticker="XYZ",
+        as_of="2020-01-02",
+        stance=stance,
+        confidence=ABSTAIN_CONFIDENCE if abstained else conf,
+        summary="s",
+        abstained=abstained,
+    )
 
 
 # --------------------------------------------------------------------------- pure rules
@@ -84,8 +90,16 @@ def test_stand_aside_state_table(move_atr, lean, tag):
 
 @pytest.mark.unit
 def test_every_state_is_reachable():
-    states = {trade_state(o, r) for o, r in [(Outcome.WIN, 2), (Outcome.LOSS, -1),
-              (Outcome.SCRATCH, 0.5), (Outcome.SCRATCH, -0.5), (Outcome.SCRATCH, math.nan)]}  # fmt: skip
+    states = {
+        trade_state(o, r)
+        for o, r in [
+            (Outcome.WIN, 2),
+            (Outcome.LOSS, -1),
+            (Outcome.SCRATCH, 0.5),
+            (Outcome.SCRATCH, -0.5),
+            (Outcome.SCRATCH, math.nan),
+        ]
+    }
     assert states == set(OutcomeTag)
 
 
@@ -94,12 +108,21 @@ def test_every_state_is_reachable():
     ("notes", "answered", "sided", "met"),
     [
         # Three abstentions around one technical call: 4/4 answered, 1 took a side.
-        ([note(M, -0.5), note(S, abstained=True), note(N, abstained=True),
-          note(F, abstained=True)], 4, 1, True),
+        (
+            [
+                note(M, -0.5),
+                note(S, abstained=True),
+                note(N, abstained=True),
+                note(F, abstained=True),
+            ],
+            4,
+            1,
+            True,
+        ),
         ([note(M, 0.5), note(S, -0.3), note(N, 0.02), note(F, abstained=True)], 4, 2, True),
         ([note(M, 0.5, conf=0.0), note(N, abstained=True)], 2, 0, False),
     ],
-)  # fmt: skip
+)
 def test_quorum_counts_the_analysts_that_took_a_side(notes, answered, sided, met):
     q = quorum(notes)
     assert (q.notes, q.sided, q.met) == (answered, sided, met)
@@ -143,9 +166,16 @@ def _after(rows):
 
 
 def _long(entry=100.0, atr=2.0, horizon=3):
-    t = TraderThesis(direction=Direction.LONG, entry=entry, stop=entry - 2 * atr,
-                     target=entry + 4 * atr, atr=atr, atr_period=14, horizon_days=horizon,
-                     rationale="long at 100.00, stop 96.00, target 108.00")  # fmt: skip
+    t = TraderThesis(
+        direction=Direction.LONG,
+        entry=entry,
+        stop=entry - 2 * atr,
+        target=entry + 4 * atr,
+        atr=atr,
+        atr_period=14,
+        horizon_days=horizon,
+        rationale="long at 100.00, stop 96.00, target 108.00",
+    )
     return validate(t, max_stop_atr=4)
 
 
@@ -167,8 +197,13 @@ def test_abstentions_and_expectation_gaps_on_a_real_decision(sell, nvda):
 @pytest.mark.integration
 def test_a_hold_is_never_graded_as_a_trade(sell, nvda):
     # A judged HOLD that kept a valid long thesis; the stop is hit on the first bar.
-    hold = sell.model_copy(update={"action": Action.HOLD, "trader": _long(),
-                                   "reason": "Only 1 of 3 risk analysts favour BUY."})  # fmt: skip
+    hold = sell.model_copy(
+        update={
+            "action": Action.HOLD,
+            "trader": _long(),
+            "reason": "Only 1 of 3 risk analysts favour BUY.",
+        }
+    )
     rows = [(100, 101, 95.5, 96, 1), (96, 97, 95, 96, 1), (96, 97, 95, 96, 1)]
     po = classify(hold, _after(rows))
     assert po.outcome == Outcome.STOOD_ASIDE and po.r_multiple is None and po.pnl == 0
@@ -184,8 +219,13 @@ def test_a_hold_is_never_graded_as_a_trade(sell, nvda):
 
 @pytest.mark.integration
 def test_a_hold_shows_no_levels_and_the_quorum_says_who_took_a_side(sell):
-    hold = sell.model_copy(update={"action": Action.HOLD, "status": Status.OK,
-                                   "reason": "Only 1 of 3 risk analysts favour SELL."})  # fmt: skip
+    hold = sell.model_copy(
+        update={
+            "action": Action.HOLD,
+            "status": Status.OK,
+            "reason": "Only 1 of 3 risk analysts favour SELL.",
+        }
+    )
     t = sell.trader
     text = render_report(hold)
     assert "Entry / stop / target" not in text and "Direction" not in text.split("## ")[1]
@@ -202,11 +242,22 @@ def test_a_hold_shows_no_levels_and_the_quorum_says_who_took_a_side(sell):
 def test_the_legend_defines_every_unit_on_screen(sell, nvda):
     text = render_report(sell)
     legend = text[text.index("## Legend") :]
-    for unit in ("stance", "confidence", "conviction", "opposition", "took a side", "R", "ATR14",
-                 "expectation gap", "risk %", "P&L"):  # fmt: skip
+    for unit in (
+        "stance",
+        "confidence",
+        "conviction",
+        "opposition",
+        "took a side",
+        "R",
+        "ATR14",
+        "expectation gap",
+        "risk %",
+        "P&L",
+    ):
         assert f"**{unit}**" in legend
-    assert {k for k, _ in LEGEND} <= {line.split("**")[1] for line in legend.splitlines()
-                                      if line.startswith("- **")}  # fmt: skip
+    assert {k for k, _ in LEGEND} <= {
+        line.split("**")[1] for line in legend.splitlines() if line.startswith("- **")
+    }
     rows = [(133, 134, 120, 121, 1)] * 10
     rv = review_decision(sell, pd.concat([nvda.loc[:"2019-06-03"], _after(rows)]))
     assert "## Legend" in render_review(rv) and "| P&L |" in render_review(rv)

@@ -33,9 +33,14 @@ GICS = SHARED_DATA / "fundamentals" / "sp500_securities_gics.csv"
 
 
 def _settings(**over) -> LLMSettings:
-    return LLMSettings(provider="openai-compatible", quick_model="fake-quick",
-                       deep_model="fake-deep", base_url="http://127.0.0.1:1/v1",
-                       structured="function_calling", **over)  # fmt: skip
+    return LLMSettings(
+        provider="openai-compatible",
+        quick_model="fake-quick",
+        deep_model="fake-deep",
+        base_url="http://127.0.0.1:1/v1",
+        structured="function_calling",
+        **over,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -49,8 +54,9 @@ def nvda() -> pd.DataFrame:
 def _brain(tmp_path, mode="good", **over):
     chat = DecisionChat(messages=iter([]), mode=mode)
     chat.calls = []
-    client = LLMClient(_settings(**over), cache_dir=tmp_path / "cache",
-                       model_factory=lambda s, m: chat)  # fmt: skip
+    client = LLMClient(
+        _settings(**over), cache_dir=tmp_path / "cache", model_factory=lambda s, m: chat
+    )
     return Brain(llm=client, known=known_entities(DAILY_DIR)), chat
 
 
@@ -134,12 +140,25 @@ def test_llm_none_runs_are_byte_identical_with_and_without_mask(tmp_path, daily_
     outs = []
     for flag in (["--mask"], [], ["--no-mask"]):
         out = tmp_path / (flag[0].strip("-") if flag else "default")
-        argv = ["--ticker", "NVDA", "--date", DAY, "--data-dir", str(daily_dir), "--out", str(out),
-                "--memory-dir", "off", "--quiet", *flag]  # fmt: skip
+        argv = [
+            "--ticker",
+            "NVDA",
+            "--date",
+            DAY,
+            "--data-dir",
+            str(daily_dir),
+            "--out",
+            str(out),
+            "--memory-dir",
+            "off",
+            "--quiet",
+            *flag,
+        ]
         assert main(argv) == 0
         (root,) = [p for p in out.iterdir() if p.is_dir() and not p.name.startswith(".")]
-        outs.append({n: (root / n).read_bytes() for n in ("decision.json", "report.md",
-                                                         "features.json")})  # fmt: skip
+        outs.append(
+            {n: (root / n).read_bytes() for n in ("decision.json", "report.md", "features.json")}
+        )
         assert not (root / "llm_calls.jsonl").exists()
     assert outs[0] == outs[1] == outs[2]
 
@@ -151,16 +170,46 @@ def test_a_lone_review_asks_its_critique_masked(tmp_path, daily_dir, monkeypatch
     from swarm.analyze.__main__ import main
 
     out = tmp_path / "out"
-    assert main(["--ticker", "NVDA", "--date", DAY, "--data-dir", str(daily_dir), "--out",
-                 str(out), "--memory-dir", "off", "--quiet"]) == 0  # fmt: skip
+    assert (
+        main(
+            [
+                "--ticker",
+                "NVDA",
+                "--date",
+                DAY,
+                "--data-dir",
+                str(daily_dir),
+                "--out",
+                str(out),
+                "--memory-dir",
+                "off",
+                "--quiet",
+            ]
+        )
+        == 0
+    )
     (root,) = [p for p in out.iterdir() if p.is_dir() and not p.name.startswith(".")]
     chat = DecisionChat(messages=iter([]), mode="good")
     chat.calls = []
     monkeypatch.setattr(client_mod, "default_model_factory", lambda settings, model: chat)
-    argv = ["--review", str(root), "--data-dir", str(daily_dir), "--memory-dir", "off",
-            "--quiet", "--llm", "openai-compatible:fake", "--llm-base-url",
-            "http://127.0.0.1:9/v1", "--llm-structured", "function_calling",
-            "--llm-cache", str(tmp_path / "llm-cache"), "--mask"]  # fmt: skip
+    argv = [
+        "--review",
+        str(root),
+        "--data-dir",
+        str(daily_dir),
+        "--memory-dir",
+        "off",
+        "--quiet",
+        "--llm",
+        "openai-compatible:fake",
+        "--llm-base-url",
+        "http://127.0.0.1:9/v1",
+        "--llm-structured",
+        "function_calling",
+        "--llm-cache",
+        str(tmp_path / "llm-cache"),
+        "--mask",
+    ]
     assert main(argv) == 0
     assert [t for t, _ in chat.calls] == ["LLMCritique"]
     prompt = chat.calls[0][1]

@@ -37,17 +37,49 @@ def _develop(tmp_path, monkeypatch, chat: RecordingChat, *extra: str):
     from swarm.develop import main
 
     monkeypatch.setattr(client_mod, "default_model_factory", lambda settings, model: chat)
-    code = main([
-        "--directive", "agents decide on NVDA in 2017, trend following in semiconductors",
-        "--families", "decision_pipeline,trend", "--tickers", "NVDA",
-        "--data-dir", str(DAILY_DIR), "--news-file", str(NEWS), "--start", "2017-01-01", "--end", "2018-06-30",
-        "--variants", "1", "--max-iterations", "1", "--folds", "2", "--workers", "1",
-        "--offline", "--quiet", "--memory-dir", str(tmp_path / "memory"),
-        "--decision-cache", str(tmp_path / "decisions"), "--out", str(tmp_path / "runs"),
-        "--llm", "openai-compatible:fake", "--llm-base-url", "http://127.0.0.1:9/v1",
-        "--llm-structured", "function_calling", "--llm-cache", str(tmp_path / "llm-cache"),
-        *extra,
-    ])  # fmt: skip
+    code = main(
+        [
+            "--directive",
+            "agents decide on NVDA in 2017, trend following in semiconductors",
+            "--families",
+            "decision_pipeline,trend",
+            "--tickers",
+            "NVDA",
+            "--data-dir",
+            str(DAILY_DIR),
+            "--news-file",
+            str(NEWS),
+            "--start",
+            "2017-01-01",
+            "--end",
+            "2018-06-30",
+            "--variants",
+            "1",
+            "--max-iterations",
+            "1",
+            "--folds",
+            "2",
+            "--workers",
+            "1",
+            "--offline",
+            "--quiet",
+            "--memory-dir",
+            str(tmp_path / "memory"),
+            "--decision-cache",
+            str(tmp_path / "decisions"),
+            "--out",
+            str(tmp_path / "runs"),
+            "--llm",
+            "openai-compatible:fake",
+            "--llm-base-url",
+            "http://127.0.0.1:9/v1",
+            "--llm-structured",
+            "function_calling",
+            "--llm-cache",
+            str(tmp_path / "llm-cache"),
+            *extra,
+        ]
+    )
     assert code == 0
 
 
@@ -58,7 +90,17 @@ def test_no_prompt_of_a_masked_develop_run_names_a_ticker_company_sector_or_year
     chat.calls = []
     _develop(tmp_path, monkeypatch, chat, "--mask")
     tools = {t for t, _ in chat.calls}
-    assert {"LLMPlan", "LLMFinding", "LLMSummary", "LLMFailure", "LLMNote", "LLMTurn",
-            "LLMVerdict", "LLMThesis", "LLMJudgement", "LLMCritique"} <= tools, tools  # fmt: skip
+    assert {
+        "LLMPlan",
+        "LLMFinding",
+        "LLMSummary",
+        "LLMFailure",
+        "LLMNote",
+        "LLMTurn",
+        "LLMVerdict",
+        "LLMThesis",
+        "LLMJudgement",
+        "LLMCritique",
+    } <= tools, tools
     assert any("<<<UNTRUSTED_DATA" in p for _, p in chat.calls)  # the headlines reached them
     assert not prompt_leaks(chat.calls, scan)

@@ -39,8 +39,10 @@ BLOCK = "Past notes from this desk's memory"
 
 
 def recalled(tag: OutcomeTag, action: str, direction: str, date: str = "2019-03-04") -> Recalled:
-    text = (f"[{tag.value}] NVDA decision of {date} ({action}, {direction}): stop hit first. "
-            "Lessons: a long at conviction 0.62 was falsified")  # fmt: skip
+    text = (
+        f"[{tag.value}] NVDA decision of {date} ({action}, {direction}): stop hit first. "
+        "Lessons: a long at conviction 0.62 was falsified"
+    )
     return Recalled(id=f"id-{date}-{tag.value}", date=date, tag=tag, text=text)
 
 
@@ -69,7 +71,7 @@ FALSIFIED_SHORT = recalled(OutcomeTag.FALSIFIED, "SELL", "short")
             ],
             Side.BULL,
             -TILT_CAP,
-        ),  # fmt: skip
+        ),
         (
             [
                 recalled(OutcomeTag.REALIZED, "BUY", "long", d)
@@ -77,16 +79,19 @@ FALSIFIED_SHORT = recalled(OutcomeTag.FALSIFIED, "SELL", "short")
             ],
             Side.BULL,
             TILT_CAP,
-        ),  # fmt: skip
+        ),
     ],
 )
 def test_memory_tilt_table(memory, winner, tilt):
     got, why = memory_tilt(memory, winner)
     assert got == pytest.approx(tilt)
-    assert bool(why) == any(r.tag != OutcomeTag.UNKNOWN and winner != Side.NONE
-                            and review_direction(r.text) == {Side.BULL: Direction.LONG,
-                                                             Side.BEAR: Direction.SHORT}.get(winner)
-                            for r in memory)  # fmt: skip
+    assert bool(why) == any(
+        r.tag != OutcomeTag.UNKNOWN
+        and winner != Side.NONE
+        and review_direction(r.text)
+        == {Side.BULL: Direction.LONG, Side.BEAR: Direction.SHORT}.get(winner)
+        for r in memory
+    )
 
 
 def test_tilted_stays_in_the_unit_interval():
@@ -94,10 +99,21 @@ def test_tilted_stays_in_the_unit_interval():
 
 
 def test_review_direction_reads_what_review_text_writes():
-    review = Review(ticker="NVDA", date="2019-06-03", action=Action.SELL, direction=Direction.SHORT,
-                    horizon_days=10, horizon_end="2019-06-17", outcome=Outcome.LOSS,
-                    tag=OutcomeTag.FALSIFIED, exit_price=1.0, exit_reason="stop hit first",
-                    move_atr=1.0, critique="", lessons=["x"])  # fmt: skip
+    review = Review(
+        ticker="NVDA",
+        date="2019-06-03",
+        action=Action.SELL,
+        direction=Direction.SHORT,
+        horizon_days=10,
+        horizon_end="2019-06-17",
+        outcome=Outcome.LOSS,
+        tag=OutcomeTag.FALSIFIED,
+        exit_price=1.0,
+        exit_reason="stop hit first",
+        move_atr=1.0,
+        critique="",
+        lessons=["x"],
+    )
     assert review_direction(review_text(review)) == Direction.SHORT
     assert review_direction("Gate failed for momentum") is None
 
@@ -131,9 +147,13 @@ def test_no_memory_decides_as_before_and_a_falsified_call_lowers_the_winners_con
 
 
 def test_every_llm_role_sees_the_recalled_notes(tmp_path):
-    settings = LLMSettings(provider="openai-compatible", quick_model="fake-quick",
-                           deep_model="fake-deep", base_url="http://127.0.0.1:1/v1",
-                           structured="function_calling")  # fmt: skip
+    settings = LLMSettings(
+        provider="openai-compatible",
+        quick_model="fake-quick",
+        deep_model="fake-deep",
+        base_url="http://127.0.0.1:1/v1",
+        structured="function_calling",
+    )
     chat = DecisionChat(messages=iter([]), mode="good")
     chat.calls = []
     client = LLMClient(settings, cache_dir=tmp_path / "cache", model_factory=lambda s, m: chat)
@@ -143,8 +163,15 @@ def test_every_llm_role_sees_the_recalled_notes(tmp_path):
     tools = {tool for tool, prompt in chat.calls if BLOCK in prompt}
     assert tools == {"LLMNote", "LLMTurn", "LLMVerdict", "LLMThesis", "LLMJudgement"}
     assert all(BLOCK in prompt for _, prompt in chat.calls)
-    roles = {"analyst", "bull researcher", "bear researcher", "research manager", "trader",
-             "risk analyst", "risk judge"}  # fmt: skip
+    roles = {
+        "analyst",
+        "bull researcher",
+        "bear researcher",
+        "research manager",
+        "trader",
+        "risk analyst",
+        "risk judge",
+    }
     assert all(any(r in p for _, p in chat.calls) for r in roles)
 
 
@@ -163,18 +190,27 @@ def _row(day: str, action: str, direction: str, tag: OutcomeTag, why: str):
     from types import SimpleNamespace
 
     text = f"[{tag.value}] NVDA decision of {day} ({action}, {direction}): {why}. Lessons: {why}"
-    return SimpleNamespace(id=f"r-{day}", run_id=f"decision-review:NVDA:{day}:{day}",
-                           symbols=("NVDA",), outcome=tag.value.lower(), text=text)  # fmt: skip
+    return SimpleNamespace(
+        id=f"r-{day}",
+        run_id=f"decision-review:NVDA:{day}:{day}",
+        symbols=("NVDA",),
+        outcome=tag.value.lower(),
+        text=text,
+    )
 
 
 def test_recall_with_a_setup_query_ranks_by_the_hybrid_and_drops_what_shares_no_word():
     from swarm.analyze.review import recall_reviews
 
-    memory = _Rows([
-        _row("2019-01-02", "SELL", "short", OutcomeTag.REALIZED, "target hit first"),
-        _row("2019-03-04", "HOLD", "flat", OutcomeTag.REALIZED, "the close stayed within 2 ATR"),
-        _row("2019-05-06", "BUY", "long", OutcomeTag.FALSIFIED, "stop hit first"),
-    ])  # fmt: skip
+    memory = _Rows(
+        [
+            _row("2019-01-02", "SELL", "short", OutcomeTag.REALIZED, "target hit first"),
+            _row(
+                "2019-03-04", "HOLD", "flat", OutcomeTag.REALIZED, "the close stayed within 2 ATR"
+            ),
+            _row("2019-05-06", "BUY", "long", OutcomeTag.FALSIFIED, "stop hit first"),
+        ]
+    )
     newest = [r.date for r in recall_reviews(memory, "NVDA", "2019-07-01")]
     assert newest == ["2019-05-06", "2019-03-04", "2019-01-02"]  # no query: as before
     short = recall_reviews(memory, "NVDA", "2019-07-01", query="NVDA SELL short bear")

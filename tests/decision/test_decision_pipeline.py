@@ -100,11 +100,26 @@ def test_graph_end_to_end_fills_every_part_of_decision_json(nvda):
     dumped = d.model_dump(mode="json")
     for key in ("ticker", "date", "action", "analysts", "debate", "trader", "risk", "status"):
         assert key in dumped
-    for key in ("rounds", "winner", "conviction", "conviction_proposed", "key_disagreements",
-                "falsifiers"):  # fmt: skip
+    for key in (
+        "rounds",
+        "winner",
+        "conviction",
+        "conviction_proposed",
+        "key_disagreements",
+        "falsifiers",
+    ):
         assert key in dumped["debate"]
-    for key in ("direction", "entry", "stop", "target", "atr", "atr_period", "horizon_days",
-                "valid", "validator"):  # fmt: skip
+    for key in (
+        "direction",
+        "entry",
+        "stop",
+        "target",
+        "atr",
+        "atr_period",
+        "horizon_days",
+        "valid",
+        "validator",
+    ):
         assert key in dumped["trader"]
     for key in ("rounds", "judge", "checks", "size", "capital", "risk_pct", "approved"):
         assert key in dumped["risk"]
@@ -136,8 +151,10 @@ def test_news_after_the_date_is_never_read(nvda):
     def item(day: str, text: str) -> NewsItem:
         return NewsItem(date=pd.Timestamp(day).date(), ticker="NVDA", headline=text, source="t")
 
-    before = [item("2019-05-20", "NVDA upgraded to buy, price target raised"),
-              item("2019-05-28", "NVIDIA beats estimates and raises guidance")]  # fmt: skip
+    before = [
+        item("2019-05-20", "NVDA upgraded to buy, price target raised"),
+        item("2019-05-28", "NVIDIA beats estimates and raises guidance"),
+    ]
     after = [item("2019-06-04", "NVDA plunges after downgrade") for _ in range(5)]
     cfg = AnalysisConfig()
     a = decide("NVDA", "2019-06-03", nvda, cfg, news=before)
@@ -156,9 +173,19 @@ def test_news_after_the_date_is_never_read(nvda):
 
 def _with_thesis(decision, direction, entry=100.0, atr=2.0):
     sign = 1 if direction == Direction.LONG else -1
-    t = validate(TraderThesis(direction=direction, entry=entry, stop=entry - sign * 2 * atr,
-                              target=entry + sign * 4 * atr, atr=atr, atr_period=14,
-                              horizon_days=3, rationale="r"), max_stop_atr=4)  # fmt: skip
+    t = validate(
+        TraderThesis(
+            direction=direction,
+            entry=entry,
+            stop=entry - sign * 2 * atr,
+            target=entry + sign * 4 * atr,
+            atr=atr,
+            atr_period=14,
+            horizon_days=3,
+            rationale="r",
+        ),
+        max_stop_atr=4,
+    )
     return decision.model_copy(update={"trader": t})
 
 
@@ -170,22 +197,50 @@ def _after(rows):
 @pytest.mark.parametrize(
     ("direction", "rows", "outcome", "tag"),
     [
-        (Direction.LONG, [(100, 101, 99, 100, 1), (100, 108.5, 99, 108, 1), (108, 109, 107, 108, 1)],
-         Outcome.WIN, OutcomeTag.REALIZED),
-        (Direction.LONG, [(100, 101, 95.5, 96, 1), (96, 109, 95, 108, 1), (108, 109, 107, 108, 1)],
-         Outcome.LOSS, OutcomeTag.FALSIFIED),
-        (Direction.LONG, [(100, 109, 95, 100, 1), (100, 101, 99, 100, 1), (100, 101, 99, 100, 1)],
-         Outcome.LOSS, OutcomeTag.FALSIFIED),  # both in one bar: the stop, conservatively
-        (Direction.LONG, [(100, 102, 99, 101, 1), (101, 103, 100, 102, 1), (102, 103, 101, 101, 1)],
-         Outcome.SCRATCH, OutcomeTag.STRENGTHENED),  # +0.25R at the horizon: on its way
-        (Direction.LONG, [(100, 102, 99, 101, 1), (101, 101, 98, 99, 1), (99, 100, 98, 99, 1)],
-         Outcome.SCRATCH, OutcomeTag.WEAKENED),  # -0.25R at the horizon
-        (Direction.SHORT, [(100, 101, 99, 100, 1), (100, 100, 91.5, 92, 1), (92, 93, 91, 92, 1)],
-         Outcome.WIN, OutcomeTag.REALIZED),
-        (Direction.SHORT, [(100, 104.5, 99, 104, 1), (104, 105, 103, 104, 1), (104, 105, 103, 104, 1)],
-         Outcome.LOSS, OutcomeTag.FALSIFIED),
+        (
+            Direction.LONG,
+            [(100, 101, 99, 100, 1), (100, 108.5, 99, 108, 1), (108, 109, 107, 108, 1)],
+            Outcome.WIN,
+            OutcomeTag.REALIZED,
+        ),
+        (
+            Direction.LONG,
+            [(100, 101, 95.5, 96, 1), (96, 109, 95, 108, 1), (108, 109, 107, 108, 1)],
+            Outcome.LOSS,
+            OutcomeTag.FALSIFIED,
+        ),
+        (
+            Direction.LONG,
+            [(100, 109, 95, 100, 1), (100, 101, 99, 100, 1), (100, 101, 99, 100, 1)],
+            Outcome.LOSS,
+            OutcomeTag.FALSIFIED,
+        ),  # both in one bar: the stop, conservatively
+        (
+            Direction.LONG,
+            [(100, 102, 99, 101, 1), (101, 103, 100, 102, 1), (102, 103, 101, 101, 1)],
+            Outcome.SCRATCH,
+            OutcomeTag.STRENGTHENED,
+        ),  # +0.25R at the horizon: on its way
+        (
+            Direction.LONG,
+            [(100, 102, 99, 101, 1), (101, 101, 98, 99, 1), (99, 100, 98, 99, 1)],
+            Outcome.SCRATCH,
+            OutcomeTag.WEAKENED,
+        ),  # -0.25R at the horizon
+        (
+            Direction.SHORT,
+            [(100, 101, 99, 100, 1), (100, 100, 91.5, 92, 1), (92, 93, 91, 92, 1)],
+            Outcome.WIN,
+            OutcomeTag.REALIZED,
+        ),
+        (
+            Direction.SHORT,
+            [(100, 104.5, 99, 104, 1), (104, 105, 103, 104, 1), (104, 105, 103, 104, 1)],
+            Outcome.LOSS,
+            OutcomeTag.FALSIFIED,
+        ),
     ],
-)  # fmt: skip
+)
 def test_reviewer_classifies_from_prices_alone(nvda, direction, rows, outcome, tag):
     base = decide("NVDA", "2019-06-03", nvda, AnalysisConfig())
     d = _with_thesis(base, direction)

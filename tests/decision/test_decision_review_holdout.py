@@ -48,8 +48,10 @@ SPLIT = TimeSplit(
     holdout_start=date(2017, 7, 3),
     holdout_end=date(2017, 12, 29),
 )
-FOLDS = [SimpleNamespace(start=date(2016, 7, 1), end=date(2016, 12, 31)),
-         SimpleNamespace(start=date(2017, 1, 1), end=INSAMPLE_END)]  # fmt: skip
+FOLDS = [
+    SimpleNamespace(start=date(2016, 7, 1), end=date(2016, 12, 31)),
+    SimpleNamespace(start=date(2017, 1, 1), end=INSAMPLE_END),
+]
 HOLDOUT = SimpleNamespace(start=date(2017, 7, 1), end=date(2017, 12, 29))
 
 
@@ -77,13 +79,23 @@ class _Run:
 def _ctx(tmp: Path, bars: pd.DataFrame, *, memory_dir: str = "off", cache: Path | None = None):
     lines: list[str] = []
     return SimpleNamespace(
-        memo=RunMemo(), folds=FOLDS, holdout_fold=HOLDOUT, split=SPLIT,
-        data={"AAPL": SimpleNamespace(bars=bars)}, symbols=["AAPL"], llm=None, news_items=[],
-        config=SimpleNamespace(costs=SimpleNamespace(cash=CAPITAL), memory_dir=memory_dir,
-                               decision_cache_dir=cache or tmp / "decisions"),
+        memo=RunMemo(),
+        folds=FOLDS,
+        holdout_fold=HOLDOUT,
+        split=SPLIT,
+        data={"AAPL": SimpleNamespace(bars=bars)},
+        symbols=["AAPL"],
+        llm=None,
+        news_items=[],
+        config=SimpleNamespace(
+            costs=SimpleNamespace(cash=CAPITAL),
+            memory_dir=memory_dir,
+            decision_cache_dir=cache or tmp / "decisions",
+        ),
         progress=SimpleNamespace(stage=lambda name, msg: lines.append(f"[{name}] {msg}")),
-        run=_Run(tmp), lines=lines,
-    )  # fmt: skip
+        run=_Run(tmp),
+        lines=lines,
+    )
 
 
 # --------------------------------------------------------------------------- the sealed holdout
@@ -123,14 +135,20 @@ def test_the_winner_gets_its_holdout_decisions_at_the_holdout_same_code_as_up_fr
     ctx = _ctx(tmp_path, aapl)
     insample_code = pipeline_code(ctx, spec)
     calls_after_search = ctx.memo.decision_replayer.stats.pipeline_calls
-    variant = {"variant_id": "i01-v01-x", "spec": spec.model_dump(mode="json"),
-               "code": insample_code, "code_sha256": "trial"}  # fmt: skip
+    variant = {
+        "variant_id": "i01-v01-x",
+        "spec": spec.model_dump(mode="json"),
+        "code": insample_code,
+        "code_sha256": "trial",
+    }
     held = holdout_variant(ctx, variant)
     # What the search would have built had it decided on every window up front.
     up_front = DecisionReplayer(cache=None).table(
-        spec, {"AAPL": aapl}, [(f.start, f.end) for f in FOLDS] + [(HOLDOUT.start, HOLDOUT.end)],
+        spec,
+        {"AAPL": aapl},
+        [(f.start, f.end) for f in FOLDS] + [(HOLDOUT.start, HOLDOUT.end)],
         capital=CAPITAL,
-    )  # fmt: skip
+    )
     assert held["code"] == render_decision_strategy(spec, up_front, capital=CAPITAL)
     assert held["code_sha256"] != "trial" and variant["code"] == insample_code  # trial untouched
     stats = ctx.memo.decision_replayer.stats
@@ -268,8 +286,15 @@ def test_debate_rounds_can_move_a_rules_decision(aapl):
 @pytest.mark.unit
 def test_with_the_rules_brain_proposals_move_debate_rounds_too():
     assert RULES_INERT_PARAMS == ()
-    props = decision_proposals(["decision_pipeline"], 7, route="INITIAL", rng=random.Random(0),
-                               seen=set(), best=None, last=[])  # fmt: skip
+    props = decision_proposals(
+        ["decision_pipeline"],
+        7,
+        route="INITIAL",
+        rng=random.Random(0),
+        seen=set(),
+        best=None,
+        last=[],
+    )
     assert decision_spec().parameters["debate_rounds"] == 2  # an opening and a rebuttal
     assert any(p.spec.parameters["debate_rounds"] == 1 for p in props)
 

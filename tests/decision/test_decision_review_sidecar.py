@@ -42,10 +42,21 @@ DATES = ["2015-06-12", "2015-06-15", "2016-03-01", "2018-06-01", "2019-06-03", "
 
 
 def _review(ticker: str, day: str, end: str, outcome: Outcome) -> Review:
-    return Review(ticker=ticker, date=day, action=Action.HOLD, direction=Direction.LONG,
-                  horizon_days=10, horizon_end=end, outcome=outcome, tag=OUTCOME_TAG[outcome],
-                  exit_price=1.0, exit_reason=f"{outcome.value} by {end}", move_atr=0.5,
-                  critique="c", lessons=[f"lesson of {ticker} {day}"])  # fmt: skip
+    return Review(
+        ticker=ticker,
+        date=day,
+        action=Action.HOLD,
+        direction=Direction.LONG,
+        horizon_days=10,
+        horizon_end=end,
+        outcome=outcome,
+        tag=OUTCOME_TAG[outcome],
+        exit_price=1.0,
+        exit_reason=f"{outcome.value} by {end}",
+        move_atr=0.5,
+        critique="c",
+        lessons=[f"lesson of {ticker} {day}"],
+    )
 
 
 def _store_path(memory: ResearchMemory, ticker: str, date: str) -> list[Recalled]:
@@ -70,10 +81,15 @@ def store(tmp_path):
     mem = ResearchMemory(path)
     for r in REVIEWS:
         assert store_review(mem, _review(*r))
-    mem.remember_lesson("run-1", 1, "NVDA gate lesson: momentum failed", symbols=["NVDA"],
-                        outcome="failed")  # fmt: skip
-    mem.remember_lesson(f"{REVIEW_RUN_PREFIX}:MSFT:2016-01-04:2016-01-19", None,
-                        "a lesson flagged for NVDA only", symbols=["NVDA"])  # fmt: skip
+    mem.remember_lesson(
+        "run-1", 1, "NVDA gate lesson: momentum failed", symbols=["NVDA"], outcome="failed"
+    )
+    mem.remember_lesson(
+        f"{REVIEW_RUN_PREFIX}:MSFT:2016-01-04:2016-01-19",
+        None,
+        "a lesson flagged for NVDA only",
+        symbols=["NVDA"],
+    )
     return path
 
 
@@ -90,9 +106,9 @@ def test_the_sidecar_recalls_what_the_store_recalls_without_opening_it(store):
         assert reviewed_dates(ResearchMemory(store, lazy=True), ticker) == {
             r[1] for r in REVIEWS if r[0] == ticker
         }
-    assert [r.date for r in recall_reviews(ResearchMemory(store, lazy=True), "NVDA",
-                                           "2019-07-01")] == ["2019-05-28", "2019-03-01",
-                                                              "2018-01-02"]  # fmt: skip
+    assert [
+        r.date for r in recall_reviews(ResearchMemory(store, lazy=True), "NVDA", "2019-07-01")
+    ] == ["2019-05-28", "2019-03-01", "2018-01-02"]
 
 
 def test_no_review_whose_horizon_ends_after_the_analysis_date_is_recalled(store):
@@ -104,9 +120,9 @@ def test_no_review_whose_horizon_ends_after_the_analysis_date_is_recalled(store)
     assert recall_reviews(ResearchMemory(store, lazy=True), "NVDA", "2015-06-12") == []
     on_the_day = recall_reviews(ResearchMemory(store, lazy=True), "AAPL", "2019-06-03")
     assert [r.date for r in on_the_day] == ["2019-05-20", "2016-01-04"]
-    assert [r.date for r in recall_reviews(ResearchMemory(store, lazy=True), "NVDA",
-                                           "2019-06-03")] == ["2019-03-01", "2018-01-02",
-                                                              "2017-06-01"]  # fmt: skip
+    assert [
+        r.date for r in recall_reviews(ResearchMemory(store, lazy=True), "NVDA", "2019-06-03")
+    ] == ["2019-03-01", "2018-01-02", "2017-06-01"]
 
 
 def _truncate(path) -> None:
@@ -152,8 +168,13 @@ def test_a_write_that_skips_the_sidecar_makes_it_stale_and_the_store_answers(sto
     # Older code writes a review straight into the store: the sidecar no longer stands for it.
     late = _review("NVDA", "2019-04-01", "2019-04-15", Outcome.WIN)
     mem = ResearchMemory(store)
-    mem.remember_lesson(review_run_id(late), None, "[Realized] NVDA late review",
-                        symbols=["NVDA"], outcome="realized")  # fmt: skip
+    mem.remember_lesson(
+        review_run_id(late),
+        None,
+        "[Realized] NVDA late review",
+        symbols=["NVDA"],
+        outcome="realized",
+    )
     assert sidecar_mod.read(store, REVIEW_RUN_PREFIX) is None  # stale: its stamp is older
     lazy = ResearchMemory(store, lazy=True)
     got = recall_reviews(lazy, "NVDA", "2019-07-01")
@@ -200,8 +221,13 @@ def test_opening_the_store_and_writing_other_records_keep_a_current_sidecar_curr
     lazy = ResearchMemory(store, lazy=True)
     assert len(recall_reviews(lazy, "NVDA", "2019-07-01")) == 3 and lazy.opened is False
     # A review written around the sidecar leaves it stale, so the store answers again.
-    opened.remember_lesson(f"{REVIEW_RUN_PREFIX}:NVDA:2019-06-10:2019-06-24", None, "later",
-                           symbols=["NVDA"], outcome="realized")  # fmt: skip
+    opened.remember_lesson(
+        f"{REVIEW_RUN_PREFIX}:NVDA:2019-06-10:2019-06-24",
+        None,
+        "later",
+        symbols=["NVDA"],
+        outcome="realized",
+    )
     assert sidecar_mod.read(store, REVIEW_RUN_PREFIX) is None
 
 

@@ -34,8 +34,15 @@ def pt(name: str, stance: float, conf: float) -> Point:
 
 
 def note(role: AnalystRole, stance: float, conf: float, *points: Point) -> AnalystNote:
-    return AnalystNote(role=role, ticker="XYZ", as_of="2020-01-02", stance=stance,
-                       confidence=conf, summary="s", points=list(points))  # fmt: skip
+    return AnalystNote(
+        role=role,
+        ticker="XYZ",
+        as_of="2020-01-02",
+        stance=stance,
+        confidence=conf,
+        summary="s",
+        points=list(points),
+    )
 
 
 def test_two_debate_rounds_by_default():
@@ -52,7 +59,7 @@ def test_two_debate_rounds_by_default():
         (pt("a", 0.4, 0.5), pt("b", -0.8, 0.5), False),
         (pt("a", 0.9, 0.1), pt("b", -0.2, 0.5), False),  # |stance| x confidence, not stance
     ],
-)  # fmt: skip
+)
 def test_rebuts_table(reply, target, won):
     assert rebuts(reply, target) is won
 
@@ -66,8 +73,10 @@ def test_a_rebutted_point_moves_its_analyst_s_stance():
 
 
 def test_a_rebuttal_round_can_move_the_verdict():
-    notes = [note(AnalystRole.MARKET, 0.3, 0.5, pt("trend", 0.8, 0.6)),
-             note(AnalystRole.SENTIMENT, -0.35, 0.5, pt("ratings", -0.5, 0.5))]  # fmt: skip
+    notes = [
+        note(AnalystRole.MARKET, 0.3, 0.5, pt("trend", 0.8, 0.6)),
+        note(AnalystRole.SENTIMENT, -0.35, 0.5, pt("ratings", -0.5, 0.5)),
+    ]
     one = debate_rounds(notes, 1)
     two = debate_rounds(notes, 2)
     assert manage(notes, rounds=one).winner == Side.NONE  # 0.15 vs 0.175: too close
@@ -82,10 +91,23 @@ def test_a_rebuttal_round_can_move_the_verdict():
 
 
 def _case(conviction: float, opposition: float, natr: float):
-    t = TraderThesis(direction=Direction.LONG, entry=100.0, stop=96.0, target=108.0, atr=2.0,
-                     atr_period=14, horizon_days=10, rationale="r")  # fmt: skip
-    v = DebateVerdict(winner=Side.BULL, rationale="r", conviction_proposed=conviction,
-                      conviction=conviction, opposition=opposition)  # fmt: skip
+    t = TraderThesis(
+        direction=Direction.LONG,
+        entry=100.0,
+        stop=96.0,
+        target=108.0,
+        atr=2.0,
+        atr_period=14,
+        horizon_days=10,
+        rationale="r",
+    )
+    v = DebateVerdict(
+        winner=Side.BULL,
+        rationale="r",
+        conviction_proposed=conviction,
+        conviction=conviction,
+        opposition=opposition,
+    )
     return validate(t, max_stop_atr=4.0), v, {"NATR_14": natr, "ADX_14": 20.0}
 
 
@@ -102,7 +124,7 @@ def _case(conviction: float, opposition: float, natr: float):
         # Sure and calm: nothing to discuss.
         (0.6, 0.0, 2.0, Action.BUY, Action.BUY, Action.BUY),
     ],
-)  # fmt: skip
+)
 def test_the_risk_team_reacts_to_the_last_round(conviction, opposition, natr, one, two, risky_two):
     t, v, ev = _case(conviction, opposition, natr)
     r1 = team(t, v, ev, AnalysisConfig(risk_rounds=1))

@@ -27,8 +27,15 @@ pytestmark = pytest.mark.unit
 
 
 def note(role: AnalystRole, stance: float = 0.0, conf: float = 0.5, abstained: bool = False):
-    return AnalystNote(role=role, ticker="XYZ", as_of="2020-01-02", stance=stance,
-                       confidence=0.0 if abstained else conf, summary="s", abstained=abstained)  # fmt: skip
+    return AnalystNote(
+        role=role,
+        ticker="XYZ",
+        as_of="2020-01-02",
+        stance=stance,
+        confidence=0.0 if abstained else conf,
+        summary="s",
+        abstained=abstained,
+    )
 
 
 M, S, N, F = AnalystRole.MARKET, AnalystRole.SENTIMENT, AnalystRole.NEWS, AnalystRole.FUNDAMENTALS
@@ -41,12 +48,16 @@ M, S, N, F = AnalystRole.MARKET, AnalystRole.SENTIMENT, AnalystRole.NEWS, Analys
     ("notes", "failed", "met"),
     [
         ([note(M), note(S), note(N), note(F)], [], True),
-        ([note(M), note(S, abstained=True), note(N, abstained=True), note(F, abstained=True)], [], True),
+        (
+            [note(M), note(S, abstained=True), note(N, abstained=True), note(F, abstained=True)],
+            [],
+            True,
+        ),
         ([note(M), note(N), note(F, abstained=True)], [S], True),  # 3 of 4
         ([note(M), note(F, abstained=True)], [S, N], False),  # 2 of 4: DEGRADED
         ([], [M, S, N, F], False),
     ],
-)  # fmt: skip
+)
 def test_quorum_counts_abstentions_not_failures(notes, failed, met):
     q = quorum(notes, failed=failed)
     assert q.met is met
@@ -76,8 +87,12 @@ def test_haircut_table(proposed, opposition, expected):
 # AAPL 2020-03-16 (benzinga analyst-ratings headlines): market bearish, sentiment bullish,
 # news neutral, fundamentals abstaining. One of the two analysts that took a side opposes
 # the bear: 50%, where counting every note's confidence gave 17%.
-AAPL_2020_03_16 = [note(M, -0.539, 0.559), note(S, 0.455, 0.183), note(N, -0.008, 0.321),
-                   note(F, abstained=True)]  # fmt: skip
+AAPL_2020_03_16 = [
+    note(M, -0.539, 0.559),
+    note(S, 0.455, 0.183),
+    note(N, -0.008, 0.321),
+    note(F, abstained=True),
+]
 
 
 @pytest.mark.parametrize(
@@ -90,13 +105,16 @@ AAPL_2020_03_16 = [note(M, -0.539, 0.559), note(S, 0.455, 0.183), note(N, -0.008
         ([note(M, 0.6, 0.5), note(S, abstained=True)], Side.BEAR, 1.0),  # abstentions: not sided
         ([note(M, 0.6, 0.5), note(S, 0.3, 0.0)], Side.BEAR, 1.0),  # no confidence: not sided
         ([note(M, 0.6, 0.9), note(S, 0.3, 0.2), note(N, -0.5, 0.1)], Side.BULL, 1 / 3),
-        ([note(M, 0.6, 0.5), note(S, -0.3, 0.5), note(N, 0.0, 0.9), note(F, abstained=True)],
-         Side.BULL, 0.5),  # a neutral, confident note does not dilute the split
+        (
+            [note(M, 0.6, 0.5), note(S, -0.3, 0.5), note(N, 0.0, 0.9), note(F, abstained=True)],
+            Side.BULL,
+            0.5,
+        ),  # a neutral, confident note does not dilute the split
         (AAPL_2020_03_16, Side.BEAR, 0.5),
         ([note(M, 0.6, 0.5)], Side.NONE, 0.0),
         ([note(M, 0.01, 0.5), note(S, abstained=True)], Side.BULL, 0.0),  # nobody took a side
     ],
-)  # fmt: skip
+)
 def test_opposition_share_table(notes, winner, opposition):
     assert math.isclose(opposition_share(notes, winner), opposition, abs_tol=1e-12)
     calibrated, opp = calibrate_conviction(0.9, notes, winner)
@@ -115,8 +133,16 @@ def test_full_opposition_cuts_conviction_by_60_percent():
 
 
 def thesis(direction=Direction.LONG, entry=100.0, stop=96.0, target=108.0, atr=2.0):
-    t = TraderThesis(direction=direction, entry=entry, stop=stop, target=target, atr=atr,
-                     atr_period=14, horizon_days=10, rationale="r")  # fmt: skip
+    t = TraderThesis(
+        direction=direction,
+        entry=entry,
+        stop=stop,
+        target=target,
+        atr=atr,
+        atr_period=14,
+        horizon_days=10,
+        rationale="r",
+    )
     return validate(t, max_stop_atr=4.0)
 
 
@@ -142,12 +168,16 @@ def test_anchored_prices_follow_the_formula():
         ({"stop": 91.0}, {"stop_within_max_atr"}),  # 4.5 ATR away
         ({"stop": 92.0}, set()),  # exactly 4 ATR: allowed
         ({"direction": Direction.SHORT}, {"stop_side", "target_side"}),
-        ({"direction": Direction.FLAT, "stop": 100.0, "target": 100.0},
-         {"direction", "stop_not_entry", "stop_side", "target_side"}),
-        ({"atr": float("nan")}, {"finite_prices", "stop_not_entry", "stop_side", "target_side",
-                                 "stop_within_max_atr"}),
+        (
+            {"direction": Direction.FLAT, "stop": 100.0, "target": 100.0},
+            {"direction", "stop_not_entry", "stop_side", "target_side"},
+        ),
+        (
+            {"atr": float("nan")},
+            {"finite_prices", "stop_not_entry", "stop_side", "target_side", "stop_within_max_atr"},
+        ),
     ],
-)  # fmt: skip
+)
 def test_thesis_validator_fails_closed(kwargs, failing):
     t = thesis(**kwargs)
     assert {c.name for c in t.validator if not c.ok} == failing
@@ -177,18 +207,45 @@ def test_position_size_formula(capital, risk_pct, entry, stop, qty):
     ("cfg", "t", "failed"),
     [
         (AnalysisConfig(), thesis(), []),
-        (AnalysisConfig(), thesis(stop=100.0), [CheckName.DEGENERATE_THESIS, CheckName.SIZE_NONZERO]),
-        (AnalysisConfig(capital=1_000), thesis(stop=80.0, atr=6.0, target=140.0), [CheckName.SIZE_NONZERO]),
-        (AnalysisConfig(portfolio=Portfolio(loss_today=1_500)), thesis(), [CheckName.DAILY_LOSS_CAP]),
+        (
+            AnalysisConfig(),
+            thesis(stop=100.0),
+            [CheckName.DEGENERATE_THESIS, CheckName.SIZE_NONZERO],
+        ),
+        (
+            AnalysisConfig(capital=1_000),
+            thesis(stop=80.0, atr=6.0, target=140.0),
+            [CheckName.SIZE_NONZERO],
+        ),
+        (
+            AnalysisConfig(portfolio=Portfolio(loss_today=1_500)),
+            thesis(),
+            [CheckName.DAILY_LOSS_CAP],
+        ),
         (AnalysisConfig(portfolio=Portfolio(cash=10_000)), thesis(), [CheckName.MARGIN_SUFFICIENT]),
-        (AnalysisConfig(limits=RiskLimits(max_notional_pct=20)), thesis(), [CheckName.MAX_NOTIONAL_PCT]),
-        (AnalysisConfig(portfolio=Portfolio(open_positions=10)), thesis(), [CheckName.MAX_POSITIONS]),
-        (AnalysisConfig(portfolio=Portfolio(gross_exposure=80_000)), thesis(), [CheckName.EXPOSURE_CAP]),
+        (
+            AnalysisConfig(limits=RiskLimits(max_notional_pct=20)),
+            thesis(),
+            [CheckName.MAX_NOTIONAL_PCT],
+        ),
+        (
+            AnalysisConfig(portfolio=Portfolio(open_positions=10)),
+            thesis(),
+            [CheckName.MAX_POSITIONS],
+        ),
+        (
+            AnalysisConfig(portfolio=Portfolio(gross_exposure=80_000)),
+            thesis(),
+            [CheckName.EXPOSURE_CAP],
+        ),
         # A short needs 150% of its notional in cash: 104 x 250 x 1.5 = 39,000.
-        (AnalysisConfig(portfolio=Portfolio(cash=30_000)),
-         thesis(direction=Direction.SHORT, stop=104.0, target=92.0), [CheckName.MARGIN_SUFFICIENT]),
+        (
+            AnalysisConfig(portfolio=Portfolio(cash=30_000)),
+            thesis(direction=Direction.SHORT, stop=104.0, target=92.0),
+            [CheckName.MARGIN_SUFFICIENT],
+        ),
     ],
-)  # fmt: skip
+)
 def test_risk_engine_one_failed_check_rejects(cfg, t, failed):
     out = risk_engine(t, cfg)
     assert out.failed == failed
@@ -197,6 +254,7 @@ def test_risk_engine_one_failed_check_rejects(cfg, t, failed):
     if failed:
         assert out.size == 0 and out.notional == 0
     else:
-        assert out.size == position_size(capital=cfg.capital, risk_pct=cfg.risk_pct,
-                                         entry=t.entry, stop=t.stop)  # fmt: skip
+        assert out.size == position_size(
+            capital=cfg.capital, risk_pct=cfg.risk_pct, entry=t.entry, stop=t.stop
+        )
         assert math.isclose(out.notional, out.size * t.entry)

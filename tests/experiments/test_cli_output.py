@@ -25,15 +25,17 @@ def test_a_closed_pipe_is_the_sigpipe_code_not_a_traceback():
     """``python -m swarm.develop --dry-run | head`` with the reader gone before the plan is
     printed: exit 141 and nothing on stderr but the plan's notes."""
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    code = "\n".join([
-        "import sys",
-        "from experiments.cli_output import run_cli",
-        "def main():",
-        "    for _ in range(20_000):",  # more than a pipe buffer holds
-        "        print('x' * 80)",
-        "    return 0",
-        "sys.exit(run_cli(main))",
-    ])  # fmt: skip
+    code = "\n".join(
+        [
+            "import sys",
+            "from experiments.cli_output import run_cli",
+            "def main():",
+            "    for _ in range(20_000):",  # more than a pipe buffer holds
+            "        print('x' * 80)",
+            "    return 0",
+            "sys.exit(run_cli(main))",
+        ]
+    )
     proc = subprocess.Popen(
         [sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env
     )
@@ -49,12 +51,28 @@ def test_the_develop_cli_ends_quietly_when_its_reader_is_gone(tmp_path):
     corpus = ROOT.parent / "shared" / "data" / "ohlcv" / "crypto"
     proc = subprocess.Popen(
         [
-            sys.executable, "-m", "swarm.develop", "--directive", "hourly breakout on BTC",
-            "--data-dir", str(corpus), "--offline", "--dry-run", "--quiet",
-            "--out", str(tmp_path / "runs"), "--start", "2018-01-01", "--end", "2020-01-01",
+            sys.executable,
+            "-m",
+            "swarm.develop",
+            "--directive",
+            "hourly breakout on BTC",
+            "--data-dir",
+            str(corpus),
+            "--offline",
+            "--dry-run",
+            "--quiet",
+            "--out",
+            str(tmp_path / "runs"),
+            "--start",
+            "2018-01-01",
+            "--end",
+            "2020-01-01",
         ],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd=tmp_path,
-    )  # fmt: skip
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+        cwd=tmp_path,
+    )
     proc.stdout.close()  # before the plan is printed: the import alone takes longer
     err = proc.stderr.read().decode()
     assert proc.wait(timeout=300) == BROKEN_PIPE_EXIT

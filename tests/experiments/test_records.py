@@ -31,22 +31,40 @@ COMMON = {"run_id": "r", "iteration": 1, "route": Origin.INITIAL, "recorded_at":
 
 def _backtest(**kw) -> BacktestRecord:
     return BacktestRecord(
-        **COMMON, variant_id="v1", name="n", family="trend", trial_key="k", code_sha256="c",
-        symbol="AAPL", symbols=["AAPL"], data_sha256="d", status="ok",
-        gate_decision=Route.TUNE, gate_veto_kinds=[Veto.TOO_FEW_TRADES], **kw,
-    )  # fmt: skip
+        **COMMON,
+        variant_id="v1",
+        name="n",
+        family="trend",
+        trial_key="k",
+        code_sha256="c",
+        symbol="AAPL",
+        symbols=["AAPL"],
+        data_sha256="d",
+        status="ok",
+        gate_decision=Route.TUNE,
+        gate_veto_kinds=[Veto.TOO_FEW_TRADES],
+        **kw,
+    )
 
 
 def _gate() -> GateRecord:
-    decision = GateDecision(iteration=1, decision=Route.TUNE, best_variant_id="v1",
-                            evaluations=[], reasoning="r")  # fmt: skip
+    decision = GateDecision(
+        iteration=1, decision=Route.TUNE, best_variant_id="v1", evaluations=[], reasoning="r"
+    )
     return GateRecord(**COMMON, gate_decision=Route.TUNE, benchmark="cash", decision=decision)
 
 
 def _verdict() -> dict:
-    return Verdict(verdict="ABANDON", reason="r", iterations=1, score_threshold=0.6,
-                   dsr_threshold=0.95, benchmark={"name": "cash", "description": "cash"},
-                   deflated_alpha_threshold=0.95, spa_threshold=0.05).model_dump(mode="json")  # fmt: skip
+    return Verdict(
+        verdict="ABANDON",
+        reason="r",
+        iterations=1,
+        score_threshold=0.6,
+        dsr_threshold=0.95,
+        benchmark={"name": "cash", "description": "cash"},
+        deflated_alpha_threshold=0.95,
+        spa_threshold=0.05,
+    ).model_dump(mode="json")
 
 
 def _run(tmp_path: Path) -> Path:
@@ -64,8 +82,14 @@ def _run(tmp_path: Path) -> Path:
 
 
 def test_every_record_kind_round_trips_through_the_union() -> None:
-    holdout = HoldoutRecord(**(COMMON | {"route": Route.SUCCESS}), variant_id="v1", symbol="A",
-                            status=JobStatus.OK, data_sha256="d", code_sha256="c")  # fmt: skip
+    holdout = HoldoutRecord(
+        **(COMMON | {"route": Route.SUCCESS}),
+        variant_id="v1",
+        symbol="A",
+        status=JobStatus.OK,
+        data_sha256="d",
+        code_sha256="c",
+    )
     llm = {**COMMON, "kind": "llm_fallback", "role": "leader", "reasons": ["x"], "extra": 1}
     for record in (_backtest(), _gate(), holdout, llm):
         line = RECORD.validate_python(record).model_dump_json()
@@ -140,7 +164,12 @@ def test_check_refuses_a_folder_that_is_not_a_run(tmp_path, capsys) -> None:
 
 
 def test_variants_file_keeps_origin_as_an_enum() -> None:
-    entry = {"variant_id": "v", "iteration": 1, "route": "TUNE", "code_sha256": "c",
-             "code_file": "strategies/v.py", "spec": {"family": "trend", "name": "n",
-             "approach": "a", "entry": "sma_cross"}}  # fmt: skip
+    entry = {
+        "variant_id": "v",
+        "iteration": 1,
+        "route": "TUNE",
+        "code_sha256": "c",
+        "code_file": "strategies/v.py",
+        "spec": {"family": "trend", "name": "n", "approach": "a", "entry": "sma_cross"},
+    }
     assert VARIANTS.validate_python({"v": entry})["v"].route is Origin.TUNE

@@ -15,19 +15,43 @@ pytestmark = pytest.mark.unit
 
 PNG = b"\x89PNG\r\n\x1a\n"
 METRICS = {
-    "sharpe": 1.1, "sortino": 1.5, "cagr_pct": 9.0, "max_drawdown_pct": 12.0, "win_rate_pct": 51.0,
-    "profit_factor": 1.4, "n_trades": 40, "exposure_pct": 60.0, "final_value": 120_000.0,
-    "sharpe_per_period": 0.07, "total_return_pct": 20.0, "n_obs": 500, "skew": 0.0, "kurtosis": 3.0,
-}  # fmt: skip
+    "sharpe": 1.1,
+    "sortino": 1.5,
+    "cagr_pct": 9.0,
+    "max_drawdown_pct": 12.0,
+    "win_rate_pct": 51.0,
+    "profit_factor": 1.4,
+    "n_trades": 40,
+    "exposure_pct": 60.0,
+    "final_value": 120_000.0,
+    "sharpe_per_period": 0.07,
+    "total_return_pct": 20.0,
+    "n_obs": 500,
+    "skew": 0.0,
+    "kurtosis": 3.0,
+}
 
 
 def _history():
     return [
-        {"iteration": 1, "route": "TUNE", "best_score": 0.4,
-         "best_metrics": {"sharpe": 0.7, "max_drawdown_pct": 25.0, "dsr": 0.5, "n_trades": 35}},
-        {"iteration": 2, "route": "SUCCESS", "best_score": 0.7,
-         "best_metrics": {"sharpe": 1.1, "max_drawdown_pct": 12.0, "dsr": 0.97, "n_trades": None}},
-    ]  # fmt: skip
+        {
+            "iteration": 1,
+            "route": "TUNE",
+            "best_score": 0.4,
+            "best_metrics": {"sharpe": 0.7, "max_drawdown_pct": 25.0, "dsr": 0.5, "n_trades": 35},
+        },
+        {
+            "iteration": 2,
+            "route": "SUCCESS",
+            "best_score": 0.7,
+            "best_metrics": {
+                "sharpe": 1.1,
+                "max_drawdown_pct": 12.0,
+                "dsr": 0.97,
+                "n_trades": None,
+            },
+        },
+    ]
 
 
 def test_trajectory_has_score_every_gate_metric_dsr_and_trades_against_thresholds(tmp_path):
@@ -37,8 +61,14 @@ def test_trajectory_has_score_every_gate_metric_dsr_and_trades_against_threshold
     names = [n for n, _ in panels]
     assert names[:3] == ["score", "sharpe", "cagr_pct"] and names[-2:] == ["dsr", "n_trades"]
     assert dict(panels)["cagr_pct"] == 5.0 and dict(panels)["n_trades"] == 30
-    path = plot_trajectory(_history(), {"sharpe": 1.0}, 0.6, tmp_path / "c" / "t.png",
-                           dsr_threshold=0.95, min_trades=30)  # fmt: skip
+    path = plot_trajectory(
+        _history(),
+        {"sharpe": 1.0},
+        0.6,
+        tmp_path / "c" / "t.png",
+        dsr_threshold=0.95,
+        min_trades=30,
+    )
     assert path.read_bytes().startswith(PNG)
     assert not list(tmp_path.glob("c/*.tmp*"))  # written atomically
 
@@ -93,8 +123,13 @@ def test_trajectory_plots_the_alpha_figures_the_gate_uses(tmp_path, monkeypatch)
 
 
 def test_trial_sharpe_distribution_marks_the_deflation_threshold(tmp_path):
-    path = plot_trial_sharpes([0.1, -0.3, 0.5, 0.9, float("nan")], threshold=0.8, best=0.9,
-                              n_trials=6, path=tmp_path / "s.png")  # fmt: skip
+    path = plot_trial_sharpes(
+        [0.1, -0.3, 0.5, 0.9, float("nan")],
+        threshold=0.8,
+        best=0.9,
+        n_trials=6,
+        path=tmp_path / "s.png",
+    )
     assert path.read_bytes().startswith(PNG)
     empty = plot_trial_sharpes([], threshold=None, path=tmp_path / "e.png")
     assert empty.read_bytes().startswith(PNG)
@@ -102,84 +137,191 @@ def test_trial_sharpe_distribution_marks_the_deflation_threshold(tmp_path):
 
 def _verdict(**kw):
     return {
-        "verdict": "ABANDON", "reason": "iteration limit reached", "iterations": 1,
-        "best_variant": "i01-v01-momentum-abc123", "n_backtests": 6, "n_trials": 3,
-        "best_dsr": 0.4, "best_score": 0.3, "best_dsr_all_trials": 0.35, "pbo": None,
-        "score_threshold": 0.6, "dsr_threshold": 0.95, "route_history": ["ABANDON"],
-        "figures": {}, "buy_and_hold_in_sample": dict(METRICS, sharpe=0.9),
+        "verdict": "ABANDON",
+        "reason": "iteration limit reached",
+        "iterations": 1,
+        "best_variant": "i01-v01-momentum-abc123",
+        "n_backtests": 6,
+        "n_trials": 3,
+        "best_dsr": 0.4,
+        "best_score": 0.3,
+        "best_dsr_all_trials": 0.35,
+        "pbo": None,
+        "score_threshold": 0.6,
+        "dsr_threshold": 0.95,
+        "route_history": ["ABANDON"],
+        "figures": {},
+        "buy_and_hold_in_sample": dict(METRICS, sharpe=0.9),
         "trial_sharpes": {"threshold": 0.74, "best": 0.6, "n_trials": 3, "n_with_sharpe": 3},
-    } | kw  # fmt: skip
+    } | kw
 
 
 def _variant(vid="i01-v01-momentum-abc123", parent=None):
     return {
-        "variant_id": vid, "parent_id": parent, "iteration": 1, "route": "INITIAL",
+        "variant_id": vid,
+        "parent_id": parent,
+        "iteration": 1,
+        "route": "INITIAL",
         "code": "import backtrader as bt\n\n\nclass S(bt.Strategy):\n    pass\n",
-        "code_sha256": "x", "class_name": "S",
-        "spec": {"name": "momentum-roc", "family": "momentum", "approach": "buy strength",
-                 "entry": "roc_momentum", "parameters": {"roc_period": 12}},
-        "in_sample": {"iteration": 1, "metrics": METRICS, "score": 0.3, "dsr": 0.4, "passed": False},
-    }  # fmt: skip
+        "code_sha256": "x",
+        "class_name": "S",
+        "spec": {
+            "name": "momentum-roc",
+            "family": "momentum",
+            "approach": "buy strength",
+            "entry": "roc_momentum",
+            "parameters": {"roc_period": 12},
+        },
+        "in_sample": {
+            "iteration": 1,
+            "metrics": METRICS,
+            "score": 0.3,
+            "dsr": 0.4,
+            "passed": False,
+        },
+    }
 
 
 def test_report_states_verdict_routes_research_best_variant_statistics_and_caveats():
     data = {
-        "split": {"insample_start": "2013-01-02", "insample_end": "2017-10-01",
-                  "holdout_start": "2017-10-02", "holdout_end": "2018-12-31"},
+        "split": {
+            "insample_start": "2013-01-02",
+            "insample_end": "2017-10-01",
+            "holdout_start": "2017-10-02",
+            "holdout_end": "2018-12-31",
+        },
         "folds": [{}, {}],
         "symbols": {"AAPL": {"source": "csv", "sha256": "f" * 64}},
-    }  # fmt: skip
+    }
     decision = {
-        "iteration": 1, "best_variant_id": "i01-v01-momentum-abc123", "decision": "ABANDON",
-        "reasoning": "iteration limit reached", "failure": {"failure_type": "PARAMETER_ISSUE"},
-        "evaluations": [{"variant_id": "i01-v01-momentum-abc123", "passed": False, "score": 0.3,
-                         "dsr": 0.4}],
-    }  # fmt: skip
-    config = {"directive": "momentum", "tickers": ["AAPL"], "universe_source": "--tickers",
-              "timeframe": "1d", "start": "2013-01-01", "end": "2018-12-31", "seed": 4,
-              "costs": {"commission_pct": 0.1, "slippage_pct": 0.05}}  # fmt: skip
-    synthesis = {"regime": "trending-up", "signal": 0.2, "confidence": 0.4, "quality": "medium",
-                 "coverage": 1 / 3, "recommended_families": ["momentum"], "summary": "Momentum leads.", "gaps": ["no news"]}  # fmt: skip
-    best_eval = {"variant_id": "i01-v01-momentum-abc123", "score": 0.3, "dsr": 0.4,
-                 "fold_sharpes": [0.5, 0.7], "metrics": METRICS}  # fmt: skip
+        "iteration": 1,
+        "best_variant_id": "i01-v01-momentum-abc123",
+        "decision": "ABANDON",
+        "reasoning": "iteration limit reached",
+        "failure": {"failure_type": "PARAMETER_ISSUE"},
+        "evaluations": [
+            {"variant_id": "i01-v01-momentum-abc123", "passed": False, "score": 0.3, "dsr": 0.4}
+        ],
+    }
+    config = {
+        "directive": "momentum",
+        "tickers": ["AAPL"],
+        "universe_source": "--tickers",
+        "timeframe": "1d",
+        "start": "2013-01-01",
+        "end": "2018-12-31",
+        "seed": 4,
+        "costs": {"commission_pct": 0.1, "slippage_pct": 0.05},
+    }
+    synthesis = {
+        "regime": "trending-up",
+        "signal": 0.2,
+        "confidence": 0.4,
+        "quality": "medium",
+        "coverage": 1 / 3,
+        "recommended_families": ["momentum"],
+        "summary": "Momentum leads.",
+        "gaps": ["no news"],
+    }
+    best_eval = {
+        "variant_id": "i01-v01-momentum-abc123",
+        "score": 0.3,
+        "dsr": 0.4,
+        "fold_sharpes": [0.5, 0.7],
+        "metrics": METRICS,
+    }
     text = render_report(
-        run_id="r1", config=config, verdict=_verdict(), decisions=[decision], synthesis=synthesis,
-        data=data, best_variant=_variant(), best_eval=best_eval, figures={},
-        criteria_text="sharpe>=1", charts=["charts/trajectory.png"], n_records=4,
-    )  # fmt: skip
+        run_id="r1",
+        config=config,
+        verdict=_verdict(),
+        decisions=[decision],
+        synthesis=synthesis,
+        data=data,
+        best_variant=_variant(),
+        best_eval=best_eval,
+        figures={},
+        criteria_text="sharpe>=1",
+        charts=["charts/trajectory.png"],
+        n_records=4,
+    )
     for needle in (
-        "**Verdict:** ABANDON", "**Reason:** iteration limit reached", "## Route history",
-        "PARAMETER_ISSUE", "## Research summary", "trending-up", "coverage 0.33 of domains",
+        "**Verdict:** ABANDON",
+        "**Reason:** iteration limit reached",
+        "## Route history",
+        "PARAMETER_ISSUE",
+        "## Research summary",
+        "trending-up",
+        "coverage 0.33 of domains",
         "## Best variant",
-        "(strategies/i01-v01-momentum-abc123.py)", "roc_period=12", "in-sample (buy-and-hold)", "Reality check", "deflated alpha",
-        "holdout stays sealed", "Trials counted", "Deflated Sharpe", "PBO", "0.74",
-        "![trajectory](charts/trajectory.png)", "Survivorship", "Costs are assumptions",
-        "AAPL from csv", "Seed 4", "--resume",
-    ):  # fmt: skip
+        "(strategies/i01-v01-momentum-abc123.py)",
+        "roc_period=12",
+        "in-sample (buy-and-hold)",
+        "Reality check",
+        "deflated alpha",
+        "holdout stays sealed",
+        "Trials counted",
+        "Deflated Sharpe",
+        "PBO",
+        "0.74",
+        "![trajectory](charts/trajectory.png)",
+        "Survivorship",
+        "Costs are assumptions",
+        "AAPL from csv",
+        "Seed 4",
+        "--resume",
+    ):
         assert needle in text, needle
 
 
 def _report(config_extra=None, metrics=None, figures=None) -> str:
-    data = {"split": {"insample_start": "2013-01-01", "insample_end": "2017-01-01",
-                      "holdout_start": "2017-01-02", "holdout_end": "2018-12-31"},
-            "folds": [{}], "symbols": {"AAPL": {"source": "csv", "sha256": "f" * 64}}}  # fmt: skip
-    config = {"directive": "momentum", "tickers": ["AAPL"], "universe_source": "--tickers",
-              "timeframe": "1d", "start": "2013-01-01", "end": "2018-12-31", "seed": 4,
-              "costs": {"commission_pct": 0.1, "slippage_pct": 0.05}, **(config_extra or {})}  # fmt: skip
-    best_eval = {"variant_id": "i01-v01-momentum-abc123", "score": 0.3, "dsr": 0.4,
-                 "fold_sharpes": [0.5], "metrics": metrics or METRICS}  # fmt: skip
+    data = {
+        "split": {
+            "insample_start": "2013-01-01",
+            "insample_end": "2017-01-01",
+            "holdout_start": "2017-01-02",
+            "holdout_end": "2018-12-31",
+        },
+        "folds": [{}],
+        "symbols": {"AAPL": {"source": "csv", "sha256": "f" * 64}},
+    }
+    config = {
+        "directive": "momentum",
+        "tickers": ["AAPL"],
+        "universe_source": "--tickers",
+        "timeframe": "1d",
+        "start": "2013-01-01",
+        "end": "2018-12-31",
+        "seed": 4,
+        "costs": {"commission_pct": 0.1, "slippage_pct": 0.05},
+        **(config_extra or {}),
+    }
+    best_eval = {
+        "variant_id": "i01-v01-momentum-abc123",
+        "score": 0.3,
+        "dsr": 0.4,
+        "fold_sharpes": [0.5],
+        "metrics": metrics or METRICS,
+    }
     return render_report(
-        run_id="r1", config=config, verdict=_verdict(), decisions=[], synthesis=None, data=data,
-        best_variant=_variant(), best_eval=best_eval, figures=figures or {},
+        run_id="r1",
+        config=config,
+        verdict=_verdict(),
+        decisions=[],
+        synthesis=None,
+        data=data,
+        best_variant=_variant(),
+        best_eval=best_eval,
+        figures=figures or {},
         criteria_text="sharpe>=1",
-    )  # fmt: skip
+    )
 
 
 def test_report_warns_about_orders_the_broker_refused():
     assert "broker refused" not in _report()
     refused = {**METRICS, "orders_rejected": 29}
-    text = _report(metrics=refused, figures={"holdout": {"metrics": {**METRICS,
-                                                                     "orders_rejected": 3}}})  # fmt: skip
+    text = _report(
+        metrics=refused, figures={"holdout": {"metrics": {**METRICS, "orders_rejected": 3}}}
+    )
     assert "**Warning: the broker refused orders** (29 in-sample, 3 holdout" in text
     assert "win rate" in text and "100% of equity" in text
 
@@ -204,8 +346,9 @@ def test_a_non_winner_exports_with_its_own_in_sample_figures(tmp_path):
     variants = {winner["variant_id"]: winner, other["variant_id"]: other}
     (run / "variants.json").write_text(json.dumps(variants))
     (run / "verdict.json").write_text(json.dumps(verdict))
-    manifest = build_manifest(run_id="run", config={"costs": {"commission_pct": 0.1}}, data={},
-                              seed=0, argv=[])  # fmt: skip
+    manifest = build_manifest(
+        run_id="run", config={"costs": {"commission_pct": 0.1}}, data={}, seed=0, argv=[]
+    )
     (run / "manifest.json").write_text(json.dumps(manifest))
 
     assert variant_figures("i02-v01-w", winner, verdict) == winner_figs
@@ -245,51 +388,116 @@ def test_report_and_chart_show_the_graded_progress_next_to_the_fuzzy_score(tmp_p
     assert drawn == [[0.4, 0.7], [0.45, 0.8]]  # the fuzzy score, then the graded measure
 
     decision = {
-        "iteration": 1, "best_variant_id": "v", "decision": "TUNE", "reasoning": "r",
-        "evaluations": [{"variant_id": "v", "passed": False, "score": 0.147, "progress": 0.612,
-                         "dsr": 0.4}],
-    }  # fmt: skip
-    best_eval = {"variant_id": "v", "score": 0.147, "progress": 0.612, "dsr": 0.4,
-                 "fold_sharpes": [0.5], "metrics": METRICS}  # fmt: skip
-    data = {"split": {"insample_start": "2013-01-01", "insample_end": "2017-01-01",
-                      "holdout_start": "2017-01-02", "holdout_end": "2018-12-31"},
-            "folds": [{}], "symbols": {"AAPL": {"source": "csv", "sha256": "f" * 64}}}  # fmt: skip
-    config = {"directive": "momentum", "tickers": ["AAPL"], "universe_source": "--tickers",
-              "timeframe": "1d", "start": "2013-01-01", "end": "2018-12-31", "seed": 4,
-              "costs": {"commission_pct": 0.1, "slippage_pct": 0.05}}  # fmt: skip
+        "iteration": 1,
+        "best_variant_id": "v",
+        "decision": "TUNE",
+        "reasoning": "r",
+        "evaluations": [
+            {"variant_id": "v", "passed": False, "score": 0.147, "progress": 0.612, "dsr": 0.4}
+        ],
+    }
+    best_eval = {
+        "variant_id": "v",
+        "score": 0.147,
+        "progress": 0.612,
+        "dsr": 0.4,
+        "fold_sharpes": [0.5],
+        "metrics": METRICS,
+    }
+    data = {
+        "split": {
+            "insample_start": "2013-01-01",
+            "insample_end": "2017-01-01",
+            "holdout_start": "2017-01-02",
+            "holdout_end": "2018-12-31",
+        },
+        "folds": [{}],
+        "symbols": {"AAPL": {"source": "csv", "sha256": "f" * 64}},
+    }
+    config = {
+        "directive": "momentum",
+        "tickers": ["AAPL"],
+        "universe_source": "--tickers",
+        "timeframe": "1d",
+        "start": "2013-01-01",
+        "end": "2018-12-31",
+        "seed": 4,
+        "costs": {"commission_pct": 0.1, "slippage_pct": 0.05},
+    }
     text = render_report(
-        run_id="r1", config=config, verdict=_verdict(), decisions=[decision], synthesis=None,
-        data=data, best_variant=_variant(), best_eval=best_eval, figures={},
+        run_id="r1",
+        config=config,
+        verdict=_verdict(),
+        decisions=[decision],
+        synthesis=None,
+        data=data,
+        best_variant=_variant(),
+        best_eval=best_eval,
+        figures={},
         criteria_text="sharpe>=1",
-    )  # fmt: skip
+    )
     assert "| best score | progress |" in text and "| 0.147 | 0.612 |" in text
     assert "Fuzzy score 0.147 (graded progress 0.612)" in text
 
 
 def _scored_report(verdict, best_eval, *, spec_extra=None, tickers=("AAPL",), per_symbol=None):
-    data = {"split": {"insample_start": "2013-01-01", "insample_end": "2017-01-01",
-                      "holdout_start": "2017-01-02", "holdout_end": "2018-12-31"},
-            "folds": [{}], "symbols": {"AAPL": {"source": "csv", "sha256": "f" * 64}}}  # fmt: skip
-    config = {"directive": "momentum", "tickers": list(tickers), "universe_source": "--tickers",
-              "timeframe": "1d", "start": "2013-01-01", "end": "2018-12-31", "seed": 4,
-              "costs": {"commission_pct": 0.1, "slippage_pct": 0.05}}  # fmt: skip
+    data = {
+        "split": {
+            "insample_start": "2013-01-01",
+            "insample_end": "2017-01-01",
+            "holdout_start": "2017-01-02",
+            "holdout_end": "2018-12-31",
+        },
+        "folds": [{}],
+        "symbols": {"AAPL": {"source": "csv", "sha256": "f" * 64}},
+    }
+    config = {
+        "directive": "momentum",
+        "tickers": list(tickers),
+        "universe_source": "--tickers",
+        "timeframe": "1d",
+        "start": "2013-01-01",
+        "end": "2018-12-31",
+        "seed": 4,
+        "costs": {"commission_pct": 0.1, "slippage_pct": 0.05},
+    }
     variant = _variant()
     variant["spec"] = {**variant["spec"], **(spec_extra or {})}
     return render_report(
-        run_id="r1", config=config, verdict=verdict, decisions=[], synthesis=None, data=data,
-        best_variant=variant, best_eval=best_eval, figures={},
+        run_id="r1",
+        config=config,
+        verdict=verdict,
+        decisions=[],
+        synthesis=None,
+        data=data,
+        best_variant=variant,
+        best_eval=best_eval,
+        figures={},
         criteria_text="sharpe>=1,max_drawdown_pct<=20,alpha_t>=2,min_trades>=30",
         holdout_per_symbol=per_symbol,
-    )  # fmt: skip
+    )
 
 
-ALPHA = {"t_stat": 2.95, "deflated_alpha": 0.924, "alpha_annual_pct": 26.5, "beta": 0.8,
-         "benchmark": "buy-and-hold", "n_obs": 500}  # fmt: skip
+ALPHA = {
+    "t_stat": 2.95,
+    "deflated_alpha": 0.924,
+    "alpha_annual_pct": 26.5,
+    "beta": 0.8,
+    "benchmark": "buy-and-hold",
+    "n_obs": 500,
+}
 
 
 def test_report_opens_with_the_verdict_line_and_tables_every_bar_for_the_best():
-    best_eval = {"variant_id": "i01-v01-momentum-abc123", "score": 0.85, "dsr": 0.99,
-                 "spa_pvalue": 0.006, "fold_sharpes": [0.5], "metrics": METRICS, "alpha": ALPHA}  # fmt: skip
+    best_eval = {
+        "variant_id": "i01-v01-momentum-abc123",
+        "score": 0.85,
+        "dsr": 0.99,
+        "spa_pvalue": 0.006,
+        "fold_sharpes": [0.5],
+        "metrics": METRICS,
+        "alpha": ALPHA,
+    }
     text = _scored_report(_verdict(spa_pvalue=0.02), best_eval)
     first = text.splitlines()[2]
     assert first == (
@@ -307,8 +515,14 @@ def test_report_opens_with_the_verdict_line_and_tables_every_bar_for_the_best():
 
 
 def test_report_labels_a_portfolio_trade_count_as_fills():
-    best_eval = {"variant_id": "i01-v01-momentum-abc123", "score": 0.85, "dsr": 0.99,
-                 "fold_sharpes": [0.5], "metrics": METRICS, "alpha": ALPHA}  # fmt: skip
+    best_eval = {
+        "variant_id": "i01-v01-momentum-abc123",
+        "score": 0.85,
+        "dsr": 0.99,
+        "fold_sharpes": [0.5],
+        "metrics": METRICS,
+        "alpha": ALPHA,
+    }
     text = _scored_report(
         _verdict(), best_eval, spec_extra={"scope": "portfolio"}, tickers=("AAPL", "MSFT")
     )
@@ -318,12 +532,19 @@ def test_report_labels_a_portfolio_trade_count_as_fills():
 
 def test_a_successful_report_says_whether_the_holdout_confirmed_alpha_and_warns_of_concentration():
     passed = dict(ALPHA, deflated_alpha=0.97)
-    best_eval = {"variant_id": "i01-v01-momentum-abc123", "score": 0.85, "dsr": 0.99,
-                 "fold_sharpes": [0.5], "metrics": METRICS, "alpha": passed}  # fmt: skip
+    best_eval = {
+        "variant_id": "i01-v01-momentum-abc123",
+        "score": 0.85,
+        "dsr": 0.99,
+        "fold_sharpes": [0.5],
+        "metrics": METRICS,
+        "alpha": passed,
+    }
     verdict = _verdict(
-        verdict="SUCCESS", benchmark={"name": "buy-and-hold", "description": "b&h"},
+        verdict="SUCCESS",
+        benchmark={"name": "buy-and-hold", "description": "b&h"},
         holdout_alpha={"t_stat": 1.2, "alpha_annual_pct": 4.0},
-    )  # fmt: skip
+    )
     per_symbol = {
         "AAPL": dict(METRICS, exposure_pct=80.0),
         "MSFT": dict(METRICS, exposure_pct=10.0),
@@ -343,18 +564,27 @@ def test_the_trial_chart_and_the_report_count_the_same_noise_trials(tmp_path):
     from experiments.charts import trial_chart_counts, trial_sharpes_labels
 
     verdict = _verdict(
-        n_trials=1041, n_trials_effective=17, deflated_by="effective",
+        n_trials=1041,
+        n_trials_effective=17,
+        deflated_by="effective",
         trial_sharpes={"threshold": 0.73, "best": 1.68, "n_trials": 17, "n_with_sharpe": 1041},
-    )  # fmt: skip
+    )
     counts = trial_chart_counts(verdict)
     labels = trial_sharpes_labels(
-        1041, threshold=counts["threshold"], n_trials=counts["n_trials"],
+        1041,
+        threshold=counts["threshold"],
+        n_trials=counts["n_trials"],
         n_deflation=counts["n_deflation"],
-    )  # fmt: skip
+    )
     assert labels["threshold"] == "expected max of 17 noise trials: 0.73"
     assert labels["title"].startswith("Trial Sharpe ratios (1041 of 1041 counted)")
-    best_eval = {"variant_id": "i01-v01-momentum-abc123", "score": 0.3, "dsr": 0.4,
-                 "fold_sharpes": [0.5], "metrics": METRICS}  # fmt: skip
+    best_eval = {
+        "variant_id": "i01-v01-momentum-abc123",
+        "score": 0.3,
+        "dsr": 0.4,
+        "fold_sharpes": [0.5],
+        "metrics": METRICS,
+    }
     text = _scored_report(verdict, best_eval)
     assert "the best of 17 pure-noise trials" in text
     path = plot_trial_sharpes([0.1, 0.5], **counts, path=tmp_path / "s.png")
@@ -365,18 +595,33 @@ def test_an_export_of_a_non_winner_carries_the_banner_and_what_it_failed(tmp_pat
     run = tmp_path / "run"
     run.mkdir()
     winner, other = _variant("i02-v01-w", parent="i01-v01-momentum-abc123"), _variant()
-    other["in_sample"] = {**other["in_sample"], "score": 0.85, "dsr": 0.99,
-                          "alpha": dict(ALPHA, deflated_alpha=0.9)}  # fmt: skip
-    winner["in_sample"] = {**winner["in_sample"], "score": 0.9, "dsr": 0.99,
-                           "alpha": dict(ALPHA, deflated_alpha=0.97)}  # fmt: skip
-    verdict = _verdict(verdict="SUCCESS", best_variant="i02-v01-w", spa_pvalue=0.01,
-                       figures={"in-sample": {"metrics": METRICS}})  # fmt: skip
+    other["in_sample"] = {
+        **other["in_sample"],
+        "score": 0.85,
+        "dsr": 0.99,
+        "alpha": dict(ALPHA, deflated_alpha=0.9),
+    }
+    winner["in_sample"] = {
+        **winner["in_sample"],
+        "score": 0.9,
+        "dsr": 0.99,
+        "alpha": dict(ALPHA, deflated_alpha=0.97),
+    }
+    verdict = _verdict(
+        verdict="SUCCESS",
+        best_variant="i02-v01-w",
+        spa_pvalue=0.01,
+        figures={"in-sample": {"metrics": METRICS}},
+    )
     (run / "variants.json").write_text(
         json.dumps({"i02-v01-w": winner, other["variant_id"]: other})
     )
     (run / "verdict.json").write_text(json.dumps(verdict))
-    config = {"costs": {"commission_pct": 0.1}, "tickers": ["AAPL"],
-              "criteria": {"rules": [{"metric": "sharpe", "op": ">=", "threshold": 1.0}]}}  # fmt: skip
+    config = {
+        "costs": {"commission_pct": 0.1},
+        "tickers": ["AAPL"],
+        "criteria": {"rules": [{"metric": "sharpe", "op": ">=", "threshold": 1.0}]},
+    }
     manifest = build_manifest(run_id="run", config=config, data={}, seed=0, argv=[])
     (run / "manifest.json").write_text(json.dumps(manifest))
 

@@ -34,9 +34,15 @@ def _rows(**kw):
 def test_every_bar_of_the_gate_has_a_row_with_a_signed_margin():
     rows = {r.name: r for r in _rows()}
     assert list(rows) == [
-        "sharpe>=1", "max_drawdown_pct<=20", "alpha_t>=2", "min trades (round trips)",
-        "fuzzy score", "deflated Sharpe", "deflated alpha", "SPA p-value",
-    ]  # fmt: skip
+        "sharpe>=1",
+        "max_drawdown_pct<=20",
+        "alpha_t>=2",
+        "min trades (round trips)",
+        "fuzzy score",
+        "deflated Sharpe",
+        "deflated alpha",
+        "SPA p-value",
+    ]
     assert rows["sharpe>=1"].passed and rows["sharpe>=1"].margin == pytest.approx(0.68)
     # an upper bound's margin is positive when under it
     assert rows["max_drawdown_pct<=20"].margin == pytest.approx(0.5)
@@ -93,8 +99,11 @@ def test_the_holdout_line_confirms_alpha_only_over_the_alpha_t_bar():
 
 
 def test_concentration_warns_when_one_symbol_holds_most_of_the_exposure():
-    lopsided = {"AAPL": {"exposure_pct": 90.0}, "MSFT": {"exposure_pct": 5.0},
-                "NVDA": {"exposure_pct": 5.0}}  # fmt: skip
+    lopsided = {
+        "AAPL": {"exposure_pct": 90.0},
+        "MSFT": {"exposure_pct": 5.0},
+        "NVDA": {"exposure_pct": 5.0},
+    }
     line = concentration_line(lopsided, scope="symbol")
     assert line is not None and "AAPL holds 90%" in line
     even = {s: {"exposure_pct": 40.0} for s in ("AAPL", "MSFT", "NVDA")}

@@ -62,16 +62,24 @@ def test_fewer_than_two_moving_parameters_have_no_pair(trials, pair) -> None:
 
 
 def test_median_grid_leaves_empty_cells_nan() -> None:
-    trials = [({"a": 1.0, "b": 1.0}, 0.1), ({"a": 1.0, "b": 1.0}, 0.5),
-              ({"a": 1.0, "b": 1.0}, 0.3), ({"a": 2.0, "b": 3.0}, -0.4)]  # fmt: skip
+    trials = [
+        ({"a": 1.0, "b": 1.0}, 0.1),
+        ({"a": 1.0, "b": 1.0}, 0.5),
+        ({"a": 1.0, "b": 1.0}, 0.3),
+        ({"a": 2.0, "b": 3.0}, -0.4),
+    ]
     xs, ys, grid = median_grid(trials, "a", "b")
     assert (xs, ys) == ([1.0, 2.0], [1.0, 3.0])
     assert grid[0, 0] == pytest.approx(0.3) and grid[1, 1] == pytest.approx(-0.4)
     assert math.isnan(grid[0, 1]) and math.isnan(grid[1, 0])
 
 
-SPEC = {"name": "momentum-roc", "family": "momentum", "approach": "buy strength",
-        "entry": "roc_momentum"}  # fmt: skip
+SPEC = {
+    "name": "momentum-roc",
+    "family": "momentum",
+    "approach": "buy strength",
+    "entry": "roc_momentum",
+}
 
 
 def _spec(params: dict[str, float]) -> StrategySpec:
@@ -82,14 +90,22 @@ def _record(iteration: int, parent_id: str, sets: list[dict[str, float]], confir
     ranked = sorted(sets, key=lambda p: -_figure(p))
     keys = [_spec(p).trial_key() for p in ranked]
     return ScreenRecord(
-        run_id="run", iteration=iteration, route="TUNE", parent_id=parent_id,
-        n_sets=len(sets), n_symbols=1, n_folds=2, series_file=screen_file(iteration),
+        run_id="run",
+        iteration=iteration,
+        route="TUNE",
+        parent_id=parent_id,
+        n_sets=len(sets),
+        n_symbols=1,
+        n_folds=2,
+        series_file=screen_file(iteration),
         confirmed=keys[:confirmed],
-        trials=[ScreenedTrial(trial_key=k, parameters=p, sharpe=_figure(p), n_trades=40)
-                for k, p in zip(keys, ranked, strict=True)]
+        trials=[
+            ScreenedTrial(trial_key=k, parameters=p, sharpe=_figure(p), n_trades=40)
+            for k, p in zip(keys, ranked, strict=True)
+        ]
         + [ScreenedTrial(trial_key="broken", parameters={"roc_period": 99.0}, error="boom")],
         recorded_at=datetime.now(UTC).isoformat(),
-    )  # fmt: skip
+    )
 
 
 def test_the_batch_that_screened_the_best_variant_is_drawn_with_it_marked() -> None:

@@ -26,11 +26,23 @@ pytestmark = pytest.mark.integration  # QuantStats and matplotlib draw the pages
 
 BEST = "i02-v01-momentum-abc123"
 TRADES = [
-    {"symbol": "AAPL", "entry_date": "2021-02-01", "exit_date": "2021-03-01", "size": 10.0,
-     "entry_price": 100.0, "exit_price": 110.0},
-    {"symbol": "MSFT", "entry_date": "2021-04-01", "exit_date": None, "size": -5.0,
-     "entry_price": 200.0, "exit_price": None},
-]  # fmt: skip
+    {
+        "symbol": "AAPL",
+        "entry_date": "2021-02-01",
+        "exit_date": "2021-03-01",
+        "size": 10.0,
+        "entry_price": 100.0,
+        "exit_price": 110.0,
+    },
+    {
+        "symbol": "MSFT",
+        "entry_date": "2021-04-01",
+        "exit_date": None,
+        "size": -5.0,
+        "entry_price": 200.0,
+        "exit_price": None,
+    },
+]
 METRICS = {"exposure_pct": 81.5, "turnover_annual": 4.25, "avg_holding_bars": 12.0, "n_trades": 2}
 
 
@@ -183,9 +195,13 @@ def test_finalize_traces_the_winners_trades() -> None:
     symbols = ("AAPL", "MSFT", "NVDA")
     data = {s: SimpleNamespace(bars=read_real_bars(s, "2012-01-01", "2014-12-31")) for s in symbols}
     folds = [
-        Fold(index=0, warmup_start=date(2012, 1, 3), start=date(2012, 10, 1), end=date(2013, 9, 30)),
-        Fold(index=1, warmup_start=date(2012, 10, 1), start=date(2013, 10, 1), end=date(2014, 9, 30)),
-    ]  # fmt: skip
+        Fold(
+            index=0, warmup_start=date(2012, 1, 3), start=date(2012, 10, 1), end=date(2013, 9, 30)
+        ),
+        Fold(
+            index=1, warmup_start=date(2012, 10, 1), start=date(2013, 10, 1), end=date(2014, 9, 30)
+        ),
+    ]
     spec = portfolio_spec(PortfolioFamily.CROSS_SECTIONAL_MOMENTUM, {"xs_top_n": 1})
     ctx = SimpleNamespace(
         symbols=symbols,

@@ -15,11 +15,16 @@ pytestmark = pytest.mark.unit
 
 def test_typed_variant_rejected_line_equals_the_old_literal(tmp_path) -> None:
     common = {
-        "run_id": "r1", "iteration": 2, "route": "TUNE", "variant_id": "i02-v01-momentum-abc",
-        "parent_id": "i01-v03-momentum-def", "code_sha256": "0" * 64,
-        "errors": ["uses close[1]: lookahead"], "symbols": ["AAPL", "MSFT"],
+        "run_id": "r1",
+        "iteration": 2,
+        "route": "TUNE",
+        "variant_id": "i02-v01-momentum-abc",
+        "parent_id": "i01-v03-momentum-def",
+        "code_sha256": "0" * 64,
+        "errors": ["uses close[1]: lookahead"],
+        "symbols": ["AAPL", "MSFT"],
         "recorded_at": "2026-01-01T00:00:00+00:00",
-    }  # fmt: skip
+    }
     old = ExperimentTracker(tmp_path / "old.jsonl")
     old.append(
         {
@@ -28,7 +33,7 @@ def test_typed_variant_rejected_line_equals_the_old_literal(tmp_path) -> None:
             "metrics": None,
             "gate_score": None,
             "status": "rejected",
-        }  # fmt: skip
+        }
     )
     new = ExperimentTracker(tmp_path / "new.jsonl")
     assert append_record(new, VariantRejectedRecord(**common))

@@ -21,8 +21,7 @@ from strategies.spec import PortfolioFamily
 @pytest.mark.unit
 def test_weights_by_hand() -> None:
     idx = pd.bdate_range("2021-01-04", periods=4)
-    closes = pd.DataFrame({"A": [10.0, 11.0, 12.0, 13.0], "B": [20.0, 20.0, 10.0, 10.0]},
-                          index=idx)  # fmt: skip
+    closes = pd.DataFrame({"A": [10.0, 11.0, 12.0, 13.0], "B": [20.0, 20.0, 10.0, 10.0]}, index=idx)
     values = pd.Series([1000.0, 1000.0, 1010.0, 1030.0], index=idx)
     fills = [
         SimpleNamespace(executed=idx[1].date(), symbol="A", size=50.0),
@@ -38,11 +37,13 @@ def test_weights_by_hand() -> None:
     assert w.loc[idx[3]].tolist() == pytest.approx([0.0, -200 / 1030, 1 + 200 / 1030])
     np.testing.assert_allclose(w.sum(axis=1), 1.0)
     with pytest.raises(WeightsError, match="not among"):
-        weights_from_fills([SimpleNamespace(executed=idx[0].date(), symbol="Z", size=1.0)],
-                           closes, values)  # fmt: skip
+        weights_from_fills(
+            [SimpleNamespace(executed=idx[0].date(), symbol="Z", size=1.0)], closes, values
+        )
     with pytest.raises(WeightsError, match="without bars"):
-        weights_from_fills([SimpleNamespace(executed=date(2021, 1, 9), symbol="A", size=1.0)],
-                           closes, values)  # fmt: skip
+        weights_from_fills(
+            [SimpleNamespace(executed=date(2021, 1, 9), symbol="A", size=1.0)], closes, values
+        )
 
 
 @pytest.mark.integration
@@ -51,12 +52,17 @@ def test_weights_of_a_portfolio_run_match_the_broker() -> None:
     positions at the last close over the final value; weights and cash sum to one."""
     symbols = ("AAPL", "MSFT", "NVDA")
     bars = {s: read_real_bars(s, "2012-01-01", "2015-12-31") for s in symbols}
-    fold = Fold(index=0, warmup_start=date(2012, 1, 3), start=date(2013, 1, 2),
-                end=date(2015, 12, 31))  # fmt: skip
-    spec = portfolio_spec(PortfolioFamily.CROSS_SECTIONAL_MOMENTUM, {"xs_top_n": 1},
-                          long_short=True)  # fmt: skip
-    run = execute(BacktestJob(job_id="w", variant_id="v", code=render(spec), symbol=LABEL,
-                              bars=bars, fold=fold))  # fmt: skip
+    fold = Fold(
+        index=0, warmup_start=date(2012, 1, 3), start=date(2013, 1, 2), end=date(2015, 12, 31)
+    )
+    spec = portfolio_spec(
+        PortfolioFamily.CROSS_SECTIONAL_MOMENTUM, {"xs_top_n": 1}, long_short=True
+    )
+    run = execute(
+        BacktestJob(
+            job_id="w", variant_id="v", code=render(spec), symbol=LABEL, bars=bars, fold=fold
+        )
+    )
     assert run.result.status == JobStatus.OK, run.result.error
     dates = pd.DatetimeIndex(pd.to_datetime([d.isoformat() for d in run.dates]))
     closes = pd.DataFrame({s: bars[s]["close"].reindex(dates) for s in symbols})

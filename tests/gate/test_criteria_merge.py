@@ -100,8 +100,14 @@ def test_replace_still_needs_a_metric_rule() -> None:
 def test_sources_name_the_users_bars_and_the_defaults_kept() -> None:
     none = criteria_sources(None)
     assert none.user == [] and none.displaced == [] and not none.replaced
-    assert none.defaults == [*DEFAULT_RULES, "min_trades>=30", "score>=0.6", "dsr>=0.95",
-                             "deflated_alpha>=0.95", "spa_p<=0.05"]  # fmt: skip
+    assert none.defaults == [
+        *DEFAULT_RULES,
+        "min_trades>=30",
+        "score>=0.6",
+        "dsr>=0.95",
+        "deflated_alpha>=0.95",
+        "spa_p<=0.05",
+    ]
 
     merged = criteria_sources("sharpe>=0.8,beta<=0.6,min_trades>=10")
     assert merged.user == ["sharpe>=0.8", "beta<=0.6", "min_trades>=10"]

@@ -38,9 +38,13 @@ def _xs_momentum(drawdown: float = 28.9, **m):
         spa_pvalue=0.003,
     )
     e.alpha = AlphaStats(
-        benchmark="buy-and-hold", n_obs=750, alpha_annual_pct=25.8, beta=0.4, t_stat=3.16,
+        benchmark="buy-and-hold",
+        n_obs=750,
+        alpha_annual_pct=25.8,
+        beta=0.4,
+        t_stat=3.16,
         deflated_alpha=0.97,
-    )  # fmt: skip
+    )
     return e
 
 
@@ -84,9 +88,11 @@ def test_a_deep_drawdown_keeps_its_design_hint_first_and_adds_the_category_after
 def test_failing_criteria_are_worst_first_with_their_categories() -> None:
     criteria = parse_criteria("sharpe>=1.0,max_drawdown_pct<=20,win_rate_pct>=40,min_trades>=30")
     e = make_eval(
-        "a", metrics=make_metrics(sharpe=0.9, max_drawdown_pct=21, win_rate_pct=25, n_trades=24),
-        score=0.3, dsr=0.5,
-    )  # fmt: skip
+        "a",
+        metrics=make_metrics(sharpe=0.9, max_drawdown_pct=21, win_rate_pct=25, n_trades=24),
+        score=0.3,
+        dsr=0.5,
+    )
     f = _analyse([e], criteria)
     assert [c.label for c in f.failing] == [
         "win_rate_pct>=40",  # 0.625
@@ -95,8 +101,11 @@ def test_failing_criteria_are_worst_first_with_their_categories() -> None:
         "max_drawdown_pct<=20",  # 0.95
     ]
     assert [c.category for c in f.failing] == [
-        Hint.WEAK_EXITS, Hint.TOO_FEW_TRADES, None, Hint.DRAWDOWN,
-    ]  # fmt: skip
+        Hint.WEAK_EXITS,
+        Hint.TOO_FEW_TRADES,
+        None,
+        Hint.DRAWDOWN,
+    ]
     assert {Hint.WEAK_EXITS, Hint.TOO_FEW_TRADES, Hint.DRAWDOWN} <= set(f.hints)
 
 
@@ -148,9 +157,13 @@ def test_without_a_measured_edge_the_premise_is_still_blamed(change, why) -> Non
     e.alpha = e.alpha.model_copy(update=change)
     e.dsr = 0.5
     f = analyse_failure(
-        [e], criteria=CRITERIA, history=[], research_confidence=0.2, regime="trending-up",
+        [e],
+        criteria=CRITERIA,
+        history=[],
+        research_confidence=0.2,
+        regime="trending-up",
         families=["cross_sectional_momentum"],
-    )  # fmt: skip
+    )
     assert f.failure_type == FailureType.RESEARCH_GAP, why
 
 
@@ -158,8 +171,12 @@ def test_a_failing_criterion_without_a_repair_is_not_a_repairable_edge() -> None
     e = _xs_momentum()
     e.metrics = e.metrics.model_copy(update={"sharpe": 0.8})
     f = analyse_failure(
-        [e], criteria=CRITERIA, history=[], research_confidence=0.2, regime="trending-up",
+        [e],
+        criteria=CRITERIA,
+        history=[],
+        research_confidence=0.2,
+        regime="trending-up",
         families=["cross_sectional_momentum"],
-    )  # fmt: skip
+    )
     assert f.failure_type == FailureType.RESEARCH_GAP
     assert {c.label for c in f.failing} == {"sharpe>=1", "max_drawdown_pct<=20"}

@@ -25,15 +25,27 @@ def test_one_bankrupt_job_vetoes_a_strong_variant() -> None:
     fine, so the bankrupt one is a veto of its own (not an error rate), with its reason."""
     rng = np.random.default_rng(0)
     results = [
-        make_result("lev", rng.normal(0.002, 0.01, N), symbol=s, dates=DATES,
-                    trade_pnls=[200.0] * 12 + [-100.0] * 8, bars_in_market=N // 2)
+        make_result(
+            "lev",
+            rng.normal(0.002, 0.01, N),
+            symbol=s,
+            dates=DATES,
+            trade_pnls=[200.0] * 12 + [-100.0] * 8,
+            bars_in_market=N // 2,
+        )
         for s in "ABCD"
-    ]  # fmt: skip
+    ]
     results.append(make_result("lev", [], symbol="E", status=JobStatus.BANKRUPT, error=WHY))
     criteria = parse_criteria("sharpe>=1")
     (ev,) = evaluate_variants([("lev", "momentum", "sha")], results, criteria, TrialLedger())
     assert Veto.BANKRUPT in ev.veto_kinds and not ev.passed and ev.score == 0.0
     assert f"E/fold0 {WHY}" in ev.vetoes
-    analysis = analyse_failure([ev], criteria=criteria, history=[], research_confidence=0.8,
-                               regime="trending-up", families=["momentum"])  # fmt: skip
+    analysis = analyse_failure(
+        [ev],
+        criteria=criteria,
+        history=[],
+        research_confidence=0.8,
+        regime="trending-up",
+        families=["momentum"],
+    )
     assert any("bankrupt on 2015-04-01" in line for line in analysis.evidence)

@@ -85,10 +85,21 @@ def _ledger(n: int) -> TrialLedger:
 
 def _m(sr_pp: float = 0.08) -> Metrics:
     return Metrics(
-        sharpe=sr_pp * 15.87, sharpe_per_period=sr_pp, sortino=None, cagr_pct=5,
-        total_return_pct=10, max_drawdown_pct=10, win_rate_pct=50, profit_factor=1.1,
-        n_trades=40, exposure_pct=50, final_value=110_000, n_obs=T, skew=0, kurtosis=3,
-    )  # fmt: skip
+        sharpe=sr_pp * 15.87,
+        sharpe_per_period=sr_pp,
+        sortino=None,
+        cagr_pct=5,
+        total_return_pct=10,
+        max_drawdown_pct=10,
+        win_rate_pct=50,
+        profit_factor=1.1,
+        n_trades=40,
+        exposure_pct=50,
+        final_value=110_000,
+        n_obs=T,
+        skew=0,
+        kurtosis=3,
+    )
 
 
 def test_raw_deflation_is_unchanged_by_a_measured_effective_count():

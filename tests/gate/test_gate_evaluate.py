@@ -157,8 +157,11 @@ def test_run_pbo_ranks_every_variant_of_the_run_whatever_the_order() -> None:
 
     rng = np.random.default_rng(11)
     # Five noise variants per "iteration", three iterations: no iteration alone has 8.
-    results = [make_result(f"i{i}-v{k}", rng.normal(0, 0.01, N), dates=DATES)
-               for i in range(3) for k in range(5)]  # fmt: skip
+    results = [
+        make_result(f"i{i}-v{k}", rng.normal(0, 0.01, N), dates=DATES)
+        for i in range(3)
+        for k in range(5)
+    ]
     series = {r.variant_id: portfolio_series([r]) for r in results}
     first = {k: v for k, v in series.items() if k.startswith("i0-")}
     assert run_pbo(first) is None
@@ -194,9 +197,13 @@ def test_a_market_exposure_passes_against_cash_but_not_against_its_benchmark() -
     assert cash[0].alpha.benchmark == "cash" and cash[0].alpha.beta is None
 
     rel = evaluate_variants(
-        variants, exposure + timed, CRITERIA, TrialLedger(),
-        benchmark=bench, benchmark_name="buy-and-hold",
-    )  # fmt: skip
+        variants,
+        exposure + timed,
+        CRITERIA,
+        TrialLedger(),
+        benchmark=bench,
+        benchmark_name="buy-and-hold",
+    )
     exp, tim = rel
     assert exp.alpha.beta == pytest.approx(0.9, abs=0.02)
     assert exp.alpha.deflated_alpha < 0.5 and not exp.passed
@@ -221,9 +228,13 @@ def test_alpha_sharpes_go_into_the_ledger() -> None:
     bench = dict(zip(DATES, market, strict=True))
     ledger = TrialLedger()
     evaluate_variants(
-        [("exposure", "trend", "k")], _jobs("exposure", {"A": _exposure(market)}), CRITERIA, ledger,
-        benchmark=bench, benchmark_name="buy-and-hold",
-    )  # fmt: skip
+        [("exposure", "trend", "k")],
+        _jobs("exposure", {"A": _exposure(market)}),
+        CRITERIA,
+        ledger,
+        benchmark=bench,
+        benchmark_name="buy-and-hold",
+    )
     assert abs(ledger.alpha_trials["k"]) < 0.1  # per period: noise around zero
     assert ledger.trials["k"] > 0.1
 
@@ -235,15 +246,28 @@ def test_one_integrity_error_vetoes_a_strong_variant() -> None:
     from gate.failure import analyse_failure
 
     results = _jobs("tamperer", {s: _strong(i) for i, s in enumerate("ABCD")})
-    results.append(make_result("tamperer", [], symbol="E", status=JobStatus.INTEGRITY_ERROR,
-                               error="IntegrityError: a cash change no fill explains"))  # fmt: skip
+    results.append(
+        make_result(
+            "tamperer",
+            [],
+            symbol="E",
+            status=JobStatus.INTEGRITY_ERROR,
+            error="IntegrityError: a cash change no fill explains",
+        )
+    )
     criteria = parse_criteria("sharpe>=1")
     (ev,) = evaluate_variants([("tamperer", "momentum", "sha")], results, criteria, TrialLedger())
     assert Veto.INTEGRITY in ev.veto_kinds and not ev.passed
     assert "E/fold0: IntegrityError: a cash change" in ev.vetoes[0]
     assert ev.score == 0.0
-    analysis = analyse_failure([ev], criteria=criteria, history=[], research_confidence=0.8,
-                               regime="trending-up", families=["momentum"])  # fmt: skip
+    analysis = analyse_failure(
+        [ev],
+        criteria=criteria,
+        history=[],
+        research_confidence=0.8,
+        regime="trending-up",
+        families=["momentum"],
+    )
     assert Hint.EXCEPTIONS in analysis.hints
 
 
@@ -251,14 +275,23 @@ def test_one_integrity_error_vetoes_a_strong_variant() -> None:
     "report, kind, sentence",
     [
         (dict(biased=False), None, None),
-        (dict(biased=True, mismatches=["a", "b", "c"]), Veto.LOOKAHEAD,
-         "lookahead detected on AAPL: a; b"),
-        (dict(biased=False, checked=False, error="the full run failed"),
-         Veto.LOOKAHEAD_UNCHECKED, "lookahead check could not run: the full run failed"),
-        (dict(biased=True, integrity="fill 3 not at the open"), Veto.INTEGRITY,
-         "integrity error in the lookahead check on AAPL: fill 3 not at the open"),
+        (
+            dict(biased=True, mismatches=["a", "b", "c"]),
+            Veto.LOOKAHEAD,
+            "lookahead detected on AAPL: a; b",
+        ),
+        (
+            dict(biased=False, checked=False, error="the full run failed"),
+            Veto.LOOKAHEAD_UNCHECKED,
+            "lookahead check could not run: the full run failed",
+        ),
+        (
+            dict(biased=True, integrity="fill 3 not at the open"),
+            Veto.INTEGRITY,
+            "integrity error in the lookahead check on AAPL: fill 3 not at the open",
+        ),
     ],
-)  # fmt: skip
+)
 def test_lookahead_veto_of_each_report_kind(report, kind, sentence) -> None:
     veto = lookahead_veto(LookaheadReport(**report), "AAPL")
     assert veto == (None if kind is None else (kind, sentence))

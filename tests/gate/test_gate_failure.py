@@ -50,10 +50,12 @@ def test_lookahead_is_algorithm_bug() -> None:
 
     evals = [
         make_eval(
-            "a", metrics=make_metrics(sharpe=4.0), vetoes=["lookahead detected: x"],
+            "a",
+            metrics=make_metrics(sharpe=4.0),
+            vetoes=["lookahead detected: x"],
             veto_kinds=[Veto.LOOKAHEAD],
         )
-    ]  # fmt: skip
+    ]
     f = _analyse(evals)
     assert f.failure_type == FailureType.ALGORITHM_BUG and Hint.LOOKAHEAD in f.hints
 
@@ -150,9 +152,13 @@ def _exposed(vid: str = "a", *, beta: float = 0.6, t: float = 0.4, da: float = 0
 
     e = _ok(vid, **kw)
     e.alpha = AlphaStats(
-        benchmark="buy-and-hold", n_obs=750, alpha_annual_pct=1.0, beta=beta, t_stat=t,
+        benchmark="buy-and-hold",
+        n_obs=750,
+        alpha_annual_pct=1.0,
+        beta=beta,
+        t_stat=t,
         deflated_alpha=da,
-    )  # fmt: skip
+    )
     return e
 
 

@@ -172,9 +172,14 @@ def test_far_from_everything_is_the_rest() -> None:
 
 def _deflated_edge(beta: float = 0.5, da: float = 0.99, appraisal: float = 2.5) -> AlphaStats:
     return AlphaStats(
-        benchmark="buy-and-hold", n_obs=1400, alpha_annual_pct=15.0, beta=beta, t_stat=5.0,
-        deflated_alpha=da, appraisal_ratio=appraisal,
-    )  # fmt: skip
+        benchmark="buy-and-hold",
+        n_obs=1400,
+        alpha_annual_pct=15.0,
+        beta=beta,
+        t_stat=5.0,
+        deflated_alpha=da,
+        appraisal_ratio=appraisal,
+    )
 
 
 def test_hedgeable_edge() -> None:

@@ -153,15 +153,21 @@ def test_one_bad_step_after_a_research_round_is_not_a_diverging_verdict() -> Non
     design = FailureAnalysis(failure_type=DESIGN, root_cause="x", confidence=0.5)
     two = TrajectoryAnalysis(status=DIV, n_iterations=2)
     route, _ = decide_route(
-        any_passed=False, failure=design, trajectory=two,
-        counters=LoopCounters(iteration=3, strategy_iterations=2, research_loops=1), limits=LIMITS,
-    )  # fmt: skip
+        any_passed=False,
+        failure=design,
+        trajectory=two,
+        counters=LoopCounters(iteration=3, strategy_iterations=2, research_loops=1),
+        limits=LIMITS,
+    )
     assert route == Route.REFINE
     three = TrajectoryAnalysis(status=DIV, n_iterations=3)
     route, reason = decide_route(
-        any_passed=False, failure=design, trajectory=three,
-        counters=LoopCounters(iteration=4, strategy_iterations=3, research_loops=1), limits=LIMITS,
-    )  # fmt: skip
+        any_passed=False,
+        failure=design,
+        trajectory=three,
+        counters=LoopCounters(iteration=4, strategy_iterations=3, research_loops=1),
+        limits=LIMITS,
+    )
     assert route == Route.RESEARCH and "diverging" in reason and "2/2" in reason
 
 
@@ -210,8 +216,13 @@ def test_decide_route_takes_the_budget_state() -> None:
     from gate.routing import Budget
 
     counters = LoopCounters(iteration=1, strategy_iterations=1, research_loops=0)
-    kw = {"any_passed": False, "failure": None, "trajectory": None, "counters": counters,
-          "limits": LIMITS}  # fmt: skip
+    kw = {
+        "any_passed": False,
+        "failure": None,
+        "trajectory": None,
+        "counters": counters,
+        "limits": LIMITS,
+    }
     assert decide_route(**kw)[0] == Route.TUNE
     assert decide_route(**kw, budget=Budget(exhausted=False, used=10, limit=100)) == (
         decide_route(**kw)
@@ -226,8 +237,13 @@ def test_decide_route_takes_the_budget_state() -> None:
 def test_a_contaminated_run_cannot_pass(passed) -> None:
     """Issue 29: an LLM run whose answers leaked above the threshold is ABANDONed, pass or not."""
     counters = LoopCounters(iteration=1, strategy_iterations=1, research_loops=0)
-    kw = {"any_passed": passed, "failure": None, "trajectory": None, "counters": counters,
-          "limits": LIMITS}  # fmt: skip
+    kw = {
+        "any_passed": passed,
+        "failure": None,
+        "trajectory": None,
+        "counters": counters,
+        "limits": LIMITS,
+    }
     assert decide_route(**kw, contaminated=None) == decide_route(**kw)
     route, reason = decide_route(**kw, contaminated="9 of 100 answers leaked")
     assert route == Route.ABANDON and reason.startswith("contaminated: 9 of 100")

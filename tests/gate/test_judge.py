@@ -143,8 +143,11 @@ def test_a_portfolio_class_runs_on_every_ticker_at_once(capsys, tmp_path, data_d
     (verdict,) = out["files"]
     assert verdict["scope"] == "portfolio" and verdict["metrics"]["n_trades"] > 0
     results = list((Path(out["run_dir"]) / "backtests" / "rotation").glob("*.json"))
-    assert sorted(p.name for p in results) == ["PORTFOLIO-f0.json", "PORTFOLIO-f1.json",
-                                               "PORTFOLIO-f99.json"]  # fmt: skip
+    assert sorted(p.name for p in results) == [
+        "PORTFOLIO-f0.json",
+        "PORTFOLIO-f1.json",
+        "PORTFOLIO-f99.json",
+    ]
 
 
 @pytest.mark.integration
@@ -202,8 +205,14 @@ def test_the_python_api_returns_the_typed_result_and_never_exits(tmp_path, data_
     assert result.trials_declared == 7 and result.trials_counted == 7
     assert result.spa_trials == 2 and result.spa_pvalue is not None  # several files: SPA
     with pytest.raises(JudgeInputError, match="--trials"):
-        judge(files[0], data_dir=data_dir, tickers="AAA", start="2018-01-01",
-              end="2020-06-30", trials=0)  # fmt: skip
+        judge(
+            files[0],
+            data_dir=data_dir,
+            tickers="AAA",
+            start="2018-01-01",
+            end="2020-06-30",
+            trials=0,
+        )
 
 
 @pytest.mark.unit

@@ -161,9 +161,14 @@ def test_pursuit_needs_a_usable_best() -> None:
 
 def _hedgeable_eval(*, beta: float = 0.5, da: float = 0.99, dsr: float = 0.8, **metrics: float):
     alpha = AlphaStats(
-        benchmark="SPY", n_obs=1400, t_stat=5.0, beta=beta, deflated_alpha=da,
-        appraisal_ratio=2.5, alpha_annual_pct=15.0,
-    )  # fmt: skip
+        benchmark="SPY",
+        n_obs=1400,
+        t_stat=5.0,
+        beta=beta,
+        deflated_alpha=da,
+        appraisal_ratio=2.5,
+        alpha_annual_pct=15.0,
+    )
     return make_eval(metrics=make_metrics(**metrics), alpha=alpha, dsr=dsr)
 
 

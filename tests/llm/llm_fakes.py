@@ -79,18 +79,37 @@ def _answer(tool: str | None, prompt: str, mode: str) -> dict[str, Any]:
         evidence = json.loads(re.search(r"Evidence: (\{.*?\})", prompt).group(1))
         key, value = next(iter(sorted(evidence.items())))
         text = f"{key} reads {value}." if mode != "invent" else f"{key} reads 123456.7."
-        return {"symbol": symbol, "signal": 0.1, "confidence": 0.4, "interpretation": text,
-                "cited": [{"key": key, "value": value}]}  # fmt: skip
+        return {
+            "symbol": symbol,
+            "signal": 0.1,
+            "confidence": 0.4,
+            "interpretation": text,
+            "cited": [{"key": key, "value": value}],
+        }
     if tool == "LLMStrategyProposals":
-        good = {"family": "trend", "entry": "ema_cross", "filters": ["adx"], "exits": ["atr_stop"],
-                "sizing": "fixed_fraction", "parameters": [{"name": "fast_period", "value": 15}],
-                "rationale": "trend following with a strength filter"}  # fmt: skip
-        evil = {"family": "momentum", "entry": "custom", "rationale": "evil",
-                "code": "import os\nimport backtrader as bt\n\nclass E(bt.Strategy):\n    def next(self):\n        os.system('id')\n"}  # fmt: skip
+        good = {
+            "family": "trend",
+            "entry": "ema_cross",
+            "filters": ["adx"],
+            "exits": ["atr_stop"],
+            "sizing": "fixed_fraction",
+            "parameters": [{"name": "fast_period", "value": 15}],
+            "rationale": "trend following with a strength filter",
+        }
+        evil = {
+            "family": "momentum",
+            "entry": "custom",
+            "rationale": "evil",
+            "code": "import os\nimport backtrader as bt\n\nclass E(bt.Strategy):\n    def next(self):\n        os.system('id')\n",
+        }
         return {"proposals": [good, evil] if mode == "evil_code" else [good]}
     if tool == "LLMFailure":
-        return {"failure_type": "PARAMETER_ISSUE", "root_cause": "the best variant is close to the thresholds",
-                "confidence": 0.5, "actions": ["tune parameters near the best"]}  # fmt: skip
+        return {
+            "failure_type": "PARAMETER_ISSUE",
+            "root_cause": "the best variant is close to the thresholds",
+            "confidence": 0.5,
+            "actions": ["tune parameters near the best"],
+        }
     if tool == "LLMSummary":
         return {"summary": "The desk sees a mixed picture; see the fact sheets."}
     raise AssertionError(f"unexpected tool {tool}")

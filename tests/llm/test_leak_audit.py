@@ -33,7 +33,7 @@ def _kinds(*texts, prompt=PROMPT):
         ("Target: 2R above the entry", []),  # a company that is a word, at a sentence start
         ("by D+10 the move is done", []),
     ],
-)  # fmt: skip
+)
 def test_leaks_by_kind(text, kinds):
     assert _kinds(text) == kinds
 

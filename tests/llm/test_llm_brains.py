@@ -13,13 +13,25 @@ from swarm.research.models import Domain, Finding
 
 pytestmark = pytest.mark.unit
 
-SETTINGS = LLMSettings(provider="openai-compatible", quick_model="fake", deep_model="fake",
-                       base_url="http://127.0.0.1:1/v1", structured="function_calling")  # fmt: skip
+SETTINGS = LLMSettings(
+    provider="openai-compatible",
+    quick_model="fake",
+    deep_model="fake",
+    base_url="http://127.0.0.1:1/v1",
+    structured="function_calling",
+)
 RULES = Finding(
-    symbol="AAPL", type=Domain.TECHNICAL, specialization="momentum", indicator="RSI_14",
-    value=61.2345, interpretation="RSI_14 61.23: firm momentum", signal=0.3, confidence=0.5,
-    evidence={"RSI_14": 61.2345, "MACDHIST_12_26_9": 0.4123}, as_of="2018-12-31",
-)  # fmt: skip
+    symbol="AAPL",
+    type=Domain.TECHNICAL,
+    specialization="momentum",
+    indicator="RSI_14",
+    value=61.2345,
+    interpretation="RSI_14 61.23: firm momentum",
+    signal=0.3,
+    confidence=0.5,
+    evidence={"RSI_14": 61.2345, "MACDHIST_12_26_9": 0.4123},
+    as_of="2018-12-31",
+)
 
 
 def _client(tmp_path, *answers, settings=SETTINGS):
@@ -28,9 +40,16 @@ def _client(tmp_path, *answers, settings=SETTINGS):
 
 
 def _finding_args(**over):
-    args = {"symbol": "AAPL", "signal": 0.6, "confidence": 0.7,
-            "interpretation": "RSI_14 at 61.23 with a positive MACD histogram (0.41): momentum holds.",
-            "cited": [{"key": "RSI_14", "value": 61.2345}, {"key": "MACDHIST_12_26_9", "value": 0.4123}]}  # fmt: skip
+    args = {
+        "symbol": "AAPL",
+        "signal": 0.6,
+        "confidence": 0.7,
+        "interpretation": "RSI_14 at 61.23 with a positive MACD histogram (0.41): momentum holds.",
+        "cited": [
+            {"key": "RSI_14", "value": 61.2345},
+            {"key": "MACDHIST_12_26_9", "value": 0.4123},
+        ],
+    }
     return args | over
 
 
@@ -69,8 +88,11 @@ def test_a_wrong_ticker_answer_falls_back(tmp_path):
 
 
 def test_the_retry_can_repair_an_answer(tmp_path):
-    client, seen = _client(tmp_path, tool_call("LLMFinding", _finding_args(symbol="MSFT")),
-                           tool_call("LLMFinding", _finding_args()))  # fmt: skip
+    client, seen = _client(
+        tmp_path,
+        tool_call("LLMFinding", _finding_args(symbol="MSFT")),
+        tool_call("LLMFinding", _finding_args()),
+    )
     log = []
     out = llm_finding(client, RULES, description="m", log=log.append)
     assert out.signal == 0.6 and log == []
@@ -86,28 +108,57 @@ def test_malformed_output_falls_back(tmp_path):
 
 
 def test_code_with_a_forbidden_import_is_never_accepted(tmp_path):
-    evil = ("import os\nimport backtrader as bt\n\nclass Evil(bt.Strategy):\n    params = ()\n"
-            "    def next(self):\n        os.system('touch /tmp/pwned')\n")  # fmt: skip
+    evil = (
+        "import os\nimport backtrader as bt\n\nclass Evil(bt.Strategy):\n    params = ()\n"
+        "    def next(self):\n        os.system('touch /tmp/pwned')\n"
+    )
     answer = {"proposals": [{"family": "momentum", "entry": "roc_momentum", "code": evil}]}
-    client, _ = _client(tmp_path, tool_call("LLMStrategyProposals", answer),
-                        tool_call("LLMStrategyProposals", answer))  # fmt: skip
+    client, _ = _client(
+        tmp_path,
+        tool_call("LLMStrategyProposals", answer),
+        tool_call("LLMStrategyProposals", answer),
+    )
     log = []
-    out = llm_strategy_specs(client, n=3, route="INITIAL", brief="regime trending-up", catalogue="...",
-                             seen=set(), untrusted=[], log=log.append)  # fmt: skip
+    out = llm_strategy_specs(
+        client,
+        n=3,
+        route="INITIAL",
+        brief="regime trending-up",
+        catalogue="...",
+        seen=set(),
+        untrusted=[],
+        log=log.append,
+    )
     assert out == []
     assert log[0]["kind"] == "llm_fallback" and "import" in " ".join(log[0]["reasons"])
 
 
 def test_catalogue_proposals_are_validated_and_rendered(tmp_path):
-    answer = {"proposals": [
-        {"family": "momentum", "entry": "roc_momentum", "filters": ["trend_sma"], "exits": ["stop_loss"],
-         "sizing": "fixed_fraction", "parameters": [{"name": "roc_period", "value": 30}]},
-        {"family": "trend", "entry": "no_such_block"},
-    ]}  # fmt: skip
+    answer = {
+        "proposals": [
+            {
+                "family": "momentum",
+                "entry": "roc_momentum",
+                "filters": ["trend_sma"],
+                "exits": ["stop_loss"],
+                "sizing": "fixed_fraction",
+                "parameters": [{"name": "roc_period", "value": 30}],
+            },
+            {"family": "trend", "entry": "no_such_block"},
+        ]
+    }
     client, _ = _client(tmp_path, tool_call("LLMStrategyProposals", answer))
     log = []
-    out = llm_strategy_specs(client, n=3, route="INITIAL", brief="b", catalogue="c", seen=set(),
-                             untrusted=[], log=log.append)  # fmt: skip
+    out = llm_strategy_specs(
+        client,
+        n=3,
+        route="INITIAL",
+        brief="b",
+        catalogue="c",
+        seen=set(),
+        untrusted=[],
+        log=log.append,
+    )
     assert len(out) == 1 and out[0][0].entry == "roc_momentum" and out[0][1] is None
     assert out[0][0].parameters["roc_period"] == 30
     assert log[0]["kind"] == "llm_rejected" and "no_such_block" in " ".join(log[0]["reasons"])
@@ -121,8 +172,16 @@ def test_an_injected_headline_stays_fenced_and_never_reaches_the_code_prompt(tmp
         assert_no_untrusted(f"brief with {injected}", [injected])
     client, _ = _client(tmp_path)
     with pytest.raises(UntrustedTextError):
-        llm_strategy_specs(client, n=1, route="INITIAL", brief=f"news: {injected}", catalogue="c",
-                           seen=set(), untrusted=[injected], log=lambda r: None)  # fmt: skip
+        llm_strategy_specs(
+            client,
+            n=1,
+            route="INITIAL",
+            brief=f"news: {injected}",
+            catalogue="c",
+            seen=set(),
+            untrusted=[injected],
+            log=lambda r: None,
+        )
 
 
 def test_headlines_reach_research_prompts_only_fenced(tmp_path):
@@ -139,8 +198,11 @@ def test_headlines_reach_research_prompts_only_fenced(tmp_path):
 def test_replay_makes_zero_calls(tmp_path):
     client, _ = _client(tmp_path, tool_call("LLMFinding", _finding_args()))
     first = llm_finding(client, RULES, description="m", log=print)
-    replay = LLMClient(SETTINGS, cache_dir=tmp_path / "cache",
-                       model_factory=lambda s, n: pytest.fail("no call on replay"))  # fmt: skip
+    replay = LLMClient(
+        SETTINGS,
+        cache_dir=tmp_path / "cache",
+        model_factory=lambda s, n: pytest.fail("no call on replay"),
+    )
     again = llm_finding(replay, RULES, description="m", log=print)
     assert again == first and replay.n_live_calls == 0
     assert replay.replay_stats() == {"live_calls": 0, "cached_calls": 1}
@@ -162,8 +224,14 @@ def test_the_budget_stops_calls(tmp_path):
 
 
 def test_failure_analysis_rejects_invented_numbers(tmp_path):
-    rules = FailureAnalysis(failure_type=FailureType.PARAMETER_ISSUE, root_cause="near thresholds",
-                            confidence=0.8, evidence=["best sharpe 0.93 vs 1.0"], actions=["tune"], hints=[Hint.NEAR_THRESHOLD])  # fmt: skip
+    rules = FailureAnalysis(
+        failure_type=FailureType.PARAMETER_ISSUE,
+        root_cause="near thresholds",
+        confidence=0.8,
+        evidence=["best sharpe 0.93 vs 1.0"],
+        actions=["tune"],
+        hints=[Hint.NEAR_THRESHOLD],
+    )
     good = {
         "failure_type": "DESIGN_FLAW",
         "root_cause": "sharpe 0.93 under 1.0 after costs",

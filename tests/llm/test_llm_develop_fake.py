@@ -17,13 +17,41 @@ def _develop(tmp_path, daily_dir, monkeypatch, *, mode="good", out="runs", extra
     fake = SchemaAwareChat(messages=iter([]), mode=mode)
     fake.calls = []
     monkeypatch.setattr(client_mod, "default_model_factory", lambda settings, model: fake)
-    code = main([
-        "--directive", "trend following in tech", "--tickers", "AAPL", "--data-dir", str(daily_dir),
-        "--start", "2014-01-01", "--end", "2018-12-31", "--variants", "2", "--max-iterations", "2",
-        "--folds", "2", "--workers", "2", "--offline", "--quiet", "--memory-dir", "off",
-        "--out", str(tmp_path / out), "--llm", "openai-compatible:fake",
-        "--llm-base-url", "http://127.0.0.1:9/v1", "--llm-cache", str(tmp_path / "llm_cache"), *extra,
-    ])  # fmt: skip
+    code = main(
+        [
+            "--directive",
+            "trend following in tech",
+            "--tickers",
+            "AAPL",
+            "--data-dir",
+            str(daily_dir),
+            "--start",
+            "2014-01-01",
+            "--end",
+            "2018-12-31",
+            "--variants",
+            "2",
+            "--max-iterations",
+            "2",
+            "--folds",
+            "2",
+            "--workers",
+            "2",
+            "--offline",
+            "--quiet",
+            "--memory-dir",
+            "off",
+            "--out",
+            str(tmp_path / out),
+            "--llm",
+            "openai-compatible:fake",
+            "--llm-base-url",
+            "http://127.0.0.1:9/v1",
+            "--llm-cache",
+            str(tmp_path / "llm_cache"),
+            *extra,
+        ]
+    )
     assert code == 0
     run_dir = next((tmp_path / out).iterdir())
     return run_dir, fake
@@ -34,8 +62,13 @@ def test_llm_brains_are_used_validated_and_replayed(tmp_path, daily_dir, monkeyp
     tools = {t for t, _ in fake.calls}
     assert {"LLMFinding", "LLMStrategyProposals", "LLMSummary"} <= tools
     findings = json.loads((run_dir / "research" / "findings.json").read_text())
-    assert any(f["interpretation"].endswith("reads " + str(next(iter(sorted(f["evidence"].items())))[1]) + ".")
-               for f in findings if f["type"] == "technical")  # fmt: skip
+    assert any(
+        f["interpretation"].endswith(
+            "reads " + str(next(iter(sorted(f["evidence"].items())))[1]) + "."
+        )
+        for f in findings
+        if f["type"] == "technical"
+    )
     variants = json.loads((run_dir / "variants.json").read_text())
     assert any(
         v["spec"]["entry"] == "ema_cross" and "llm" in v["spec"]["name"] for v in variants.values()

@@ -12,8 +12,13 @@ from swarm.plan import build_plan
 
 pytestmark = pytest.mark.unit
 
-SETTINGS = LLMSettings(provider="openai-compatible", quick_model="fake", deep_model="fake",
-                       base_url="http://127.0.0.1:1/v1", structured="function_calling")  # fmt: skip
+SETTINGS = LLMSettings(
+    provider="openai-compatible",
+    quick_model="fake",
+    deep_model="fake",
+    base_url="http://127.0.0.1:1/v1",
+    structured="function_calling",
+)
 DAY = "date,open,high,low,close,volume\n2020-01-02,1,2,0.5,1.5,100\n"
 
 
@@ -29,14 +34,26 @@ def data(tmp_path):
 def _plan(tmp_path, data, directive, *answers):
     model, seen = scripted(*answers)
     client = LLMClient(SETTINGS, cache_dir=tmp_path / "cache", model_factory=factory_for(model))
-    plan = build_plan(directive, data_dir=data, source="csv", offline=True, llm=client,
-                      cache_dir=tmp_path / "no-cache")  # fmt: skip
+    plan = build_plan(
+        directive,
+        data_dir=data,
+        source="csv",
+        offline=True,
+        llm=client,
+        cache_dir=tmp_path / "no-cache",
+    )
     return plan, seen
 
 
 def _answer(**over):
-    args = {"styles": ["cross_sectional_momentum"], "universe_terms": ["semis"], "tickers": [],
-            "timeframe": "1d", "scope": ["portfolio"], "benchmark": None} | over  # fmt: skip
+    args = {
+        "styles": ["cross_sectional_momentum"],
+        "universe_terms": ["semis"],
+        "tickers": [],
+        "timeframe": "1d",
+        "scope": ["portfolio"],
+        "benchmark": None,
+    } | over
     return tool_call("LLMPlan", args)
 
 
@@ -71,11 +88,22 @@ def test_a_masked_plan_sees_aliases_and_maps_the_answer_back(
     model, seen = scripted(_answer(tickers=["ASSET-A"], universe_terms=[]))
     monkeypatch.setattr("swarm.llm.client.default_model_factory", factory_for(model))
     settings = SETTINGS.model_copy(update={"mask": "on", "cache_dir": tmp_path / "cache"})
-    client = llm_client_for_plan(settings, start="2017-01-01", end="2018-06-30",
-                                 tickers=["NVDA"], data_dir=shared_data / "ohlcv" / "daily")  # fmt: skip
+    client = llm_client_for_plan(
+        settings,
+        start="2017-01-01",
+        end="2018-06-30",
+        tickers=["NVDA"],
+        data_dir=shared_data / "ohlcv" / "daily",
+    )
     directive = "momentum on NVDA in 2017 among the semiconductors"
-    plan = build_plan(directive, data_dir=data, source="csv", offline=True, llm=client,
-                      cache_dir=tmp_path / "no-cache")  # fmt: skip
+    plan = build_plan(
+        directive,
+        data_dir=data,
+        source="csv",
+        offline=True,
+        llm=client,
+        cache_dir=tmp_path / "no-cache",
+    )
     prompt = str(seen[0][-1].content)
     assert prompt.endswith("Directive: momentum on ASSET-A in [year] among the [sector]")
     assert plan.read_by == "llm" and plan.explicit_tickers == ["NVDA"]

@@ -29,15 +29,29 @@ from swarm.llm.schemas import Citation
 
 pytestmark = pytest.mark.unit
 ANCHOR = dt.date(2019, 6, 3)
-CTX = MaskContext(aliases={"NVDA": "ASSET-A"}, anchor=ANCHOR, price_scale=0.5,
-                  volume_scale=1e-5, prices=(172.885199, 133.779999), volumes=(11966100.0,))  # fmt: skip
+CTX = MaskContext(
+    aliases={"NVDA": "ASSET-A"},
+    anchor=ANCHOR,
+    price_scale=0.5,
+    volume_scale=1e-5,
+    prices=(172.885199, 133.779999),
+    volumes=(11966100.0,),
+)
 
 
 def test_aliases_are_stable_and_say_nothing():
     assert [alias_for(i) for i in (0, 1, 25, 26, 27)] == [
-        "ASSET-A", "ASSET-B", "ASSET-Z", "ASSET-AA", "ASSET-AB"]  # fmt: skip
-    text = alias_tickers("NVDA and $NVDA beat AMD; NVDAX is not it; A is a word",
-                         {"NVDA": "ASSET-A"}, frozenset({"AMD", "A"}))  # fmt: skip
+        "ASSET-A",
+        "ASSET-B",
+        "ASSET-Z",
+        "ASSET-AA",
+        "ASSET-AB",
+    ]
+    text = alias_tickers(
+        "NVDA and $NVDA beat AMD; NVDAX is not it; A is a word",
+        {"NVDA": "ASSET-A"},
+        frozenset({"AMD", "A"}),
+    )
     assert text == "ASSET-A and $ASSET-A beat [ticker]; NVDAX is not it; A is a word"
 
 
@@ -51,10 +65,15 @@ def test_dates_become_offsets_and_years_go():
 
 
 def test_keyed_prices_are_rebased_volumes_scaled_amounts_withheld_ratios_kept():
-    text = rebase_numbers('{"SMA_50": 172.885199, "VOLUME": 11966100.0, "RSI_14": 18.83, '
-                          '"BBANDS_WIDTH_20_2_pct": 13.1, "revenue": 11716000000.0}', CTX)  # fmt: skip
-    assert text == ('{"SMA_50": 86.4426, "VOLUME": 119.661, "RSI_14": 18.83, '
-                    '"BBANDS_WIDTH_20_2_pct": 13.1, "revenue": null}')  # fmt: skip
+    text = rebase_numbers(
+        '{"SMA_50": 172.885199, "VOLUME": 11966100.0, "RSI_14": 18.83, '
+        '"BBANDS_WIDTH_20_2_pct": 13.1, "revenue": 11716000000.0}',
+        CTX,
+    )
+    assert text == (
+        '{"SMA_50": 86.4426, "VOLUME": 119.661, "RSI_14": 18.83, '
+        '"BBANDS_WIDTH_20_2_pct": 13.1, "revenue": null}'
+    )
 
 
 def test_prose_prices_are_rebased_and_big_amounts_scrubbed():
@@ -64,10 +83,15 @@ def test_prose_prices_are_rebased_and_big_amounts_scrubbed():
 
 def test_company_and_product_names_are_scrubbed_but_words_stay():
     names = ("Apple", "Target", "Texas Instruments", "Amazon.com", "Amazon")
-    text = scrub_entities("Apple And Amazon.com Earnings; TEXAS INSTRUMENTS; APPLE; Target "
-                          "raised; price target kept; an apple a day", names)  # fmt: skip
-    assert text == ("[entity] And [entity] Earnings; [entity]; [entity]; [entity] raised; "
-                    "price target kept; an apple a day")  # fmt: skip
+    text = scrub_entities(
+        "Apple And Amazon.com Earnings; TEXAS INSTRUMENTS; APPLE; Target "
+        "raised; price target kept; an apple a day",
+        names,
+    )
+    assert text == (
+        "[entity] And [entity] Earnings; [entity]; [entity]; [entity] raised; "
+        "price target kept; an apple a day"
+    )
 
 
 def test_core_names_of_legal_names():
@@ -79,10 +103,15 @@ def test_core_names_of_legal_names():
 def test_mask_text_end_to_end():
     known = KnownEntities().merged(names=["NVIDIA"])
     ctx = CTX.model_copy(update={"known": known})
-    text = mask_text("Ticker: NVDA. Date: 2019-06-03. NVIDIA (NVDA) vs AMD in 2018: close "
-                     '133.78. Evidence: {"CLOSE": 133.779999}', ctx)  # fmt: skip
-    assert text == ("Ticker: ASSET-A. Date: D+0. [entity] (ASSET-A) vs [ticker] in [year]: close "
-                    '66.89. Evidence: {"CLOSE": 66.89}')  # fmt: skip
+    text = mask_text(
+        "Ticker: NVDA. Date: 2019-06-03. NVIDIA (NVDA) vs AMD in 2018: close "
+        '133.78. Evidence: {"CLOSE": 133.779999}',
+        ctx,
+    )
+    assert text == (
+        "Ticker: ASSET-A. Date: D+0. [entity] (ASSET-A) vs [ticker] in [year]: close "
+        '66.89. Evidence: {"CLOSE": 66.89}'
+    )
     assert "NVDA" not in text and "2019" not in text and "133.78" not in text
 
 
@@ -95,8 +124,13 @@ class _Thesis(BaseModel):
 
 
 def test_answers_map_back_to_real_tickers_and_prices():
-    ans = _Thesis(ticker="ASSET-A", stop=60.0, target=80.0, rationale="ASSET-A above 86.44",
-                  cited=[Citation(key="SMA_50", value=86.44), Citation(key="RSI_14", value=18.8)])  # fmt: skip
+    ans = _Thesis(
+        ticker="ASSET-A",
+        stop=60.0,
+        target=80.0,
+        rationale="ASSET-A above 86.44",
+        cited=[Citation(key="SMA_50", value=86.44), Citation(key="RSI_14", value=18.8)],
+    )
     real = unmask_answer(ans, CTX)
     assert real.ticker == "NVDA" and real.stop == 120.0 and real.target == 160.0
     assert real.rationale == "NVDA above 172.88"
@@ -129,7 +163,7 @@ def test_known_entities_read_the_corpus(shared_data):
         ("off", ["gpt-4o"], None, "2019-06-03", False, UNMASKED_BANNER),
         ("on", ["gpt-4o"], None, "2024-06-03", True, None),
     ],
-)  # fmt: skip
+)
 def test_mask_policy(mode, models, cutoff, earliest, masked, banner):
     p = resolve_policy(mode=mode, models=models, cutoff=cutoff, earliest_data=earliest)
     assert p.masked is masked and p.banner == banner
@@ -156,8 +190,9 @@ def test_known_entities_carry_the_gics_sectors(shared_data):
 
 
 def test_ratio_keys_under_a_price_or_volume_prefix_stay_and_exit_is_a_price():
-    text = rebase_numbers('{"VOLUME_vs_SMA_20": 1.3, "NATR_14_vs_median_252": 0.7, '
-                          '"exit": 208.69}', CTX)  # fmt: skip
+    text = rebase_numbers(
+        '{"VOLUME_vs_SMA_20": 1.3, "NATR_14_vs_median_252": 0.7, "exit": 208.69}', CTX
+    )
     assert text == '{"VOLUME_vs_SMA_20": 1.3, "NATR_14_vs_median_252": 0.7, "exit": 104.345}'
 
 
@@ -182,6 +217,9 @@ def test_a_run_wide_context_rebases_each_prompt_by_the_symbol_it_is_about():
 
 
 def test_two_letter_tickers_are_masked_unless_they_are_words():
-    text = alias_tickers("Watch GE and FB; A Peek; SO it goes; MA crossover", {},
-                         frozenset({"GE", "FB", "A", "SO", "MA"}))  # fmt: skip
+    text = alias_tickers(
+        "Watch GE and FB; A Peek; SO it goes; MA crossover",
+        {},
+        frozenset({"GE", "FB", "A", "SO", "MA"}),
+    )
     assert text == "Watch [ticker] and [ticker]; A Peek; SO it goes; MA crossover"

@@ -22,8 +22,14 @@ def fixture() -> dict:
 
 def test_tokenize_lowercases_and_drops_stopwords_and_single_characters():
     assert hybrid.tokenize("The NVDA long was Falsified: a stop-hit, at 0.62 (BUY, long)") == [
-        "nvda", "long", "falsified", "stop-hit", "62", "buy", "long",
-    ]  # fmt: skip
+        "nvda",
+        "long",
+        "falsified",
+        "stop-hit",
+        "62",
+        "buy",
+        "long",
+    ]
     assert hybrid.tokenize("the and of a") == []
 
 
@@ -79,8 +85,10 @@ def test_precision_at_counts_empty_slots_as_misses():
 def _mean_precision(fixture: dict, rank, k: int) -> float:
     ids = [r["id"] for r in fixture["records"]]
     texts = [r["text"] for r in fixture["records"]]
-    got = [hybrid.precision_at(rank(q["query"], ids, texts), q["relevant"], k)
-           for q in fixture["queries"]]  # fmt: skip
+    got = [
+        hybrid.precision_at(rank(q["query"], ids, texts), q["relevant"], k)
+        for q in fixture["queries"]
+    ]
     return sum(got) / len(got)
 
 

@@ -141,11 +141,21 @@ def test_third_party_text_is_fenced_never_in_a_summary(alt) -> None:
 
 def test_without_alt_data_the_news_file_headlines_alone() -> None:
     items = [
-        NewsItem(date=dt.date(2019, 6, 6), datetime_utc="2019-06-06 14:00:00", ticker="NVDA",
-                 headline="NVIDIA on the day before", source="news_file"),
-        NewsItem(date=dt.date(2019, 6, 7), datetime_utc="2019-06-07 21:00:00", ticker="NVDA",
-                 headline="PLANTED after the close of as_of", source="news_file"),
-    ]  # fmt: skip
+        NewsItem(
+            date=dt.date(2019, 6, 6),
+            datetime_utc="2019-06-06 14:00:00",
+            ticker="NVDA",
+            headline="NVIDIA on the day before",
+            source="news_file",
+        ),
+        NewsItem(
+            date=dt.date(2019, 6, 7),
+            datetime_utc="2019-06-07 21:00:00",
+            ticker="NVDA",
+            headline="PLANTED after the close of as_of",
+            source="news_file",
+        ),
+    ]
     entries = all_entries(items, None, AS_OF, window_days=30)
     assert [(e.kind, e.cell) for e in entries] == [
         (SourceKind.HEADLINE, "NVIDIA on the day before")

@@ -23,10 +23,15 @@ SHA = "ab" * 32
 def _frame(close: np.ndarray) -> pd.DataFrame:
     idx = pd.bdate_range("2015-01-01", periods=len(close), name="date")
     return pd.DataFrame(
-        {"open": close, "high": close * 1.005, "low": close * 0.995, "close": close,
-         "volume": np.full(len(close), 1e6)},
+        {
+            "open": close,
+            "high": close * 1.005,
+            "low": close * 0.995,
+            "close": close,
+            "volume": np.full(len(close), 1e6),
+        },
         index=idx,
-    )  # fmt: skip
+    )
 
 
 def synthetic(regime: Regime, n: int = 756, seed: int = 7) -> pd.DataFrame:
@@ -127,10 +132,16 @@ def test_universe_vote_is_confidence_weighted() -> None:
 def test_quality_report_shapes() -> None:
     bars = synthetic(Regime.RANGE_BOUND)
     report = {  # shaped like backtest.data.quality.QualityReport.model_dump()
-        "timeframe": "1d", "n_bars": 756, "expected_bars": 760, "coverage_pct": 99.5,
-        "n_gaps": 1, "gaps": [{"start": "x"}], "ohlc_violations": 0, "zero_volume_bars": 0,
+        "timeframe": "1d",
+        "n_bars": 756,
+        "expected_bars": 760,
+        "coverage_pct": 99.5,
+        "n_gaps": 1,
+        "gaps": [{"start": "x"}],
+        "ohlc_violations": 0,
+        "zero_volume_bars": 0,
         "issues": ["1 gap(s) longer than 4 days"],
-    }  # fmt: skip
+    }
     b = brief_symbol("Q", bars, quality=report, sha256=SHA)
     assert b.quality_issues == ["1 gap(s) longer than 4 days"] and b.coverage_pct == 99.5
     counts = brief_symbol("Q", bars, quality={"n_bars": 756, "outliers": 3}, sha256=SHA)

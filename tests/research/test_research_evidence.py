@@ -24,26 +24,43 @@ TOL = 1e-9
 
 
 def independent(bars: pd.DataFrame) -> dict[str, np.ndarray]:
-    o, h, lo, c, v = (bars[k].to_numpy(dtype="float64") for k in
-                      ("open", "high", "low", "close", "volume"))  # fmt: skip
+    o, h, lo, c, v = (
+        bars[k].to_numpy(dtype="float64") for k in ("open", "high", "low", "close", "volume")
+    )
     macd = talib.MACD(c, 12, 26, 9)
     stoch = talib.STOCH(h, lo, c, 14, 3, 0, 3, 0)
     bb = talib.BBANDS(c, 20, 2, 2, 0)
     out = {
-        "CLOSE": c, "VOLUME": v,
-        "SMA_20": talib.SMA(c, 20), "SMA_50": talib.SMA(c, 50), "SMA_200": talib.SMA(c, 200),
-        "EMA_12": talib.EMA(c, 12), "EMA_26": talib.EMA(c, 26),
-        "ADX_14": talib.ADX(h, lo, c, 14), "PLUS_DI_14": talib.PLUS_DI(h, lo, c, 14),
-        "MINUS_DI_14": talib.MINUS_DI(h, lo, c, 14), "RSI_14": talib.RSI(c, 14),
-        "MACD_12_26_9": macd[0], "MACDSIGNAL_12_26_9": macd[1], "MACDHIST_12_26_9": macd[2],
-        "STOCHK_14_3_3": stoch[0], "STOCHD_14_3_3": stoch[1],
-        "ROC_10": talib.ROC(c, 10), "ROC_20": talib.ROC(c, 20), "ROC_60": talib.ROC(c, 60),
-        "BBANDS_UPPER_20_2": bb[0], "BBANDS_MIDDLE_20_2": bb[1], "BBANDS_LOWER_20_2": bb[2],
-        "ATR_14": talib.ATR(h, lo, c, 14), "NATR_14": talib.NATR(h, lo, c, 14),
-        "OBV": talib.OBV(c, v), "AD": talib.AD(h, lo, c, v),
+        "CLOSE": c,
+        "VOLUME": v,
+        "SMA_20": talib.SMA(c, 20),
+        "SMA_50": talib.SMA(c, 50),
+        "SMA_200": talib.SMA(c, 200),
+        "EMA_12": talib.EMA(c, 12),
+        "EMA_26": talib.EMA(c, 26),
+        "ADX_14": talib.ADX(h, lo, c, 14),
+        "PLUS_DI_14": talib.PLUS_DI(h, lo, c, 14),
+        "MINUS_DI_14": talib.MINUS_DI(h, lo, c, 14),
+        "RSI_14": talib.RSI(c, 14),
+        "MACD_12_26_9": macd[0],
+        "MACDSIGNAL_12_26_9": macd[1],
+        "MACDHIST_12_26_9": macd[2],
+        "STOCHK_14_3_3": stoch[0],
+        "STOCHD_14_3_3": stoch[1],
+        "ROC_10": talib.ROC(c, 10),
+        "ROC_20": talib.ROC(c, 20),
+        "ROC_60": talib.ROC(c, 60),
+        "BBANDS_UPPER_20_2": bb[0],
+        "BBANDS_MIDDLE_20_2": bb[1],
+        "BBANDS_LOWER_20_2": bb[2],
+        "ATR_14": talib.ATR(h, lo, c, 14),
+        "NATR_14": talib.NATR(h, lo, c, 14),
+        "OBV": talib.OBV(c, v),
+        "AD": talib.AD(h, lo, c, v),
         "VOLUME_SMA_20": talib.SMA(v, 20),
-        "HIGHEST_252": talib.MAX(h, 252), "LOWEST_252": talib.MIN(lo, 252),
-    }  # fmt: skip
+        "HIGHEST_252": talib.MAX(h, 252),
+        "LOWEST_252": talib.MIN(lo, 252),
+    }
     for name in [n for n in talib.get_function_groups()["Pattern Recognition"]]:
         out[name] = getattr(talib, name)(o, h, lo, c).astype("float64")
     return out

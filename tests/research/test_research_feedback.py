@@ -18,9 +18,12 @@ def _ev(vid: str, family: str, score: float, passed: bool = False) -> VariantEva
 
 def _decision(iteration: int, *evs: VariantEvaluation) -> dict:
     return GateDecision(
-        iteration=iteration, decision=Route.REFINE, best_variant_id=None,
-        evaluations=list(evs), reasoning="test",
-    ).model_dump(mode="json")  # fmt: skip
+        iteration=iteration,
+        decision=Route.REFINE,
+        best_variant_id=None,
+        evaluations=list(evs),
+        reasoning="test",
+    ).model_dump(mode="json")
 
 
 def test_run_outcomes_counts_variants_once_and_keeps_the_best_score() -> None:
@@ -32,8 +35,12 @@ def test_run_outcomes_counts_variants_once_and_keeps_the_best_score() -> None:
     assert set(tracks) == {"momentum", "trend"}
     m = tracks["momentum"]
     assert (m.n_variants, m.n_passed, m.best_score, m.best_variant, m.best_iteration) == (
-        2, 0, 0.8, "c", 2,
-    )  # fmt: skip
+        2,
+        0,
+        0.8,
+        "c",
+        2,
+    )
     assert run_outcomes([GateDecision.model_validate(d) for d in decisions]) == tracks
 
 
@@ -56,7 +63,7 @@ def test_a_pass_outranks_scores_and_ties_keep_the_research_order() -> None:
                 _ev("b", "trend", 0.5),
                 _ev("c", "breakout", 0.2, passed=True),
             )
-        ]  # fmt: skip
+        ]
     )
     families, _ = rerank(["trend", "momentum", "breakout"], tracks)
     assert families == ["breakout", "trend", "momentum"]
@@ -80,9 +87,14 @@ def test_no_decisions_changes_nothing() -> None:
 
 
 SUGGESTED = {
-    "family": "momentum", "lookback": 50, "bollinger_width": 2.0, "stop_loss_pct": 4.0,
-    "take_profit_pct": 8.0, "max_hold_bars": 20, "reasoning": "trending-up",
-}  # fmt: skip
+    "family": "momentum",
+    "lookback": 50,
+    "bollinger_width": 2.0,
+    "stop_loss_pct": 4.0,
+    "take_profit_pct": 8.0,
+    "max_hold_bars": 20,
+    "reasoning": "trending-up",
+}
 
 
 def test_first_round_keeps_the_data_briefs_parameters() -> None:
@@ -102,8 +114,10 @@ def test_first_round_keeps_the_data_briefs_parameters() -> None:
 def test_a_failure_moves_the_horizon_or_the_risk(hints, lookback, hold, stop, why) -> None:
     revised, note = revise_suggestion(SUGGESTED, hints, 2)
     assert (revised["lookback"], revised["max_hold_bars"], revised["stop_loss_pct"]) == (
-        lookback, hold, stop,
-    )  # fmt: skip
+        lookback,
+        hold,
+        stop,
+    )
     assert why in note and why in revised["reasoning"]
     assert revised["reasoning"].startswith("trending-up; revised in round 2")
     assert revised["family"] == "momentum" and SUGGESTED["lookback"] == 50  # input untouched

@@ -46,20 +46,32 @@ def no_network(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def _variant(vid: str, family: str, **params) -> dict:
     return {
-        "variant_id": vid, "iteration": 1, "route": "INITIAL",
-        "spec": {"family": family, "name": f"{family} {vid}", "entry": f"{family}_entry",
-                 "filters": [], "exits": ["stop_loss"], "parameters": params},
-    }  # fmt: skip
+        "variant_id": vid,
+        "iteration": 1,
+        "route": "INITIAL",
+        "spec": {
+            "family": family,
+            "name": f"{family} {vid}",
+            "entry": f"{family}_entry",
+            "filters": [],
+            "exits": ["stop_loss"],
+            "parameters": params,
+        },
+    }
 
 
 def _evaluation(vid: str, family: str, *, passed: bool, score: float, sharpe: float) -> dict:
     return {
-        "variant_id": vid, "family": family, "trial_key": vid, "passed": passed,
-        "score": score, "dsr": 0.5, "metrics": {"sharpe": sharpe, "n_trades": 40,
-                                               "max_drawdown_pct": 18.0},
+        "variant_id": vid,
+        "family": family,
+        "trial_key": vid,
+        "passed": passed,
+        "score": score,
+        "dsr": 0.5,
+        "metrics": {"sharpe": sharpe, "n_trades": 40, "max_drawdown_pct": 18.0},
         "vetoes": [] if passed else ["deflated Sharpe 0.50 < 0.95"],
         "criteria_met": {"sharpe>=1": passed},
-    }  # fmt: skip
+    }
 
 
 def test_embedding_function_is_ours_deterministic_and_offline(tmp_path, monkeypatch, no_network):
@@ -87,16 +99,44 @@ def test_embedding_function_is_ours_deterministic_and_offline(tmp_path, monkeypa
 def test_store_persists_and_recall_ranks_by_symbols_style_and_regime(tmp_path):
     path = tmp_path / "mem"
     mem = ResearchMemory(path)
-    mem.remember_lesson("r1", 2, "momentum crossover whipsawed", symbols=["AAPL"],
-                        family="momentum", regime="trending-up", outcome="failed")  # fmt: skip
-    mem.remember_lesson("r1", 2, "mean reversion on energy names", symbols=["XOM"],
-                        family="mean_reversion")  # fmt: skip
-    mem.remember_research("r1", {"regime": "range-bound", "signal": 0.1, "confidence": 0.3,
-                                 "quality": "low", "recommended_families": ["breakout"],
-                                 "gaps": []}, symbols=["MSFT"])  # fmt: skip
-    mem.remember_findings("r1", [{"symbol": "AAPL", "type": "technical", "specialization":
-                                  "trend", "interpretation": "x", "signal": 0.5,
-                                  "confidence": 0.5, "as_of": "2017-01-03"}])  # fmt: skip
+    mem.remember_lesson(
+        "r1",
+        2,
+        "momentum crossover whipsawed",
+        symbols=["AAPL"],
+        family="momentum",
+        regime="trending-up",
+        outcome="failed",
+    )
+    mem.remember_lesson(
+        "r1", 2, "mean reversion on energy names", symbols=["XOM"], family="mean_reversion"
+    )
+    mem.remember_research(
+        "r1",
+        {
+            "regime": "range-bound",
+            "signal": 0.1,
+            "confidence": 0.3,
+            "quality": "low",
+            "recommended_families": ["breakout"],
+            "gaps": [],
+        },
+        symbols=["MSFT"],
+    )
+    mem.remember_findings(
+        "r1",
+        [
+            {
+                "symbol": "AAPL",
+                "type": "technical",
+                "specialization": "trend",
+                "interpretation": "x",
+                "signal": 0.5,
+                "confidence": 0.5,
+                "as_of": "2017-01-03",
+            }
+        ],
+    )
 
     again = ResearchMemory(path)  # a new handle on the same folder: it persisted
     assert again.count() == 4
@@ -118,18 +158,28 @@ def test_store_persists_and_recall_ranks_by_symbols_style_and_regime(tmp_path):
 def test_gate_decision_becomes_strategies_and_a_lesson(tmp_path):
     mem = ResearchMemory(tmp_path / "mem")
     decision = {
-        "iteration": 1, "decision": "TUNE", "best_variant_id": "v2",
+        "iteration": 1,
+        "decision": "TUNE",
+        "best_variant_id": "v2",
         "reasoning": "PARAMETER_ISSUE: close to the bar, tune around the best",
         "evaluations": [
             _evaluation("v1", "momentum", passed=False, score=0.21, sharpe=0.3),
             _evaluation("v2", "trend", passed=False, score=0.48, sharpe=0.8),
         ],
-        "failure": {"failure_type": "PARAMETER_ISSUE", "root_cause": "Sharpe below target",
-                    "confidence": 0.7, "actions": ["widen the lookback"]},
-    }  # fmt: skip
+        "failure": {
+            "failure_type": "PARAMETER_ISSUE",
+            "root_cause": "Sharpe below target",
+            "confidence": 0.7,
+            "actions": ["widen the lookback"],
+        },
+    }
     variants = [_variant("v1", "momentum", lookback=20), _variant("v2", "trend", fast=20)]
-    assert mem.remember_gate_decision("run-a", decision, variants, symbols=["AAPL", "MSFT"],
-                                      regime="trending-up") == 3  # fmt: skip
+    assert (
+        mem.remember_gate_decision(
+            "run-a", decision, variants, symbols=["AAPL", "MSFT"], regime="trending-up"
+        )
+        == 3
+    )
     lessons = mem.recall(["AAPL"], k=10, kinds=("lesson",))
     assert len(lessons) == 1 and "routed TUNE" in lessons[0].text
     assert "widen the lookback" in lessons[0].text
@@ -147,22 +197,29 @@ def test_gate_decision_becomes_strategies_and_a_lesson(tmp_path):
 
 def test_adjust_families_demotes_failures_and_promotes_passes():
     outcomes = {
-        "momentum": FamilyRecord(family="momentum", n_failed=3, symbols=["AAPL"],
-                                 runs=["r1", "r2"], reasons=["run r1 iteration 1: Sharpe 0.2"]),
+        "momentum": FamilyRecord(
+            family="momentum",
+            n_failed=3,
+            symbols=["AAPL"],
+            runs=["r1", "r2"],
+            reasons=["run r1 iteration 1: Sharpe 0.2"],
+        ),
         "trend": FamilyRecord(family="trend", n_failed=2, symbols=["AAPL"], runs=["r1", "r2"]),
-        "volatility": FamilyRecord(family="volatility", n_failed=4, symbols=["AAPL"],
-                                   runs=["r1"]),
-        "breakout": FamilyRecord(family="breakout", n_passed=1, n_failed=2, best_score=0.7,
-                                 symbols=["AAPL"]),
-    }  # fmt: skip
+        "volatility": FamilyRecord(family="volatility", n_failed=4, symbols=["AAPL"], runs=["r1"]),
+        "breakout": FamilyRecord(
+            family="breakout", n_passed=1, n_failed=2, best_score=0.7, symbols=["AAPL"]
+        ),
+    }
     families, notes, demoted = adjust_families(
         ["momentum", "trend", "mean_reversion", "breakout", "volatility"], outcomes
     )
     # volatility failed in one run only: not evidence enough to demote it.
     assert families == ["breakout", "mean_reversion", "volatility", "trend", "momentum"]
     assert demoted == ["trend", "momentum"]
-    assert any(n.startswith("demoted momentum: 3 past variant(s) failed") and "Sharpe 0.2" in n
-               for n in notes)  # fmt: skip
+    assert any(
+        n.startswith("demoted momentum: 3 past variant(s) failed") and "Sharpe 0.2" in n
+        for n in notes
+    )
     assert any(n.startswith("promoted breakout") for n in notes)
     assert adjust_families(["momentum"], {}) == (["momentum"], [], [])
 
@@ -181,12 +238,27 @@ def test_demotion_never_covers_every_family():
 def test_recall_is_scoped_to_timeframe_symbols_or_sector(tmp_path):
     mem = ResearchMemory(tmp_path / "mem")
     daily = {"timeframe": "1d", "sector": "tech"}
-    mem.remember_lesson("r1", 1, "momentum whipsawed on AAPL", symbols=["AAPL"],
-                        family="momentum", outcome="failed", scope=daily)  # fmt: skip
-    mem.remember_lesson("r2", 1, "hourly breakout on AAPL", symbols=["AAPL"],
-                        family="breakout", outcome="failed", scope={"timeframe": "1h"})  # fmt: skip
-    mem.remember_lesson("r3", 1, "tech momentum on NVDA", symbols=["NVDA"],
-                        family="momentum", scope=daily)  # fmt: skip
+    mem.remember_lesson(
+        "r1",
+        1,
+        "momentum whipsawed on AAPL",
+        symbols=["AAPL"],
+        family="momentum",
+        outcome="failed",
+        scope=daily,
+    )
+    mem.remember_lesson(
+        "r2",
+        1,
+        "hourly breakout on AAPL",
+        symbols=["AAPL"],
+        family="breakout",
+        outcome="failed",
+        scope={"timeframe": "1h"},
+    )
+    mem.remember_lesson(
+        "r3", 1, "tech momentum on NVDA", symbols=["NVDA"], family="momentum", scope=daily
+    )
     got = mem.recall(["AAPL"], "momentum", k=10, timeframe="1d")
     assert [r.run_id for r in got] == ["r1"]  # the hourly lesson is another timeframe
     by_sector = mem.recall(["MSFT"], "momentum", k=10, timeframe="1d", sector="tech")
@@ -285,20 +357,43 @@ def test_router_helper_stores_real_gate_models(tmp_path):
     from swarm.memory import remember_gate_outcome
 
     metrics = Metrics(
-        sharpe=0.42, sharpe_per_period=0.03, sortino=0.6, cagr_pct=4.0, total_return_pct=20.0,
-        max_drawdown_pct=25.0, win_rate_pct=48.0, profit_factor=1.1, n_trades=35,
-        exposure_pct=40.0, final_value=1.2e5, n_obs=1000, skew=0.0, kurtosis=3.0,
-    )  # fmt: skip
+        sharpe=0.42,
+        sharpe_per_period=0.03,
+        sortino=0.6,
+        cagr_pct=4.0,
+        total_return_pct=20.0,
+        max_drawdown_pct=25.0,
+        win_rate_pct=48.0,
+        profit_factor=1.1,
+        n_trades=35,
+        exposure_pct=40.0,
+        final_value=1.2e5,
+        n_obs=1000,
+        skew=0.0,
+        kurtosis=3.0,
+    )
     evaluation = VariantEvaluation(
-        variant_id="i01-v01-breakout", family="breakout", trial_key="abc", metrics=metrics,
-        vetoes=["deflated Sharpe 0.40 < 0.95"], criteria_met={"sharpe>=1.0": False}, score=0.3,
-    )  # fmt: skip
+        variant_id="i01-v01-breakout",
+        family="breakout",
+        trial_key="abc",
+        metrics=metrics,
+        vetoes=["deflated Sharpe 0.40 < 0.95"],
+        criteria_met={"sharpe>=1.0": False},
+        score=0.3,
+    )
     decision = GateDecision(
-        iteration=1, decision=Route.REFINE, best_variant_id="i01-v01-breakout",
-        evaluations=[evaluation], reasoning="DESIGN_FLAW: no edge after deflation",
-        failure=FailureAnalysis(failure_type=FailureType.DESIGN_FLAW, root_cause="no edge",
-                                confidence=0.6, actions=["add a regime filter"]),
-    )  # fmt: skip
+        iteration=1,
+        decision=Route.REFINE,
+        best_variant_id="i01-v01-breakout",
+        evaluations=[evaluation],
+        reasoning="DESIGN_FLAW: no edge after deflation",
+        failure=FailureAnalysis(
+            failure_type=FailureType.DESIGN_FLAW,
+            root_cause="no edge",
+            confidence=0.6,
+            actions=["add a regime filter"],
+        ),
+    )
 
     class Run:
         root = tmp_path / "runs" / "20260101-000000-x"
@@ -308,8 +403,10 @@ def test_router_helper_stores_real_gate_models(tmp_path):
     from swarm.research.models import Regime, ResearchSynthesis
 
     synthesis = ResearchSynthesis.model_construct(regime=Regime.HIGH_VOL_CHOP)
-    state = {"synthesis": synthesis, "variants": [
-        _variant("i01-v01-breakout", "breakout", donchian_period=55)]}  # fmt: skip
+    state = {
+        "synthesis": synthesis,
+        "variants": [_variant("i01-v01-breakout", "breakout", donchian_period=55)],
+    }
     assert remember_gate_outcome(ctx, state, decision) == 2
     got = memory_for(ctx).recall(["NVDA"], "breakout", "high-vol-chop", k=5, timeframe="1d")
     assert {r.kind for r in got} == {"lesson", "strategy"}

@@ -18,8 +18,9 @@ pytestmark = pytest.mark.unit
 
 
 def _item(day: dt.date, headline: str, ticker: str | None = "AAPL") -> NewsItem:
-    return NewsItem(date=day, ticker=ticker, headline=headline, source="planted",
-                    datetime_utc=f"{day} 14:30:00")  # fmt: skip
+    return NewsItem(
+        date=day, ticker=ticker, headline=headline, source="planted", datetime_utc=f"{day} 14:30:00"
+    )
 
 
 def test_archive_never_includes_headlines_after_each_symbols_as_of() -> None:

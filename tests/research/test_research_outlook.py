@@ -30,9 +30,13 @@ def _plan(done, *hints: Hint):
         failure_type=FailureType.RESEARCH_GAP, root_cause="t", confidence=0.6, hints=list(hints)
     )
     return plan_round(
-        research_round=len(done) + 1, failure=failure if done else None, done=done,
-        symbols=SYMBOLS, window=WINDOW, current_lookback=50,
-    )  # fmt: skip
+        research_round=len(done) + 1,
+        failure=failure if done else None,
+        done=done,
+        symbols=SYMBOLS,
+        window=WINDOW,
+        current_lookback=50,
+    )
 
 
 def test_a_study_not_yet_run_can_change_the_plan() -> None:
@@ -59,22 +63,45 @@ def test_a_round_that_changed_nothing_is_not_followed_by_another() -> None:
 
 def _brief(lookback: int = 50, reasoning: str = "r") -> DataBrief:
     sb = SymbolBrief(
-        symbol="AAPL", start="2012-01-03", end="2016-12-30", n_bars=1200, price_high=2,
-        price_low=1, price_median=1.5, price_p5=1.1, price_p95=1.9, total_return_pct=20,
-        annual_volatility_pct=25, max_drawdown_pct=10, regime=Regime.TRENDING_UP,
-        regime_confidence=0.8, coverage_pct=100, sha256="0" * 64,
-    )  # fmt: skip
-    sp = SuggestedParameters(family="momentum", lookback=lookback, bollinger_width=2.0,
-                             stop_loss_pct=4, take_profit_pct=8, max_hold_bars=20,
-                             reasoning=reasoning)  # fmt: skip
+        symbol="AAPL",
+        start="2012-01-03",
+        end="2016-12-30",
+        n_bars=1200,
+        price_high=2,
+        price_low=1,
+        price_median=1.5,
+        price_p5=1.1,
+        price_p95=1.9,
+        total_return_pct=20,
+        annual_volatility_pct=25,
+        max_drawdown_pct=10,
+        regime=Regime.TRENDING_UP,
+        regime_confidence=0.8,
+        coverage_pct=100,
+        sha256="0" * 64,
+    )
+    sp = SuggestedParameters(
+        family="momentum",
+        lookback=lookback,
+        bollinger_width=2.0,
+        stop_loss_pct=4,
+        take_profit_pct=8,
+        max_hold_bars=20,
+        reasoning=reasoning,
+    )
     return DataBrief(symbols=[sb], regime=Regime.TRENDING_UP, regime_confidence=0.8, suggested=sp)
 
 
 def _synthesis(families: list[str], signal: float = 0.3, summary: str = "") -> ResearchSynthesis:
     return ResearchSynthesis(
-        fact_sheets=[], confidence=0.4, quality="medium", signal=signal,
-        regime=Regime.TRENDING_UP, recommended_families=families, summary=summary,
-    )  # fmt: skip
+        fact_sheets=[],
+        confidence=0.4,
+        quality="medium",
+        signal=signal,
+        regime=Regime.TRENDING_UP,
+        recommended_families=families,
+        summary=summary,
+    )
 
 
 def test_plan_is_what_the_strategy_half_reads() -> None:

@@ -48,16 +48,25 @@ def _failure(*hints: Hint, kind: FailureType = FailureType.RESEARCH_GAP) -> Fail
 
 def _baseline(symbols=ETFS) -> StudyRecord:
     return plan_round(
-        research_round=1, failure=None, done=[], symbols=symbols, window=WINDOW,
+        research_round=1,
+        failure=None,
+        done=[],
+        symbols=symbols,
+        window=WINDOW,
         current_lookback=None,
-    )  # fmt: skip
+    )
 
 
 def _plan(done, *hints, symbols=ETFS, **kw) -> StudyRecord:
     return plan_round(
-        research_round=len(done) + 1, failure=_failure(*hints), done=done, symbols=symbols,
-        window=WINDOW, current_lookback=kw.pop("current_lookback", 50), **kw,
-    )  # fmt: skip
+        research_round=len(done) + 1,
+        failure=_failure(*hints),
+        done=done,
+        symbols=symbols,
+        window=WINDOW,
+        current_lookback=kw.pop("current_lookback", 50),
+        **kw,
+    )
 
 
 # ---------------------------------------------------------------------------- the planner
@@ -102,8 +111,11 @@ def test_each_round_studies_something_not_studied_before() -> None:
         kinds.append(plan.kind)
         done.append(plan)
     assert kinds == [
-        StudyKind.CROSS_SECTION, StudyKind.PAIRS, StudyKind.HORIZONS, StudyKind.SUBPERIODS
-    ]  # fmt: skip
+        StudyKind.CROSS_SECTION,
+        StudyKind.PAIRS,
+        StudyKind.HORIZONS,
+        StudyKind.SUBPERIODS,
+    ]
     assert len({r.signature for r in done}) == len(done)
 
 
@@ -142,8 +154,11 @@ def test_related_symbols_are_sector_members_then_index_etfs_in_the_folder(tmp_pa
     assert related_symbols(["AAPL", "MSFT"], tmp_path, sectors) == ["NVDA", "SPY", "IWM"]
     # The better-ranked symbol's sectors first: NVDA's semis bring AMD before the ETFs.
     assert related_symbols(["MSFT", "NVDA"], tmp_path, sectors, ranking=["NVDA"]) == [
-        "AMD", "AAPL", "SPY", "IWM",
-    ]  # fmt: skip
+        "AMD",
+        "AAPL",
+        "SPY",
+        "IWM",
+    ]
     assert related_symbols(["AAPL"], None, sectors) == []
 
 
@@ -177,9 +192,12 @@ def _context(tmp_path: Path, symbols, *, allow: bool = False, data_dir: Path | N
     calendar = pd.DatetimeIndex(sorted(set().union(*(d.bars.index for d in data.values()))))
     split = split_holdout(calendar, holdout_frac=0.2)
     return ResearchRunContext(
-        config=cfg, run=RunFolder.create(tmp_path / "runs", "t"), data=data, split=split,
+        config=cfg,
+        run=RunFolder.create(tmp_path / "runs", "t"),
+        data=data,
+        split=split,
         progress=Progress(quiet=True),
-    )  # fmt: skip
+    )
 
 
 def _rt(ctx) -> SimpleNamespace:
@@ -189,8 +207,10 @@ def _rt(ctx) -> SimpleNamespace:
 def _round(ctx, state: dict, failure: FailureAnalysis | None = None) -> dict:
     """One data-extractor step; the state carries over as the graph would merge it."""
     update = nodes.data_extractor({**state, "failure": failure}, _rt(ctx))
-    return {**state, **{k: v for k, v in update.items() if not isinstance(v, dict) or
-                        "__reset__" not in v}}  # fmt: skip
+    return {
+        **state,
+        **{k: v for k, v in update.items() if not isinstance(v, dict) or "__reset__" not in v},
+    }
 
 
 @pytest.fixture(scope="module")
@@ -212,8 +232,11 @@ def test_the_second_round_changes_the_brief_and_the_advice(etf_ctx) -> None:
     # The longer horizon reaches the entries: as their own parameters on evidence (|z| >= 2),
     # else as the lookback of every entry.
     horizon = {k: v for k, v in brief.suggested.model_dump().items() if v in (100, 200)}
-    assert set(horizon) in ({"lookback"}, {"bb_period", "rsi_period"},
-                            {"fast_period", "roc_period", "donchian_period"})  # fmt: skip
+    assert set(horizon) in (
+        {"lookback"},
+        {"bb_period", "rsi_period"},
+        {"fast_period", "roc_period", "donchian_period"},
+    )
     assert set(horizon) <= set(second.suggested_changes)
     assert "round 2 horizons study" in brief.suggested.reasoning
     md = (etf_ctx.run.root / "research" / "data_brief.md").read_text()
@@ -237,10 +260,17 @@ def test_the_new_study_changes_what_strategy_development_proposes(etf_ctx) -> No
 
     def proposals(families, suggested):
         specs = propose(
-            route="RESEARCH", n=5, rng=random.Random(0), seen=set(),
-            families=preferred_order([], families), suggested=suggested, best=None, last=[],
-            failure=None, min_trades=30,
-        )  # fmt: skip
+            route="RESEARCH",
+            n=5,
+            rng=random.Random(0),
+            seen=set(),
+            families=preferred_order([], families),
+            suggested=suggested,
+            best=None,
+            last=[],
+            failure=None,
+            min_trades=30,
+        )
         return [(p.spec.family.value, p.spec.trial_key()) for p in specs]
 
     old = proposals(record.families_before, before.suggested.model_dump())
@@ -276,8 +306,12 @@ def test_a_skipped_round_runs_no_subagent_and_keeps_the_advice(tmp_path) -> None
     assert out["data_brief"].suggested == state["data_brief"].suggested
     assert "Round 4 skipped" in (ctx.run.root / "research" / "data_brief.md").read_text()
     assert nodes.fan_out_subagents(out) == LEADER
-    assert all(s.node == SUBAGENT for s in nodes.fan_out_subagents({**out, "research_studies": [
-        *out["research_studies"][:-1]], "research_round": 4}))  # fmt: skip
+    assert all(
+        s.node == SUBAGENT
+        for s in nodes.fan_out_subagents(
+            {**out, "research_studies": [*out["research_studies"][:-1]], "research_round": 4}
+        )
+    )
 
 
 @pytest.mark.integration
@@ -396,9 +430,12 @@ def test_study_signature_depends_on_universe_window_and_parameters() -> None:
 
 def _sheet(domain: Domain, signal: float, confidence: float) -> FactSheet:
     return FactSheet(
-        domain=domain, key_insights=["x"], confidence=confidence, signal=signal,
+        domain=domain,
+        key_insights=["x"],
+        confidence=confidence,
+        signal=signal,
         recommended_approach="x",
-    )  # fmt: skip
+    )
 
 
 @pytest.mark.unit
@@ -422,9 +459,15 @@ def test_views_that_agree_confirm_and_views_that_oppose_fade() -> None:
 def test_universe_ranking_by_fundamental_and_sentiment_findings() -> None:
     def f(symbol, domain, signal, conf, abstained=False):
         return Finding(
-            symbol=symbol, type=domain, specialization="x", indicator="x", interpretation="x",
-            signal=signal, confidence=conf, abstained=abstained,
-        )  # fmt: skip
+            symbol=symbol,
+            type=domain,
+            specialization="x",
+            indicator="x",
+            interpretation="x",
+            signal=signal,
+            confidence=conf,
+            abstained=abstained,
+        )
 
     findings = [
         f("A", Domain.FUNDAMENTAL, -0.5, 0.8),

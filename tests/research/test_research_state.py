@@ -29,26 +29,64 @@ pytestmark = pytest.mark.unit
 
 def _finding(symbol: str, domain: Domain, signal: float) -> Finding:
     return Finding(
-        symbol=symbol, type=domain, specialization="trend", indicator="ADX_14", value=25.0,
-        interpretation="x", signal=signal, confidence=0.6, evidence={"ADX_14": 25.0},
+        symbol=symbol,
+        type=domain,
+        specialization="trend",
+        indicator="ADX_14",
+        value=25.0,
+        interpretation="x",
+        signal=signal,
+        confidence=0.6,
+        evidence={"ADX_14": 25.0},
         as_of="2020-01-02",
-    )  # fmt: skip
+    )
 
 
 def _brief() -> DataBrief:
     sb = SymbolBrief(
-        symbol="AAA", start="2019-01-02", end="2020-01-02", n_bars=252, price_high=2,
-        price_low=1, price_median=1.5, price_p5=1.1, price_p95=1.9, total_return_pct=20,
-        annual_volatility_pct=25, max_drawdown_pct=10, regime=Regime.TRENDING_UP,
-        regime_confidence=0.8, coverage_pct=100, sha256="0" * 64,
-    )  # fmt: skip
-    sp = SuggestedParameters(family="momentum", lookback=50, bollinger_width=2.0,
-                             stop_loss_pct=4, take_profit_pct=8, max_hold_bars=20,
-                             reasoning="r", bb_period=30)  # fmt: skip  # a study's extra
-    study = plan_round(research_round=1, failure=None, done=[], symbols=["AAA"],
-                       window="2019-01-02..2020-01-02", current_lookback=None)  # fmt: skip
-    return DataBrief(symbols=[sb], regime=Regime.TRENDING_UP, regime_confidence=0.8,
-                     suggested=sp, study=study, studies=[study])  # fmt: skip
+        symbol="AAA",
+        start="2019-01-02",
+        end="2020-01-02",
+        n_bars=252,
+        price_high=2,
+        price_low=1,
+        price_median=1.5,
+        price_p5=1.1,
+        price_p95=1.9,
+        total_return_pct=20,
+        annual_volatility_pct=25,
+        max_drawdown_pct=10,
+        regime=Regime.TRENDING_UP,
+        regime_confidence=0.8,
+        coverage_pct=100,
+        sha256="0" * 64,
+    )
+    sp = SuggestedParameters(
+        family="momentum",
+        lookback=50,
+        bollinger_width=2.0,
+        stop_loss_pct=4,
+        take_profit_pct=8,
+        max_hold_bars=20,
+        reasoning="r",
+        bb_period=30,
+    )  # a study's extra
+    study = plan_round(
+        research_round=1,
+        failure=None,
+        done=[],
+        symbols=["AAA"],
+        window="2019-01-02..2020-01-02",
+        current_lookback=None,
+    )
+    return DataBrief(
+        symbols=[sb],
+        regime=Regime.TRENDING_UP,
+        regime_confidence=0.8,
+        suggested=sp,
+        study=study,
+        studies=[study],
+    )
 
 
 def _research_values() -> dict:
@@ -57,8 +95,13 @@ def _research_values() -> dict:
     brief = _brief()
     synthesis = lead(sheets, brief)
     synthesis.universe_ranking = [SymbolRank(symbol="AAA", score=-0.2, n_views=1, basis="b")]
-    return {"data_brief": brief, "findings": findings, "fact_sheets": sheets,
-            "synthesis": synthesis, "failed_subagents": ["fundamental.cash_flow"]}  # fmt: skip
+    return {
+        "data_brief": brief,
+        "findings": findings,
+        "fact_sheets": sheets,
+        "synthesis": synthesis,
+        "failed_subagents": ["fundamental.cash_flow"],
+    }
 
 
 def test_research_models_come_back_from_the_checkpoint_as_models(

@@ -65,15 +65,25 @@ def test_fundamentals_abstain_without_provider_and_use_one_when_given(aapl) -> N
     def provider(symbol: str) -> dict:
         calls.append(symbol)
         return {
-            "trailingPE": 30.0, "forwardPE": 25.0, "priceToBook": 20.0, "debtToEquity": 150.0,
-            "currentRatio": 1.5, "freeCashflow": 6e10, "marketCap": 1.5e12,
-            "profitMargins": 0.21, "returnOnEquity": 0.6, "revenueGrowth": 0.05,
-            "sector": "Technology", "industry": "Consumer Electronics", "beta": 1.2,
-        }  # fmt: skip
+            "trailingPE": 30.0,
+            "forwardPE": 25.0,
+            "priceToBook": 20.0,
+            "debtToEquity": 150.0,
+            "currentRatio": 1.5,
+            "freeCashflow": 6e10,
+            "marketCap": 1.5e12,
+            "profitMargins": 0.21,
+            "returnOnEquity": 0.6,
+            "revenueGrowth": 0.05,
+            "sector": "Technology",
+            "industry": "Consumer Electronics",
+            "beta": 1.2,
+        }
 
     ctx = ResearchContext(fundamentals=provider)
-    found = {s.specialization: _run(s.id, aapl, ctx) for s in SUBAGENTS
-             if s.domain == Domain.FUNDAMENTAL}  # fmt: skip
+    found = {
+        s.specialization: _run(s.id, aapl, ctx) for s in SUBAGENTS if s.domain == Domain.FUNDAMENTAL
+    }
     assert calls == ["AAPL"]  # fetched once for five subagents
     assert not any(f.abstained for f in found.values())
     assert found["valuation"].evidence["trailingPE"] == 30.0
@@ -103,7 +113,7 @@ def test_news_never_uses_headlines_after_as_of(aapl: FeatureBundle) -> None:
         news_items=[
             _item(as_of - dt.timedelta(days=2), before),
             _item(as_of + dt.timedelta(days=1), after),
-        ]  # fmt: skip
+        ]
     )
     f = _run("sentiment.news", aapl, ctx)
     assert not f.abstained
@@ -152,11 +162,13 @@ def test_real_headline_corpus(shared_data: Path, aapl: FeatureBundle) -> None:
 @pytest.mark.integration
 def test_analyst_rating_actions_from_headlines(aapl: FeatureBundle) -> None:
     as_of = dt.date.fromisoformat(aapl.as_of)
-    ctx = ResearchContext(news_items=[
-        _item(as_of - dt.timedelta(days=3), "Big Bank Upgrades Apple to Outperform"),
-        _item(as_of - dt.timedelta(days=4), "Other Bank Lowers Apple Price Target to $300"),
-        _item(as_of + dt.timedelta(days=1), "Third Bank Downgrades Apple to Sell"),
-    ])  # fmt: skip
+    ctx = ResearchContext(
+        news_items=[
+            _item(as_of - dt.timedelta(days=3), "Big Bank Upgrades Apple to Outperform"),
+            _item(as_of - dt.timedelta(days=4), "Other Bank Lowers Apple Price Target to $300"),
+            _item(as_of + dt.timedelta(days=1), "Third Bank Downgrades Apple to Sell"),
+        ]
+    )
     f = _run("sentiment.analyst", aapl, ctx)
     ev = f.evidence
     assert (ev["analyst_upgrades_90d"], ev["analyst_downgrades_90d"]) == (1.0, 0.0)
@@ -171,8 +183,14 @@ def test_provider_hooks_and_abstention(aapl: FeatureBundle) -> None:
         assert f.abstained and f.reason.startswith("no ")
 
     def social(symbol: str, as_of: str) -> dict:
-        return {"signal": 0.4, "confidence": 0.3, "value": 0.4, "source": "test-feed",
-                "evidence": {"mentions": 120.0, "bull_share": 0.7}, "as_of": as_of}  # fmt: skip
+        return {
+            "signal": 0.4,
+            "confidence": 0.3,
+            "value": 0.4,
+            "source": "test-feed",
+            "evidence": {"mentions": 120.0, "bull_share": 0.7},
+            "as_of": as_of,
+        }
 
     f = _run("sentiment.social", aapl, ResearchContext(providers={"social": social}))
     assert not f.abstained and f.signal == 0.4 and f.evidence["mentions"] == 120.0

@@ -18,34 +18,72 @@ from swarm.research.subagents import ResearchContext, run_swarm
 from swarm.research.synthesis import FAMILIES, lead, render_research_md, synthesize_domain
 
 
-def f(spec: str, signal: float, conf: float, domain: Domain = Domain.TECHNICAL,
-      abstained: bool = False, sym: str = "AAA") -> Finding:  # fmt: skip
+def f(
+    spec: str,
+    signal: float,
+    conf: float,
+    domain: Domain = Domain.TECHNICAL,
+    abstained: bool = False,
+    sym: str = "AAA",
+) -> Finding:
     return Finding(
-        symbol=sym, type=domain, specialization=spec, indicator=spec, value=signal,
-        interpretation=f"{spec} reads {signal:+.2f}", signal=0.0 if abstained else signal,
-        confidence=0.0 if abstained else conf, evidence={} if abstained else {"X_1": signal},
-        as_of="2020-01-02", abstained=abstained,
+        symbol=sym,
+        type=domain,
+        specialization=spec,
+        indicator=spec,
+        value=signal,
+        interpretation=f"{spec} reads {signal:+.2f}",
+        signal=0.0 if abstained else signal,
+        confidence=0.0 if abstained else conf,
+        evidence={} if abstained else {"X_1": signal},
+        as_of="2020-01-02",
+        abstained=abstained,
         reason=f"no {spec} source" if abstained else None,
-    )  # fmt: skip
+    )
 
 
 def sheet(domain: Domain, signal: float, conf: float, n_abst: int = 0) -> FactSheet:
     specs = ["a", "b", "c", "d", "e"]
     return FactSheet(
-        domain=domain, key_insights=["x"], confidence=conf, signal=signal,
-        recommended_approach="x", n_findings=5, n_abstained=n_abst, subagents_ok=specs,
-    )  # fmt: skip
+        domain=domain,
+        key_insights=["x"],
+        confidence=conf,
+        signal=signal,
+        recommended_approach="x",
+        n_findings=5,
+        n_abstained=n_abst,
+        subagents_ok=specs,
+    )
 
 
 def brief(regime: Regime = Regime.TRENDING_UP, family: str = "momentum") -> DataBrief:
     sb = SymbolBrief(
-        symbol="AAA", start="2019-01-02", end="2020-01-02", n_bars=252, price_high=2,
-        price_low=1, price_median=1.5, price_p5=1.1, price_p95=1.9, total_return_pct=20,
-        annual_volatility_pct=25, max_drawdown_pct=10, regime=regime, regime_confidence=0.8,
-        coverage_pct=100, sha256="0" * 64,
-    )  # fmt: skip
-    sp = SuggestedParameters(family=family, lookback=50, bollinger_width=2.0, stop_loss_pct=4,
-                             take_profit_pct=8, max_hold_bars=20, reasoning="r")  # fmt: skip
+        symbol="AAA",
+        start="2019-01-02",
+        end="2020-01-02",
+        n_bars=252,
+        price_high=2,
+        price_low=1,
+        price_median=1.5,
+        price_p5=1.1,
+        price_p95=1.9,
+        total_return_pct=20,
+        annual_volatility_pct=25,
+        max_drawdown_pct=10,
+        regime=regime,
+        regime_confidence=0.8,
+        coverage_pct=100,
+        sha256="0" * 64,
+    )
+    sp = SuggestedParameters(
+        family=family,
+        lookback=50,
+        bollinger_width=2.0,
+        stop_loss_pct=4,
+        take_profit_pct=8,
+        max_hold_bars=20,
+        reasoning="r",
+    )
     return DataBrief(symbols=[sb], regime=regime, regime_confidence=0.8, suggested=sp)
 
 
@@ -144,8 +182,9 @@ def test_end_to_end_real_data(daily_dir) -> None:
     sheets = [
         synthesize_domain(d, run.findings, failed=run.failed_specializations(d)) for d in Domain
     ]
-    db = build_data_brief([brief_symbol(s, b, quality=None, sha256="0" * 64)
-                           for s, b in bars.items()])  # fmt: skip
+    db = build_data_brief(
+        [brief_symbol(s, b, quality=None, sha256="0" * 64) for s, b in bars.items()]
+    )
     syn = lead(sheets, db)
     tech = sheets[0]
     assert tech.confidence > 0 and tech.recommended_families

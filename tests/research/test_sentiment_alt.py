@@ -95,8 +95,12 @@ def test_a_ticker_without_rows_in_the_window_abstains_saying_so(aapl, real_alt):
 
 def test_missing_files_abstain_naming_the_folder(tmp_path, aapl):
     ctx = ResearchContext(alt=AltData(tmp_path))
-    for spec, file in [("news", "benzinga_headlines"), ("analyst", "benzinga_rating_actions"),
-                       ("social", "stocknet_tweets"), ("options_flow", "cboe_putcall")]:  # fmt: skip
+    for spec, file in [
+        ("news", "benzinga_headlines"),
+        ("analyst", "benzinga_rating_actions"),
+        ("social", "stocknet_tweets"),
+        ("options_flow", "cboe_putcall"),
+    ]:
         f = _run(spec, aapl, ctx)
         assert f.abstained and f"{tmp_path}" in f.reason and file in f.reason, f.reason
 
@@ -104,12 +108,17 @@ def test_missing_files_abstain_naming_the_folder(tmp_path, aapl):
 def test_rows_known_after_the_close_are_invisible(tmp_path, aapl):
     path = tmp_path / DATASETS["tweets"].source
     path.parent.mkdir(parents=True)
-    pd.DataFrame({
-        "date_utc": ["2015-06-30", "2015-06-30"],
-        "created_at_utc": ["2015-06-30 19:59:00", "2015-06-30 20:01:00"],  # close: 20:00 UTC
-        "ticker": "AAPL", "tweet_id": [1, 2], "user_id": [1, 2], "followers": [10, 10],
-        "text": ["$AAPL steady", "$AAPL crash, terrible, sell everything"],
-    }).to_csv(path, index=False)  # fmt: skip
+    pd.DataFrame(
+        {
+            "date_utc": ["2015-06-30", "2015-06-30"],
+            "created_at_utc": ["2015-06-30 19:59:00", "2015-06-30 20:01:00"],  # close: 20:00 UTC
+            "ticker": "AAPL",
+            "tweet_id": [1, 2],
+            "user_id": [1, 2],
+            "followers": [10, 10],
+            "text": ["$AAPL steady", "$AAPL crash, terrible, sell everything"],
+        }
+    ).to_csv(path, index=False)
     f = _run("social", aapl, ResearchContext(alt=AltData(tmp_path)))
     assert not f.abstained and f.evidence["social_tweets_7d"] == 1
     assert f.signal == 0.0  # only the neutral tweet
@@ -131,7 +140,11 @@ def test_without_alt_data_the_hooks_still_abstain(aapl):
 def test_alt_data_without_news_files_falls_back_to_the_run_headlines(tmp_path, aapl):
     from swarm.research.news import NewsItem
 
-    item = NewsItem(date=pd.Timestamp(AS_OF).date(), ticker="AAPL", source="planted",
-                    headline="Apple beats estimates")  # fmt: skip
+    item = NewsItem(
+        date=pd.Timestamp(AS_OF).date(),
+        ticker="AAPL",
+        source="planted",
+        headline="Apple beats estimates",
+    )
     f = _run("news", aapl, ResearchContext(alt=AltData(tmp_path), news_items=[item]))
     assert not f.abstained and f.evidence["news_count_30d"] == 1

@@ -84,7 +84,8 @@ def run_exported(script: str, args: list[str], *, cwd=None, timeout: int = 120) 
     import subprocess
     import sys
 
-    proc = subprocess.run([sys.executable, script, *args], cwd=cwd, capture_output=True,
-                          text=True, timeout=timeout)  # fmt: skip
+    proc = subprocess.run(
+        [sys.executable, script, *args], cwd=cwd, capture_output=True, text=True, timeout=timeout
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     return float(re.search(r"final_value=([0-9.]+)", proc.stdout).group(1))

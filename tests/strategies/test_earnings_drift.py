@@ -136,9 +136,21 @@ def test_without_surprises_the_error_names_the_fix(tmp_path):
 def test_a_run_naming_the_family_without_its_data_exits_at_start_up(tmp_path, shared_data):
     from swarm.develop import build_parser, config_from_args
 
-    argv = ["--directive", "alpha in tech", "--tickers", "AAPL", "--data-dir",
-            str(shared_data / "ohlcv" / "daily"), "--start", "2014-01-01", "--end", "2018-12-31",
-            "--offline", "--families", KIND]  # fmt: skip
+    argv = [
+        "--directive",
+        "alpha in tech",
+        "--tickers",
+        "AAPL",
+        "--data-dir",
+        str(shared_data / "ohlcv" / "daily"),
+        "--start",
+        "2014-01-01",
+        "--end",
+        "2018-12-31",
+        "--offline",
+        "--families",
+        KIND,
+    ]
     config, _ = config_from_args(build_parser().parse_args(argv))  # the corpus: found
     assert KIND in config.families
     empty = tmp_path / "alt"

@@ -45,8 +45,9 @@ def test_a_portfolio_spec_carries_its_scope_and_exactly_its_family_s_parameters(
 
 
 def test_every_template_is_a_distinct_trial() -> None:
-    keys = {portfolio_spec(t.family, t.params, long_short=t.long_short).trial_key()
-            for t in TEMPLATES}  # fmt: skip
+    keys = {
+        portfolio_spec(t.family, t.params, long_short=t.long_short).trial_key() for t in TEMPLATES
+    }
     assert len(keys) == len(TEMPLATES)
 
 
@@ -69,22 +70,36 @@ def test_portfolio_slots(families: list[str], n: int, symbols: int, slots: int) 
 
 def test_proposals_by_route() -> None:
     rng = random.Random(0)
-    first = propose_portfolio_specs(families=["cross_sectional_momentum"], route=Origin.INITIAL,
-                                    n=6, rng=rng, seen=set(), best=None)  # fmt: skip
+    first = propose_portfolio_specs(
+        families=["cross_sectional_momentum"],
+        route=Origin.INITIAL,
+        n=6,
+        rng=rng,
+        seen=set(),
+        best=None,
+    )
     assert len(first) == 6 and len({p.spec.trial_key() for p in first}) == 6
     assert all(p.spec.family == XS for p in first)
     best = ("i01-v01", first[0].spec)
     seen = {p.spec.trial_key() for p in first}
-    tuned = propose_portfolio_specs(families=["cross_sectional_momentum"], route=Origin.TUNE, n=4,
-                                    rng=rng, seen=seen, best=best)  # fmt: skip
+    tuned = propose_portfolio_specs(
+        families=["cross_sectional_momentum"], route=Origin.TUNE, n=4, rng=rng, seen=seen, best=best
+    )
     assert len(tuned) == 4 and all(p.parent_id == "i01-v01" for p in tuned)
     assert not seen & {p.spec.trial_key() for p in tuned}
-    refined = propose_portfolio_specs(families=["cross_sectional_momentum"],
-                                      route=Origin.REFINE, n=3, rng=rng, seen=seen, best=best)  # fmt: skip
+    refined = propose_portfolio_specs(
+        families=["cross_sectional_momentum"],
+        route=Origin.REFINE,
+        n=3,
+        rng=rng,
+        seen=seen,
+        best=best,
+    )
     switched = [p for p in refined if p.why.startswith("refine")]
     assert switched and all(" | refine " in p.spec.name for p in switched)
-    fixed = propose_portfolio_specs(families=["cross_sectional_momentum"], route=Origin.FIX, n=1,
-                                    rng=rng, seen=seen, best=best)  # fmt: skip
+    fixed = propose_portfolio_specs(
+        families=["cross_sectional_momentum"], route=Origin.FIX, n=1, rng=rng, seen=seen, best=best
+    )
     base = best[1].parameters
     assert fixed[0].spec.parameters["rebalance_bars"] < base["rebalance_bars"]
     assert fixed[0].spec.parameters["xs_lookback"] < base["xs_lookback"]
@@ -115,10 +130,14 @@ def test_each_template_runs_over_a_universe(k: int) -> None:
     t = TEMPLATES[k]
     spec = portfolio_spec(t.family, t.params, long_short=t.long_short, note=t.note)
     bars = {s: read_real_bars(s, "2012-01-01", "2016-12-30") for s in ("AAPL", "MSFT", "NVDA")}
-    fold = Fold(index=0, warmup_start=date(2012, 1, 3), start=date(2013, 1, 2),
-                end=date(2016, 12, 30))  # fmt: skip
-    run = execute(BacktestJob(job_id="p", variant_id="v", code=render(spec), symbol=LABEL,
-                              bars=bars, fold=fold))  # fmt: skip
+    fold = Fold(
+        index=0, warmup_start=date(2012, 1, 3), start=date(2013, 1, 2), end=date(2016, 12, 30)
+    )
+    run = execute(
+        BacktestJob(
+            job_id="p", variant_id="v", code=render(spec), symbol=LABEL, bars=bars, fold=fold
+        )
+    )
     assert run.result.status == JobStatus.OK, run.result.error
     m = run.result.metrics
     assert m.n_trades > 10 and m.orders_rejected == 0
@@ -133,10 +152,14 @@ def test_low_volatility_holds_the_calmest_name() -> None:
     2013-2016 it holds the calm MSFT (NVDA when it was the calmer), never AMD, the wildest."""
     spec = portfolio_spec(PortfolioFamily.LOW_VOLATILITY, {"xs_top_n": 1})
     bars = {s: read_real_bars(s, "2012-01-01", "2016-12-30") for s in ("MSFT", "NVDA", "AMD")}
-    fold = Fold(index=0, warmup_start=date(2012, 1, 3), start=date(2013, 1, 2),
-                end=date(2016, 12, 30))  # fmt: skip
-    run = execute(BacktestJob(job_id="p", variant_id="v", code=render(spec), symbol=LABEL,
-                              bars=bars, fold=fold))  # fmt: skip
+    fold = Fold(
+        index=0, warmup_start=date(2012, 1, 3), start=date(2013, 1, 2), end=date(2016, 12, 30)
+    )
+    run = execute(
+        BacktestJob(
+            job_id="p", variant_id="v", code=render(spec), symbol=LABEL, bars=bars, fold=fold
+        )
+    )
     assert run.result.status == JobStatus.OK, run.result.error
     bought = [f.symbol for f in run.fills if f.side == "buy"]
     assert "AMD" not in bought and bought.count("MSFT") > bought.count("NVDA")
@@ -144,11 +167,13 @@ def test_low_volatility_holds_the_calmest_name() -> None:
 
 def test_low_volatility_is_tried_only_when_asked_for() -> None:
     rng = random.Random(0)
-    unnamed = propose_portfolio_specs(families=[], route="INITIAL", n=12, rng=rng, seen=set(),
-                                      best=None)  # fmt: skip
+    unnamed = propose_portfolio_specs(
+        families=[], route="INITIAL", n=12, rng=rng, seen=set(), best=None
+    )
     assert all(p.spec.family != PortfolioFamily.LOW_VOLATILITY for p in unnamed)
-    named = propose_portfolio_specs(families=["low_volatility"], route="INITIAL", n=3, rng=rng,
-                                    seen=set(), best=None)  # fmt: skip
+    named = propose_portfolio_specs(
+        families=["low_volatility"], route="INITIAL", n=3, rng=rng, seen=set(), best=None
+    )
     assert {p.spec.family for p in named} == {PortfolioFamily.LOW_VOLATILITY}
 
 
@@ -180,13 +205,34 @@ def test_a_develop_run_with_portfolio_families(tmp_path, daily_dir) -> None:
     from experiments.check import check_run
     from swarm.develop import main
 
-    code = main([
-        "--directive", "relative strength rotation", "--tickers", "AAPL,MSFT,NVDA,QQQ",
-        "--data-dir", str(daily_dir), "--start", "2011-01-01", "--end", "2018-12-31",
-        "--families", "cross_sectional_momentum,rotation", "--variants", "3",
-        "--max-iterations", "2", "--folds", "2", "--out", str(tmp_path), "--offline",
-        "--quiet", "--memory-dir", "off",
-    ])  # fmt: skip
+    code = main(
+        [
+            "--directive",
+            "relative strength rotation",
+            "--tickers",
+            "AAPL,MSFT,NVDA,QQQ",
+            "--data-dir",
+            str(daily_dir),
+            "--start",
+            "2011-01-01",
+            "--end",
+            "2018-12-31",
+            "--families",
+            "cross_sectional_momentum,rotation",
+            "--variants",
+            "3",
+            "--max-iterations",
+            "2",
+            "--folds",
+            "2",
+            "--out",
+            str(tmp_path),
+            "--offline",
+            "--quiet",
+            "--memory-dir",
+            "off",
+        ]
+    )
     assert code == 0
     (run,) = [p for p in tmp_path.iterdir() if p.is_dir()]
     variants = json.loads((run / "variants.json").read_text())
@@ -211,17 +257,21 @@ def test_an_exported_portfolio_strategy_reproduces_the_lab_s_final_value(tmp_pat
     spec = portfolio_spec(XS, {"inverse_vol": True}, long_short=True)
     code = render(spec)
     symbols = ("AAPL", "MSFT", "NVDA")
-    fold = Fold(index=0, warmup_start=date(2012, 1, 3), start=date(2013, 1, 2),
-                end=date(2016, 12, 30))  # fmt: skip
+    fold = Fold(
+        index=0, warmup_start=date(2012, 1, 3), start=date(2013, 1, 2), end=date(2016, 12, 30)
+    )
     bars = {s: read_real_bars(s, "2012-01-01", "2016-12-30") for s in symbols}
-    lab = execute(BacktestJob(job_id="p", variant_id="v", code=code, symbol=LABEL, bars=bars,
-                              fold=fold)).result  # fmt: skip
+    lab = execute(
+        BacktestJob(job_id="p", variant_id="v", code=code, symbol=LABEL, bars=bars, fold=fold)
+    ).result
     assert lab.status == JobStatus.OK, lab.error
     script = tmp_path / "strategy.py"
     script.write_text(standalone_source(code, class_name(spec.name), costs={}))
     data = [a for s in symbols for a in ("--data", str(daily_dir / f"{s}.csv"))]
-    value = run_exported(str(script), [*data, "--from", "2012-01-03", "--to", "2016-12-30",
-                                       "--trade-start", "2013-01-02"])  # fmt: skip
+    value = run_exported(
+        str(script),
+        [*data, "--from", "2012-01-03", "--to", "2016-12-30", "--trade-start", "2013-01-02"],
+    )
     assert value == pytest.approx(lab.metrics.final_value, abs=1e-6)
 
 
@@ -240,13 +290,34 @@ def test_a_cross_sectional_edge_is_found_by_a_portfolio_variant_and_exported(tmp
     from swarm.develop import main
 
     data = tmp_path / "data"
-    spec = UniverseSpec(kind="cross_sectional", seed=11, n_symbols=10, years=8,
-                        drift_annual=0.05, start=date(2012, 1, 2))  # fmt: skip
+    spec = UniverseSpec(
+        kind="cross_sectional",
+        seed=11,
+        n_symbols=10,
+        years=8,
+        drift_annual=0.05,
+        start=date(2012, 1, 2),
+    )
     write_universe(spec, data)
     tickers = ",".join(spec.symbol_names())
-    code = main(["--directive", "alpha", "--tickers", tickers, "--data-dir", str(data),
-                 "--out", str(tmp_path / "runs"), "--offline", "--quiet", "--memory-dir", "off",
-                 "--seed", "11"])  # fmt: skip
+    code = main(
+        [
+            "--directive",
+            "alpha",
+            "--tickers",
+            tickers,
+            "--data-dir",
+            str(data),
+            "--out",
+            str(tmp_path / "runs"),
+            "--offline",
+            "--quiet",
+            "--memory-dir",
+            "off",
+            "--seed",
+            "11",
+        ]
+    )
     assert code == 0
     (run,) = list((tmp_path / "runs").iterdir())
     verdict = json.loads((run / "verdict.json").read_text())
@@ -256,10 +327,17 @@ def test_a_cross_sectional_edge_is_found_by_a_portfolio_variant_and_exported(tmp
     winner = next(e for e in entries if e["variant_id"] == verdict["best_variant"])
     assert winner["spec"]["scope"] == "portfolio"
     out = tmp_path / "export"
-    subprocess.run([sys.executable, "-m", "experiments.export", str(run), "--to", str(out)],
-                   check=True, capture_output=True, timeout=120)  # fmt: skip
-    line = next(ln for ln in (out / "README.md").read_text().splitlines()
-                if ln.strip().startswith("python strategy.py --data") and "#" in ln)  # fmt: skip
+    subprocess.run(
+        [sys.executable, "-m", "experiments.export", str(run), "--to", str(out)],
+        check=True,
+        capture_output=True,
+        timeout=120,
+    )
+    line = next(
+        ln
+        for ln in (out / "README.md").read_text().splitlines()
+        if ln.strip().startswith("python strategy.py --data") and "#" in ln
+    )
     args, recorded = line.split("#")
     value = run_exported("strategy.py", args.split()[2:], cwd=out, timeout=300)
     assert value == pytest.approx(float(recorded), abs=1e-6)
@@ -292,12 +370,14 @@ def test_pairs_are_proposed_only_with_a_pair() -> None:
     from strategies.pairs import PairChoice
 
     rng = random.Random(1)
-    none = propose_portfolio_specs(families=["pairs"], route=Origin.INITIAL, n=2, rng=rng,
-                                   seen=set(), best=None)  # fmt: skip
+    none = propose_portfolio_specs(
+        families=["pairs"], route=Origin.INITIAL, n=2, rng=rng, seen=set(), best=None
+    )
     assert all(p.spec.family != PortfolioFamily.PAIRS for p in none)
     pair = PairChoice(0, 2, 0.8, 0.01, ("AAPL", "NVDA"))
-    some = propose_portfolio_specs(families=["pairs"], route=Origin.INITIAL, n=2, rng=rng,
-                                   seen=set(), best=None, pair=pair)  # fmt: skip
+    some = propose_portfolio_specs(
+        families=["pairs"], route=Origin.INITIAL, n=2, rng=rng, seen=set(), best=None, pair=pair
+    )
     spec = some[0].spec
     assert spec.family == PortfolioFamily.PAIRS and "AAPL/NVDA" in spec.name
     assert (spec.parameters["pair_a"], spec.parameters["pair_b"]) == (0, 2)
@@ -307,15 +387,18 @@ def test_pairs_are_proposed_only_with_a_pair() -> None:
 
 @pytest.mark.integration
 def test_a_pairs_spec_trades_both_legs_of_its_spread() -> None:
-    spec = portfolio_spec(PortfolioFamily.PAIRS, {"pair_a": 0, "pair_b": 1, "hedge_ratio": 1.0,
-                                                  "entry_z": 1.5})  # fmt: skip
+    spec = portfolio_spec(
+        PortfolioFamily.PAIRS, {"pair_a": 0, "pair_b": 1, "hedge_ratio": 1.0, "entry_z": 1.5}
+    )
     code = render(spec)
     assert validate_code(code).ok
     bars = {s: read_real_bars(s, "2012-01-01", "2016-12-30") for s in ("SPY", "QQQ", "DIA")}
-    fold = Fold(index=0, warmup_start=date(2012, 1, 3), start=date(2013, 1, 2),
-                end=date(2016, 12, 30))  # fmt: skip
-    run = execute(BacktestJob(job_id="p", variant_id="v", code=code, symbol=LABEL, bars=bars,
-                              fold=fold))  # fmt: skip
+    fold = Fold(
+        index=0, warmup_start=date(2012, 1, 3), start=date(2013, 1, 2), end=date(2016, 12, 30)
+    )
+    run = execute(
+        BacktestJob(job_id="p", variant_id="v", code=code, symbol=LABEL, bars=bars, fold=fold)
+    )
     assert run.result.status == JobStatus.OK, run.result.error
     assert {f.symbol for f in run.fills} == {"SPY", "QQQ"}  # never the third feed
     assert run.result.metrics.n_trades > 5

@@ -115,8 +115,7 @@ def test_the_named_family_s_designs_come_without_then_with_the_filter() -> None:
     ]
     assert trend[2].entry != trend[0].entry  # then the family's next design
     assert all(INDEX_REGIME not in s.filters for s in specs if s.family != Family.TREND)
-    plain = initial_specs(5, preferred_families=["trend"], suggested=None, rng=rng,
-                          named=["trend"])  # fmt: skip
+    plain = initial_specs(5, preferred_families=["trend"], suggested=None, rng=rng, named=["trend"])
     assert not any(INDEX_REGIME in s.filters for s in plain)
     alone = initial_specs(4, preferred_families=[], suggested=None, rng=rng, named=[REGIME_STYLE])
     assert [INDEX_REGIME in s.filters for s in alone] == [False, True, False, True]
@@ -126,9 +125,13 @@ def test_the_named_family_s_designs_come_without_then_with_the_filter() -> None:
 def test_portfolio_families_take_the_filter_too() -> None:
     assert portfolio_slots(["cross_sectional_momentum", REGIME_STYLE], 4, 5) == 4
     props = propose_portfolio_specs(
-        families=["cross_sectional_momentum", REGIME_STYLE], route="INITIAL", n=4,
-        rng=random.Random(0), seen=set(), best=None,
-    )  # fmt: skip
+        families=["cross_sectional_momentum", REGIME_STYLE],
+        route="INITIAL",
+        n=4,
+        rng=random.Random(0),
+        seen=set(),
+        best=None,
+    )
     assert [INDEX_REGIME in p.spec.filters for p in props] == [False, True, False, True]
     for p in props:
         code = render(p.spec)
@@ -151,16 +154,30 @@ def test_a_symbol_job_enters_only_when_the_index_is_risk_on() -> None:
     spec = _trend()
     aapl = read_real_bars("AAPL", "2007-01-01", "2010-12-31")
     spy = read_real_bars("SPY", "2007-01-01", "2010-12-31")
-    job = BacktestJob(job_id="r", variant_id="v", code=render(spec), symbol="AAPL",
-                      bars={"AAPL": aapl, feed_name("SPY"): spy}, fold=FOLD)  # fmt: skip
+    job = BacktestJob(
+        job_id="r",
+        variant_id="v",
+        code=render(spec),
+        symbol="AAPL",
+        bars={"AAPL": aapl, feed_name("SPY"): spy},
+        fold=FOLD,
+    )
     run = execute(job)
     assert run.result.status == JobStatus.OK, run.result.error
     assert run.fills and {f.symbol for f in run.fills} == {"AAPL"}
     on = _risk_on(aapl.index, spy)
     entries = [f for f in run.fills if f.side == "buy"]
     assert entries and all(on[pd.Timestamp(f.created)] for f in entries)
-    plain = execute(BacktestJob(job_id="p", variant_id="v", code=render(default_spec(Family.TREND)),
-                                symbol="AAPL", bars=aapl, fold=FOLD))  # fmt: skip
+    plain = execute(
+        BacktestJob(
+            job_id="p",
+            variant_id="v",
+            code=render(default_spec(Family.TREND)),
+            symbol="AAPL",
+            bars=aapl,
+            fold=FOLD,
+        )
+    )
     assert plain.result.metrics.n_trades > run.result.metrics.n_trades
 
 
@@ -171,16 +188,31 @@ def test_a_portfolio_goes_to_cash_when_the_index_is_risk_off() -> None:
     spy = read_real_bars("SPY", "2007-01-01", "2010-12-31")
     spec = portfolio_spec(XS, {"rebalance_bars": 5}, filters=(INDEX_REGIME,))
     code = render(spec)
-    run = execute(BacktestJob(job_id="p", variant_id="v", code=code, symbol=LABEL,
-                              bars=bars | {feed_name("SPY"): spy}, fold=FOLD))  # fmt: skip
+    run = execute(
+        BacktestJob(
+            job_id="p",
+            variant_id="v",
+            code=code,
+            symbol=LABEL,
+            bars=bars | {feed_name("SPY"): spy},
+            fold=FOLD,
+        )
+    )
     assert run.result.status == JobStatus.OK, run.result.error
     assert {f.symbol for f in run.fills} <= set(symbols)
     on = _risk_on(bars["AAPL"].index, spy)
     # No purchase is decided while SPY is below its average (risk-off rebalances sell only).
     assert all(on[pd.Timestamp(f.created)] for f in run.fills if f.side == "buy")
-    plain = execute(BacktestJob(job_id="q", variant_id="v",
-                                code=render(portfolio_spec(XS, {"rebalance_bars": 5})),
-                                symbol=LABEL, bars=bars, fold=FOLD))  # fmt: skip
+    plain = execute(
+        BacktestJob(
+            job_id="q",
+            variant_id="v",
+            code=render(portfolio_spec(XS, {"rebalance_bars": 5})),
+            symbol=LABEL,
+            bars=bars,
+            fold=FOLD,
+        )
+    )
     assert run.result.metrics.exposure_pct < plain.result.metrics.exposure_pct
 
 
@@ -189,14 +221,21 @@ def test_job_bars_add_the_index_feed_sealed_like_the_universe(tmp_path) -> None:
     from swarm.regime_data import reproduce_data, with_index_feeds
 
     idx = pd.bdate_range("2020-01-01", periods=40)
-    frame = pd.DataFrame({"open": 1.0, "high": 1.0, "low": 1.0, "close": 1.0, "volume": 1.0},
-                         index=idx)  # fmt: skip
+    frame = pd.DataFrame(
+        {"open": 1.0, "high": 1.0, "low": 1.0, "close": 1.0, "volume": 1.0}, index=idx
+    )
     spy = SimpleNamespace(bars=frame * 2, path=str(tmp_path / "SPY.csv"))
     ctx = SimpleNamespace(
-        data={"AAPL": SimpleNamespace(bars=frame)}, memo=RunMemo(index_bars={"SPY": spy}),
-        split=TimeSplit(insample_start=idx[0].date(), insample_end=idx[29].date(),
-                        holdout_start=idx[30].date(), holdout_end=idx[-1].date()), config=None,
-    )  # fmt: skip
+        data={"AAPL": SimpleNamespace(bars=frame)},
+        memo=RunMemo(index_bars={"SPY": spy}),
+        split=TimeSplit(
+            insample_start=idx[0].date(),
+            insample_end=idx[29].date(),
+            holdout_start=idx[30].date(),
+            holdout_end=idx[-1].date(),
+        ),
+        config=None,
+    )
     code = render(_trend())
     sealed = with_index_feeds(ctx, frame.iloc[:30], "AAPL", code)
     assert list(sealed) == ["AAPL", "index:SPY"]
@@ -221,9 +260,20 @@ def test_a_missing_index_file_exits_2_naming_it(capsys, tmp_path, daily_dir) -> 
     data.mkdir()
     for s in ("AAPL", "MSFT"):
         shutil.copy(daily_dir / f"{s}.csv", data / f"{s}.csv")
-    code = main(["--directive", "momentum, regime filtered", "--tickers", "AAPL,MSFT",
-                 "--data-dir", str(data), "--out", str(tmp_path / "runs"), "--offline",
-                 "--quiet"])  # fmt: skip
+    code = main(
+        [
+            "--directive",
+            "momentum, regime filtered",
+            "--tickers",
+            "AAPL,MSFT",
+            "--data-dir",
+            str(data),
+            "--out",
+            str(tmp_path / "runs"),
+            "--offline",
+            "--quiet",
+        ]
+    )
     err = capsys.readouterr().err.strip()
     assert code == 2 and len(err.splitlines()) == 1, err
     assert f"the regime filter needs SPY.csv in {data}; add it or drop the filter" in err
@@ -244,25 +294,35 @@ def test_an_exported_regime_strategy_reproduces_the_lab_s_final_value(tmp_path, 
         (_trend(), {"AAPL": aapl, "index:SPY": spy}, "AAPL", ["AAPL", "SPY"]),
         (
             portfolio_spec(XS, {"xs_top_n": 1}, filters=(INDEX_REGIME,)),
-            {"AAPL": aapl, "MSFT": read_real_bars("MSFT", "2007-01-01", "2010-12-31"),
-             "index:SPY": spy},
+            {
+                "AAPL": aapl,
+                "MSFT": read_real_bars("MSFT", "2007-01-01", "2010-12-31"),
+                "index:SPY": spy,
+            },
             LABEL,
             ["AAPL", "MSFT", "SPY"],
         ),
-    ):  # fmt: skip
+    ):
         code = render(spec)
-        lab = execute(BacktestJob(job_id="e", variant_id="v", code=code, symbol=symbol,
-                                  bars=bars, fold=FOLD)).result  # fmt: skip
+        lab = execute(
+            BacktestJob(job_id="e", variant_id="v", code=code, symbol=symbol, bars=bars, fold=FOLD)
+        ).result
         assert lab.status == JobStatus.OK and lab.metrics.n_trades > 0, lab.error
         script = tmp_path / f"{symbol}.py"
         source = standalone_source(code, class_name(spec.name), costs={})
         assert "INDEX_FEEDS = ('SPY',)" in source
         script.write_text(source)
         data = [a for s in files for a in ("--data", str(daily_dir / f"{s}.csv"))]
-        value = run_exported(str(script), [*data, "--from", "2007-01-03", "--to", "2010-12-31",
-                                           "--trade-start", "2008-01-02"])  # fmt: skip
+        value = run_exported(
+            str(script),
+            [*data, "--from", "2007-01-03", "--to", "2010-12-31", "--trade-start", "2008-01-02"],
+        )
         assert value == pytest.approx(lab.metrics.final_value, abs=1e-6)
-    short = subprocess.run([sys.executable, str(script), "--data", str(daily_dir / "AAPL.csv")],
-                           capture_output=True, text=True, timeout=120)  # fmt: skip
+    short = subprocess.run(
+        [sys.executable, str(script), "--data", str(daily_dir / "AAPL.csv")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert short.returncode == 2 and "SPY.csv" in short.stderr
     assert np.isfinite(lab.metrics.final_value)

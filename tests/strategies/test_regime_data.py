@@ -38,19 +38,35 @@ def _config(data: Path, **kw):
     from swarm.config import RunConfig
 
     return RunConfig(
-        directive="momentum", tickers=["AAPL"], universe_source="cli",
-        preferred_families=["momentum"], start=date(2010, 1, 1), end=date(2014, 12, 31),
-        data_dir=data, source="csv", offline=True, n_folds=2, **kw,
-    )  # fmt: skip
+        directive="momentum",
+        tickers=["AAPL"],
+        universe_source="cli",
+        preferred_families=["momentum"],
+        start=date(2010, 1, 1),
+        end=date(2014, 12, 31),
+        data_dir=data,
+        source="csv",
+        offline=True,
+        n_folds=2,
+        **kw,
+    )
 
 
 def _ctx(data, pieces, config, **kw):
-    return SimpleNamespace(data=data, symbols=list(data), memo=pieces["memo"], config=config,
-                           split=pieces["split"], **kw)  # fmt: skip
+    return SimpleNamespace(
+        data=data,
+        symbols=list(data),
+        memo=pieces["memo"],
+        config=config,
+        split=pieces["split"],
+        **kw,
+    )
 
 
 REGIME_CODE = render(with_regime_filter(default_spec(Family.TREND)))  # reads index:SPY
-VIX_CODE = render(reconcile(default_spec(Family.MOMENTUM).model_copy(update={"filters": [VIX_REGIME]})))  # fmt: skip
+VIX_CODE = render(
+    reconcile(default_spec(Family.MOMENTUM).model_copy(update={"filters": [VIX_REGIME]}))
+)
 PLAIN_CODE = render(default_spec(Family.TREND))
 
 
@@ -126,9 +142,17 @@ def test_a_variant_reading_a_missing_index_is_a_job_error_naming_the_file(tmp_pa
             raise AssertionError("a job missing its index feed must not be run")
 
     run = RunFolder.create(tmp_path / "runs", "r")
-    ctx = _ctx(data, pieces, config, run=run, folds=pieces["folds"], executor=NoExecutor(),
-               progress=SimpleNamespace(tick=lambda: None), periods_per_year=252,
-               insample_bars=lambda s: data[s].bars)  # fmt: skip
+    ctx = _ctx(
+        data,
+        pieces,
+        config,
+        run=run,
+        folds=pieces["folds"],
+        executor=NoExecutor(),
+        progress=SimpleNamespace(tick=lambda: None),
+        periods_per_year=252,
+        insample_bars=lambda s: data[s].bars,
+    )
     run.write_text(code_file("v"), VIX_CODE)
     sha = hashlib.sha256(VIX_CODE.encode()).hexdigest()
     task = BacktestTask(iteration=1, variant_id="v", code_sha256=sha, symbol="AAPL", fold=0)
@@ -159,8 +183,9 @@ def test_the_llm_catalogue_lists_a_regime_filter_only_with_its_files() -> None:
 @pytest.mark.parametrize("hint", ["market_exposure", "regime_mismatch"])
 def test_refine_adds_the_index_filter_first_for_market_hints_when_the_data_has_it(hint) -> None:
     spec = default_spec(Family.MOMENTUM)
-    refined = refine(spec, failure_hint=hint, rng=random.Random(0), seen=set(),
-                     regime_filters=(INDEX_REGIME,))  # fmt: skip
+    refined = refine(
+        spec, failure_hint=hint, rng=random.Random(0), seen=set(), regime_filters=(INDEX_REGIME,)
+    )
     assert refined.filters[-1] == INDEX_REGIME and f"+{INDEX_REGIME}" in refined.name
     assert {"regime_index", "regime_ma"} <= set(refined.parameters)
     assert index_symbols(render(refined)) == ["SPY"]
@@ -172,12 +197,22 @@ def test_refine_adds_the_index_filter_first_for_market_hints_when_the_data_has_i
             assert INDEX_REGIME not in other.filters
             seen.add(other.trial_key())
     # Tried already: the next move of the hint's own order.
-    again = refine(spec, failure_hint=hint, rng=random.Random(0), seen={refined.trial_key()},
-                   regime_filters=(INDEX_REGIME, VIX_REGIME))  # fmt: skip
+    again = refine(
+        spec,
+        failure_hint=hint,
+        rng=random.Random(0),
+        seen={refined.trial_key()},
+        regime_filters=(INDEX_REGIME, VIX_REGIME),
+    )
     assert again.filters[-1] == VIX_REGIME
     # Other hints keep their order.
-    drawdown = refine(spec, failure_hint="deep_drawdown", rng=random.Random(0), seen=set(),
-                      regime_filters=(INDEX_REGIME,))  # fmt: skip
+    drawdown = refine(
+        spec,
+        failure_hint="deep_drawdown",
+        rng=random.Random(0),
+        seen=set(),
+        regime_filters=(INDEX_REGIME,),
+    )
     assert INDEX_REGIME not in drawdown.filters
 
 
@@ -187,15 +222,30 @@ def test_the_refine_route_passes_the_run_s_regime_filters_through() -> None:
     from swarm.agents.strategy_dev import propose
 
     spec = default_spec(Family.MOMENTUM)
-    ev = VariantEvaluation(variant_id="v", family="momentum", trial_key=spec.trial_key(),
-                           metrics=None, score=0.1)  # fmt: skip
-    failure = FailureAnalysis(failure_type=FailureType.DESIGN_FLAW, root_cause="beta",
-                              confidence=0.5, hints=[Hint.MARKET_EXPOSURE])  # fmt: skip
+    ev = VariantEvaluation(
+        variant_id="v", family="momentum", trial_key=spec.trial_key(), metrics=None, score=0.1
+    )
+    failure = FailureAnalysis(
+        failure_type=FailureType.DESIGN_FLAW,
+        root_cause="beta",
+        confidence=0.5,
+        hints=[Hint.MARKET_EXPOSURE],
+    )
 
     def refined(regime_filters):
-        out = propose(route="REFINE", n=1, rng=random.Random(0), seen=set(), families=["momentum"],
-                      suggested=None, best=None, last=[(ev, spec)], failure=failure,
-                      min_trades=10, regime_filters=regime_filters)  # fmt: skip
+        out = propose(
+            route="REFINE",
+            n=1,
+            rng=random.Random(0),
+            seen=set(),
+            families=["momentum"],
+            suggested=None,
+            best=None,
+            last=[(ev, spec)],
+            failure=failure,
+            min_trades=10,
+            regime_filters=regime_filters,
+        )
         return out[0].spec
 
     assert INDEX_REGIME in refined((INDEX_REGIME,)).filters

@@ -69,8 +69,9 @@ def test_portfolio_drawdown_moves_stop_at_the_grid_and_without_the_data() -> Non
 
 
 def test_rotation_drawdown_turns_its_cash_filter_on() -> None:
-    best = portfolio_spec(PortfolioFamily.ROTATION, {"cash_filter": False, "vol_target": True,
-                                                     "target_vol": 0.05})  # fmt: skip
+    best = portfolio_spec(
+        PortfolioFamily.ROTATION, {"cash_filter": False, "vol_target": True, "target_vol": 0.05}
+    )
     assert _notes(_repairs(best, ["drawdown"])) == ["repair drawdown: cash_filter on"]
 
 
@@ -196,8 +197,13 @@ def test_never_a_seen_spec_nor_a_duplicate_and_seen_is_not_modified() -> None:
     first = _repairs(best, ["drawdown"], regime_filters=(INDEX_REGIME,))
     seen = {first[0].trial_key(), first[1].trial_key()}
     frozen = set(seen)
-    out = repairs(best, ["drawdown", "drawdown"], rng=random.Random(0), seen=seen,
-                  regime_filters=(INDEX_REGIME,))  # fmt: skip
+    out = repairs(
+        best,
+        ["drawdown", "drawdown"],
+        rng=random.Random(0),
+        seen=seen,
+        regime_filters=(INDEX_REGIME,),
+    )
     assert seen == frozen
     keys = [s.trial_key() for s in out]
     assert not set(keys) & seen and len(keys) == len(set(keys))
@@ -223,14 +229,22 @@ def test_repair_slots_are_half_for_a_near_miss_and_one_otherwise():
 
     def failing(*attainments: float) -> FailureAnalysis:
         return FailureAnalysis(
-            failure_type=FailureType.PARAMETER_ISSUE, root_cause="x", confidence=0.5,
+            failure_type=FailureType.PARAMETER_ISSUE,
+            root_cause="x",
+            confidence=0.5,
             failing=[
-                FailingCriterion(label=f"c{i}", metric="max_drawdown_pct", op="<=",
-                                 threshold=20.0, value=20.0 / a, attainment=a,
-                                 category=Hint.DRAWDOWN)
+                FailingCriterion(
+                    label=f"c{i}",
+                    metric="max_drawdown_pct",
+                    op="<=",
+                    threshold=20.0,
+                    value=20.0 / a,
+                    attainment=a,
+                    category=Hint.DRAWDOWN,
+                )
                 for i, a in enumerate(attainments)
             ],
-        )  # fmt: skip
+        )
 
     assert repair_slots(5, failing(0.69)) == 3  # a near miss: half the slots, rounded up
     assert repair_slots(5, failing(0.69, 0.175)) == 1  # a far criterion: one repair

@@ -59,8 +59,11 @@ def test_neighbourhood_is_deterministic_fresh_and_near_the_parent():
     assert len(set(keys)) == 60 and not set(keys) & (seen | {base.trial_key()})
     for s in a:
         assert (s.entry, s.filters, s.exits, s.sizing) == (
-            base.entry, base.filters, base.exits, base.sizing
-        )  # fmt: skip
+            base.entry,
+            base.filters,
+            base.exits,
+            base.sizing,
+        )
         for name, value in s.parameters.items():
             r = PARAM_SPACE.get(name)
             if r is not None and r.tunable:
@@ -98,8 +101,10 @@ def test_sweep_ranks_by_the_portfolio_sharpe_the_gate_computes(windows):
 def test_sets_under_the_trade_floor_rank_last(windows):
     _, wins = windows
     specs = neighbourhood(spec_from_template(Family.TREND, 0), 12, seed=(0, 2, 1), seen=set())
-    floor = sorted(s.n_trades for s in screen_sets(
-        specs, wins, costs=COSTS, bars_per_year=252, periods_per_year=252).sets)[6]  # fmt: skip
+    floor = sorted(
+        s.n_trades
+        for s in screen_sets(specs, wins, costs=COSTS, bars_per_year=252, periods_per_year=252).sets
+    )[6]
     sweep = screen_sets(
         specs, wins, costs=COSTS, bars_per_year=252, periods_per_year=252, min_trades=floor
     )
@@ -116,9 +121,14 @@ def test_the_confirmed_best_trades_in_backtrader_as_it_was_screened(windows):
     for (symbol, fold_index), window in wins.items():
         fold = FOLDS[fold_index]
         job = BacktestJob(
-            job_id="confirm", variant_id="v", code=render(top.spec), symbol=symbol,
-            bars=frames[symbol], fold=fold, costs=COSTS,
-        )  # fmt: skip
+            job_id="confirm",
+            variant_id="v",
+            code=render(top.spec),
+            symbol=symbol,
+            bars=frames[symbol],
+            fold=fold,
+            costs=COSTS,
+        )
         run = execute(job)
         bt_trades = pair_fills(
             symbol, [FillRow(f.executed.isoformat(), f.size, f.price) for f in run.fills]

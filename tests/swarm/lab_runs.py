@@ -29,11 +29,31 @@ SEED = 2
 
 def reference_args(daily_dir: Path, seed: int = SEED) -> list[str]:
     return [
-        "--directive", "momentum alpha in tech", "--tickers", "AAPL", "--data-dir",
-        str(daily_dir), "--start", "2013-01-01", "--end", "2018-12-31", "--variants", "3",
-        "--folds", "2", "--max-iterations", "4", "--workers", "2", "--seed", str(seed),
-        "--criteria", "sharpe>=0.8,min_trades>=10,dsr>=0.5", "--criteria-replace", "--offline",
-    ]  # fmt: skip
+        "--directive",
+        "momentum alpha in tech",
+        "--tickers",
+        "AAPL",
+        "--data-dir",
+        str(daily_dir),
+        "--start",
+        "2013-01-01",
+        "--end",
+        "2018-12-31",
+        "--variants",
+        "3",
+        "--folds",
+        "2",
+        "--max-iterations",
+        "4",
+        "--workers",
+        "2",
+        "--seed",
+        str(seed),
+        "--criteria",
+        "sharpe>=0.8,min_trades>=10,dsr>=0.5",
+        "--criteria-replace",
+        "--offline",
+    ]
 
 
 def develop_cmd(*args: str) -> list[str]:

@@ -36,11 +36,33 @@ def test_volatility_target_code_declares_the_runs_bars_a_year(
     if not (CRYPTO / f"{ticker}.csv").exists():
         pytest.skip(f"crypto corpus not found at {CRYPTO}")
     args = [
-        "--directive", "volatility breakout in bitcoin", "--data-dir", str(CRYPTO),
-        "--tickers", ticker, "--timeframe", timeframe, "--start", start, "--end", end,
-        "--variants", "5", "--folds", "2", "--max-iterations", "1", "--workers", "2",
-        "--offline", "--memory-dir", "off", "--quiet", "--out", str(tmp_path / "runs"),
-    ]  # fmt: skip
+        "--directive",
+        "volatility breakout in bitcoin",
+        "--data-dir",
+        str(CRYPTO),
+        "--tickers",
+        ticker,
+        "--timeframe",
+        timeframe,
+        "--start",
+        start,
+        "--end",
+        end,
+        "--variants",
+        "5",
+        "--folds",
+        "2",
+        "--max-iterations",
+        "1",
+        "--workers",
+        "2",
+        "--offline",
+        "--memory-dir",
+        "off",
+        "--quiet",
+        "--out",
+        str(tmp_path / "runs"),
+    ]
     run_dir = printed_run_dir(run_develop(args, cache_home=tmp_path / "cache"))
     manifest = json.loads((run_dir / "manifest.json").read_text())
     assert manifest["data"]["periods_per_year"] == expected

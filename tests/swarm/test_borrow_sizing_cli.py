@@ -85,8 +85,21 @@ BAD_BORROW = ["-1", "150", "abc", "nan"]
 def _develop(capsys, tmp_path, daily_dir, *extra):
     from swarm.develop import main
 
-    code = main(["--directive", "momentum", "--tickers", "AAPL", "--data-dir", str(daily_dir),
-                 "--offline", "--quiet", "--out", str(tmp_path / "runs"), *extra])  # fmt: skip
+    code = main(
+        [
+            "--directive",
+            "momentum",
+            "--tickers",
+            "AAPL",
+            "--data-dir",
+            str(daily_dir),
+            "--offline",
+            "--quiet",
+            "--out",
+            str(tmp_path / "runs"),
+            *extra,
+        ]
+    )
     captured = capsys.readouterr()
     return code, captured.err.strip(), captured.out
 
@@ -115,8 +128,15 @@ def test_the_python_api_raises_the_cli_message(tmp_path, daily_dir, bad) -> None
     from swarm import develop
 
     with pytest.raises(UserInputError, match="^--borrow-cost: .*a number from 0 to 100"):
-        develop(directive="momentum", tickers="AAPL", data_dir=daily_dir, offline=True,
-                quiet=True, out=tmp_path / "api", borrow_cost=bad)  # fmt: skip
+        develop(
+            directive="momentum",
+            tickers="AAPL",
+            data_dir=daily_dir,
+            offline=True,
+            quiet=True,
+            out=tmp_path / "api",
+            borrow_cost=bad,
+        )
     assert not (tmp_path / "api").exists()
 
 
@@ -126,17 +146,37 @@ def test_the_run_config_records_both(daily_dir) -> None:
     from swarm.develop_config import config_from_args
 
     args = build_parser().parse_args(
-        ["--directive", "momentum", "--tickers", "AAPL", "--data-dir", str(daily_dir),
-         "--offline", "--borrow-cost", "2.5", "--sizing", "Fixed_Fraction:0.50"]
-    )  # fmt: skip
+        [
+            "--directive",
+            "momentum",
+            "--tickers",
+            "AAPL",
+            "--data-dir",
+            str(daily_dir),
+            "--offline",
+            "--borrow-cost",
+            "2.5",
+            "--sizing",
+            "Fixed_Fraction:0.50",
+        ]
+    )
     config, _ = config_from_args(args)
     dumped = config.model_dump(mode="json")  # what manifest.json records
     assert dumped["costs"]["borrow_pct"] == 2.5 and dumped["sizing"] == "fixed_fraction:0.5"
     assert normalised(dumped["sizing"]) == dumped["sizing"]
     plain, _ = config_from_args(
-        build_parser().parse_args(["--directive", "momentum", "--tickers", "AAPL",
-                                   "--data-dir", str(daily_dir), "--offline"])
-    )  # fmt: skip
+        build_parser().parse_args(
+            [
+                "--directive",
+                "momentum",
+                "--tickers",
+                "AAPL",
+                "--data-dir",
+                str(daily_dir),
+                "--offline",
+            ]
+        )
+    )
     assert plain.costs.borrow_pct == 0.0 and plain.sizing is None
 
 
@@ -146,8 +186,20 @@ def test_the_judge_cli_refuses_a_bad_borrow_cost_in_one_line(capsys, bad) -> Non
     from gate.judge import main
 
     with pytest.raises(SystemExit) as info:
-        main(["x.py", "--data-dir", ".", "--tickers", "AAPL", "--start", "2018-01-01",
-              "--end", "2019-01-01", f"--borrow-cost={bad}"])  # fmt: skip
+        main(
+            [
+                "x.py",
+                "--data-dir",
+                ".",
+                "--tickers",
+                "AAPL",
+                "--start",
+                "2018-01-01",
+                "--end",
+                "2019-01-01",
+                f"--borrow-cost={bad}",
+            ]
+        )
     err = capsys.readouterr().err.strip()
     assert info.value.code == 2 and len(err.splitlines()) == 1
     assert "--borrow-cost" in err and "a number from 0 to 100" in err, err
@@ -160,8 +212,15 @@ def test_the_judge_api_refuses_a_bad_borrow_cost(tmp_path, bad) -> None:
     from gate.judge_input import JudgeInputError
 
     with pytest.raises(JudgeInputError, match="^--borrow-cost: "):
-        judge(tmp_path / "x.py", data_dir=tmp_path, tickers="AAPL", start="2018-01-01",
-              end="2019-01-01", borrow_cost=bad, out=tmp_path / "runs")  # fmt: skip
+        judge(
+            tmp_path / "x.py",
+            data_dir=tmp_path,
+            tickers="AAPL",
+            start="2018-01-01",
+            end="2019-01-01",
+            borrow_cost=bad,
+            out=tmp_path / "runs",
+        )
     assert not (tmp_path / "runs").exists()
 
 
@@ -185,14 +244,45 @@ def test_a_run_writes_the_pinned_sizing_and_the_borrow_fee_into_its_folder(
     from pathlib import Path
 
     proc = subprocess.run(
-        [sys.executable, "-m", "swarm.develop", "--directive", "momentum long short",
-         "--tickers", "AAPL", "--data-dir", str(daily_dir), "--start", "2014-01-01",
-         "--end", "2018-12-31", "--variants", "3", "--folds", "1", "--max-iterations", "1",
-         "--executor", "serial", "--offline", "--quiet", "--no-screen", "--memory-dir", "off",
-         "--borrow-cost", "3", "--sizing", "fixed_fraction:0.5", "--out", str(tmp_path)],
-        capture_output=True, text=True, timeout=900,
+        [
+            sys.executable,
+            "-m",
+            "swarm.develop",
+            "--directive",
+            "momentum long short",
+            "--tickers",
+            "AAPL",
+            "--data-dir",
+            str(daily_dir),
+            "--start",
+            "2014-01-01",
+            "--end",
+            "2018-12-31",
+            "--variants",
+            "3",
+            "--folds",
+            "1",
+            "--max-iterations",
+            "1",
+            "--executor",
+            "serial",
+            "--offline",
+            "--quiet",
+            "--no-screen",
+            "--memory-dir",
+            "off",
+            "--borrow-cost",
+            "3",
+            "--sizing",
+            "fixed_fraction:0.5",
+            "--out",
+            str(tmp_path),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=900,
         env={**__import__("os").environ, "XDG_CACHE_HOME": str(tmp_path / "cache")},
-    )  # fmt: skip
+    )
     assert proc.returncode in (0, 1), proc.stderr[-2000:]
     # the folder from --out, not stdout: this --executor serial run once exited 0 with an
     # empty stdout (not this change's; see the branch's report)

@@ -98,10 +98,24 @@ def test_missing_data_dir_exits_2(capsys, tmp_path):
 
 def test_real_process_prints_no_traceback(tmp_path, daily_dir):
     done = subprocess.run(
-        [sys.executable, "-m", "swarm.develop", "--directive", "momentum", "--tickers", "NOPE",
-         "--data-dir", str(daily_dir), "--offline", "--out", str(tmp_path)],
-        capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "swarm.develop",
+            "--directive",
+            "momentum",
+            "--tickers",
+            "NOPE",
+            "--data-dir",
+            str(daily_dir),
+            "--offline",
+            "--out",
+            str(tmp_path),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 2
     assert "Traceback" not in done.stderr
     lines = done.stderr.strip().splitlines()
@@ -111,10 +125,22 @@ def test_real_process_prints_no_traceback(tmp_path, daily_dir):
 def test_print_graph_is_mermaid_with_every_node(capsys):
     assert main(["--print-graph"]) == 0
     out = capsys.readouterr().out
-    for node in ("data_extractor", "research_subagent", "synthesizer_technical",
-                 "synthesizer_fundamental", "synthesizer_sentiment", "leader", "strategy_dev",
-                 "backtest", "gate", "failure_analysis", "trajectory", "router", "holdout",
-                 "finalize"):  # fmt: skip
+    for node in (
+        "data_extractor",
+        "research_subagent",
+        "synthesizer_technical",
+        "synthesizer_fundamental",
+        "synthesizer_sentiment",
+        "leader",
+        "strategy_dev",
+        "backtest",
+        "gate",
+        "failure_analysis",
+        "trajectory",
+        "router",
+        "holdout",
+        "finalize",
+    ):
         assert node in out
     assert out.lstrip().startswith("---") or "graph TD" in out
 
@@ -157,8 +183,18 @@ def test_a_regime_filter_in_families_needs_its_index_file(
     data = tmp_path / "data"
     data.mkdir()
     shutil.copy(daily_dir / "AAPL.csv", data / "AAPL.csv")
-    code, err, out = _run(capsys, tmp_path, "--directive", "momentum", "--tickers", "AAPL",
-                          "--data-dir", str(data), "--families", families)  # fmt: skip
+    code, err, out = _run(
+        capsys,
+        tmp_path,
+        "--directive",
+        "momentum",
+        "--tickers",
+        "AAPL",
+        "--data-dir",
+        str(data),
+        "--families",
+        families,
+    )
     assert code == 2 and len(err.splitlines()) == 1, err
     assert f"the regime filter needs {missing} in {data}" in err
     assert "out of --families" in err and out == ""
@@ -169,9 +205,19 @@ def test_a_regime_filter_in_families_is_a_style_of_the_run(daily_dir):
     from swarm.develop import build_parser, config_from_args
 
     def config(families):
-        args = build_parser().parse_args(["--directive", "momentum", "--tickers", "AAPL",
-                                          "--data-dir", str(daily_dir), "--offline",
-                                          "--families", families])  # fmt: skip
+        args = build_parser().parse_args(
+            [
+                "--directive",
+                "momentum",
+                "--tickers",
+                "AAPL",
+                "--data-dir",
+                str(daily_dir),
+                "--offline",
+                "--families",
+                families,
+            ]
+        )
         return config_from_args(args)[0]
 
     both = config("momentum,index_regime,vix_regime")
@@ -183,7 +229,17 @@ def test_a_regime_filter_in_families_is_a_style_of_the_run(daily_dir):
 
 
 def test_an_unknown_family_names_the_regime_filters_too(capsys, tmp_path, daily_dir):
-    code, err, _ = _run(capsys, tmp_path, "--directive", "momentum", "--tickers", "AAPL",
-                        "--data-dir", str(daily_dir), "--families", "regime")  # fmt: skip
+    code, err, _ = _run(
+        capsys,
+        tmp_path,
+        "--directive",
+        "momentum",
+        "--tickers",
+        "AAPL",
+        "--data-dir",
+        str(daily_dir),
+        "--families",
+        "regime",
+    )
     assert code == 2 and "--families: 'regime' is not a family" in err
     assert "or a regime filter (index_regime, vix_regime)" in err

@@ -57,6 +57,10 @@ def test_fixed_value_options_name_their_choices() -> None:
 def test_export_help_runs_from_the_command_line() -> None:
     out = subprocess.run(
         [sys.executable, "-m", "experiments.export", "--help"],
-        cwd=REPO_ROOT, capture_output=True, text=True, timeout=60, check=True,
-    ).stdout  # fmt: skip
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    ).stdout
     assert "RUN_DIR" in out and "--variant ID" in out and "NOT A WINNER" in out

@@ -35,24 +35,62 @@ def test_the_flag_parses_and_defaults_off() -> None:
     assert args.criteria_replace is True
 
 
-METRICS = {"sharpe": 1.1, "max_drawdown_pct": 12.0, "win_rate_pct": 51.0, "profit_factor": 1.4,
-           "n_trades": 40, "n_obs": 500}  # fmt: skip
+METRICS = {
+    "sharpe": 1.1,
+    "max_drawdown_pct": 12.0,
+    "win_rate_pct": 51.0,
+    "profit_factor": 1.4,
+    "n_trades": 40,
+    "n_obs": 500,
+}
 
 
 def _report(config_extra: dict) -> str:
-    data = {"split": {"insample_start": "2013-01-01", "insample_end": "2017-01-01",
-                      "holdout_start": "2017-01-02", "holdout_end": "2018-12-31"},
-            "folds": [{}], "symbols": {"AAPL": {"source": "csv", "sha256": "f" * 64}}}  # fmt: skip
-    config = {"directive": "momentum", "tickers": ["AAPL"], "universe_source": "--tickers",
-              "timeframe": "1d", "start": "2013-01-01", "end": "2018-12-31", "seed": 4,
-              "costs": {"commission_pct": 0.1, "slippage_pct": 0.05}, **config_extra}  # fmt: skip
-    verdict = {"verdict": "ABANDON", "reason": "limit", "iterations": 1, "best_variant": None,
-               "n_backtests": 1, "n_trials": 1, "score_threshold": 0.6, "dsr_threshold": 0.95,
-               "route_history": [], "figures": {}}  # fmt: skip
+    data = {
+        "split": {
+            "insample_start": "2013-01-01",
+            "insample_end": "2017-01-01",
+            "holdout_start": "2017-01-02",
+            "holdout_end": "2018-12-31",
+        },
+        "folds": [{}],
+        "symbols": {"AAPL": {"source": "csv", "sha256": "f" * 64}},
+    }
+    config = {
+        "directive": "momentum",
+        "tickers": ["AAPL"],
+        "universe_source": "--tickers",
+        "timeframe": "1d",
+        "start": "2013-01-01",
+        "end": "2018-12-31",
+        "seed": 4,
+        "costs": {"commission_pct": 0.1, "slippage_pct": 0.05},
+        **config_extra,
+    }
+    verdict = {
+        "verdict": "ABANDON",
+        "reason": "limit",
+        "iterations": 1,
+        "best_variant": None,
+        "n_backtests": 1,
+        "n_trials": 1,
+        "score_threshold": 0.6,
+        "dsr_threshold": 0.95,
+        "route_history": [],
+        "figures": {},
+    }
     return render_report(
-        run_id="r1", config=config, verdict=verdict, decisions=[], synthesis=None, data=data,
-        best_variant=None, best_eval=None, figures={}, criteria_text=config.get("criteria_text") or "",
-    )  # fmt: skip
+        run_id="r1",
+        config=config,
+        verdict=verdict,
+        decisions=[],
+        synthesis=None,
+        data=data,
+        best_variant=None,
+        best_eval=None,
+        figures={},
+        criteria_text=config.get("criteria_text") or "",
+    )
 
 
 def _line(text: str) -> str:

@@ -38,11 +38,28 @@ def _csv(folder: Path, symbol: str, days: pd.DatetimeIndex, negative_row: int | 
 
 def _argv(tmp_path: Path, *extra: str) -> list[str]:
     return [
-        "--directive", "momentum", "--tickers", "TEST", "--data-dir", str(tmp_path / "data"),
-        "--source", "csv", "--offline", "--quiet", "--start", "2016-01-01",
-        "--end", "2020-12-31", "--benchmark", "cash", "--memory-dir", "off",
-        "--out", str(tmp_path / "runs"), *extra,
-    ]  # fmt: skip
+        "--directive",
+        "momentum",
+        "--tickers",
+        "TEST",
+        "--data-dir",
+        str(tmp_path / "data"),
+        "--source",
+        "csv",
+        "--offline",
+        "--quiet",
+        "--start",
+        "2016-01-01",
+        "--end",
+        "2020-12-31",
+        "--benchmark",
+        "cash",
+        "--memory-dir",
+        "off",
+        "--out",
+        str(tmp_path / "runs"),
+        *extra,
+    ]
 
 
 def test_a_negative_close_exits_2_naming_file_row_and_fix(capsys, tmp_path) -> None:

@@ -22,8 +22,25 @@ pytestmark = pytest.mark.unit
 TECH = ["AAPL", "MSFT", "NVDA", "GOOGL", "AMZN"]
 SEMIS = ["NVDA", "AMD", "INTC", "QCOM", "TXN", "AVGO"]
 ETFS = ["SPY", "QQQ", "IWM", "DIA"]
-DAILY = [*TECH, "AMD", "INTC", "QCOM", "TXN", "AVGO", "ORCL", "ADBE", "CRM", "FB", "NFLX",
-         "CSCO", "IBM", *ETFS, "TQQQ", "GSPC", "VIX"]  # fmt: skip
+DAILY = [
+    *TECH,
+    "AMD",
+    "INTC",
+    "QCOM",
+    "TXN",
+    "AVGO",
+    "ORCL",
+    "ADBE",
+    "CRM",
+    "FB",
+    "NFLX",
+    "CSCO",
+    "IBM",
+    *ETFS,
+    "TQQQ",
+    "GSPC",
+    "VIX",
+]
 GICS_ROWS = [
     ("KEY", "Financials", "Regional Banks"),
     ("RF", "Financials", "Regional Banks"),
@@ -68,9 +85,13 @@ def corpus(tmp_path_factory) -> Path:
 
 def plan_for(corpus: Path, directive: str, folder: str = "daily", **kw):
     return build_plan(
-        directive, data_dir=corpus / "ohlcv" / folder, source="csv", offline=True,
-        cache_dir=corpus / "no-cache", **kw,
-    )  # fmt: skip
+        directive,
+        data_dir=corpus / "ohlcv" / folder,
+        source="csv",
+        offline=True,
+        cache_dir=corpus / "no-cache",
+        **kw,
+    )
 
 
 # (directive, folder, universe, timeframe, families, benchmark, scope)
@@ -90,7 +111,7 @@ TABLE = [
         ["momentum"],
         None,
         [],
-    ),  # fmt: skip
+    ),
     (
         "trend following in internet stocks",
         "daily",
@@ -99,7 +120,7 @@ TABLE = [
         ["trend"],
         None,
         [],
-    ),  # fmt: skip
+    ),
     ("ETFs", "daily", ETFS, "1d", [], None, []),
     ("low volatility ETFs", "daily", ETFS, "1d", ["low_volatility"], None, ["portfolio"]),
     ("low-vol stocks in tech", "daily", TECH, "1d", ["low_volatility"], None, ["portfolio"]),
@@ -112,7 +133,7 @@ TABLE = [
         ["trend", "index_regime"],
         None,
         [],
-    ),  # fmt: skip
+    ),
     ("bitcoin", "crypto", ["BTC-USD"], "1d", [], None, []),
     ("crypto momentum", "crypto", ["BTC-USD", "ETH-USD"], "1d", ["momentum"], None, []),
     ("ether mean reversion", "crypto", ["ETH-USD"], "1d", ["mean_reversion"], None, []),
@@ -125,7 +146,7 @@ TABLE = [
         ["momentum"],
         None,
         [],
-    ),  # fmt: skip
+    ),
     ("1h trend on ethereum", "crypto", ["ETHUSDT"], "1h", ["trend"], None, []),
     ("daily bitcoin breakout", "crypto", ["BTC-USD"], "1d", ["breakout"], None, []),
     (
@@ -136,7 +157,7 @@ TABLE = [
         ["momentum"],
         None,
         [],
-    ),  # fmt: skip
+    ),
     (
         "pairs trading MSFT GOOGL",
         "daily",
@@ -145,7 +166,7 @@ TABLE = [
         ["pairs"],
         None,
         ["portfolio"],
-    ),  # fmt: skip
+    ),
     ("pairs trading in semis", "daily", SEMIS, "1d", ["pairs"], None, ["portfolio"]),
     (
         "cross-sectional momentum in tech",
@@ -155,7 +176,7 @@ TABLE = [
         ["cross_sectional_momentum", "momentum"],
         None,
         ["portfolio"],
-    ),  # fmt: skip
+    ),
     (
         "relative strength rotation of indices",
         "daily",
@@ -164,7 +185,7 @@ TABLE = [
         ["rotation", "cross_sectional_momentum"],
         None,
         ["portfolio"],
-    ),  # fmt: skip
+    ),
     (
         "breakout on $AAPL and MSFT hourly",
         "hourly",
@@ -173,7 +194,7 @@ TABLE = [
         ["breakout"],
         None,
         [],
-    ),  # fmt: skip
+    ),
     (
         "trend following with a volatility squeeze",
         "daily",
@@ -182,7 +203,7 @@ TABLE = [
         ["trend", "volatility"],
         None,
         [],
-    ),  # fmt: skip
+    ),
     ("momentum in tech vs SPY", "daily", TECH, "1d", ["momentum"], "SPY", []),
     ("trend on AAPL MSFT against QQQ", "daily", ["AAPL", "MSFT"], "1d", ["trend"], "QQQ", []),
     ("absolute return momentum on AAPL", "daily", ["AAPL"], "1d", ["momentum"], "cash", []),
@@ -194,7 +215,7 @@ TABLE = [
         ["mean_reversion"],
         "cash",
         ["market_neutral"],
-    ),  # fmt: skip
+    ),
     (
         "breakout on NVDA vs buy and hold",
         "daily",
@@ -203,7 +224,7 @@ TABLE = [
         ["breakout"],
         "buy-and-hold",
         [],
-    ),  # fmt: skip
+    ),
     ("long-only momentum in tech", "daily", TECH, "1d", ["momentum"], None, ["long_only"]),
     (
         "long/short cross-sectional momentum in semis",
@@ -213,7 +234,7 @@ TABLE = [
         ["cross_sectional_momentum", "momentum"],
         None,
         ["long_short", "portfolio"],
-    ),  # fmt: skip
+    ),
     (
         "momentum in tech, regime filtered",
         "daily",
@@ -222,7 +243,7 @@ TABLE = [
         ["momentum", "index_regime"],
         None,
         [],
-    ),  # fmt: skip
+    ),
     (
         "agents decide on AAPL and MSFT",
         "daily",
@@ -231,7 +252,7 @@ TABLE = [
         ["decision_pipeline"],
         None,
         [],
-    ),  # fmt: skip
+    ),
     ("time-series momentum on QQQ", "daily", ["QQQ"], "1d", ["momentum"], None, []),
     (
         "cross-sectional momentum with monthly rebalancing in tech",
@@ -241,7 +262,7 @@ TABLE = [
         ["cross_sectional_momentum", "momentum"],
         None,
         ["portfolio"],
-    ),  # fmt: skip
+    ),
     ("banks", "banks", ["KEY", "RF"], "1d", [], None, []),
     ("momentum in regional banks", "banks", ["KEY", "RF"], "1d", ["momentum"], None, []),
     ("oversold bounces in tech", "daily", TECH, "1d", ["mean_reversion"], None, []),
@@ -254,7 +275,7 @@ TABLE = [
         ["momentum"],
         None,
         [],
-    ),  # fmt: skip
+    ),
 ]
 
 
@@ -392,11 +413,22 @@ def test_dry_run_prints_the_plan_and_makes_no_run_folder(corpus, tmp_path, capsy
 
     monkeypatch.setattr("backtest.data.default_cache_dir", lambda: tmp_path / "cache")
     out = tmp_path / "runs"
-    code = main([
-        "--directive", "hourly breakout on BTC", "--data-dir", str(corpus / "ohlcv" / "crypto"),
-        "--offline", "--dry-run", "--out", str(out), "--start", "2018-01-01",
-        "--end", "2020-01-01",
-    ])  # fmt: skip
+    code = main(
+        [
+            "--directive",
+            "hourly breakout on BTC",
+            "--data-dir",
+            str(corpus / "ohlcv" / "crypto"),
+            "--offline",
+            "--dry-run",
+            "--out",
+            str(out),
+            "--start",
+            "2018-01-01",
+            "--end",
+            "2020-01-01",
+        ]
+    )
     captured = capsys.readouterr()
     assert code == 0 and not out.exists()
     plan = json.loads(captured.out)
@@ -410,10 +442,17 @@ def test_the_cli_refuses_an_unresolvable_directive(corpus, tmp_path, capsys, mon
     from swarm.develop import main
 
     monkeypatch.setattr("backtest.data.default_cache_dir", lambda: tmp_path / "cache")
-    code = main([
-        "--directive", "semiconductors", "--data-dir", str(corpus / "ohlcv" / "crypto"),
-        "--offline", "--out", str(tmp_path / "runs"),
-    ])  # fmt: skip
+    code = main(
+        [
+            "--directive",
+            "semiconductors",
+            "--data-dir",
+            str(corpus / "ohlcv" / "crypto"),
+            "--offline",
+            "--out",
+            str(tmp_path / "runs"),
+        ]
+    )
     err = capsys.readouterr().err.strip()
     assert code == 2 and len(err.splitlines()) == 1 and "semis" in err
     assert not (tmp_path / "runs").exists()
@@ -422,11 +461,23 @@ def test_the_cli_refuses_an_unresolvable_directive(corpus, tmp_path, capsys, mon
 def test_plan_summary_has_the_contract_fields():
     plan = parse_directive("momentum alpha in tech")
     summary = plan_summary(
-        plan, start=date(2012, 1, 1), end=date(2020, 12, 1), benchmark="buy-and-hold",
+        plan,
+        start=date(2012, 1, 1),
+        end=date(2020, 12, 1),
+        benchmark="buy-and-hold",
         families=[],
-    )  # fmt: skip
-    for key in ("universe", "timeframe", "start", "end", "families", "benchmark", "scope",
-                "understood", "ignored"):  # fmt: skip
+    )
+    for key in (
+        "universe",
+        "timeframe",
+        "start",
+        "end",
+        "families",
+        "benchmark",
+        "scope",
+        "understood",
+        "ignored",
+    ):
         assert key in summary
 
 
@@ -440,10 +491,23 @@ def test_the_calibration_config_is_unchanged(tmp_path, monkeypatch):
     data.mkdir()
     for s in ("SYNA", "SYNB", "SYNC"):
         (data / f"{s}.csv").write_text(DAY)
-    args = build_parser().parse_args([
-        "--directive", "alpha", "--tickers", "SYNA,SYNB,SYNC", "--data-dir", str(data),
-        "--source", "csv", "--offline", "--start", "2010-01-01", "--end", "2018-01-01",
-    ])  # fmt: skip
+    args = build_parser().parse_args(
+        [
+            "--directive",
+            "alpha",
+            "--tickers",
+            "SYNA,SYNB,SYNC",
+            "--data-dir",
+            str(data),
+            "--source",
+            "csv",
+            "--offline",
+            "--start",
+            "2010-01-01",
+            "--end",
+            "2018-01-01",
+        ]
+    )
     config, _ = config_from_args(args)
     assert config.preferred_families == [] and config.families == [] and config.styles == []
     assert config.benchmark == "buy-and-hold" and config.timeframe == "1d"
@@ -454,10 +518,18 @@ def test_the_readme_command_keeps_its_universe_and_families(daily_dir, tmp_path,
     from swarm.develop import build_parser, config_from_args
 
     monkeypatch.setattr("backtest.data.default_cache_dir", lambda: tmp_path / "cache")
-    args = build_parser().parse_args([
-        "--directive", "momentum alpha in tech", "--data-dir", str(daily_dir),
-        "--start", "2012-01-01", "--end", "2020-12-01",
-    ])  # fmt: skip
+    args = build_parser().parse_args(
+        [
+            "--directive",
+            "momentum alpha in tech",
+            "--data-dir",
+            str(daily_dir),
+            "--start",
+            "2012-01-01",
+            "--end",
+            "2020-12-01",
+        ]
+    )
     config, _ = config_from_args(args)
     assert config.tickers == TECH and config.universe_source == "sector:tech"
     assert config.preferred_families == ["momentum"] and config.families == []

@@ -26,12 +26,37 @@ def _events(code: str) -> dict[str, tuple[tuple[int, float], ...]]:
 
 def test_earnings_drift_is_proposed_backtested_and_gated(daily_dir, tmp_path):
     argv = [
-        "--directive", "post-earnings drift in tech", "--tickers", "AAPL,MSFT", "--data-dir",
-        str(daily_dir), "--start", "2013-01-01", "--end", "2018-12-31", "--variants", "3",
-        "--folds", "2", "--max-iterations", "2", "--workers", "1", "--seed", "3",
-        "--criteria", "sharpe>=0.1,min_trades>=2", "--criteria-replace", "--offline",
-        "--memory-dir", "off", "--families", KIND, "--out", str(tmp_path),
-    ]  # fmt: skip
+        "--directive",
+        "post-earnings drift in tech",
+        "--tickers",
+        "AAPL,MSFT",
+        "--data-dir",
+        str(daily_dir),
+        "--start",
+        "2013-01-01",
+        "--end",
+        "2018-12-31",
+        "--variants",
+        "3",
+        "--folds",
+        "2",
+        "--max-iterations",
+        "2",
+        "--workers",
+        "1",
+        "--seed",
+        "3",
+        "--criteria",
+        "sharpe>=0.1,min_trades>=2",
+        "--criteria-replace",
+        "--offline",
+        "--memory-dir",
+        "off",
+        "--families",
+        KIND,
+        "--out",
+        str(tmp_path),
+    ]
     config, criteria = config_from_args(build_parser().parse_args(argv))
     prepared = prepare(config, criteria, argv=argv, quiet=True)
     execute(prepared)

@@ -60,9 +60,15 @@ class ToyFamily:
     def propose(self, ctx: ProposalContext, n: int) -> list[Proposal]:
         out = []
         for period in (10, 20, 30, 40, 50, 60, 80, 100, 120, 150):
-            spec = self.reconcile(StrategySpec(family=KIND, name=f"toy-{period}",
-                                               approach="close crosses its mean", entry=KIND,
-                                               parameters={"period": period}))  # fmt: skip
+            spec = self.reconcile(
+                StrategySpec(
+                    family=KIND,
+                    name=f"toy-{period}",
+                    approach="close crosses its mean",
+                    entry=KIND,
+                    parameters={"period": period},
+                )
+            )
             if spec.trial_key() not in ctx.seen and len(out) < n:
                 parent = ctx.own_best[0] if ctx.own_best else None
                 out.append(Proposal(spec, parent, f"toy period {period}"))
@@ -86,12 +92,37 @@ class ToyFamily:
 
 def _argv(daily_dir: Path, out: Path, families: str) -> list[str]:
     return [
-        "--directive", "trend following in tech", "--tickers", "AAPL,MSFT", "--data-dir",
-        str(daily_dir), "--start", "2013-01-01", "--end", "2018-12-31", "--variants", "3",
-        "--folds", "2", "--max-iterations", "2", "--workers", "1", "--seed", "3",
-        "--criteria", "sharpe>=0.1,min_trades>=2", "--criteria-replace", "--offline",
-        "--memory-dir", "off", "--families", families, "--out", str(out),
-    ]  # fmt: skip
+        "--directive",
+        "trend following in tech",
+        "--tickers",
+        "AAPL,MSFT",
+        "--data-dir",
+        str(daily_dir),
+        "--start",
+        "2013-01-01",
+        "--end",
+        "2018-12-31",
+        "--variants",
+        "3",
+        "--folds",
+        "2",
+        "--max-iterations",
+        "2",
+        "--workers",
+        "1",
+        "--seed",
+        "3",
+        "--criteria",
+        "sharpe>=0.1,min_trades>=2",
+        "--criteria-replace",
+        "--offline",
+        "--memory-dir",
+        "off",
+        "--families",
+        families,
+        "--out",
+        str(out),
+    ]
 
 
 def test_the_toy_satisfies_the_protocol_and_is_unknown_unregistered(daily_dir, tmp_path):

@@ -26,12 +26,35 @@ def test_llm_none_develop_runs_are_the_same_with_and_without_mask(tmp_path, dail
     runs = []
     for flag in (["--mask"], [], ["--no-mask"]):
         out = tmp_path / (flag[0].strip("-") if flag else "default")
-        code = main([
-            "--directive", "trend following in tech", "--tickers", "AAPL",
-            "--data-dir", str(daily_dir), "--start", "2014-01-01", "--end", "2018-12-31",
-            "--variants", "2", "--max-iterations", "1", "--folds", "2", "--workers", "1",
-            "--offline", "--quiet", "--memory-dir", "off", "--out", str(out), *flag,
-        ])  # fmt: skip
+        code = main(
+            [
+                "--directive",
+                "trend following in tech",
+                "--tickers",
+                "AAPL",
+                "--data-dir",
+                str(daily_dir),
+                "--start",
+                "2014-01-01",
+                "--end",
+                "2018-12-31",
+                "--variants",
+                "2",
+                "--max-iterations",
+                "1",
+                "--folds",
+                "2",
+                "--workers",
+                "1",
+                "--offline",
+                "--quiet",
+                "--memory-dir",
+                "off",
+                "--out",
+                str(out),
+                *flag,
+            ]
+        )
         assert code == 0
         (run,) = list(out.iterdir())
         runs.append(run)

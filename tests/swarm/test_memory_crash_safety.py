@@ -75,8 +75,13 @@ print(json.dumps({"available": mem.available, "reason": mem.reason, "notice": me
 
 
 def _python(code: str, *args: str, timeout: float = 180) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-c", code, *args], cwd=REPO, capture_output=True,
-                          text=True, timeout=timeout)  # fmt: skip
+    return subprocess.run(
+        [sys.executable, "-c", code, *args],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
 
 
 def _tear(store: Path) -> None:
@@ -267,8 +272,9 @@ def test_a_store_that_crashes_the_probe_is_rebuilt_in_process(tmp_path, monkeypa
     mem = ResearchMemory(path)
     assert mem.available and mem.count() == 2
     assert sorted(r.text for r in mem.recall(["AAPL"], kinds=("lesson",), min_relevance=-2)) == [
-        "AAPL drifted", "AAPL gapped",
-    ]  # fmt: skip
+        "AAPL drifted",
+        "AAPL gapped",
+    ]
     (aside,) = tmp_path.glob("memory.corrupt-*")
     assert "rebuilt it with 2 of 2 records" in mem.notice and str(aside) in mem.notice
     assert [r.getMessage() for r in caplog.records if r.levelname == "WARNING"] == [mem.notice]
@@ -307,18 +313,25 @@ def test_a_lazy_recall_ruled_out_by_the_index_never_probes(tmp_path, monkeypatch
 @pytest.mark.parametrize(
     ("code", "verdict", "detail"),
     [
-        ("import os, signal; os.kill(os.getpid(), signal.SIGSEGV)", safety.Verdict.CRASHED,
-         "SIGSEGV"),
+        (
+            "import os, signal; os.kill(os.getpid(), signal.SIGSEGV)",
+            safety.Verdict.CRASHED,
+            "SIGSEGV",
+        ),
         ("import time; time.sleep(30)", safety.Verdict.HUNG, "hung for over 1s"),
-        ("import json, sys; print(json.dumps({'error': 'X: bad'})); sys.exit(3)",
-         safety.Verdict.FAILED, "X: bad"),
+        (
+            "import json, sys; print(json.dumps({'error': 'X: bad'})); sys.exit(3)",
+            safety.Verdict.FAILED,
+            "X: bad",
+        ),
         ("raise SystemExit(7)", safety.Verdict.UNCHECKED, "exited 7"),
         ("print('ok')", safety.Verdict.SOUND, ""),
     ],
-)  # fmt: skip
+)
 def test_probe_verdicts(tmp_path, monkeypatch, code, verdict, detail):
     monkeypatch.setattr(safety, "_PROBE", code)
     found = safety.probe(tmp_path, "swarm_memory", timeout_s=1.0)
     assert found.verdict is verdict and detail in found.detail
-    assert found.verdict.corrupt == (verdict in {safety.Verdict.CRASHED, safety.Verdict.HUNG,
-                                                 safety.Verdict.FAILED})  # fmt: skip
+    assert found.verdict.corrupt == (
+        verdict in {safety.Verdict.CRASHED, safety.Verdict.HUNG, safety.Verdict.FAILED}
+    )

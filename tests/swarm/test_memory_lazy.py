@@ -29,8 +29,9 @@ def _texts(found) -> list[str]:
 def _run(code: str) -> dict:
     """``code`` in a fresh interpreter (sys.modules shows what it imported); its last line
     of stdout is JSON."""
-    done = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True,
-                          text=True, timeout=120)  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120
+    )
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout.strip().splitlines()[-1])
 
@@ -93,8 +94,12 @@ def test_a_lazy_memory_writes_and_then_recalls(tmp_path):
 
 def test_a_sector_scope_is_indexed_too(tmp_path):
     path = tmp_path / "memory"
-    _lesson(ResearchMemory(path), "tech names mean-revert after gaps", ["AAPL"],
-            scope={"sector": "tech"})  # fmt: skip
+    _lesson(
+        ResearchMemory(path),
+        "tech names mean-revert after gaps",
+        ["AAPL"],
+        scope={"sector": "tech"},
+    )
     assert store_index.may_hold(path, ["XOM"], "tech")
     assert not store_index.may_hold(path, ["XOM"], "energy")
     lazy = ResearchMemory(path, lazy=True)
@@ -124,8 +129,11 @@ def test_a_writer_that_bypasses_the_index_is_noticed(tmp_path):
     mem = ResearchMemory(path)
     _lesson(mem, "AAPL drifted", ["AAPL"])
     assert not store_index.may_hold(path, ["NVDA"])
-    mem._col.upsert(ids=["foreign"], documents=["NVDA squeezed higher"],
-                    metadatas=[{"kind": "lesson", "symbols": "NVDA", "sym_NVDA": True}])  # fmt: skip
+    mem._col.upsert(
+        ids=["foreign"],
+        documents=["NVDA squeezed higher"],
+        metadatas=[{"kind": "lesson", "symbols": "NVDA", "sym_NVDA": True}],
+    )
     assert store_index.may_hold(path, ["NVDA"])
     found = ResearchMemory(path, lazy=True).recall(["NVDA"], kinds=("lesson",), min_relevance=-2.0)
     assert _texts(found) == ["NVDA squeezed higher"]

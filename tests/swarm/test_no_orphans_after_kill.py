@@ -45,11 +45,32 @@ def _kill_and_expect_gone(proc: subprocess.Popen, helpers: set[int]) -> None:
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="uses /proc")
 def test_killed_develop_leaves_no_workers(daily_dir, tmp_path):
     proc = subprocess.Popen(
-        [sys.executable, "-m", "swarm.develop", "--directive", "momentum", "--tickers", "AAPL,MSFT",
-         "--data-dir", str(daily_dir), "--start", "2012-01-01", "--end", "2020-12-01",
-         "--workers", "2", "--offline", "--memory-dir", "off", "--out", str(tmp_path)],
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "swarm.develop",
+            "--directive",
+            "momentum",
+            "--tickers",
+            "AAPL,MSFT",
+            "--data-dir",
+            str(daily_dir),
+            "--start",
+            "2012-01-01",
+            "--end",
+            "2020-12-01",
+            "--workers",
+            "2",
+            "--offline",
+            "--memory-dir",
+            "off",
+            "--out",
+            str(tmp_path),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     deadline = time.monotonic() + 120
     for line in proc.stderr:  # wait until backtests run, i.e. the pool exists
         if "[backtest]" in line or time.monotonic() > deadline:
@@ -63,11 +84,27 @@ def test_killed_develop_leaves_no_workers(daily_dir, tmp_path):
 def test_killed_calibration_leaves_no_runs(tmp_path):
     """Its runs are spawned processes (orphaned, they went on to the end of their run)."""
     proc = subprocess.Popen(
-        [sys.executable, "-m", "swarm.calibrate", "--runs", "1", "--workers", "2",
-         "--kinds", "null-zero,null-bull", "--symbols", "2", "--years", "3", "--quiet",
-         "--out", str(tmp_path)],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "swarm.calibrate",
+            "--runs",
+            "1",
+            "--workers",
+            "2",
+            "--kinds",
+            "null-zero,null-bull",
+            "--symbols",
+            "2",
+            "--years",
+            "3",
+            "--quiet",
+            "--out",
+            str(tmp_path),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     deadline = time.monotonic() + 60
     helpers: set[int] = set()
     while time.monotonic() < deadline and len(helpers) < 2:

@@ -78,10 +78,21 @@ def test_bad_input_raises_the_cli_message(tmp_path, capsys, daily_dir, options, 
 
     with pytest.raises(UserInputError) as info:
         develop(**options, data_dir=daily_dir, offline=True, quiet=True, out=tmp_path / "api")
-    argv = [f"--{k.replace('_', '-')}={','.join(v) if isinstance(v, list) else v}"
-            for k, v in options.items()]  # fmt: skip
-    code = main([*argv, "--data-dir", str(daily_dir), "--offline", "--quiet",
-                 "--out", str(tmp_path / "cli")])  # fmt: skip
+    argv = [
+        f"--{k.replace('_', '-')}={','.join(v) if isinstance(v, list) else v}"
+        for k, v in options.items()
+    ]
+    code = main(
+        [
+            *argv,
+            "--data-dir",
+            str(daily_dir),
+            "--offline",
+            "--quiet",
+            "--out",
+            str(tmp_path / "cli"),
+        ]
+    )
     assert code == 2 and needle in str(info.value)
     assert capsys.readouterr().err.strip() == f"error: {info.value}"
     assert not (tmp_path / "api").exists()

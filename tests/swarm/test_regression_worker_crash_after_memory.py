@@ -31,17 +31,21 @@ def test_jobs_run_while_the_orchestrator_has_busy_native_threads(tmp_path):
     memory.remember_lesson("r", 1, "momentum failed on AAPL", symbols=["AAPL"], family="momentum")
     stop = threading.Event()
     busy = threading.Thread(  # a native-backed store busy in another thread while workers start
-        target=lambda: [memory.recall(["AAPL"], ["momentum"], "trending-up") for _ in iter(stop.is_set, True)],
+        target=lambda: [
+            memory.recall(["AAPL"], ["momentum"], "trending-up") for _ in iter(stop.is_set, True)
+        ],
         daemon=True,
-    )  # fmt: skip
+    )
     busy.start()
     bars = read_real_bars("AAPL", "2014-01-01", "2016-12-31")
     fold = Fold(
         index=0, warmup_start=date(2014, 1, 2), start=date(2015, 1, 2), end=date(2016, 12, 30)
     )
     code = render(default_spec("momentum"))
-    jobs = [BacktestJob(job_id=f"j{i}", variant_id="v", code=code, symbol="AAPL", bars=bars, fold=fold)
-            for i in range(4)]  # fmt: skip
+    jobs = [
+        BacktestJob(job_id=f"j{i}", variant_id="v", code=code, symbol="AAPL", bars=bars, fold=fold)
+        for i in range(4)
+    ]
     try:
         with ProcessPoolBackend(workers=2) as ex:
             results = ex.map(jobs)

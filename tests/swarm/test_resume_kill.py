@@ -105,9 +105,14 @@ def test_sigkill_at_random_moments_and_resume_gives_the_uninterrupted_records(
             proc.stdout.close()
         assert killed, f"the run ended before kill #{len(log) + 1} (target {attempt:.1f})"
         log.append(
-            (round(attempt, 1), before, n_checkpoints(only_run_dir(out)),
-             round(time.monotonic() - started, 2), "fresh" if run_dir is None else "resume")
-        )  # fmt: skip
+            (
+                round(attempt, 1),
+                before,
+                n_checkpoints(only_run_dir(out)),
+                round(time.monotonic() - started, 2),
+                "fresh" if run_dir is None else "resume",
+            )
+        )
     wall = time.monotonic() - t0
     print(f"\n{len(log)} kills in {wall:.1f}s (target, checkpoints before/after, secs, mode):")
     for row in log:
@@ -158,8 +163,10 @@ def test_backtests_finished_before_a_kill_are_not_run_again(reference, daily_dir
         # below lands between the second and the third (results do not depend on workers).
         proc = subprocess.Popen(
             develop_cmd(*reference_args(daily_dir), "--workers", "1", "--out", str(out)),
-            stdout=subprocess.DEVNULL, stderr=err, env=env,
-        )  # fmt: skip
+            stdout=subprocess.DEVNULL,
+            stderr=err,
+            env=env,
+        )
         deadline = time.monotonic() + 300
         # Kill once LangGraph has saved at least three finished backtest tasks.
         while n_saved_tasks(only_run_dir(out), "branch:to:gate") < 3:

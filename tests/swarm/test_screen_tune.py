@@ -25,13 +25,36 @@ pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
 def _args(daily_dir: Path, out: Path, *extra: str) -> list[str]:
     return [
-        "--directive", "momentum alpha in tech", "--tickers", "AAPL", "--data-dir",
-        str(daily_dir), "--start", "2013-01-01", "--end", "2018-12-31", "--variants", "3",
-        "--folds", "2", "--max-iterations", "3", "--workers", "1", "--seed", "2",
-        "--criteria", "sharpe>=0.8,min_trades>=10,dsr>=0.5", "--criteria-replace", "--offline",
-        "--memory-dir", "off",
-        "--out", str(out), *extra,
-    ]  # fmt: skip
+        "--directive",
+        "momentum alpha in tech",
+        "--tickers",
+        "AAPL",
+        "--data-dir",
+        str(daily_dir),
+        "--start",
+        "2013-01-01",
+        "--end",
+        "2018-12-31",
+        "--variants",
+        "3",
+        "--folds",
+        "2",
+        "--max-iterations",
+        "3",
+        "--workers",
+        "1",
+        "--seed",
+        "2",
+        "--criteria",
+        "sharpe>=0.8,min_trades>=10,dsr>=0.5",
+        "--criteria-replace",
+        "--offline",
+        "--memory-dir",
+        "off",
+        "--out",
+        str(out),
+        *extra,
+    ]
 
 
 def _run(argv: list[str]) -> Path:
@@ -69,8 +92,11 @@ def test_screened_sets_are_trials_and_the_best_are_confirmed(screened):
         # The confirmed set is the screen's best (the trade floor met first).
         top = rec["trials"][0]
         assert rec["confirmed"][0] == top["trial_key"]
-        eligible = [t["sharpe"] for t in rec["trials"]
-                    if t["sharpe"] is not None and t["n_trades"] >= rec["min_trades"]]  # fmt: skip
+        eligible = [
+            t["sharpe"]
+            for t in rec["trials"]
+            if t["sharpe"] is not None and t["n_trades"] >= rec["min_trades"]
+        ]
         assert top["sharpe"] == max(eligible or sharpes)
     # Every screened set counts; Backtrader confirmed the set with the screen's Sharpe.
     v = _verdict(screened)
@@ -82,9 +108,10 @@ def test_screened_sets_are_trials_and_the_best_are_confirmed(screened):
     for vid in confirmed_ids:
         in_sample = variants[vid]["in_sample"]
         key = next(
-            r["trial_key"] for r in read_records(screened / "experiments.jsonl")
+            r["trial_key"]
+            for r in read_records(screened / "experiments.jsonl")
             if r["kind"] == "backtest" and r["variant_id"] == vid
-        )  # fmt: skip
+        )
         assert in_sample["metrics"]["sharpe"] == pytest.approx(by_key[key]["sharpe"], rel=1e-9)
         assert in_sample["metrics"]["n_trades"] == by_key[key]["n_trades"]
     report = (screened / "report.md").read_text()
@@ -114,9 +141,10 @@ def test_no_screen_never_screens_and_raw_deflation_ignores_the_effective_count(
     from gate.ledger import EffectiveTrials
 
     monkeypatch.setattr(
-        gate_node, "measure_effective",
+        gate_node,
+        "measure_effective",
         lambda *a, **k: EffectiveTrials(n=10**6, threshold=0.2, cluster_sharpes=[1.0, -1.0]),
-    )  # fmt: skip
+    )
     unmeasured = _run(_args(daily_dir, tmp_path / "b", "--no-screen", "--deflate-by", "raw"))
     va, vb = _verdict(plain), _verdict(unmeasured)
     assert va["n_trials_effective"] <= va["n_trials"] == vb["n_trials"] == vb["n_trials_effective"]

@@ -121,8 +121,9 @@ def test_a_portfolio_sweep_and_a_symbol_sweep_of_one_iteration_are_both_recorded
     ptuner = _tuner(ctx)
     ptuner(PARENT, 1, set())
     single = spec_from_template(Family.MOMENTUM, 0)
-    stuner = ScreenTuner(ctx, {}, ("i02-v02-single", single), iteration=3, route="TUNE",
-                         ledger=ptuner.ledger)  # fmt: skip
+    stuner = ScreenTuner(
+        ctx, {}, ("i02-v02-single", single), iteration=3, route="TUNE", ledger=ptuner.ledger
+    )
     stuner(single, 1, set())
     for t in (ptuner, stuner):
         t.flush()
@@ -188,8 +189,9 @@ def test_the_portfolio_neighbourhood_stays_on_the_grid_and_off_seen_keys():
             r = PARAM_SPACE[name]
             assert r.snap(value) == value and r.low <= value <= r.high
     # With the volatility target on, target_vol moves too.
-    targeted = reconcile_portfolio(PARENT.model_copy(update={"parameters": PARENT.parameters
-                                                             | {"vol_target": True}}))  # fmt: skip
+    targeted = reconcile_portfolio(
+        PARENT.model_copy(update={"parameters": PARENT.parameters | {"vol_target": True}})
+    )
     assert not inert_params(targeted)
     moved = neighbourhood(targeted, 30, seed=(2,), seen=set(), frozen=inert_params(targeted))
     assert any(s.parameters["target_vol"] != targeted.parameters["target_vol"] for s in moved)
@@ -219,9 +221,14 @@ def test_without_a_tuner_portfolio_tuning_is_as_before(route):
 
     def propose(tuner, n=4):
         return propose_portfolio_specs(
-            families=["cross_sectional_momentum"], route=route, n=n, rng=random.Random(3),
-            seen=set(), best=("p", PARENT), tuner=tuner,
-        )  # fmt: skip
+            families=["cross_sectional_momentum"],
+            route=route,
+            n=n,
+            rng=random.Random(3),
+            seen=set(),
+            best=("p", PARENT),
+            tuner=tuner,
+        )
 
     plain = propose(None)
     assert not any(p.why == "screened around the best" for p in plain)
@@ -269,11 +276,27 @@ def _develop(daily_dir: Path, out: Path, *extra: str) -> Path:
     from swarm.run import execute, prepare
 
     argv = [
-        "--directive", "momentum alpha in tech", "--tickers", "AAPL,MSFT,NVDA,GOOGL,AMZN",
-        "--data-dir", str(daily_dir), "--start", "2012-01-01", "--end", "2020-12-01",
-        "--max-iterations", "2", "--workers", "1", "--offline", "--memory-dir", "off",
-        "--out", str(out), *extra,
-    ]  # fmt: skip
+        "--directive",
+        "momentum alpha in tech",
+        "--tickers",
+        "AAPL,MSFT,NVDA,GOOGL,AMZN",
+        "--data-dir",
+        str(daily_dir),
+        "--start",
+        "2012-01-01",
+        "--end",
+        "2020-12-01",
+        "--max-iterations",
+        "2",
+        "--workers",
+        "1",
+        "--offline",
+        "--memory-dir",
+        "off",
+        "--out",
+        str(out),
+        *extra,
+    ]
     config, criteria = config_from_args(build_parser().parse_args(argv))
     # No research round: iteration 2 develops iteration 1's families (a first research round
     # would otherwise take it; what research changes is tested elsewhere).
@@ -303,8 +326,11 @@ def test_a_run_tunes_its_portfolio_parent_through_the_screen_and_no_screen_never
     variants = json.loads((run / "variants.json").read_text())
     by_key = {t["trial_key"]: t for t in rec["trials"]}
     for key in rec["confirmed"]:
-        vid = next(v for v, x in variants.items() if x["spec"]["name"].find(" | screen ") > 0
-                   and r_key(records, v) == key)  # fmt: skip
+        vid = next(
+            v
+            for v, x in variants.items()
+            if x["spec"]["name"].find(" | screen ") > 0 and r_key(records, v) == key
+        )
         metrics = variants[vid]["in_sample"]["metrics"]
         assert metrics["sharpe"] == pytest.approx(by_key[key]["sharpe"], rel=1e-9)
         assert metrics["n_trades"] == by_key[key]["n_trades"]

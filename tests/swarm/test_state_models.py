@@ -30,20 +30,36 @@ from swarm.state import (
 pytestmark = pytest.mark.unit
 
 
-PORTFOLIO_SPEC = StrategySpec(family=PortfolioFamily.ROTATION, name="rotation", approach="a",
-                              entry="rotation", scope="portfolio")  # fmt: skip
+PORTFOLIO_SPEC = StrategySpec(
+    family=PortfolioFamily.ROTATION,
+    name="rotation",
+    approach="a",
+    entry="rotation",
+    scope="portfolio",
+)
 
 
 def _variant(variant_id: str = "v1", spec: StrategySpec | None = None) -> StrategyVariant:
-    return StrategyVariant(variant_id=variant_id, iteration=2, route=Origin.TUNE,
-                           spec=spec or default_spec(Family.MOMENTUM), code="x = 1",
-                           code_sha256="c")  # fmt: skip
+    return StrategyVariant(
+        variant_id=variant_id,
+        iteration=2,
+        route=Origin.TUNE,
+        spec=spec or default_spec(Family.MOMENTUM),
+        code="x = 1",
+        code_sha256="c",
+    )
 
 
 def _state_values() -> dict:
     variant = _variant()
-    best = BestSoFar(variant_id="v1", family="trend", trial_key="k", metrics=None, score=0.4,
-                     portfolio=Series(dates=["2020-01-02"], values=[0.01]))  # fmt: skip
+    best = BestSoFar(
+        variant_id="v1",
+        family="trend",
+        trial_key="k",
+        metrics=None,
+        score=0.4,
+        portfolio=Series(dates=["2020-01-02"], values=[0.01]),
+    )
     return {
         "route": Origin.TUNE,
         "counters": LoopCounters(iteration=2, strategy_iterations=2),
@@ -54,7 +70,7 @@ def _state_values() -> dict:
             root_cause="r",
             confidence=0.5,
             hints=[Hint.MARKET_EXPOSURE],
-        ),  # fmt: skip
+        ),
         "results": [
             StoredResult(
                 job_id="j",
@@ -64,7 +80,7 @@ def _state_values() -> dict:
                 status=JobStatus.OK,
                 result_file="backtests/v1/A-f0.json",
             )
-        ],  # fmt: skip
+        ],
         "variants": [variant, _variant("v2", PORTFOLIO_SPEC)],
         "all_variants": {
             "v1": StoredVariant(
@@ -72,7 +88,7 @@ def _state_values() -> dict:
                 code_file="strategies/v1.py",
                 class_name="Momentum",
             )
-        },  # fmt: skip
+        },
         "lookahead": {"v1": LookaheadReport(biased=False, n_cuts=20, mismatches=["m"])},
     }
 
@@ -116,8 +132,12 @@ def test_every_enum_inside_the_state_types_is_on_the_allowlist() -> None:
 
 
 def test_send_payloads_are_typed() -> None:
-    state = {"iteration": 3, "symbols": ["A", "B"], "n_folds": 2,
-             "variants": [_variant(), _variant("v2", PORTFOLIO_SPEC)]}  # fmt: skip
+    state = {
+        "iteration": 3,
+        "symbols": ["A", "B"],
+        "n_folds": 2,
+        "variants": [_variant(), _variant("v2", PORTFOLIO_SPEC)],
+    }
     sends = fan_out_backtests(state)
     assert len(sends) == 6 and all(isinstance(s.arg, BacktestTask) for s in sends)
     assert sends[3].arg == BacktestTask(

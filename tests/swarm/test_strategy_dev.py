@@ -15,10 +15,21 @@ pytestmark = pytest.mark.unit
 
 def _metrics(n_trades: int, sharpe: float = 0.5) -> Metrics:
     return Metrics(
-        sharpe=sharpe, sharpe_per_period=sharpe / 15.87, sortino=None, cagr_pct=5, total_return_pct=10,
-        max_drawdown_pct=10, win_rate_pct=50, profit_factor=1.1, n_trades=n_trades, exposure_pct=50,
-        final_value=110_000, n_obs=500, skew=0, kurtosis=3,
-    )  # fmt: skip
+        sharpe=sharpe,
+        sharpe_per_period=sharpe / 15.87,
+        sortino=None,
+        cagr_pct=5,
+        total_return_pct=10,
+        max_drawdown_pct=10,
+        win_rate_pct=50,
+        profit_factor=1.1,
+        n_trades=n_trades,
+        exposure_pct=50,
+        final_value=110_000,
+        n_obs=500,
+        skew=0,
+        kurtosis=3,
+    )
 
 
 def _ev(vid, family, n_trades=40, score=0.3, errors=0, vetoes=()):
@@ -26,14 +37,30 @@ def _ev(vid, family, n_trades=40, score=0.3, errors=0, vetoes=()):
 
     kinds = [Veto.LOOKAHEAD for v in vetoes if v.startswith("lookahead detected")]
     return VariantEvaluation(
-        variant_id=vid, family=family, trial_key=vid, metrics=_metrics(n_trades), n_jobs=4,
-        n_errors=errors, vetoes=list(vetoes), veto_kinds=kinds, score=score,
-    )  # fmt: skip
+        variant_id=vid,
+        family=family,
+        trial_key=vid,
+        metrics=_metrics(n_trades),
+        n_jobs=4,
+        n_errors=errors,
+        vetoes=list(vetoes),
+        veto_kinds=kinds,
+        score=score,
+    )
 
 
 def _common(**kw):
-    base = dict(n=5, rng=random.Random(1), seen=set(), families=preferred_order(["momentum"], []),
-                suggested=None, best=None, last=[], failure=None, min_trades=30)  # fmt: skip
+    base = dict(
+        n=5,
+        rng=random.Random(1),
+        seen=set(),
+        families=preferred_order(["momentum"], []),
+        suggested=None,
+        best=None,
+        last=[],
+        failure=None,
+        min_trades=30,
+    )
     return base | kw
 
 
@@ -68,10 +95,17 @@ def test_fix_repairs_the_broken_variants_first():
 
 def test_refine_follows_the_failure_hint():
     spec = default_spec(Family.MOMENTUM)
-    failure = FailureAnalysis(failure_type=FailureType.DESIGN_FLAW, root_cause="deep drawdowns",
-                              confidence=0.7, actions=["add stops"], hints=[Hint.DEEP_DRAWDOWN])  # fmt: skip
-    props = propose(route="REFINE", **_common(best=("m", spec), last=[(_ev("m", "momentum"), spec)],
-                                              failure=failure))  # fmt: skip
+    failure = FailureAnalysis(
+        failure_type=FailureType.DESIGN_FLAW,
+        root_cause="deep drawdowns",
+        confidence=0.7,
+        actions=["add stops"],
+        hints=[Hint.DEEP_DRAWDOWN],
+    )
+    props = propose(
+        route="REFINE",
+        **_common(best=("m", spec), last=[(_ev("m", "momentum"), spec)], failure=failure),
+    )
     assert props[0].why == "refine: deep_drawdown"
     assert props[0].spec.trial_key() != spec.trial_key()
 
@@ -106,10 +140,15 @@ def test_research_route_with_every_template_tried_still_spreads_over_families():
 
 def test_tune_after_a_trade_floor_near_miss_moves_half_the_slots_toward_more_trades():
     best = default_spec(Family.MOMENTUM)
-    failure = FailureAnalysis(failure_type=FailureType.PARAMETER_ISSUE, root_cause="29 < 30 trades",
-                              confidence=0.8, hints=[Hint.TOO_FEW_TRADES, Hint.NEAR_THRESHOLD])  # fmt: skip
-    props = propose(route="TUNE", **_common(best=("v-best", best), seen={best.trial_key()},
-                                            failure=failure))  # fmt: skip
+    failure = FailureAnalysis(
+        failure_type=FailureType.PARAMETER_ISSUE,
+        root_cause="29 < 30 trades",
+        confidence=0.8,
+        hints=[Hint.TOO_FEW_TRADES, Hint.NEAR_THRESHOLD],
+    )
+    props = propose(
+        route="TUNE", **_common(best=("v-best", best), seen={best.trial_key()}, failure=failure)
+    )
     directed = [p for p in props if p.why.startswith("tune toward more trades")]
     assert len(directed) == 2 and props[:2] == directed
     assert all(p.parent_id == "v-best" for p in props)
@@ -149,8 +188,13 @@ def test_later_rounds_follow_the_research_order_not_the_directive_quota():
 def test_refine_keeps_a_third_of_the_slots_for_tuning_the_best():
     # Regression: planted-edge calibration runs refined every family's best each round, the
     # refinements lost the edge, and the near-passing best was never tuned.
-    failure = FailureAnalysis(failure_type=FailureType.DESIGN_FLAW, root_cause="low DSR",
-                              confidence=0.6, actions=["strengthen"], hints=[Hint.LOW_DSR])  # fmt: skip
+    failure = FailureAnalysis(
+        failure_type=FailureType.DESIGN_FLAW,
+        root_cause="low DSR",
+        confidence=0.6,
+        actions=["strengthen"],
+        hints=[Hint.LOW_DSR],
+    )
     fams = [
         Family.MOMENTUM,
         Family.MEAN_REVERSION,
@@ -173,12 +217,23 @@ def _failing_drawdown(best_id: str = "xs", attainment: float = 0.555) -> Failure
     from gate.contracts import FailingCriterion
 
     return FailureAnalysis(
-        failure_type=FailureType.PARAMETER_ISSUE, root_cause="near miss", confidence=0.7,
-        hints=[Hint.DRAWDOWN], best_variant_id=best_id,
-        failing=[FailingCriterion(label="max_drawdown_pct<=20", metric="max_drawdown_pct", op="<=",
-                                  threshold=20, value=28.9, attainment=attainment,
-                                  category=Hint.DRAWDOWN)],
-    )  # fmt: skip
+        failure_type=FailureType.PARAMETER_ISSUE,
+        root_cause="near miss",
+        confidence=0.7,
+        hints=[Hint.DRAWDOWN],
+        best_variant_id=best_id,
+        failing=[
+            FailingCriterion(
+                label="max_drawdown_pct<=20",
+                metric="max_drawdown_pct",
+                op="<=",
+                threshold=20,
+                value=28.9,
+                attainment=attainment,
+                category=Hint.DRAWDOWN,
+            )
+        ],
+    )
 
 
 @pytest.mark.parametrize("route", ["TUNE", "REFINE"])
@@ -189,9 +244,14 @@ def test_a_drawdown_near_miss_is_repaired_along_the_drawdown_first(route):
 
     best = portfolio_spec("cross_sectional_momentum")
     out = repair_proposals(
-        route=route, failure=_failing_drawdown(), parent=("xs", best), n=3,
-        rng=random.Random(1), seen={best.trial_key()}, regime_filters=(INDEX_REGIME,),
-    )  # fmt: skip
+        route=route,
+        failure=_failing_drawdown(),
+        parent=("xs", best),
+        n=3,
+        rng=random.Random(1),
+        seen={best.trial_key()},
+        regime_filters=(INDEX_REGIME,),
+    )
     assert [p.why for p in out] == [
         "repair drawdown: vol_target on",
         f"repair drawdown: +{INDEX_REGIME}",

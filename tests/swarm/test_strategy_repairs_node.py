@@ -36,45 +36,77 @@ def _ctx(root: Path, *, indices: tuple[str, ...], variants: int = VARIANTS):
 
     return SimpleNamespace(
         config=SimpleNamespace(
-            seed=7, variants=variants, families=["cross_sectional_momentum"],
-            preferred_families=["cross_sectional_momentum"], screen_size=0, sizing=None,
+            seed=7,
+            variants=variants,
+            families=["cross_sectional_momentum"],
+            preferred_families=["cross_sectional_momentum"],
+            screen_size=0,
+            sizing=None,
             limits=SimpleNamespace(max_iterations=10),
         ),
-        symbols=["AAA", "BBB", "CCC", "DDD"], llm=None, news_items=[], memo=RunMemo(),
-        data={s: object() for s in indices}, periods_per_year=252, folds=[0, 1],
+        symbols=["AAA", "BBB", "CCC", "DDD"],
+        llm=None,
+        news_items=[],
+        memo=RunMemo(),
+        data={s: object() for s in indices},
+        periods_per_year=252,
+        folds=[0, 1],
         criteria=SimpleNamespace(min_trades=30),
-        run=SimpleNamespace(root=root, write_text=write_text,
-                            tracker=ExperimentTracker(root / "experiments.jsonl")),
+        run=SimpleNamespace(
+            root=root, write_text=write_text, tracker=ExperimentTracker(root / "experiments.jsonl")
+        ),
         progress=SimpleNamespace(start_batch=lambda n: None, stage=lambda kind, text: None),
         written=written,
-    )  # fmt: skip
+    )
 
 
 def _state(route: str, failure: FailureAnalysis) -> dict:
     stored = StoredVariant(
-        variant_id=BEST_ID, iteration=1, route=Origin.INITIAL, spec=BEST, code_sha256="0" * 64,
-        code_file=f"strategies/{BEST_ID}.py", class_name="Strategy",
-    )  # fmt: skip
+        variant_id=BEST_ID,
+        iteration=1,
+        route=Origin.INITIAL,
+        spec=BEST,
+        code_sha256="0" * 64,
+        code_file=f"strategies/{BEST_ID}.py",
+        class_name="Strategy",
+    )
     ev = VariantEvaluation(
-        variant_id=BEST_ID, family=BEST.family.value, trial_key=BEST.trial_key(), metrics=None,
+        variant_id=BEST_ID,
+        family=BEST.family.value,
+        trial_key=BEST.trial_key(),
+        metrics=None,
         score=0.55,
-    )  # fmt: skip
+    )
     return {
-        "iteration": 2, "route": route, "all_variants": {BEST_ID: stored}, "best": ev,
-        "evaluations": [ev], "failure": failure,
-    }  # fmt: skip
+        "iteration": 2,
+        "route": route,
+        "all_variants": {BEST_ID: stored},
+        "best": ev,
+        "evaluations": [ev],
+        "failure": failure,
+    }
 
 
 def _drawdown_only() -> FailureAnalysis:
     # The README case: alpha t 3.16, SPA p 0.003, only the drawdown (28.9% vs 20%) fails.
     return FailureAnalysis(
-        failure_type=FailureType.PARAMETER_ISSUE, root_cause="near miss", confidence=0.7,
-        hints=[Hint.DRAWDOWN], best_variant_id=BEST_ID,
-        failing=[FailingCriterion(
-            label="max_drawdown_pct<=20", metric="max_drawdown_pct", op="<=", threshold=20,
-            value=28.9, attainment=0.555, category=Hint.DRAWDOWN,
-        )],
-    )  # fmt: skip
+        failure_type=FailureType.PARAMETER_ISSUE,
+        root_cause="near miss",
+        confidence=0.7,
+        hints=[Hint.DRAWDOWN],
+        best_variant_id=BEST_ID,
+        failing=[
+            FailingCriterion(
+                label="max_drawdown_pct<=20",
+                metric="max_drawdown_pct",
+                op="<=",
+                threshold=20,
+                value=28.9,
+                attainment=0.555,
+                category=Hint.DRAWDOWN,
+            )
+        ],
+    )
 
 
 @pytest.fixture(autouse=True)

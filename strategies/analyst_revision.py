@@ -167,12 +167,11 @@ def triggers(
     same rule; ``signature`` reads it."""
     counted = [e for e in rows if e.kind == RATING or count_targets]
     by_day: dict[int, set[int]] = {}
+    first = 0  # the first counted revision inside the lookback (rows are in day order)
     for i, e in enumerate(counted):
-        firms = {
-            o.firm
-            for o in counted[: i + 1]
-            if o.side == e.side and o.ordinal > e.ordinal - lookback_days
-        }
+        while counted[first].ordinal <= e.ordinal - lookback_days:
+            first += 1
+        firms = {o.firm for o in counted[first : i + 1] if o.side == e.side}
         if len(firms) >= min_actions:
             by_day.setdefault(e.day, set()).add(e.side)
     return [(day, sides.pop()) for day, sides in sorted(by_day.items()) if len(sides) == 1]

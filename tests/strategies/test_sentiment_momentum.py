@@ -319,3 +319,42 @@ def test_a_series_with_no_items_stays_flat_in_the_engine():
     result = run_code_on_bars(code, _bars(), symbol="ZZZ")
     assert result.status == "ok", result.error
     assert result.metrics.n_trades == 0
+
+
+def _orders(code: str, bars: pd.DataFrame) -> tuple[tuple[int, int], ...]:
+    """(bar day, side it orders: 1, -1, or 0 to close) of every order the child places."""
+    namespace: dict = {}
+    exec(compile(code, "<sentiment_momentum>", "exec"), namespace)
+    days = [date_key(d.date()) for d in bars.index]
+    placed: list = []
+
+    class Recorded(namespace[CLASS_NAME]):
+        def next(self):
+            before = self.order
+            super().next()
+            if self.order is not None and self.order is not before:
+                held, size = self.position.size, self.order.size
+                side = 0 if held and size == -held else (1 if size > 0 else -1)
+                placed.append((days[len(self) - 1], side))
+
+    cerebro = bt.Cerebro(stdstats=False)
+    cerebro.adddata(bt.feeds.PandasData(dataname=bars), name="AAPL")
+    cerebro.addstrategy(Recorded)
+    cerebro.broker.setcash(1_000_000)
+    cerebro.run()
+    return tuple(placed)
+
+
+def test_the_child_places_the_orders_the_trusted_replay_says_on_the_corpus(shared_data):
+    from swarm.research.news import score_headline
+
+    tweets = AltData(shared_data).table("tweets")
+    tables = {"tweets": scored(tweets, text="text", score=score_headline, key=normalise)}
+    table = series(tables, ["AAPL"], through=date(2015, 12, 31))
+    bars = pd.read_csv(shared_data / "ohlcv" / "daily" / "AAPL.csv", index_col=0, parse_dates=True)
+    bars = bars.loc["2014-01-01":"2015-12-31", ["open", "high", "low", "close", "volume"]]
+    days = [date_key(d.date()) for d in bars.index]
+    for spec in (momentum_spec(), momentum_spec({"smooth": 1, "lookback": 20}, long_short=True)):
+        want = decisions(spec, table["tweets"]["AAPL"], days)
+        assert len(want) > 20
+        assert _orders(render(spec, table), bars) == want

@@ -12,6 +12,7 @@ from datetime import date
 from pathlib import Path
 from types import SimpleNamespace
 
+import pandas as pd
 import pytest
 
 from backtest.splits import TimeSplit
@@ -42,7 +43,7 @@ def _alt(tmp_path: Path) -> Path:
     lines = []
     rng = random.Random(0)
     words = ["great", "bad", "strong buy", "terrible miss", "beats", "flat day"]
-    for i, day in enumerate(d for d in _weekdays(date(2015, 3, 2), date(2015, 7, 31))):
+    for i, day in enumerate(_weekdays(date(2015, 3, 2), date(2015, 7, 31))):
         for k in range(2):
             text = f"$AAPL {rng.choice(words)} {i} {k}"
             lines.append(f"{day},{day} 1{k}:00:00,AAPL,{i}{k},1,10,{text}")
@@ -53,9 +54,7 @@ def _alt(tmp_path: Path) -> Path:
     return tmp_path
 
 
-def _weekdays(start: date, end: date):
-    import pandas as pd
-
+def _weekdays(start: date, end: date) -> list[date]:
     return [d.date() for d in pd.bdate_range(start, end)]
 
 

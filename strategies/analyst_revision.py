@@ -108,11 +108,28 @@ def action_side(action: object, pt_change: object) -> tuple[int, int] | None:
 # A firm's name compared loosely: trailing words that vary between headlines of one firm
 # ("Nomura Instinet", "Cowen & Co.", "BMO Capital Markets") and a few known aliases.
 _FIRM_TAIL = frozenset(
-    ("securities", "capital", "markets", "company", "co", "partners", "group", "research",
-     "instinet", "isi", "crowd", "genuity", "nicolaus")
-)  # fmt: skip
-_FIRM_ALIAS = {"bankofamerica": "bofa", "citigroup": "citi", "goldmansachs": "goldman",
-               "brileyfbr": "briley"}  # fmt: skip
+    (
+        "securities",
+        "capital",
+        "markets",
+        "company",
+        "co",
+        "partners",
+        "group",
+        "research",
+        "instinet",
+        "isi",
+        "crowd",
+        "genuity",
+        "nicolaus",
+    )
+)
+_FIRM_ALIAS = {
+    "bankofamerica": "bofa",
+    "citigroup": "citi",
+    "goldmansachs": "goldman",
+    "brileyfbr": "briley",
+}
 ROUNDUP = "benzinga"  # "Benzinga's Top Upgrades": a roundup repeating named firms' actions
 
 

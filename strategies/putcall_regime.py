@@ -77,13 +77,19 @@ IDEAS: tuple[tuple[dict[str, ParamValue], bool, str], ...] = (
     ({"entry_z": 2.0, "hold_bars": 40}, False, "strong fear, hold 40"),
     ({}, True, "long/short"),
     ({"total_ratio": True}, False, "total put/call"),
-    ({"span": 1, "lookback": 20, "entry_z": 1.0, "exit_z": 0.0, "hold_bars": 10}, False,
-     "raw ratio, short history, quick"),
-    ({"span": 10, "lookback": 250, "entry_z": 1.0, "exit_z": 0.0, "hold_bars": 60}, False,
-     "slow ratio against a year"),
+    (
+        {"span": 1, "lookback": 20, "entry_z": 1.0, "exit_z": 0.0, "hold_bars": 10},
+        False,
+        "raw ratio, short history, quick",
+    ),
+    (
+        {"span": 10, "lookback": 250, "entry_z": 1.0, "exit_z": 0.0, "hold_bars": 60},
+        False,
+        "slow ratio against a year",
+    ),
     ({"lookback": 120, "entry_z": 2.0, "exit_z": 0.0}, True, "long/short, strong extremes"),
     ({"span": 3, "entry_z": 2.5, "exit_z": 1.0, "hold_bars": 5}, False, "panic spikes, hold 5"),
-)  # fmt: skip
+)
 
 
 class Point(NamedTuple):

@@ -67,9 +67,15 @@ GRID: dict[str, tuple[float, ...]] = {
 }
 FLOATS = frozenset({"entry_z", "exit_z"})
 DEFAULTS: dict[str, ParamValue] = {
-    "source": 1, "lookback": 60, "smooth": 3, "entry_z": 1.0, "exit_z": 0.0, "hold_bars": 5,
-    "min_items": 2, "weighted": 1,
-}  # fmt: skip
+    "source": 1,
+    "lookback": 60,
+    "smooth": 3,
+    "entry_z": 1.0,
+    "exit_z": 0.0,
+    "hold_bars": 5,
+    "min_items": 2,
+    "weighted": 1,
+}
 # First-iteration (and research-round) diversity: (parameters, long_short, note).
 IDEAS: tuple[tuple[dict[str, ParamValue], bool, str], ...] = (
     ({}, False, "defaults"),
@@ -141,8 +147,7 @@ def scored(
         },
         index=frame.index,
     )
-    return AltTable(name or table.name, table.source, out.reset_index(drop=True), True,
-                    table.rule)  # fmt: skip
+    return AltTable(name or table.name, table.source, out.reset_index(drop=True), True, table.rule)
 
 
 def merged(name: str, tables: Sequence[AltTable]) -> AltTable:
@@ -269,8 +274,9 @@ def decisions(spec: StrategySpec, rows: Sequence[Day], days: Sequence[int]) -> t
                 continue
             count, tone_sum = count + d.count, tone_sum + d.count * d.tone
         z = tz.update(count, tone_sum)
-        target, fresh = decide(z, prev, side, now - entered, p["entry_z"], p["exit_z"],
-                               p["hold_bars"], spec.long_short)  # fmt: skip
+        target, fresh = decide(
+            z, prev, side, now - entered, p["entry_z"], p["exit_z"], p["hold_bars"], spec.long_short
+        )
         prev = z
         if fresh:
             entered = now

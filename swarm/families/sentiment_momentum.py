@@ -67,10 +67,11 @@ def coverage(table: DailyTable, start: date, end: date) -> dict[str, list[str]]:
     """Source name -> the tickers with at least ``MIN_COVERED_DAYS`` sessions of items from
     ``start`` to ``end``."""
     return {
-        source: sorted(t for t, rows in window(by_ticker, start, end).items()
-                       if len(rows) >= MIN_COVERED_DAYS)
+        source: sorted(
+            t for t, rows in window(by_ticker, start, end).items() if len(rows) >= MIN_COVERED_DAYS
+        )
         for source, by_ticker in table.items()
-    }  # fmt: skip
+    }
 
 
 def _warn(run: Any, message: str) -> None:
@@ -117,8 +118,17 @@ class SentimentMomentum:
         if not sources:
             return []
         tried = [spec for _, spec in ctx.last if spec.family.value == KIND]
-        return propose(route=ctx.route, n=n, rng=ctx.rng, seen=ctx.seen, best=ctx.own_best,
-                       table=table, days=days, sources=sources, tried=tried)  # fmt: skip
+        return propose(
+            route=ctx.route,
+            n=n,
+            rng=ctx.rng,
+            seen=ctx.seen,
+            best=ctx.own_best,
+            table=table,
+            days=days,
+            sources=sources,
+            tried=tried,
+        )
 
     def _note_gaps(self, run: Any, covered: dict[str, list[str]], start: date, end: date) -> None:
         """Say once per run which tickers a source does not cover (their strategy stays
@@ -131,8 +141,11 @@ class SentimentMomentum:
         self._warned.add(key)
         where = f"between {start} and {end} (at least {MIN_COVERED_DAYS} sessions with items)"
         if not any(covered.values()):
-            _warn(run, f"{KIND}: no tweet or headline coverage for {', '.join(symbols)} {where}; "
-                       "the family proposes nothing (tweets cover 2014-01 .. 2016-03)")  # fmt: skip
+            _warn(
+                run,
+                f"{KIND}: no tweet or headline coverage for {', '.join(symbols)} {where}; "
+                "the family proposes nothing (tweets cover 2014-01 .. 2016-03)",
+            )
             return
         missing = "; ".join(f"{s}: {', '.join(g)}" for s, g in gaps.items() if g)
         _warn(run, f"{KIND}: no coverage {where} for {missing}; those strategies stay flat")

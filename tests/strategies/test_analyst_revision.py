@@ -222,13 +222,21 @@ def test_target_moves_count_only_when_asked_and_a_split_day_triggers_nothing():
 
 def test_specs_are_snapped_to_the_grid_and_named_by_every_parameter():
     spec = revision_spec(
-        {"min_actions": 7, "lookback_days": 13, "hold_bars": 33, "entry_delay": 4,
-         "count_targets": 0.8}
-    )  # fmt: skip
+        {
+            "min_actions": 7,
+            "lookback_days": 13,
+            "hold_bars": 33,
+            "entry_delay": 4,
+            "count_targets": 0.8,
+        }
+    )
     assert spec.parameters == {
-        "min_actions": 3, "lookback_days": 10, "hold_bars": 40, "entry_delay": 5,
+        "min_actions": 3,
+        "lookback_days": 10,
+        "hold_bars": 40,
+        "entry_delay": 5,
         "count_targets": 1,
-    }  # fmt: skip
+    }
     assert all(v in GRID[k] for k, v in spec.parameters.items())
     assert spec.name == f"{KIND}-long | ratings+targets, 3 firm(s) in 10d, hold 40, delay 5"
 
@@ -287,8 +295,11 @@ def test_no_proposal_trades_exactly_as_the_best_or_another_proposal():
     assert len({signature(p.spec, ups) for p in initial}) == len(initial) == 8
     # a trigger before ``start`` cannot place an order: no spec differs by it alone
     assert signature(best[1], ups, start=20150301) == (
-        (("AAPL", 20150428, 1),), False, 20, 0,
-    )  # fmt: skip
+        (("AAPL", 20150428, 1),),
+        False,
+        20,
+        0,
+    )
 
 
 # --------------------------------------------------------------------------- the code
@@ -324,8 +335,14 @@ def _fills(code: str, symbol: str = "AAPL") -> list[tuple[date, date, str]]:
     """(decision bar, fill bar, side) of each fill the lab's books accepted."""
     bars = _bars()
     first, last = bars.index[0].date(), bars.index[-1].date()
-    job = BacktestJob(job_id="t", variant_id="v", code=code, symbol=symbol, bars=bars,
-                      fold=Fold(index=0, warmup_start=first, start=first, end=last))  # fmt: skip
+    job = BacktestJob(
+        job_id="t",
+        variant_id="v",
+        code=code,
+        symbol=symbol,
+        bars=bars,
+        fold=Fold(index=0, warmup_start=first, start=first, end=last),
+    )
     run = execute(job)
     assert run.result.status == JobStatus.OK, run.result.error
     return [(f.created, f.executed, f.side) for f in run.fills]
@@ -440,9 +457,21 @@ def test_without_rating_actions_the_error_names_the_flag_and_the_file(tmp_path):
 def test_a_run_naming_the_family_without_its_data_exits_at_start_up(tmp_path, shared_data):
     from swarm.develop import build_parser, config_from_args
 
-    argv = ["--directive", "alpha in tech", "--tickers", "NVDA", "--data-dir",
-            str(shared_data / "ohlcv" / "daily"), "--start", "2012-01-01", "--end", "2016-12-31",
-            "--offline", "--families", KIND]  # fmt: skip
+    argv = [
+        "--directive",
+        "alpha in tech",
+        "--tickers",
+        "NVDA",
+        "--data-dir",
+        str(shared_data / "ohlcv" / "daily"),
+        "--start",
+        "2012-01-01",
+        "--end",
+        "2016-12-31",
+        "--offline",
+        "--families",
+        KIND,
+    ]
     config, _ = config_from_args(build_parser().parse_args(argv))  # the corpus: found
     assert config.families == [KIND]
     empty = tmp_path / "alt"

@@ -174,9 +174,21 @@ def test_without_ratios_the_error_names_the_flag_and_the_file(tmp_path):
 def test_the_family_name_validates_on_the_command_line(shared_data):
     from swarm.develop import build_parser, config_from_args
 
-    argv = ["--directive", "contrarian put/call", "--tickers", "SPY", "--data-dir",
-            str(shared_data / "ohlcv" / "daily"), "--start", "2012-01-01", "--end", "2016-12-31",
-            "--offline", "--families", KIND]  # fmt: skip
+    argv = [
+        "--directive",
+        "contrarian put/call",
+        "--tickers",
+        "SPY",
+        "--data-dir",
+        str(shared_data / "ohlcv" / "daily"),
+        "--start",
+        "2012-01-01",
+        "--end",
+        "2016-12-31",
+        "--offline",
+        "--families",
+        KIND,
+    ]
     config, _ = config_from_args(build_parser().parse_args(argv))
     assert config.families == [KIND]
 
@@ -286,9 +298,13 @@ SPEC = {"span": 1, "lookback": 20, "entry_z": 1.5, "exit_z": 0.5, "hold_bars": 4
 def test_the_code_is_valid(long_short):
     spec = regime_spec({"lookback": 70, "entry_z": 1.2, "exit_z": 2.0}, long_short=long_short)
     assert spec.parameters == {  # snapped, the exit below the entry
-        "total_ratio": False, "span": 5, "lookback": 60, "entry_z": 1.0, "exit_z": 0.5,
+        "total_ratio": False,
+        "span": 5,
+        "lookback": 60,
+        "entry_z": 1.0,
+        "exit_z": 0.5,
         "hold_bars": 20,
-    }  # fmt: skip
+    }
     code = render(spec, _series({}))
     report = validate_code(code)
     assert report.ok, report.errors
@@ -428,7 +444,8 @@ def test_the_gates_lookahead_check_finds_it_clean_on_real_data(shared_data):
     table = series(AltData(shared_data).table(TABLE), through=date(2016, 12, 30))
     code = render(regime_spec({"entry_z": 1.0, "exit_z": 0.0}, long_short=True), table)
     bars = read_real_bars("SPY", "2015-01-01", "2016-12-31")
-    fold = Fold(index=0, warmup_start=date(2015, 1, 2), start=date(2015, 3, 2),
-                end=date(2016, 12, 30))  # fmt: skip
+    fold = Fold(
+        index=0, warmup_start=date(2015, 1, 2), start=date(2015, 3, 2), end=date(2016, 12, 30)
+    )
     report = check_lookahead(code, bars, fold=fold, costs=CostModel(), symbol="SPY")
     assert report.checked and not report.biased, report.mismatches or report.error

@@ -110,11 +110,24 @@ def test_an_item_known_after_the_cut_is_invisible_in_the_series_and_the_code(tmp
 
 
 def test_sessions_agree_with_first_tradable():
-    moments = pd.Series(pd.to_datetime([
-        "2015-07-03 13:30", "2015-07-02 20:30", "2015-07-06 19:59:59", "2015-07-06 20:00:00",
-        "2015-07-06 20:00:01", "2015-01-06 21:00", "2015-01-06 21:00:01", "2015-11-27 18:00:01",
-        "2015-11-28 03:00", "2014-12-31 23:59",
-    ], utc=True, format="mixed"))  # fmt: skip
+    moments = pd.Series(
+        pd.to_datetime(
+            [
+                "2015-07-03 13:30",
+                "2015-07-02 20:30",
+                "2015-07-06 19:59:59",
+                "2015-07-06 20:00:00",
+                "2015-07-06 20:00:01",
+                "2015-01-06 21:00",
+                "2015-01-06 21:00:01",
+                "2015-11-27 18:00:01",
+                "2015-11-28 03:00",
+                "2014-12-31 23:59",
+            ],
+            utc=True,
+            format="mixed",
+        )
+    )
     assert sessions(moments).tolist() == [date_key(first_tradable(m)) for m in moments]
     assert sessions(moments).tolist()[3:5] == [20150706, 20150707]
     assert sessions(moments).tolist()[7] == 20151130  # after the half day's 18:00 UTC close
@@ -205,8 +218,16 @@ def test_proposals_stay_on_covered_sources_and_never_trade_alike():
     rng = random.Random(3)
     rows = tuple(Day(d, 1 + rng.randrange(6), round(rng.uniform(-0.5, 0.5), 6)) for d in days)
     table = {"tweets": {"AAPL": rows}, "news": {"AAPL": ()}, "both": {"AAPL": rows}}
-    props = propose(route="RESEARCH", n=8, rng=random.Random(0), seen=set(), best=None,
-                    table=table, days=days, sources=["tweets"])  # fmt: skip
+    props = propose(
+        route="RESEARCH",
+        n=8,
+        rng=random.Random(0),
+        seen=set(),
+        best=None,
+        table=table,
+        days=days,
+        sources=["tweets"],
+    )
     assert len(props) == 8 and all(p.spec.parameters["source"] == 1 for p in props)
     sigs = {signature(p.spec, table, days) for p in props}
     assert len(sigs) == 8
@@ -214,11 +235,30 @@ def test_proposals_stay_on_covered_sources_and_never_trade_alike():
     base = momentum_spec({"smooth": 1, "weighted": 1})
     twin = momentum_spec({"smooth": 1, "weighted": 0})
     assert signature(base, table, days) == signature(twin, table, days)
-    tuned = propose(route="TUNE", n=20, rng=random.Random(0), seen=set(), best=("b", base),
-                    table=table, days=days, sources=["tweets"])  # fmt: skip
+    tuned = propose(
+        route="TUNE",
+        n=20,
+        rng=random.Random(0),
+        seen=set(),
+        best=("b", base),
+        table=table,
+        days=days,
+        sources=["tweets"],
+    )
     assert twin.trial_key() not in {p.spec.trial_key() for p in tuned}
-    assert propose(route="INITIAL", n=4, rng=random.Random(0), seen=set(), best=None,
-                   table=table, days=days, sources=[]) == []  # fmt: skip
+    assert (
+        propose(
+            route="INITIAL",
+            n=4,
+            rng=random.Random(0),
+            seen=set(),
+            best=None,
+            table=table,
+            days=days,
+            sources=[],
+        )
+        == []
+    )
 
 
 # --------------------------------------------------------------------------- the code
@@ -277,8 +317,16 @@ def _hand_series(bars: pd.DataFrame, spikes: dict[int, float], after: float) -> 
 def test_it_enters_after_a_tone_spike_and_leaves_when_the_z_falls_back():
     bars = _bars()
     rows = _hand_series(bars, {30: 0.6}, after=0.05)
-    spec = momentum_spec({"lookback": 20, "smooth": 1, "min_items": 1, "entry_z": 1.5,
-                          "exit_z": 0.0, "hold_bars": 10})  # fmt: skip
+    spec = momentum_spec(
+        {
+            "lookback": 20,
+            "smooth": 1,
+            "min_items": 1,
+            "entry_z": 1.5,
+            "exit_z": 0.0,
+            "hold_bars": 10,
+        }
+    )
     code = render(spec, {"tweets": {"AAPL": rows, "MSFT": ()}})
     days = [date_key(d.date()) for d in bars.index]
     # Decided at bar 30's close (z >> 1), filled at bar 31's open; bar 31's tone 0.05 is
@@ -292,8 +340,16 @@ def test_it_enters_after_a_tone_spike_and_leaves_when_the_z_falls_back():
 def test_it_leaves_after_hold_bars_while_the_tone_stays_up():
     bars = _bars()
     rows = _hand_series(bars, {30: 0.6}, after=0.3)
-    spec = momentum_spec({"lookback": 20, "smooth": 1, "min_items": 1, "entry_z": 1.5,
-                          "exit_z": -0.5, "hold_bars": 3})  # fmt: skip
+    spec = momentum_spec(
+        {
+            "lookback": 20,
+            "smooth": 1,
+            "min_items": 1,
+            "entry_z": 1.5,
+            "exit_z": -0.5,
+            "hold_bars": 3,
+        }
+    )
     days = [date_key(d.date()) for d in bars.index]
     assert decisions(spec, rows, days) == ((days[30], 1), (days[33], 0))
     code = render(spec, {"tweets": {"AAPL": rows}})

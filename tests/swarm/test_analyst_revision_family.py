@@ -27,8 +27,21 @@ def _events(code: str) -> dict[str, tuple[tuple[int, int, int, int, int], ...]]:
 def test_the_registry_finds_the_family_and_families_accepts_its_name(daily_dir):
     plugin = registry().for_kind(KIND)
     assert plugin.name == KIND and KIND in registry().known()
-    argv = ["--directive", "alpha in tech", "--tickers", "NVDA", "--data-dir", str(daily_dir),
-            "--start", "2012-01-01", "--end", "2016-12-31", "--offline", "--families", KIND]  # fmt: skip
+    argv = [
+        "--directive",
+        "alpha in tech",
+        "--tickers",
+        "NVDA",
+        "--data-dir",
+        str(daily_dir),
+        "--start",
+        "2012-01-01",
+        "--end",
+        "2016-12-31",
+        "--offline",
+        "--families",
+        KIND,
+    ]
     config, _ = config_from_args(build_parser().parse_args(argv))
     assert config.families == [KIND]
 
@@ -37,12 +50,37 @@ def test_the_registry_finds_the_family_and_families_accepts_its_name(daily_dir):
 @pytest.mark.slow
 def test_analyst_revision_is_proposed_backtested_and_gated(daily_dir, tmp_path):
     argv = [
-        "--directive", "analyst upgrades in tech", "--tickers", "NVDA", "--data-dir",
-        str(daily_dir), "--start", "2012-01-01", "--end", "2016-12-31", "--variants", "3",
-        "--folds", "2", "--max-iterations", "2", "--workers", "1", "--seed", "3",
-        "--criteria", "sharpe>=0.1,min_trades>=2", "--criteria-replace", "--offline",
-        "--memory-dir", "off", "--families", KIND, "--out", str(tmp_path),
-    ]  # fmt: skip
+        "--directive",
+        "analyst upgrades in tech",
+        "--tickers",
+        "NVDA",
+        "--data-dir",
+        str(daily_dir),
+        "--start",
+        "2012-01-01",
+        "--end",
+        "2016-12-31",
+        "--variants",
+        "3",
+        "--folds",
+        "2",
+        "--max-iterations",
+        "2",
+        "--workers",
+        "1",
+        "--seed",
+        "3",
+        "--criteria",
+        "sharpe>=0.1,min_trades>=2",
+        "--criteria-replace",
+        "--offline",
+        "--memory-dir",
+        "off",
+        "--families",
+        KIND,
+        "--out",
+        str(tmp_path),
+    ]
     config, criteria = config_from_args(build_parser().parse_args(argv))
     prepared = prepare(config, criteria, argv=argv, quiet=True)
     execute(prepared)

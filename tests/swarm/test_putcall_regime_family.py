@@ -32,12 +32,37 @@ def test_the_registry_finds_it():
 
 def test_putcall_regime_is_proposed_backtested_and_gated(daily_dir, tmp_path):
     argv = [
-        "--directive", "contrarian put/call regime", "--tickers", "SPY", "--data-dir",
-        str(daily_dir), "--start", "2010-01-01", "--end", "2018-12-31", "--variants", "3",
-        "--folds", "2", "--max-iterations", "2", "--workers", "1", "--seed", "3",
-        "--criteria", "sharpe>=0.1,min_trades>=2", "--criteria-replace", "--offline",
-        "--memory-dir", "off", "--families", KIND, "--out", str(tmp_path),
-    ]  # fmt: skip
+        "--directive",
+        "contrarian put/call regime",
+        "--tickers",
+        "SPY",
+        "--data-dir",
+        str(daily_dir),
+        "--start",
+        "2010-01-01",
+        "--end",
+        "2018-12-31",
+        "--variants",
+        "3",
+        "--folds",
+        "2",
+        "--max-iterations",
+        "2",
+        "--workers",
+        "1",
+        "--seed",
+        "3",
+        "--criteria",
+        "sharpe>=0.1,min_trades>=2",
+        "--criteria-replace",
+        "--offline",
+        "--memory-dir",
+        "off",
+        "--families",
+        KIND,
+        "--out",
+        str(tmp_path),
+    ]
     config, criteria = config_from_args(build_parser().parse_args(argv))
     prepared = prepare(config, criteria, argv=argv, quiet=True)
     execute(prepared)

@@ -76,8 +76,14 @@ def _run(root: Path, symbols: list[str]) -> SimpleNamespace:
 
 
 def _ctx(run: SimpleNamespace, route: str = "INITIAL") -> ProposalContext:
-    return ProposalContext(route=route, rng=random.Random(0), seen=set(), families=[KIND],
-                           n_symbols=len(run.symbols), run=run)  # fmt: skip
+    return ProposalContext(
+        route=route,
+        rng=random.Random(0),
+        seen=set(),
+        families=[KIND],
+        n_symbols=len(run.symbols),
+        run=run,
+    )
 
 
 @pytest.mark.unit
@@ -125,8 +131,12 @@ def test_no_coverage_proposes_nothing_and_says_so(tmp_path, capsys):
     code = plugin.code(run, momentum_spec())  # asked anyway: a flat strategy, no crash
     assert _days(code) == {"MSFT": ()}
     late = _run(tmp_path, ["AAPL"])  # a window after the corpus ends
-    late.split = TimeSplit(insample_start=date(2017, 1, 3), insample_end=date(2017, 12, 29),
-                           holdout_start=date(2018, 1, 2), holdout_end=date(2018, 6, 29))  # fmt: skip
+    late.split = TimeSplit(
+        insample_start=date(2017, 1, 3),
+        insample_end=date(2017, 12, 29),
+        holdout_start=date(2018, 1, 2),
+        holdout_end=date(2018, 6, 29),
+    )
     late.folds = [SimpleNamespace(warmup_start=date(2017, 1, 3), start=date(2017, 6, 1))]
     assert plugin.propose(_ctx(late), 3) == []
     assert "no tweet or headline coverage for AAPL" in capsys.readouterr().err
@@ -150,9 +160,21 @@ def test_without_tweets_or_headlines_the_error_names_the_flag_and_files(tmp_path
     run = _run(tmp_path, ["AAPL"])
     with pytest.raises(UserInputError, match="--alt-data.*stocknet_tweets_2014_2016.csv"):
         registry().for_kind(KIND).code(run, momentum_spec())
-    argv = ["--directive", "alpha in tech", "--tickers", "AAPL", "--data-dir",
-            str(shared_data / "ohlcv" / "daily"), "--start", "2014-01-01", "--end", "2016-12-31",
-            "--offline", "--families", KIND]  # fmt: skip
+    argv = [
+        "--directive",
+        "alpha in tech",
+        "--tickers",
+        "AAPL",
+        "--data-dir",
+        str(shared_data / "ohlcv" / "daily"),
+        "--start",
+        "2014-01-01",
+        "--end",
+        "2016-12-31",
+        "--offline",
+        "--families",
+        KIND,
+    ]
     config, _ = config_from_args(build_parser().parse_args(argv))  # the corpus: found
     assert KIND in config.families
     empty = tmp_path / "alt"
@@ -167,12 +189,37 @@ def test_without_tweets_or_headlines_the_error_names_the_flag_and_files(tmp_path
 @pytest.mark.slow
 def test_sentiment_momentum_is_proposed_backtested_and_gated(daily_dir, tmp_path):
     argv = [
-        "--directive", "sentiment momentum in tech", "--tickers", "AAPL,MSFT", "--data-dir",
-        str(daily_dir), "--start", "2013-01-01", "--end", "2016-12-31", "--variants", "3",
-        "--folds", "2", "--max-iterations", "2", "--workers", "1", "--seed", "3",
-        "--criteria", "sharpe>=0.1,min_trades>=2", "--criteria-replace", "--offline",
-        "--memory-dir", "off", "--families", KIND, "--out", str(tmp_path),
-    ]  # fmt: skip
+        "--directive",
+        "sentiment momentum in tech",
+        "--tickers",
+        "AAPL,MSFT",
+        "--data-dir",
+        str(daily_dir),
+        "--start",
+        "2013-01-01",
+        "--end",
+        "2016-12-31",
+        "--variants",
+        "3",
+        "--folds",
+        "2",
+        "--max-iterations",
+        "2",
+        "--workers",
+        "1",
+        "--seed",
+        "3",
+        "--criteria",
+        "sharpe>=0.1,min_trades>=2",
+        "--criteria-replace",
+        "--offline",
+        "--memory-dir",
+        "off",
+        "--families",
+        KIND,
+        "--out",
+        str(tmp_path),
+    ]
     config, criteria = config_from_args(build_parser().parse_args(argv))
     prepared = prepare(config, criteria, argv=argv, quiet=True)
     execute(prepared)

@@ -79,6 +79,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--cuts", type=int, default=20, help="cut points of the lookahead check")
     p.add_argument("--workers", type=int, default=None, help="processes (default: all cores)")
     p.add_argument(
+        "--executor",
+        choices=("process", "serial", "ray"),
+        default=None,
+        help="process pool (default; serial for one job), one at a time, or Ray",
+    )
+    p.add_argument("--ray-address", help="an existing Ray cluster (default: start a local one)")
+    p.add_argument(
         "--trades",
         action="store_true",
         help="add the round trips the books accepted: trades [{symbol, entry_date, ...}]",
@@ -128,7 +135,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.cash <= 0 or args.timeout <= 0 or args.cuts < 1 or args.warmup_days < 0:
         _bad("--cash/--timeout/--cuts/--warmup-days", "must be positive")
 
-    from backtest.executors import ProcessPoolBackend, SerialBackend
+    from backtest.executors import make_executor
     from backtest.lookahead import check_lookahead
     from backtest.sandbox import DEFAULT_POLICY, SandboxPolicy
 
@@ -153,11 +160,10 @@ def main(argv: list[str] | None = None) -> int:
     ]
     parallel = args.check_lookahead or len(jobs) > 1
     policy = SandboxPolicy(validate=False) if args.skip_validation else DEFAULT_POLICY
-    executor = (
-        ProcessPoolBackend(args.workers, policy=policy)
-        if parallel
-        else SerialBackend(policy=policy)
-    )
+    if args.ray_address and args.executor != "ray":
+        _bad("--ray-address", "applies only with --executor ray")
+    kind = args.executor or ("process" if parallel else "serial")
+    executor = make_executor(kind, args.workers, args.ray_address, policy=policy)
     with executor:
         trades: list[Any] = []
         if args.trades:  # the books' accepted fills come with the traced outcome

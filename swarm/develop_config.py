@@ -184,15 +184,17 @@ def config_from_args(args: argparse.Namespace):
 
 def _families(option: str | None, from_directive: list[str]) -> list[str]:
     """--families (checked), else the directive's families when it names the pipeline (a
-    run with it is opt-in: its decisions cost a pipeline call per ticker and week) or a
-    portfolio family ("cross-sectional", "relative strength", "rotation")."""
+    run with it is opt-in: its decisions cost a pipeline call per ticker and week), a
+    portfolio family ("cross-sectional", "relative strength", "rotation") or a family of
+    ``swarm/families/`` ("earnings drift", "analyst upgrades", "tweet sentiment", "put/call")."""
     from strategies.decision_family import FAMILY
     from strategies.portfolio import portfolio_families
     from strategies.regime import REGIME_FILTERS
     from swarm.families import registry
 
-    if option is None:
-        opted = {FAMILY.value, *portfolio_families()}
+    if option is None:  # self-proposing plugins (alt-data families) are opt-in too
+        own = {kind for plugin in registry() if plugin.self_proposing for kind in plugin.kinds}
+        opted = {FAMILY.value, *portfolio_families(), *own}
         return list(from_directive) if opted & set(from_directive) else []
     names = [n.strip().lower().replace("-", "_") for n in option.split(",") if n.strip()]
     if not names:

@@ -40,6 +40,32 @@ def _words(text: str) -> frozenset[str]:
 
 
 STYLE_PHRASES: list[tuple[str, tuple[str, ...], tuple[str, ...]]] = [
+    # Families that trade alternative data (swarm/families/), before "analysts?" and
+    # "contrarian" can read their words as the pipeline or mean reversion.
+    (
+        r"post[\s-]*earnings(?:[\s-]+announcement)?(?:[\s-]+drift)?|pead"
+        r"|earnings(?:[\s-]+(?:drift|surprises?|announcements?|reports?))?",
+        ("earnings_drift",),
+        ("earnings_drift",),
+    ),
+    (
+        r"analyst[\s-]+(?:revisions?|upgrades?|downgrades?|rating[\s-]+(?:changes?|actions?))"
+        r"|(?:rating|estimate)[\s-]+(?:revisions?|changes?)|revisions?|upgrades?|downgrades?",
+        ("analyst_revision",),
+        ("analyst_revision",),
+    ),
+    (
+        r"(?:(?:news|social|tweets?|twitter|headlines?)[\s-]+)?sentiment(?:[\s-]+momentum)?"
+        r"|tweets?|headlines?",
+        ("sentiment_momentum",),
+        ("sentiment_momentum",),
+    ),
+    (
+        r"(?:contrarian[\s-]+)?put[\s/-]*call(?:[\s-]+ratios?)?(?:[\s-]+regimes?)?"
+        r"|options?[\s-]+sentiment",
+        ("putcall_regime",),
+        ("putcall_regime",),
+    ),
     # The analyst -> debate -> trader -> risk pipeline, replayed as a strategy family.
     ("agents decide", ("decision_pipeline",), ("decision_pipeline",)),
     ("analysts?", ("decision_pipeline",), ("decision_pipeline",)),
@@ -81,7 +107,8 @@ STYLE_WORDS = _words(
     momentum volatility breakout breakouts reversion revert reverting cointegration
     cointegrated trend trending following rotation pairs neutral cross-sectional sectional
     oversold overbought pullback squeeze channel analyst analysts debate relative strength
-    intraday hourly
+    intraday hourly earnings drift surprise surprises revision revisions upgrade upgrades
+    downgrade downgrades sentiment tweets headlines put call
     """
 )
 
@@ -228,7 +255,7 @@ FILLER = _words(
 UNSUPPORTED_STYLES = _words(
     """
     value quality growth carry dividend dividends seasonality seasonal arbitrage fundamental
-    fundamentals earnings
+    fundamentals
     """
 )
 UNSUPPORTED_UNIVERSES = _words(
@@ -382,7 +409,8 @@ def parse_directive(directive: str) -> Plan:
             what = "style" if word in UNSUPPORTED_STYLES else "universe"
             known = (
                 "momentum, trend, breakout, mean reversion, pairs, volatility, low volatility, "
-                "cross-sectional momentum, rotation, analyst debate"
+                "cross-sectional momentum, rotation, analyst debate, earnings drift, "
+                "analyst revisions, sentiment, put/call"
                 if what == "style"
                 else "sectors (tech, semis, software, banks…), crypto, bitcoin, ether, ETFs, "
                 "indices, or tickers"

@@ -12,6 +12,7 @@ from backtest.engine import trim_bars
 from backtest.errors import BacktestError
 from backtest.executors.base import BaseExecutor, outcome_error
 from backtest.executors.batching import Batcher
+from backtest.executors.ray_loopback import LOOPBACK, is_loopback, loopback_kept
 from backtest.sandbox import (
     DEFAULT_POLICY,
     SandboxOutcome,
@@ -29,7 +30,8 @@ class RayBackend(BaseExecutor):
     dashboard; ~5-7 s to start); an address (``auto``, ``ray://host:10001`` or
     ``host:6379``) connects to an existing cluster, whose nodes need this project
     and its dependencies installed. Ray is shut down on ``close`` only if this
-    backend started it.
+    backend started it. A local instance, and a cluster at a loopback address, stay on
+    127.0.0.1 (``backtest.executors.ray_loopback``).
     """
 
     def __init__(
@@ -59,8 +61,12 @@ class RayBackend(BaseExecutor):
                 kwargs["address"] = address
             else:
                 kwargs["num_cpus"] = self.workers
+            loopback = is_loopback(address)
+            if loopback:  # a local instance or a loopback cluster: nothing off 127.0.0.1
+                kwargs["_node_ip_address"] = LOOPBACK
             try:
-                ray.init(**kwargs)
+                with loopback_kept() if loopback else contextlib.nullcontext():
+                    ray.init(**kwargs)
             except Exception as exc:
                 where = f"--ray-address {address}" if address else "a local Ray instance"
                 raise BacktestError(

@@ -263,6 +263,14 @@ TABLE = [
         None,
         ["portfolio"],
     ),
+    # The alternative-data families (swarm/families/), by their words.
+    ("earnings drift in tech", "daily", TECH, "1d", ["earnings_drift"], None, []),
+    ("post-earnings announcement drift in tech", "daily", TECH, "1d", ["earnings_drift"], None, []),
+    ("analyst upgrades in tech", "daily", TECH, "1d", ["analyst_revision"], None, []),
+    ("analyst revisions in tech", "daily", TECH, "1d", ["analyst_revision"], None, []),
+    ("tweet sentiment momentum in tech", "daily", TECH, "1d", ["sentiment_momentum"], None, []),
+    ("news sentiment in tech", "daily", TECH, "1d", ["sentiment_momentum"], None, []),
+    ("contrarian put/call regime in tech", "daily", TECH, "1d", ["putcall_regime"], None, []),
     ("banks", "banks", ["KEY", "RF"], "1d", [], None, []),
     ("momentum in regional banks", "banks", ["KEY", "RF"], "1d", ["momentum"], None, []),
     ("oversold bounces in tech", "daily", TECH, "1d", ["mean_reversion"], None, []),
@@ -557,3 +565,13 @@ def test_low_volatility_on_one_symbol_says_what_is_missing(tmp_path, capsys, mon
     err = capsys.readouterr().err.strip()
     assert code == 2 and len(err.splitlines()) == 1
     assert "low volatility" in err and "not a family yet" in err
+
+
+@pytest.mark.parametrize(
+    "family", ["earnings_drift", "analyst_revision", "sentiment_momentum", "putcall_regime"]
+)
+def test_a_directive_naming_an_alt_data_family_opts_the_run_into_it(family):
+    from swarm.develop_config import _families
+
+    assert _families(None, [family]) == [family]
+    assert _families(None, ["momentum"]) == []  # block families need no opt-in

@@ -117,7 +117,7 @@ SCENARIOS: dict[str, Scenario] = {
             "earnings_null",
             0.05,
             10,
-            "earnings reports, no drift",
+            "earnings reports, no post-report drift",
             n_symbols=5,
             families=("earnings_drift",),
             pair="planted-earnings-drift",

@@ -48,6 +48,7 @@ from swarm.calibration.scenarios import (
     ALIASES,
     DEFAULT_DIRECTIVE,
     DEFAULT_SCENARIOS,
+    MAX_BASE_SEED,
     MAX_RUNS,
     SCENARIOS,
     SEED_STRIDE,
@@ -65,6 +66,7 @@ __all__ = [
     "ALIASES",
     "DEFAULT_DIRECTIVE",
     "DEFAULT_SCENARIOS",
+    "MAX_BASE_SEED",
     "MAX_RUNS",
     "SCENARIOS",
     "SEED_STRIDE",
@@ -151,6 +153,14 @@ def build_parser() -> argparse.ArgumentParser:
         default=UniverseSpec.reversion_half_life,
         help="planted reversion: half-life of a deviation in bars "
         f"(default {UniverseSpec.reversion_half_life:g})",
+    )
+    p.add_argument(
+        "--earnings-strength",
+        type=float,
+        default=UniverseSpec.pead_sharpe,
+        help="planted earnings drift: annualised Sharpe of the drift after a report whose "
+        f"surprise is {UniverseSpec.pead_threshold_pct:g}%% or more either way, for "
+        f"{UniverseSpec.pead_days} bars (default {UniverseSpec.pead_sharpe:g})",
     )
     p.add_argument(
         "--drift",

@@ -9,7 +9,13 @@ from dataclasses import dataclass, replace
 from datetime import date
 from pathlib import Path
 
-from swarm.calibration.scenarios import MAX_RUNS, parse_kinds, scenario_for, universe_seed
+from swarm.calibration.scenarios import (
+    MAX_BASE_SEED,
+    MAX_RUNS,
+    parse_kinds,
+    scenario_for,
+    universe_seed,
+)
 from swarm.calibration.synthetic_universe import UniverseSpec
 from swarm.cli_args import screen_options
 from swarm.errors import UserInputError
@@ -37,6 +43,7 @@ class RunSpec:
     out: Path
     workers: int  # backtest processes of this run
     keep_checkpoints: bool = False
+    families: tuple[str, ...] = ()  # develop --families (the scenario's; empty: all)
 
 
 def plan_runs(args: argparse.Namespace, out: Path) -> list[RunSpec]:
@@ -45,6 +52,8 @@ def plan_runs(args: argparse.Namespace, out: Path) -> list[RunSpec]:
     names = parse_kinds(args.kinds)
     if not 1 <= args.runs <= MAX_RUNS:
         raise ValueError(f"--runs: {args.runs} must be between 1 and {MAX_RUNS}")
+    if not 0 <= args.seed < MAX_BASE_SEED:
+        raise ValueError(f"--seed: {args.seed} must be between 0 and {MAX_BASE_SEED - 1}")
     if args.symbols < 1 or args.years < 2:
         raise ValueError("--symbols must be >= 1 and --years >= 2")
     workers = args.workers or 1
@@ -90,6 +99,7 @@ def plan_runs(args: argparse.Namespace, out: Path) -> list[RunSpec]:
                     out=out,
                     workers=per_run,
                     keep_checkpoints=args.keep_checkpoints,
+                    families=scenario.families,
                 )
             )
     return specs
@@ -105,6 +115,7 @@ def base_universe(args: argparse.Namespace) -> UniverseSpec:
         regime_days=args.regime_days,
         reversion_share=args.reversion_share,
         reversion_half_life=args.reversion_half_life,
+        pead_sharpe=args.earnings_strength,
     )
     if not 0.0 < spec.reversion_share < 1.0:
         raise ValueError(f"--reversion-share: {spec.reversion_share} must be between 0 and 1")

@@ -59,7 +59,10 @@ def run_line(r: dict[str, Any]) -> str:
     if r["verdict"] == "ERROR":
         return f"{head} {r.get('error', '')} ({r['seconds']:.0f}s)"
     strength = r.get("strength") or {}
-    rule = "reversion" if r.get("universe_kind") == "reversion" else "momentum"
+    kind = r.get("universe_kind")
+    rule = {"reversion": "reversion", "earnings": "earnings", "earnings_null": "earnings"}.get(
+        kind or "", "momentum"
+    )
     trades = "-" if r.get("best_trades") is None else str(r["best_trades"])
     return (
         f"{head} iters {r['iterations']:>2}  trials {r['n_trials']:>3}"
@@ -129,6 +132,7 @@ def summarise(
                 "drift_annual": sc.drift_annual,
                 "null": sc.is_null,
                 "edge": sc.edge,
+                "families": list(sc.families),
             }
             for n, sc in scenarios.items()
         },

@@ -22,7 +22,8 @@ from swarm.calibration.synthetic_universe import write_universe
 
 def run_config(spec: RunSpec, meta: dict[str, Any], data_dir: Path) -> tuple[Any, Any]:
     """The (RunConfig, Criteria) ``python -m swarm.develop`` builds for this run's options:
-    directive ``alpha`` on the universe's symbols from its CSV folder, offline, quiet."""
+    directive ``alpha`` on the universe's symbols from its CSV folder, offline, quiet; the
+    scenario's ``--families``, and its earnings reports' folder as ``--alt-data``."""
     from backtest.benchmark import BUY_AND_HOLD, normalise_name
     from gate.criteria import criteria_from_text
     from swarm.config import RunConfig
@@ -50,8 +51,9 @@ def run_config(spec: RunSpec, meta: dict[str, Any], data_dir: Path) -> tuple[Any
         llm_settings=parse_llm_arg("none"),
         offline=True,
         benchmark=normalise_name(plan.benchmark) if plan.benchmark else BUY_AND_HOLD,
-        # Families stay open unless the directive names the decision pipeline (it does not).
-        families=[],
+        # Families stay open unless the scenario names some (the directive names none).
+        families=list(spec.families),
+        alt_data=Path(meta["alt_data"]).resolve() if meta.get("alt_data") else None,
         # Every run on its own: the universes share symbol names (SYNA, ...), so a shared
         # memory would let earlier runs (and runs in parallel) steer later ones.
         memory_dir="off",
@@ -79,9 +81,11 @@ def run_loop(config: Any, criteria: Any) -> LoopResult:
     import traceback
 
     from swarm.errors import UserInputError
+    from swarm.families import registry
     from swarm.run import execute, prepare
 
     try:
+        registry().preflight(config)  # a named family's own inputs, as develop checks them
         prepared = prepare(config, criteria, argv=["swarm.calibrate"], quiet=True)
     except UserInputError as exc:
         return LoopResult(2, None, error=f"error: {exc}")

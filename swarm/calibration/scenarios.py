@@ -1,7 +1,8 @@
 """The calibration scenarios: named seeded universes, with or without a planted edge.
 
 Each scenario fixes a kind of universe (``swarm.calibration.synthetic_universe``) and a drift; its
-slot fixes its seeds, so a scenario's runs are reproducible and no two scenarios share one.
+slot fixes its seeds, so a scenario's runs are reproducible and no two scenarios share one
+(except a null and its planted ``pair``: the same noise, with and without the edge).
 """
 
 from __future__ import annotations
@@ -11,12 +12,20 @@ from typing import Any
 
 from swarm.calibration.synthetic_universe import Kind
 
+NULL_KINDS = ("null", "earnings_null")  # universes without an edge: their SUCCESSes are false
+
 # Names no family: a directive's families fill half of the first iteration, and a planted
 # edge must be found by the search, not announced to it (a "momentum" directive would
 # crowd out the reversion scenario's family and help the momentum one).
 DEFAULT_DIRECTIVE = "alpha"
 SEED_STRIDE = 10_007  # keeps the seed blocks of different --seed values apart
 MAX_RUNS = 999  # runs per scenario: the seed blocks of two scenarios must not overlap
+# A base seed's SEED_STRIDE holds 10 slots' blocks; slots 10-19 take the same layout from
+# 2**30 on, slots 20-29 from 2**31 (seeds stay below 2**32, what numpy's legacy seeding takes).
+# The regions stay apart while base * SEED_STRIDE < 2**30: base seeds below MAX_BASE_SEED.
+SLOTS_PER_REGION = 10
+SEED_REGION = 2**30
+MAX_BASE_SEED = 100_000
 
 
 @dataclass(frozen=True)
@@ -24,17 +33,24 @@ class Scenario:
     """A named kind of universe: what generates it, and whether an edge is in it."""
 
     name: str
-    universe_kind: Kind  # "null": no edge; "planted" / "reversion": a known edge
+    universe_kind: Kind  # NULL_KINDS: no edge; "planted" / "reversion" / ...: a known edge
     drift_annual: float  # common expected simple return a year
-    slot: int  # fixes the scenario's seeds (universe_seed); never renumber one
+    # Fixes the scenario's seeds (universe_seed); never renumber one. Only a null and the
+    # planted scenario it mirrors (``pair``) share a slot: the same noise, so the two differ
+    # only by the planted edge.
+    slot: int
     edge: str  # what a rule could find in it, for the summary lines
     n_symbols: int | None = None  # None: --symbols; a cross-sectional edge needs a broad universe
     # UniverseSpec fields the scenario sets itself (they win over the CLI's universe options)
     universe: tuple[tuple[str, Any], ...] = ()
+    # develop --families for its runs (empty: every family, as a plain run); a universe with
+    # earnings reports also passes them as --alt-data
+    families: tuple[str, ...] = ()
+    pair: str | None = None  # a null's planted twin, whose slot (seeds) it shares
 
     @property
     def is_null(self) -> bool:
-        return self.universe_kind == "null"
+        return self.universe_kind in NULL_KINDS
 
     @property
     def what(self) -> str:
@@ -83,6 +99,29 @@ SCENARIOS: dict[str, Scenario] = {
             "momentum in calm markets only",
             universe=(("vol_range", (0.15, 0.25)), ("regime_sharpe", 4.0)),
         ),
+        # Post-earnings drift for the earnings_drift family (the run names it and gets the
+        # reports as --alt-data); 5 symbols so its rules trade more than the gate's 30 times
+        # in-sample. The null shares the planted kind's seeds: the same prices' noise and the
+        # same reports (and their first-session reactions), without the drift.
+        Scenario(
+            "planted-earnings-drift",
+            "earnings",
+            0.05,
+            10,
+            "post-earnings drift",
+            n_symbols=5,
+            families=("earnings_drift",),
+        ),
+        Scenario(
+            "null-earnings-drift",
+            "earnings_null",
+            0.05,
+            10,
+            "earnings reports, no post-report drift",
+            n_symbols=5,
+            families=("earnings_drift",),
+            pair="planted-earnings-drift",
+        ),
     )
 }
 DEFAULT_SCENARIOS = (
@@ -97,16 +136,21 @@ ALIASES = {"null": "null-zero", "planted": "planted-momentum-zero"}
 
 
 def universe_seed(base_seed: int, scenario: str, index: int) -> int:
-    """Distinct, reproducible seeds: no two scenarios (or indices, or base seeds) share one.
+    """Distinct, reproducible seeds: no two scenarios (or indices, or base seeds) share one,
+    but a null and its planted ``pair``, which share a slot.
 
     Scenarios pair up by slot into blocks of ``2 * (MAX_RUNS + 1)`` seeds inside a base
     seed's ``SEED_STRIDE``; slots 0 and 1 (``null``/``planted`` before scenarios) keep the
-    seeds they always had: ``base * SEED_STRIDE + 2 * index + (0 or 1)``.
+    seeds they always had: ``base * SEED_STRIDE + 2 * index + (0 or 1)``. A stride holds 10
+    slots; from slot 10 on, the same layout starts at ``SEED_REGION`` (see there).
     """
     if not 1 <= index <= MAX_RUNS:
         raise ValueError(f"run index {index} must be in 1..{MAX_RUNS}")
-    slot = SCENARIOS[ALIASES.get(scenario, scenario)].slot
-    return base_seed * SEED_STRIDE + 2 * (index + (MAX_RUNS + 1) * (slot // 2)) + slot % 2
+    if not 0 <= base_seed < MAX_BASE_SEED:
+        raise ValueError(f"base seed {base_seed} must be in 0..{MAX_BASE_SEED - 1}")
+    region, slot = divmod(SCENARIOS[ALIASES.get(scenario, scenario)].slot, SLOTS_PER_REGION)
+    block = 2 * (index + (MAX_RUNS + 1) * (slot // 2)) + slot % 2
+    return region * SEED_REGION + base_seed * SEED_STRIDE + block
 
 
 def parse_kinds(text: str) -> list[str]:

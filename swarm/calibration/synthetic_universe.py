@@ -1,6 +1,6 @@
 """Seeded synthetic universes for calibrating the quality gate.
 
-Five kinds, same machinery:
+Seven kinds, same machinery:
 
 ``null``  (no edge)  — each symbol's daily simple return is ``drift + sigma_t * z_t``:
     GARCH(1,1) volatility clustering around a per-symbol long-run volatility drawn from
@@ -77,6 +77,12 @@ Five kinds, same machinery:
     ``market_corr`` 0.6): raw drawdown median 33% (over 20% in 9 of 10 seeds), volatility
     targeted 11% (all under 20%), Sharpe 1.78 raw, 2.0 targeted.
 
+``earnings`` (known edge: post-earnings-announcement drift) and ``earnings_null`` (its
+    null) — the null's returns plus quarterly earnings reports written in the corpus layout
+    (the run's ``--alt-data``), each moving its first tradable session, and (``earnings``
+    only) a drift the surprise's way for ``pead_days`` returns after a report whose surprise
+    is at least ``pead_threshold_pct``: ``swarm.calibration.synthetic_earnings``.
+
 Bars are realistic enough for the engine and the quality report: the close-to-close
 return is split into an overnight gap (the open is near the previous close) and an
 intraday move; highs and lows extend beyond the body by a half-normal amount scaled by
@@ -97,7 +103,18 @@ from typing import Literal
 import numpy as np
 import pandas as pd
 
-Kind = Literal["null", "planted", "reversion", "cross_sectional", "vol_regime"]
+from swarm.calibration.synthetic_earnings import (
+    SURPRISES,
+    drift_sides,
+    earnings_rule_returns,
+    reaction_shocks,
+    report_sides,
+    report_table,
+)
+
+Kind = Literal[
+    "null", "planted", "reversion", "cross_sectional", "vol_regime", "earnings", "earnings_null"
+]
 # Each kind draws from its own random stream: the same seed never gives two kinds the same shocks.
 _KIND_STREAM: dict[str, int] = {
     "null": 0,
@@ -105,8 +122,13 @@ _KIND_STREAM: dict[str, int] = {
     "reversion": 2,
     "cross_sectional": 3,
     "vol_regime": 4,
+    # The earnings null shares the planted kind's stream: one seed, the same shocks and reports.
+    "earnings": 5,
+    "earnings_null": 5,
 }
+EARNINGS_KINDS = ("earnings", "earnings_null")
 TRADING_DAYS = 252
+ALT_DIR = "alt"  # an earnings universe's alternative-data folder, inside its CSV folder
 _MAX_VOL_MULT = 4.0  # GARCH variance is capped at (4 x long-run vol)^2: no runaway paths
 _MAX_ABS_Z = 12.0  # t(4) tails are fat, not infinite: clip absurd single-day shocks
 
@@ -142,6 +164,12 @@ class UniverseSpec:
     storm_vol_mult: float = 3.0  # a storm's volatility as a multiple of the calm one
     calm_days: float = 250.0  # expected duration of a calm, trading days
     storm_days: float = 100.0  # expected duration of a storm
+    # planted post-earnings drift (kinds "earnings" / "earnings_null": swarm.calibration.
+    # synthetic_earnings); the null draws the same reports and reactions, without the drift
+    pead_sharpe: float = 2.0  # annualised Sharpe of the drift after an eligible report
+    pead_threshold_pct: float = 5.0  # |surprise| in % of the consensus that starts a drift
+    pead_days: int = 40  # returns the drift lasts, from the first one a rule can earn
+    pead_reaction: float = 1.0  # report-session move: daily sd per 10% surprise (capped at 3)
     symbols: tuple[str, ...] = field(default=())
 
     def symbol_names(self) -> list[str]:
@@ -158,6 +186,8 @@ class Universe:
     vol_annual: dict[str, float]  # symbol -> long-run annual volatility
     # symbol -> hidden log-price deviation per bar (kind "reversion" only)
     deviation: dict[str, np.ndarray] = field(default_factory=dict)
+    # the earnings reports in the corpus columns (kinds "earnings" / "earnings_null" only)
+    reports: pd.DataFrame | None = None
 
 
 def _student_t(rng: np.random.Generator, df: float, shape: tuple[int, ...]) -> np.ndarray:
@@ -273,6 +303,14 @@ def generate_universe(spec: UniverseSpec) -> Universe:
     drift = spec.drift_annual / TRADING_DAYS
     if spec.kind == "cross_sectional":
         return _cross_sectional(rng, spec, shocks, dates, names, drift)
+    reports, sides, reactions = None, {}, {}
+    if spec.kind in EARNINGS_KINDS:  # the reports, then the bars they touch
+        if spec.pead_days < 1 or spec.pead_threshold_pct < 0:
+            raise ValueError("pead_days must be >= 1 and pead_threshold_pct >= 0")
+        reports = report_table(rng, names, dates)
+        sides, reactions = drift_sides(
+            reports, dates, names, threshold_pct=spec.pead_threshold_pct, days=spec.pead_days
+        )
     if spec.storm_vol_mult < 1.0:
         raise ValueError(f"storm_vol_mult must be >= 1, got {spec.storm_vol_mult}")
     # Market-wide calm (1) / storm (storm_vol_mult) volatility multiplier, vol_regime only.
@@ -295,11 +333,23 @@ def generate_universe(spec: UniverseSpec) -> Universe:
                 if spec.kind == "vol_regime":  # the edge lives in the calm regime only
                     state = np.where(vol_mult > 1.0, 0.0, state)
                 mu = drift + state * spec.regime_sharpe * s_lr / math.sqrt(TRADING_DAYS)
+            if spec.kind in EARNINGS_KINDS:  # report-day moves in both, the drift planted only
+                z = z + reaction_shocks(reactions[sym], spec.pead_reaction)
+                if spec.kind == "earnings":
+                    state = sides[sym]
+                    mu = drift + state * spec.pead_sharpe * s_lr / math.sqrt(TRADING_DAYS)
             ret = np.maximum(mu + sigma * z, -0.5)  # simple close-to-close returns
         bars[sym] = _ohlcv(rng, ret, sigma, dates, vol_a)
         regimes[sym] = state
         vols[sym] = vol_a
-    return Universe(spec=spec, bars=bars, regimes=regimes, vol_annual=vols, deviation=deviation)
+    return Universe(
+        spec=spec,
+        bars=bars,
+        regimes=regimes,
+        vol_annual=vols,
+        deviation=deviation,
+        reports=reports,
+    )
 
 
 def _cross_sectional(
@@ -492,7 +542,8 @@ def describe(
     port = {k: np.mean(v, axis=0) for k, v in ports.items()}
     mom_alpha, _, mom_t = timing_alpha(port["mom"], port["bh"])
     rev_alpha, _, rev_t = timing_alpha(port["rev"], port["bh"])
-    return {
+    extra = _earnings_strength(universe, cost) if universe.reports is not None else {}
+    return extra | {
         "symbols": per,
         "portfolio_momentum_long_sharpe": round(sharpe_annual(port["mom"]), 3),
         "portfolio_reversion_long_sharpe": round(sharpe_annual(port["rev"]), 3),
@@ -505,11 +556,41 @@ def describe(
     }
 
 
+def _earnings_strength(universe: Universe, cost: float) -> dict[str, float]:
+    """What the planted earnings drift is worth: the family's rule at the planted threshold
+    and length (no delay), long only and long/short, as equal-weight portfolio Sharpes after
+    ``cost`` per unit of turnover, and the long-only rule's alpha t over buy and hold."""
+    spec, reports = universe.spec, universe.reports
+    assert reports is not None
+    dates = next(iter(universe.bars.values())).index
+    sides = report_sides(reports, dates, list(universe.bars), spec.pead_threshold_pct)
+    books: dict[str, list[np.ndarray]] = {"long": [], "ls": [], "bh": []}
+    for sym, df in universe.bars.items():
+        close = df["close"].to_numpy()
+        for key, ls in (("long", False), ("ls", True)):
+            books[key].append(
+                earnings_rule_returns(
+                    close, sides[sym], hold=spec.pead_days, cost=cost, long_short=ls
+                )
+            )
+        books["bh"].append(close[1:] / close[:-1] - 1.0)
+    port = {k: np.mean(v, axis=0) for k, v in books.items()}
+    _, _, t = timing_alpha(port["long"], port["bh"])
+    return {
+        "portfolio_earnings_long_sharpe": round(sharpe_annual(port["long"]), 3),
+        "portfolio_earnings_ls_sharpe": round(sharpe_annual(port["ls"]), 3),
+        "portfolio_earnings_alpha_t": round(t, 2),
+        "reports": len(reports),
+        "eligible_reports": int(sum(np.count_nonzero(s) for s in sides.values())),
+    }
+
+
 def write_universe(spec: UniverseSpec, out_dir: str | Path) -> dict:
     """Generate ``spec`` and write ``SYMBOL.csv`` files plus ``universe.json`` into ``out_dir``.
 
     Returns the metadata written to ``universe.json``: the spec, symbols, first and last
-    date, and ``describe``'s measured strengths.
+    date, and ``describe``'s measured strengths. An earnings universe also writes its reports
+    under ``alt/`` in the corpus layout (``alt_data`` in the metadata: the run's --alt-data).
     """
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -527,5 +608,10 @@ def write_universe(spec: UniverseSpec, out_dir: str | Path) -> dict:
         "end": last.isoformat(),
         "strength": describe(uni),
     }
+    if uni.reports is not None:  # the alternative-data folder a run gets as --alt-data
+        alt = out / ALT_DIR
+        (alt / SURPRISES.source).parent.mkdir(parents=True, exist_ok=True)
+        uni.reports.to_csv(alt / SURPRISES.source, index=False)
+        meta["alt_data"] = str(alt)
     (out / "universe.json").write_text(json.dumps(meta, indent=2), encoding="utf-8")
     return meta

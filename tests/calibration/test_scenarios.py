@@ -83,6 +83,8 @@ def test_the_five_scenarios_and_their_drifts() -> None:
         "null-drift-10": ("null", 0.05, True),
         "planted-drawdown": ("planted", 0.05, False),
         "planted-vol-regime": ("vol_regime", 0.05, False),
+        "planted-earnings-drift": ("earnings", 0.05, False),
+        "null-earnings-drift": ("earnings_null", 0.05, True),
     }
     assert ALIASES == {"null": "null-zero", "planted": "planted-momentum-zero"}
 
@@ -184,11 +186,22 @@ def test_reversion_rule_and_timing_alpha_on_known_series() -> None:
 
 
 def test_seeds_distinct_across_scenarios_indices_and_base_seeds() -> None:
-    names = list(SCENARIOS)
-    seeds = [
-        universe_seed(b, n, i) for b in range(3) for n in names for i in range(1, MAX_RUNS + 1)
-    ]
-    assert len(set(seeds)) == len(seeds)
+    # A null shares a slot (its seeds) only with the planted twin it names; no other two do.
+    by_slot: dict[int, list[str]] = {}
+    for name, sc in SCENARIOS.items():
+        by_slot.setdefault(sc.slot, []).append(name)
+    for names in by_slot.values():
+        assert len(names) == 1 or (
+            len(names) == 2 and {SCENARIOS[n].pair for n in names} == {None, names[0]}
+        )
+    names = [n for n, sc in SCENARIOS.items() if sc.pair is None]
+    bases = (0, 1, 2, calibrate.MAX_BASE_SEED - 1)
+    seeds = [universe_seed(b, n, i) for b in bases for n in names for i in range(1, MAX_RUNS + 1)]
+    assert len(set(seeds)) == len(seeds) and max(seeds) < 2**32
+    with pytest.raises(ValueError, match="base seed"):
+        universe_seed(calibrate.MAX_BASE_SEED, "null-zero", 1)
+    twin = [universe_seed(1, "null-earnings-drift", i) for i in (1, 2)]
+    assert twin == [universe_seed(1, "planted-earnings-drift", i) for i in (1, 2)]
     # The two pre-scenario kinds keep their seeds, so old calibrations reproduce.
     assert [universe_seed(1, "null", i) for i in (1, 2)] == [10_007 + 2, 10_007 + 4]
     assert universe_seed(1, "planted", 3) == universe_seed(1, "planted-momentum-zero", 3) == 10_014
@@ -219,6 +232,13 @@ def test_plan_builds_each_scenario_with_its_kind_drift_and_seed(tmp_path: Path) 
 def test_kinds_accept_aliases_and_drop_duplicates() -> None:
     assert parse_kinds("null, planted") == ["null-zero", "planted-momentum-zero"]
     assert parse_kinds("null-bull,null,null-zero,") == ["null-bull", "null-zero"]
+
+
+@pytest.mark.parametrize("seed", ["-1", "100000"])
+def test_a_base_seed_outside_its_range_exits_2(seed: str, tmp_path: Path, capsys) -> None:
+    assert main(["--seed", seed, "--out", str(tmp_path / "out")]) == 2
+    assert capsys.readouterr().err.startswith("error: --seed: ")
+    assert not (tmp_path / "out").exists()
 
 
 @pytest.mark.parametrize("kinds", ["bogus", "null,plantd", ",", ""])
@@ -290,6 +310,7 @@ def test_summary_has_a_line_per_scenario_and_pooled_lines(tmp_path: Path) -> Non
         "drift_annual": 0.2,
         "null": True,
         "edge": "no edge",
+        "families": [],
     }
     assert json.loads(json.dumps(summary))["runs"][0]["kind"] == "null-zero"
 

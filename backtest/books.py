@@ -103,6 +103,7 @@ class ClaimedFill:
     order: int = -1  # which claimed order it answers (its position in ``FillLog.orders``)
 
     def row(self) -> list[Any]:
+        """The fill as a JSON row, fields in the order the reader expects."""
         return [
             self.data,
             self.created,
@@ -131,6 +132,7 @@ class ClaimedOrder:
     linked: bool  # part of a bracket (has a parent): it waits for its parent's fill
 
     def row(self) -> list[Any]:
+        """The order as a JSON row, fields in the order the reader expects."""
         return [
             self.data,
             self.created,
@@ -159,6 +161,7 @@ class FillLog:
     orders: list[ClaimedOrder] | None = None
 
     def to_json(self) -> dict[str, Any]:
+        """The books as JSON; values as base64 little-endian doubles, so they round-trip exactly."""
         raw = np.asarray(self.values, dtype="<f8").tobytes()
         return {
             "fills": [f.row() for f in self.fills],

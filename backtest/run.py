@@ -71,6 +71,7 @@ _WORST = {
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """The command line of ``python -m backtest.run``."""
     p = OneLineParser(prog="python -m backtest.run", description=__doc__.splitlines()[0])
     p.add_argument("strategy", type=Path, help="a .py file with one bt.Strategy subclass")
     add_window_arguments(p)
@@ -96,6 +97,7 @@ def _bad(argument: str, message: str) -> NoReturn:
 
 
 def portfolio_metrics(results: list[Any], periods_per_year: int) -> dict[str, Any] | None:
+    """Metrics of the equal-weight mean of the OK results' returns; None if none is OK."""
     import pandas as pd
 
     from backtest.metrics import compute_metrics, equity_from_returns
@@ -117,6 +119,7 @@ def portfolio_metrics(results: list[Any], periods_per_year: int) -> dict[str, An
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run the strategy file on every ticker and fold, print the results as JSON; the exit code."""
     args = build_parser().parse_args(argv)
     if not args.strategy.is_file():
         _bad("STRATEGY", f"{args.strategy} is not a file")

@@ -129,6 +129,7 @@ class Findings:
     failing: list[FailingCriterion] = field(default_factory=list)  # the best's, worst first
 
     def hint(self, h: Hint) -> None:
+        """Add ``h`` unless it is there already (first come, first kept)."""
         if h not in self.hints:
             self.hints.append(h)
 

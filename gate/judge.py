@@ -266,6 +266,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """The command line of the judge: prints the result as JSON; the exit code."""
     argv = sys.argv[1:] if argv is None else argv
     args = build_parser().parse_args(argv)
     options = {k: v for k, v in vars(args).items() if k != "files"}

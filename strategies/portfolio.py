@@ -131,10 +131,12 @@ SWITCHES: tuple[str, ...] = ("inverse_vol", "vol_target", "cash_filter", "long_s
 
 
 def is_portfolio_spec(spec: StrategySpec) -> bool:
+    """Whether ``spec`` is of a portfolio family."""
     return isinstance(spec.family, PortfolioFamily)
 
 
 def portfolio_families() -> list[str]:
+    """The names of the portfolio families."""
     return [f.value for f in PortfolioFamily]
 
 
@@ -146,6 +148,7 @@ def portfolio_spec(
     note: str = "",
     filters: tuple[str, ...] | list[str] = (),
 ) -> StrategySpec:
+    """A portfolio-family spec with ``parameters``, reconciled and named."""
     family = PortfolioFamily(family)
     side = "-ls" if long_short and family == PortfolioFamily.CROSS_SECTIONAL_MOMENTUM else ""
     regime = "".join(f"+{f}" for f in filters)

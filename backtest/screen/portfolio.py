@@ -85,6 +85,7 @@ class PortfolioWindow:
     def from_frames(
         cls, frames: dict[str, pd.DataFrame] | list[tuple[str, pd.DataFrame]], fold: Fold
     ) -> PortfolioWindow:
+        """The window of ``fold`` over the universe's frames, aligned on the first symbol's days."""
         feeds = list(frames.items()) if isinstance(frames, dict) else list(frames)
         if not feeds:
             raise ValueError("a portfolio window needs at least one symbol")
@@ -120,6 +121,7 @@ class PortfolioWindow:
 
     @functools.cached_property
     def days(self) -> list[str]:
+        """The window's days as ISO dates."""
         return np.datetime_as_string(self.index.to_numpy(), unit="D").tolist()
 
     @functools.cached_property

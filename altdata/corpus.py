@@ -222,6 +222,7 @@ class AltData:
 
 
 def is_layout(folder: Path) -> bool:
+    """Whether ``folder`` has enough of the corpus's folders to be read as one."""
     return sum((folder / f).is_dir() for f in FOLDERS) >= LAYOUT_MIN
 
 

@@ -53,6 +53,7 @@ class NotFound(EdgarError):
 
 
 def default_cache_dir() -> Path:
+    """Where downloads are cached: the user cache folder (``~/.cache`` without platformdirs)."""
     try:
         import platformdirs
     except ImportError:  # the usual place
@@ -75,10 +76,12 @@ class EdgarSettings(BaseModel):
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None, **kw: object) -> EdgarSettings:
+        """Settings whose User-Agent comes from ``env`` (the process environment by default)."""
         env = os.environ if env is None else env
         return cls(user_agent=env.get(USER_AGENT_ENV, ""), **kw)  # type: ignore[arg-type]
 
     def check_user_agent(self) -> None:
+        """Raise ``UserAgentMissing`` unless the User-Agent has a name and an email (SEC rule)."""
         ua = self.user_agent.strip()
         if not ua or "@" not in ua:
             raise UserAgentMissing(
@@ -97,6 +100,7 @@ class RateLimiter:
         self._lock = threading.Lock()
 
     def wait(self) -> None:
+        """Block until the next request may go out, keeping to the rate limit across threads."""
         with self._lock:
             now = self._clock()
             if now < self._next:
@@ -132,9 +136,11 @@ class EdgarClient:
 
     @property
     def cache(self) -> Path:
+        """The folder of this client's EDGAR downloads."""
         return self.settings.cache_dir / "edgar"
 
     def close(self) -> None:
+        """Release the HTTP connections."""
         self._http.close()
 
     # ------------------------------------------------------------------ HTTP + cache
@@ -204,6 +210,7 @@ class EdgarClient:
         return self._cik[key]
 
     def company_facts(self, ticker: str) -> dict:
+        """The XBRL company facts of ``ticker`` (cached), as SEC serves them."""
         cik = self.cik(ticker)
         path = self.cache / "companyfacts" / f"CIK{cik:010d}.json"
         data = self._cached_json(FACTS_URL.format(cik=cik), path, f"company facts of {ticker}")

@@ -216,6 +216,7 @@ def cash_flow(
 
 
 def sector_of(sectors: AltTable, ticker: str) -> str | None:
+    """The GICS sector of ``ticker``, or None when the table does not list it."""
     rows = sectors.frame[sectors.frame["ticker"] == ticker]
     return None if rows.empty else str(rows.iloc[0]["gics_sector"])
 

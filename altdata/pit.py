@@ -57,12 +57,15 @@ class AltTable:
         return self.as_of(decision_time(day))
 
     def for_ticker(self, ticker: str, t: object) -> pd.DataFrame:
+        """The rows known at ``t`` for ``ticker`` (all of them for a table not keyed by ticker)."""
         rows = self.as_of(t)
         return rows[rows[TICKER] == ticker] if self.per_ticker else rows
 
     def tickers(self) -> list[str]:
+        """The tickers the table covers, sorted; empty for a table not keyed by ticker."""
         return sorted(self.frame[TICKER].dropna().unique()) if self.per_ticker else []
 
     @property
     def path(self) -> Path:
+        """The file the table was read from."""
         return Path(self.source)

@@ -147,6 +147,7 @@ NEWS_FULL_COVERAGE = 20  # distinct items at which coverage stops adding confide
 
 
 def event_class(headline: str) -> str:
+    """The class of the first rule matching ``headline``, else ``OTHER_EVENT``."""
     for name, pattern in EVENT_RULES:
         if pattern.search(headline):
             return name
@@ -256,6 +257,7 @@ class Validation:
     predicted: dict[str, int]
 
     def recall(self, cls: str) -> float:
+        """The share of ``cls``'s headlines classified right (NaN when there were none)."""
         return self.correct[cls] / self.counts[cls] if self.counts[cls] else float("nan")
 
 

@@ -17,6 +17,7 @@ FIRST = "1990-01-02"
 
 @lru_cache(maxsize=1)
 def nyse() -> xcals.ExchangeCalendar:
+    """The NYSE trading calendar from ``FIRST`` on."""
     return xcals.get_calendar("XNYS", start=FIRST)
 
 

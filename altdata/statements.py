@@ -46,6 +46,7 @@ Fetch = Callable[[str], pd.DataFrame]
 
 
 def empty_rows() -> pd.DataFrame:
+    """A statement table with no rows but every column, in its dtype."""
     frame = pd.DataFrame({c: pd.Series(dtype=float) for c in (*KEYS, *COLUMNS)})
     frame[KNOWN_AT] = pd.Series(dtype="datetime64[ns, UTC]")
     return frame
@@ -74,6 +75,7 @@ class StatementsFeed:
         self.want(tickers)
 
     def want(self, tickers: Iterable[str]) -> None:
+        """Queue ``tickers`` for fetching, once each, in the order first asked."""
         with self._lock:
             self._wanted += [t for t in tickers if t not in self._wanted]
 

@@ -92,10 +92,12 @@ class Benchmark:
 
     @property
     def kind(self) -> str:
+        """The benchmark's kind (``benchmark_kind`` of its name)."""
         return benchmark_kind(self.name)
 
     @property
     def is_cash(self) -> bool:
+        """Whether the benchmark is cash (a zero return)."""
         return self.name == CASH
 
     def window_returns(self, start: date, end: date, *, costs: CostModel) -> pd.Series:
@@ -117,6 +119,7 @@ class Benchmark:
         return out[~out.index.duplicated(keep="first")].sort_index()
 
     def describe(self) -> str:
+        """The benchmark in words, for reports."""
         if self.is_cash:
             return "cash (zero return: the absolute test)"
         if self.name == BUY_AND_HOLD:
@@ -153,5 +156,6 @@ def buy_and_hold_metrics(
     *,
     periods_per_year: int = 252,
 ) -> tuple[Metrics | None, pd.Series]:
+    """The buy & hold returns over ``start``..``end`` and their metrics (None when too short)."""
     rets = buy_and_hold_returns(bars_by_symbol, start, end)
     return returns_metrics(rets, periods_per_year=periods_per_year), rets

@@ -103,6 +103,7 @@ class ClaimedFill:
     order: int = -1  # which claimed order it answers (its position in ``FillLog.orders``)
 
     def row(self) -> list[Any]:
+        """The fill as a JSON row, fields in the order the reader expects."""
         return [
             self.data,
             self.created,
@@ -131,6 +132,7 @@ class ClaimedOrder:
     linked: bool  # part of a bracket (has a parent): it waits for its parent's fill
 
     def row(self) -> list[Any]:
+        """The order as a JSON row, fields in the order the reader expects."""
         return [
             self.data,
             self.created,
@@ -159,6 +161,7 @@ class FillLog:
     orders: list[ClaimedOrder] | None = None
 
     def to_json(self) -> dict[str, Any]:
+        """The books as JSON; values as base64 little-endian doubles, so they round-trip exactly."""
         raw = np.asarray(self.values, dtype="<f8").tobytes()
         return {
             "fills": [f.row() for f in self.fills],
@@ -677,9 +680,50 @@ def keep_books(job: BacktestJob, log: FillLog, *, duration_s: float = 0.0) -> Bo
     if len(log.values) != n:
         raise IntegrityError(f"the run covered {len(log.values)} bars, the window has {n}")
 
+    borrow = per_bar_rate(job.costs.borrow_pct, job.periods_per_year)
+    book, fills, realised, marks = _replay(job, log, named, feeds, n, first, borrow)
+    _check_orders(log, first, n, len(feeds))
+    values, sizes, due = _replayed_values(log, marks, n, job.costs, feeds, borrow)
+    result = _result(
+        job,
+        log,
+        frame,
+        bars,
+        book,
+        fills,
+        realised,
+        values,
+        sizes,
+        due,
+        first=first,
+        n=n,
+        borrow=borrow,
+        duration_s=duration_s,
+    )
+    return Books(result=result, fills=fills, values=values)
+
+
+_Mark = tuple[int, float, list[float], list[float]]  # (bar, cash, sizes, average prices)
+
+
+def _replay(
+    job: BacktestJob,
+    log: FillLog,
+    named: list[tuple[str, pd.DataFrame]],
+    feeds: list[_Bars],
+    n: int,
+    first: int,
+    borrow: float,
+) -> tuple[_Replay, list[Fill], list[tuple[int, int]], list[_Mark]]:
+    """Replay the claimed fills in order on the books, checking each against the bars, the
+    orders and the costs (``IntegrityError`` at the first they cannot explain).
+
+    Returns the books, the fills as booked, (bar, trades realised by then) after each fill,
+    and the state after each bar that had fills.
+    """
     costs = job.costs
     rate = costs.commission_pct / 100.0
-    borrow = per_bar_rate(costs.borrow_pct, job.periods_per_year)
+    bars = feeds[0]
     accrued = 1  # the first bar whose borrow fee is not yet debited (bar 0 pays none)
     # An index feed (a regime filter's) is read, never traded: it holds no position, and a
     # symbol job with one is still a one-symbol job (trades run flat to flat).
@@ -694,7 +738,7 @@ def keep_books(job: BacktestJob, log: FillLog, *, duration_s: float = 0.0) -> Bo
     realised: list[tuple[int, int]] = []  # (bar, trades realised by then) after each fill
     filled: dict[int, float] = {}  # size filled so far, by claimed order
     # State after each bar that had fills: (bar, cash, sizes, average prices).
-    marks: list[tuple[int, float, list[float], list[float]]] = []
+    marks: list[_Mark] = []
     last = 0
     for k, claimed in enumerate(log.fills, 1):
         if 0 <= claimed.data < len(named) and read_only[claimed.data]:
@@ -709,51 +753,101 @@ def keep_books(job: BacktestJob, log: FillLog, *, duration_s: float = 0.0) -> Bo
         if borrow and accrued <= claimed.executed:  # the fees up to this bar, before its fills
             _debit_borrow(book, feeds, borrow, accrued, claimed.executed + 1)
             accrued = claimed.executed + 1
-        beyond = _beyond_margin(claimed, price, book, feeds, rate, costs.max_gross_leverage)
-        size, commission = _execute(k, claimed, price, book, rate, day)  # cash first
-        if beyond:
-            raise IntegrityError(f"fill #{k} ({claimed.side} {claimed.size:g} on {day}): {beyond}")
-        if not _same(claimed.commission, commission, PRICE_RTOL):
-            raise IntegrityError(
-                f"fill #{k} ({claimed.side} {claimed.size:g} on {day}): commission "
-                f"{claimed.commission!r}, the cost model's is {commission!r}"
-            )
-        if size != claimed.size:
-            raise IntegrityError(f"fill #{k} on {day}: size {claimed.size!r} vs {size!r} filled")
-        reported = (0.0 + size * price) / size
-        created = bars.dates[claimed.created]
-        fills.append(
-            Fill(
-                created,
-                day,
-                claimed.side,
-                size,
-                float(reported),
-                commission,
-                named[claimed.data][0],
-            )
-        )
-        if marks and marks[-1][0] == claimed.executed:
-            marks.pop()
-        marks.append(
-            (
-                claimed.executed,
-                book.cash,
-                [p.size for p in book.positions],
-                [p.price for p in book.positions],
-            )
-        )
+        size, commission = _book_fill(k, claimed, price, book, feeds, rate, costs, day)
+        fills.append(_booked_fill(claimed, named, bars, size, price, commission, day))
+        _mark(marks, claimed.executed, book)
         last = claimed.executed
         realised.append((claimed.executed, len(book.pnls)))
+    return book, fills, realised, marks
 
+
+def _book_fill(
+    k: int,
+    claimed: ClaimedFill,
+    price: float,
+    book: _Replay,
+    feeds: list[_Bars],
+    rate: float,
+    costs: CostModel,
+    day: date,
+) -> tuple[float, float]:
+    """Execute fill #``k`` on the books (cash first) and check its margin, commission and
+    size; returns (size, commission) as executed."""
+    beyond = _beyond_margin(claimed, price, book, feeds, rate, costs.max_gross_leverage)
+    size, commission = _execute(k, claimed, price, book, rate, day)  # cash first
+    if beyond:
+        raise IntegrityError(f"fill #{k} ({claimed.side} {claimed.size:g} on {day}): {beyond}")
+    if not _same(claimed.commission, commission, PRICE_RTOL):
+        raise IntegrityError(
+            f"fill #{k} ({claimed.side} {claimed.size:g} on {day}): commission "
+            f"{claimed.commission!r}, the cost model's is {commission!r}"
+        )
+    if size != claimed.size:
+        raise IntegrityError(f"fill #{k} on {day}: size {claimed.size!r} vs {size!r} filled")
+    return size, commission
+
+
+def _booked_fill(
+    claimed: ClaimedFill,
+    named: list[tuple[str, pd.DataFrame]],
+    bars: _Bars,
+    size: float,
+    price: float,
+    commission: float,
+    day: date,
+) -> Fill:
+    """The fill as the books record it, at the price the broker reports."""
+    reported = (0.0 + size * price) / size
+    created = bars.dates[claimed.created]
+    return Fill(
+        created,
+        day,
+        claimed.side,
+        size,
+        float(reported),
+        commission,
+        named[claimed.data][0],
+    )
+
+
+def _mark(marks: list[_Mark], bar: int, book: _Replay) -> None:
+    """Record the books' state after ``bar``'s fills (replacing an earlier mark of ``bar``)."""
+    if marks and marks[-1][0] == bar:
+        marks.pop()
+    marks.append(
+        (
+            bar,
+            book.cash,
+            [p.size for p in book.positions],
+            [p.price for p in book.positions],
+        )
+    )
+
+
+def _check_orders(log: FillLog, first: int, n: int, n_feeds: int) -> None:
+    """Raise ``IntegrityError`` at the first claimed order not placed on a bar of the fold,
+    on a fed feed, with a size of its side."""
     for j, o in enumerate(log.orders or [], 1):
-        if not (first <= o.created < n and 0 <= o.data < len(feeds)) or not (
+        if not (first <= o.created < n and 0 <= o.data < n_feeds) or not (
             math.isfinite(o.size) and o.size and (o.size > 0) == (o.side == "buy")
         ):
             raise IntegrityError(
                 f"order #{j} ({o.side} {o.size:g} {o.exectype} on bar {o.created}, feed "
                 f"{o.data}) was not placed on a bar of the fold, on a fed feed, with a size"
             )
+
+
+def _replayed_values(
+    log: FillLog,
+    marks: list[_Mark],
+    n: int,
+    costs: CostModel,
+    feeds: list[_Bars],
+    borrow: float,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The books' broker value at every bar, checked against the run's; with the sizes held
+    (bars x feeds) and the borrow fee due at each bar."""
+    bars = feeds[0]
     cash, sizes, avgs = forward_fill(marks, n, costs.cash, len(feeds))
     due = np.zeros(n)
     if borrow:
@@ -768,7 +862,30 @@ def keep_books(job: BacktestJob, log: FillLog, *, duration_s: float = 0.0) -> Bo
             f"a cash change no fill explains on {bars.dates[i]}: the run's broker value "
             f"{claimed_values[i]!r}, the books {values[i]!r}"
         )
+    return values, sizes, due
 
+
+def _result(
+    job: BacktestJob,
+    log: FillLog,
+    frame: pd.DataFrame,
+    bars: _Bars,
+    book: _Replay,
+    fills: list[Fill],
+    realised: list[tuple[int, int]],
+    values: np.ndarray,
+    sizes: np.ndarray,
+    due: np.ndarray,
+    *,
+    first: int,
+    n: int,
+    borrow: float,
+    duration_s: float,
+) -> BacktestResult:
+    """The job's result from the checked books: equity from the fold's first bar (ended at
+    zero on a bankrupt bar), returns, metrics and trades."""
+    costs = job.costs
+    fold_start = job.fold.start
     # Bankrupt: the equity reached zero or below. The run ends on that bar, at zero (the loss
     # stops at the capital): no return is computed on non-positive equity.
     status, error, end, pnls = JobStatus.OK, None, n, book.pnls
@@ -800,7 +917,7 @@ def keep_books(job: BacktestJob, log: FillLog, *, duration_s: float = 0.0) -> Bo
         traded_notional=traded,
     ).model_copy(update={"orders_rejected": log.orders_rejected, "borrow_paid": borrow_paid})
     returns = (equity[1:] / equity[:-1] - 1.0).tolist()
-    result = BacktestResult(
+    return BacktestResult(
         job_id=job.job_id,
         variant_id=job.variant_id,
         symbol=job.symbol,
@@ -815,7 +932,6 @@ def keep_books(job: BacktestJob, log: FillLog, *, duration_s: float = 0.0) -> Bo
         traded_notional=traded,
         duration_s=duration_s,
     )
-    return Books(result=result, fills=fills, values=values)
 
 
 def forward_fill(

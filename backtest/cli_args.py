@@ -23,6 +23,7 @@ class OneLineParser(argparse.ArgumentParser):
     """argparse whose errors are one line on stderr, exit 2, no usage dump."""
 
     def error(self, message: str) -> NoReturn:
+        """Exit 2 with one line on stderr, no usage dump."""
         self.exit(2, f"{self.prog.removeprefix('python -m ')}: {message}\n")
 
 
@@ -33,6 +34,7 @@ def refuse(prog: str, argument: str, message: str) -> NoReturn:
 
 
 def iso_date(text: str) -> date:
+    """argparse type: ``text`` as a date, or a one-line error naming the expected form."""
     try:
         return date.fromisoformat(text)
     except ValueError as exc:

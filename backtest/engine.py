@@ -200,6 +200,7 @@ class MarginedBroker(bt.brokers.BackBroker):  # type: ignore[name-defined]  # bt
     params = (("max_gross_leverage", MAX_GROSS_LEVERAGE), ("borrow_rate", 0.0))
 
     def next(self) -> None:
+        """Charge the day's borrow fee on the short positions, then do the broker's usual step."""
         rate = self.p.borrow_rate
         if rate:
             # the positions in the order the recorder touched them: feed order

@@ -23,6 +23,7 @@ class FramePandasData(bt.feeds.PandasData):  # type: ignore[name-defined]  # bt 
     """``bt.feeds.PandasData`` with list-backed loading (same parameters, same values)."""
 
     def start(self) -> None:
+        """Read the frame's columns into lists once, so ``_load`` only indexes."""
         super().start()  # resolves _colmapping to column positions, resets _idx
         df = self.p.dataname
         fields: list[tuple[Any, list[float]]] = []

@@ -28,6 +28,7 @@ def compute_metrics(
     periods_per_year: int = 252,
     traded_notional: float | None = None,
 ) -> Metrics:
+    """The metrics of an equity curve (base value first, then one value per bar)."""
     values = np.asarray(equity, dtype=float)
     if values.size < 2:
         raise ValueError("compute_metrics needs at least two equity values (base + one bar)")

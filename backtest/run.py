@@ -71,6 +71,7 @@ _WORST = {
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """The command line of ``python -m backtest.run``."""
     p = OneLineParser(prog="python -m backtest.run", description=__doc__.splitlines()[0])
     p.add_argument("strategy", type=Path, help="a .py file with one bt.Strategy subclass")
     add_window_arguments(p)
@@ -103,6 +104,7 @@ def _bad(argument: str, message: str) -> NoReturn:
 
 
 def portfolio_metrics(results: list[Any], periods_per_year: int) -> dict[str, Any] | None:
+    """Metrics of the equal-weight mean of the OK results' returns; None if none is OK."""
     import pandas as pd
 
     from backtest.metrics import compute_metrics, equity_from_returns
@@ -124,19 +126,14 @@ def portfolio_metrics(results: list[Any], periods_per_year: int) -> dict[str, An
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run the strategy file on every ticker and fold, print the results as JSON; the exit code."""
     args = build_parser().parse_args(argv)
-    if not args.strategy.is_file():
-        _bad("STRATEGY", f"{args.strategy} is not a file")
-    try:
-        code = args.strategy.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        _bad("STRATEGY", f"cannot read {args.strategy}: {exc}")
+    code = _read_strategy(args.strategy)
     tickers = checked_tickers(PROG, args)
     if args.cash <= 0 or args.timeout <= 0 or args.cuts < 1 or args.warmup_days < 0:
         _bad("--cash/--timeout/--cuts/--warmup-days", "must be positive")
 
     from backtest.executors import make_executor
-    from backtest.lookahead import check_lookahead
     from backtest.sandbox import DEFAULT_POLICY, SandboxPolicy
 
     bars, fold, costs, ppy, data_notes = load_window(PROG, args, tickers)
@@ -165,79 +162,12 @@ def main(argv: list[str] | None = None) -> int:
     kind = args.executor or ("process" if parallel else "serial")
     executor = make_executor(kind, args.workers, args.ray_address, policy=policy)
     with executor:
-        trades: list[Any] = []
-        if args.trades:  # the books' accepted fills come with the traced outcome
-            from backtest.trade_list import trades_from_trace_fills
-
-            outcomes = [f.result() for f in [executor.submit_trace(job) for job in jobs]]
-            results = [o.result for o in outcomes]
-            for job, o in zip(jobs, outcomes, strict=True):
-                rows = (o.trace or {}).get("fills") or []
-                trades += [t.model_dump() for t in trades_from_trace_fills(job.symbol, rows)]
-        else:
-            results = executor.map(jobs)
+        results, trades = _run_jobs(executor, jobs, args.trades)
         looks = {}
         if args.check_lookahead:
-            for sym, res in zip(bars, results, strict=True):
-                if res.status == JobStatus.REJECTED:
-                    continue
-                looks[sym] = check_lookahead(
-                    code,
-                    job_bars[sym],
-                    fold=fold,
-                    costs=costs,
-                    n_cuts=args.cuts,
-                    executor=executor,
-                    symbol=sym,
-                    timeout_s=args.timeout,
-                    job_id=f"{args.strategy.name}|{sym}",
-                    variant_id=args.strategy.stem,
-                ).model_dump(mode="json", exclude={"duration_s"})
+            looks = _check_lookahead(args, code, bars, job_bars, results, fold, costs, executor)
 
-    def one(res: Any) -> dict[str, Any]:
-        out = {
-            "status": res.status.value,
-            "metrics": res.metrics.model_dump(mode="json") if res.metrics else None,
-            "error": res.error,
-        }
-        if args.check_lookahead:
-            out["lookahead"] = looks.get(res.symbol)
-        return out
-
-    worst = max(results, key=lambda r: _WORST[r.status])
-    report: dict[str, Any] = {
-        "file": str(args.strategy),
-        "tickers": tickers,
-        "start": args.start.isoformat(),
-        "end": args.end.isoformat(),
-        "warmup_start": warmup_start.isoformat(),
-    }
-    if len(results) == 1:
-        report.update(one(results[0]))
-    else:
-        errors = [f"{r.symbol}: {r.error}" for r in results if r.error]
-        report.update(
-            status=worst.status.value,
-            metrics=portfolio_metrics(results, ppy),
-            error="; ".join(errors)[:2000] or None,
-        )
-        if args.check_lookahead:
-            checked = [v for v in looks.values() if v]
-            report["lookahead"] = (
-                {
-                    "biased": any(v["biased"] for v in checked),
-                    "mismatches": [
-                        f"{s}: {m}" for s, v in looks.items() if v for m in v["mismatches"]
-                    ][:20],
-                    "n_cuts": sum(v["n_cuts"] for v in checked),
-                    "checked": bool(checked) and all(v["checked"] for v in checked),
-                    "error": "; ".join(f"{s}: {v['error']}" for s, v in looks.items() if v["error"])
-                    or None,
-                }
-                if checked
-                else None
-            )
-        report["per_ticker"] = {r.symbol: one(r) for r in results}
+    report = _report(args, tickers, warmup_start.isoformat(), results, looks, ppy)
     if args.trades:
         report["trades"] = trades
     warnings = rejected_warnings(results)
@@ -246,6 +176,127 @@ def main(argv: list[str] | None = None) -> int:
     report["warnings"] = data_notes + warnings  # the data's were printed as they loaded
     sys.stdout.write(json.dumps(strict_json(report), allow_nan=False) + "\n")
     return 0
+
+
+def _read_strategy(path: Path) -> str:
+    """The strategy file's source; exits 2 naming the problem when it cannot be read."""
+    if not path.is_file():
+        _bad("STRATEGY", f"{path} is not a file")
+    try:
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        _bad("STRATEGY", f"cannot read {path}: {exc}")
+
+
+def _run_jobs(
+    executor: Any, jobs: list[BacktestJob], with_trades: bool
+) -> tuple[list[Any], list[Any]]:
+    """The jobs' results in job order, and (``with_trades``) the round trips the books
+    accepted, from the traced outcomes' fills."""
+    trades: list[Any] = []
+    if with_trades:  # the books' accepted fills come with the traced outcome
+        from backtest.trade_list import trades_from_trace_fills
+
+        outcomes = [f.result() for f in [executor.submit_trace(job) for job in jobs]]
+        results = [o.result for o in outcomes]
+        for job, o in zip(jobs, outcomes, strict=True):
+            rows = (o.trace or {}).get("fills") or []
+            trades += [t.model_dump() for t in trades_from_trace_fills(job.symbol, rows)]
+    else:
+        results = executor.map(jobs)
+    return results, trades
+
+
+def _check_lookahead(
+    args: argparse.Namespace,
+    code: str,
+    bars: dict[str, Any],
+    job_bars: dict[str, Any],
+    results: list[Any],
+    fold: Any,
+    costs: Any,
+    executor: Any,
+) -> dict[str, Any]:
+    """Each symbol's lookahead report (JSON), the symbols whose run was rejected left out."""
+    from backtest.lookahead import check_lookahead
+
+    looks = {}
+    for sym, res in zip(bars, results, strict=True):
+        if res.status == JobStatus.REJECTED:
+            continue
+        looks[sym] = check_lookahead(
+            code,
+            job_bars[sym],
+            fold=fold,
+            costs=costs,
+            n_cuts=args.cuts,
+            executor=executor,
+            symbol=sym,
+            timeout_s=args.timeout,
+            job_id=f"{args.strategy.name}|{sym}",
+            variant_id=args.strategy.stem,
+        ).model_dump(mode="json", exclude={"duration_s"})
+    return looks
+
+
+def _one(res: Any, looks: dict[str, Any], check_lookahead: bool) -> dict[str, Any]:
+    """One result's status, metrics and error (and its lookahead report, when checked)."""
+    out = {
+        "status": res.status.value,
+        "metrics": res.metrics.model_dump(mode="json") if res.metrics else None,
+        "error": res.error,
+    }
+    if check_lookahead:
+        out["lookahead"] = looks.get(res.symbol)
+    return out
+
+
+def _report(
+    args: argparse.Namespace,
+    tickers: list[str],
+    warmup_start: str,
+    results: list[Any],
+    looks: dict[str, Any],
+    ppy: int,
+) -> dict[str, Any]:
+    """The JSON report: one result as is, several as the worst status, the portfolio's
+    metrics, the errors, the combined lookahead check and each ticker's own."""
+    worst = max(results, key=lambda r: _WORST[r.status])
+    report: dict[str, Any] = {
+        "file": str(args.strategy),
+        "tickers": tickers,
+        "start": args.start.isoformat(),
+        "end": args.end.isoformat(),
+        "warmup_start": warmup_start,
+    }
+    if len(results) == 1:
+        report.update(_one(results[0], looks, args.check_lookahead))
+    else:
+        errors = [f"{r.symbol}: {r.error}" for r in results if r.error]
+        report.update(
+            status=worst.status.value,
+            metrics=portfolio_metrics(results, ppy),
+            error="; ".join(errors)[:2000] or None,
+        )
+        if args.check_lookahead:
+            report["lookahead"] = _combined_lookahead(looks)
+        report["per_ticker"] = {r.symbol: _one(r, looks, args.check_lookahead) for r in results}
+    return report
+
+
+def _combined_lookahead(looks: dict[str, Any]) -> dict[str, Any] | None:
+    """The tickers' lookahead reports as one (None when none was checked)."""
+    checked = [v for v in looks.values() if v]
+    if not checked:
+        return None
+    mismatches = [f"{s}: {m}" for s, v in looks.items() if v for m in v["mismatches"]]
+    return {
+        "biased": any(v["biased"] for v in checked),
+        "mismatches": mismatches[:20],
+        "n_cuts": sum(v["n_cuts"] for v in checked),
+        "checked": bool(checked) and all(v["checked"] for v in checked),
+        "error": "; ".join(f"{s}: {v['error']}" for s, v in looks.items() if v["error"]) or None,
+    }
 
 
 def rejected_warnings(results: list[Any]) -> list[str]:

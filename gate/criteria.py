@@ -216,6 +216,7 @@ def metric_value(
 
 
 def is_met(c: Criterion, value: float | None) -> bool:
+    """Whether ``value`` meets ``c`` (a missing value never does)."""
     if value is None:
         return False
     return {

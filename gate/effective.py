@@ -51,6 +51,7 @@ class Clusters:
 
     @property
     def n(self) -> int:
+        """The number of clusters."""
         return len(self.members)
 
 

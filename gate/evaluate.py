@@ -135,46 +135,19 @@ def evaluate_variants(
 
     evals: list[VariantEvaluation] = []
     for variant_id, family, trial_key in variants:
-        jobs = by_variant.get(variant_id, [])
-        metrics, fold_sharpes, _ = aggregate_variant(jobs, periods_per_year=periods_per_year)
-        failed = [r for r in jobs if r.status != JobStatus.OK]
-        errors = list(
-            dict.fromkeys(
-                f"{r.symbol}/fold{r.fold} {r.status}: {r.error or ''}".strip() for r in failed
-            )
-        )[:MAX_ERRORS_KEPT]
-        broken = next((r for r in jobs if r.status == JobStatus.INTEGRITY_ERROR), None)
-        # A bankrupt job is not averaged away with the others: its equity went to zero.
-        bust = next((r for r in jobs if r.status == JobStatus.BANKRUPT), None)
-        vetoes = _vetoes(
-            metrics,
-            len(jobs),
-            len(failed),
+        e = _evaluation(
+            variant_id,
+            family,
+            trial_key,
+            by_variant.get(variant_id, []),
             criteria,
-            None if broken is None else f"{broken.symbol}/fold{broken.fold}: {broken.error}",
-            None if bust is None else f"{bust.symbol}/fold{bust.fold} {bust.error}",
+            benchmark,
+            benchmark_name,
+            periods_per_year,
+            spa_pvalue,
         )
-        alpha = _alpha(jobs, metrics, benchmark, benchmark_name, periods_per_year)
-        evals.append(
-            VariantEvaluation(
-                variant_id=variant_id,
-                family=family,
-                trial_key=trial_key,
-                metrics=metrics,
-                fold_sharpes=fold_sharpes,
-                n_jobs=len(jobs),
-                n_errors=len(failed),
-                errors=errors,
-                vetoes=[why for _, why in vetoes],
-                veto_kinds=[kind for kind, _ in vetoes],
-                criteria_met={
-                    rule_label(c): is_met(c, metric_value(metrics, c.metric, alpha))
-                    for c in criteria.rules
-                },
-                alpha=alpha,
-                spa_pvalue=spa_pvalue,
-            )
-        )
+        evals.append(e)
+        metrics, alpha = e.metrics, e.alpha
         sr = metrics.sharpe_per_period if metrics is not None else None
         ledger.record(
             trial_key,
@@ -186,31 +159,96 @@ def evaluate_variants(
     # One vectorised simulation for all variants.
     scores = scorer.score([e.metrics for e in evals], [e.alpha for e in evals])
     for e, s in zip(evals, scores, strict=True):
-        # A vetoed variant is out whatever its metrics say: score 0 keeps it from ranking first.
-        e.score = 0.0 if e.vetoes else float(s)
-        # The graded measure ranks and measures progress; the fuzzy score above decides.
-        e.progress = variant_progress(criteria, e.metrics, e.alpha, e.veto_kinds)
-        e.dsr = deflated_sharpe_of(e.metrics, ledger)
-        if e.alpha is not None:
-            e.alpha.deflated_alpha = deflated_alpha(
-                e.alpha,
-                trial_variance=ledger.trial_alpha_variance(),
-                n_trials=ledger.deflation_trials(),
-            )
-        e.passed = (
-            not e.vetoes
-            and e.score >= criteria.score_threshold
-            and e.dsr is not None
-            and e.dsr >= criteria.dsr_threshold
-            and all(e.criteria_met.values())
-            and alpha_ok(e, criteria, cash=benchmark is None)
-            and (spa_pvalue is None or spa_pvalue <= criteria.spa_threshold)
-        )
-        if e.passed and lookahead is not None:
-            report, symbol = lookahead(e)
-            if (veto := lookahead_veto(report, symbol)) is not None:
-                e.veto(*veto)
+        _decide(e, s, criteria, ledger, benchmark is None, spa_pvalue, lookahead)
     return evals
+
+
+def _evaluation(
+    variant_id: str,
+    family: str,
+    trial_key: str,
+    jobs: list[BacktestResult],
+    criteria: Criteria,
+    benchmark: Mapping[str, float] | None,
+    benchmark_name: str,
+    periods_per_year: int,
+    spa_pvalue: float | None,
+) -> VariantEvaluation:
+    """One variant's evaluation from its jobs: metrics, errors, vetoes, criteria met, alpha
+    (score, DSR and the pass come later, once every variant is in the ledger)."""
+    metrics, fold_sharpes, _ = aggregate_variant(jobs, periods_per_year=periods_per_year)
+    failed = [r for r in jobs if r.status != JobStatus.OK]
+    errors = list(
+        dict.fromkeys(
+            f"{r.symbol}/fold{r.fold} {r.status}: {r.error or ''}".strip() for r in failed
+        )
+    )[:MAX_ERRORS_KEPT]
+    broken = next((r for r in jobs if r.status == JobStatus.INTEGRITY_ERROR), None)
+    # A bankrupt job is not averaged away with the others: its equity went to zero.
+    bust = next((r for r in jobs if r.status == JobStatus.BANKRUPT), None)
+    vetoes = _vetoes(
+        metrics,
+        len(jobs),
+        len(failed),
+        criteria,
+        None if broken is None else f"{broken.symbol}/fold{broken.fold}: {broken.error}",
+        None if bust is None else f"{bust.symbol}/fold{bust.fold} {bust.error}",
+    )
+    alpha = _alpha(jobs, metrics, benchmark, benchmark_name, periods_per_year)
+    return VariantEvaluation(
+        variant_id=variant_id,
+        family=family,
+        trial_key=trial_key,
+        metrics=metrics,
+        fold_sharpes=fold_sharpes,
+        n_jobs=len(jobs),
+        n_errors=len(failed),
+        errors=errors,
+        vetoes=[why for _, why in vetoes],
+        veto_kinds=[kind for kind, _ in vetoes],
+        criteria_met={
+            rule_label(c): is_met(c, metric_value(metrics, c.metric, alpha)) for c in criteria.rules
+        },
+        alpha=alpha,
+        spa_pvalue=spa_pvalue,
+    )
+
+
+def _decide(
+    e: VariantEvaluation,
+    s: float,
+    criteria: Criteria,
+    ledger: TrialLedger,
+    cash: bool,
+    spa_pvalue: float | None,
+    lookahead: LookaheadCheck | None,
+) -> None:
+    """Set ``e``'s score (fuzzy score ``s``), progress, DSR, deflated alpha and pass; a pass
+    then faces the lookahead check."""
+    # A vetoed variant is out whatever its metrics say: score 0 keeps it from ranking first.
+    e.score = 0.0 if e.vetoes else float(s)
+    # The graded measure ranks and measures progress; the fuzzy score above decides.
+    e.progress = variant_progress(criteria, e.metrics, e.alpha, e.veto_kinds)
+    e.dsr = deflated_sharpe_of(e.metrics, ledger)
+    if e.alpha is not None:
+        e.alpha.deflated_alpha = deflated_alpha(
+            e.alpha,
+            trial_variance=ledger.trial_alpha_variance(),
+            n_trials=ledger.deflation_trials(),
+        )
+    e.passed = (
+        not e.vetoes
+        and e.score >= criteria.score_threshold
+        and e.dsr is not None
+        and e.dsr >= criteria.dsr_threshold
+        and all(e.criteria_met.values())
+        and alpha_ok(e, criteria, cash=cash)
+        and (spa_pvalue is None or spa_pvalue <= criteria.spa_threshold)
+    )
+    if e.passed and lookahead is not None:
+        report, symbol = lookahead(e)
+        if (veto := lookahead_veto(report, symbol)) is not None:
+            e.veto(*veto)
 
 
 def alpha_ok(e: VariantEvaluation, criteria: Criteria, *, cash: bool) -> bool:

@@ -129,6 +129,7 @@ class Findings:
     failing: list[FailingCriterion] = field(default_factory=list)  # the best's, worst first
 
     def hint(self, h: Hint) -> None:
+        """Add ``h`` unless it is there already (first come, first kept)."""
         if h not in self.hints:
             self.hints.append(h)
 
@@ -358,6 +359,47 @@ def _survey(
     structural defects go to the evidence (and hints) whatever the classification."""
     best = best_evaluation(clean) or clean[0]
     assert best.metrics is not None
+    failed = _failing_criteria(best, criteria, f)
+    failing = {c.label: c.attainment for c in failed}
+    f.best_variant_id = best.variant_id
+    f.failing = sorted(failed, key=lambda c: c.attainment)
+    f.evidence.append(
+        f"best variant {best.variant_id} ({best.family}): score {best.score:.2f}, DSR "
+        f"{_fmt(best.dsr)}, Sharpe {_fmt(best.metrics.sharpe)}, max DD "
+        f"{best.metrics.max_drawdown_pct:.1f}%, {best.metrics.n_trades} trades"
+    )
+    if failing:
+        f.evidence.append(
+            "failing criteria (attainment, 1 = threshold): "
+            + ", ".join(f"{k} at {a:.2f}" for k, a in failing.items())
+        )
+    design_hits = _design_signals(best, criteria, f)
+    mismatch = _regime_mismatch(regime, families)
+    if mismatch:
+        f.hint(Hint.REGIME_MISMATCH)
+    return Situation(
+        evaluations=evaluations,
+        clean=clean,
+        best=best,
+        failing=failing,
+        design_hits=design_hits,
+        best_dsr=max((e.dsr for e in evaluations if e.dsr is not None), default=0.0),
+        mismatch=mismatch,
+        all_far=_all_far(clean, criteria),
+        criteria=criteria,
+        history=history,
+        research_confidence=research_confidence,
+        regime=regime,
+        families=families,
+        research_coverage=research_coverage,
+    )
+
+
+def _failing_criteria(
+    best: VariantEvaluation, criteria: Criteria, f: Findings
+) -> list[FailingCriterion]:
+    """The criteria ``best`` fails, the trade floor included (then hinted in ``f``)."""
+    assert best.metrics is not None
     # Alpha criteria (alpha_t, beta...) are read from the variant's AlphaStats, not Metrics.
     failed = [
         FailingCriterion(
@@ -385,44 +427,17 @@ def _survey(
             )
         )
         f.hint(Hint.TOO_FEW_TRADES)
-    failing = {c.label: c.attainment for c in failed}
-    f.best_variant_id = best.variant_id
-    f.failing = sorted(failed, key=lambda c: c.attainment)
-    f.evidence.append(
-        f"best variant {best.variant_id} ({best.family}): score {best.score:.2f}, DSR "
-        f"{_fmt(best.dsr)}, Sharpe {_fmt(best.metrics.sharpe)}, max DD "
-        f"{best.metrics.max_drawdown_pct:.1f}%, {best.metrics.n_trades} trades"
-    )
-    if failing:
-        f.evidence.append(
-            "failing criteria (attainment, 1 = threshold): "
-            + ", ".join(f"{k} at {a:.2f}" for k, a in failing.items())
+    return failed
+
+
+def _all_far(clean: list[VariantEvaluation], criteria: Criteria) -> bool:
+    """Whether every clean variant is far (below ``FAR_ATTAINMENT``) on some criterion."""
+    return all(
+        any(
+            attainment(c, metric_value(e.metrics, c.metric, e.alpha)) < FAR_ATTAINMENT
+            for c in criteria.rules
         )
-    design_hits = _design_signals(best, criteria, f)
-    mismatch = _regime_mismatch(regime, families)
-    if mismatch:
-        f.hint(Hint.REGIME_MISMATCH)
-    return Situation(
-        evaluations=evaluations,
-        clean=clean,
-        best=best,
-        failing=failing,
-        design_hits=design_hits,
-        best_dsr=max((e.dsr for e in evaluations if e.dsr is not None), default=0.0),
-        mismatch=mismatch,
-        all_far=all(
-            any(
-                attainment(c, metric_value(e.metrics, c.metric, e.alpha)) < FAR_ATTAINMENT
-                for c in criteria.rules
-            )
-            for e in clean
-        ),
-        criteria=criteria,
-        history=history,
-        research_confidence=research_confidence,
-        regime=regime,
-        families=families,
-        research_coverage=research_coverage,
+        for e in clean
     )
 
 

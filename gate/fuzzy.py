@@ -130,6 +130,7 @@ class FuzzyScorer:
         return self.score_attainments(self.attainments(metrics_list, alphas))
 
     def score_attainments(self, att: np.ndarray) -> np.ndarray:
+        """Quality 0..1 of every row of attainments (a column per criterion), in one fuzzy pass."""
         att = np.clip(np.asarray(att, dtype=float), 0.0, ATTAINMENT_MAX)
         if att.ndim == 1:
             att = att[None, :]

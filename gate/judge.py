@@ -44,7 +44,7 @@ from backtest.contracts import CostModel
 from backtest.errors import BacktestError
 from backtest.executors import make_executor
 from backtest.sandbox import SandboxPolicy
-from gate.criteria import CRITERIA_HELP, CRITERIA_REPLACE_HELP
+from gate.criteria import CRITERIA_HELP, CRITERIA_REPLACE_HELP, Criteria
 from gate.errors import CriteriaError, GateError
 from gate.judge_input import SCOPES, JudgeInputError, read_strategy
 from gate.judge_report import open_run, write_outputs
@@ -99,58 +99,17 @@ def judge(
     ``sys.exit``. Options mean what ``python -m gate.judge --help`` says.
     """
     paths = [path_or_paths] if isinstance(path_or_paths, str | Path) else list(path_or_paths)
-    if not paths:
-        raise JudgeInputError("FILE: no file given; pass one or more strategy .py files")
-    if trials < 1:
-        raise JudgeInputError(f"--trials: {trials} must be at least 1 (the files judged count)")
-    if not 0 < holdout < 0.5:
-        raise JudgeInputError(f"--holdout: {holdout} must be a fraction in (0, 0.5), e.g. 0.2")
-    if not 1 <= folds <= 10 or warmup_bars < 0 or cuts < 1 or timeout <= 0:
-        raise JudgeInputError(
-            "--folds/--warmup-bars/--cuts/--timeout: folds 1..10, warm-up >= 0, cuts >= 1, "
-            "timeout > 0"
-        )
-    problem = borrow_problem(borrow_cost)
-    if problem is not None:
-        raise JudgeInputError(f"--borrow-cost: {problem}")
-    if executor not in EXECUTORS:
-        raise JudgeInputError(f"--executor: {executor!r} is not one of {', '.join(EXECUTORS)}")
-    if scope not in SCOPES:
-        raise JudgeInputError(f"--scope: {scope!r} is not one of {', '.join(SCOPES)}")
+    _check_numbers(paths, trials, holdout, folds, warmup_bars, cuts, timeout)
+    _check_choices(borrow_cost, executor, scope)
     files = [read_strategy(Path(p), scope=scope) for p in paths]
-    names = [t.strip().upper() for t in _split(tickers) if t.strip()]
-    if not names:
-        raise JudgeInputError("--tickers: no symbol given; pass e.g. AAPL or AAPL,MSFT")
-    data = Path(data_dir)
-    if not data.is_dir():
-        raise JudgeInputError(f"--data-dir: {data} is not a folder; pass a folder of SYMBOL.csv")
-    alt = Path(alt_data) if alt_data is not None else None
-    if alt is not None and not alt.is_dir():
-        raise JudgeInputError(
-            f"--alt-data: {alt} is not a folder; pass a folder laid out like ../shared/data/"
-        )
+    names = _tickers(tickers)
+    data, alt = _folders(data_dir, alt_data)
     first, last = _date("--start", start), _date("--end", end)
     if last <= first:
         raise JudgeInputError(f"--end {last} is not after --start {first}; swap them")
-    if criteria_replace and not (criteria or "").strip():
-        raise JudgeInputError(
-            "--criteria-replace: no --criteria to replace the defaults with; add --criteria "
-            '"sharpe>=0.8,..." or drop --criteria-replace'
-        )
-    try:
-        from gate.criteria import criteria_from_text
-
-        rules = criteria_from_text(criteria, replace=criteria_replace)
-        costs = CostModel(
-            commission_pct=commission, slippage_pct=slippage, borrow_pct=borrow_cost, cash=cash
-        )
-    except CriteriaError as exc:
-        raise JudgeInputError(f"--criteria: {exc}") from None
-    except ValueError as exc:  # pydantic: a cost out of its range
-        raise JudgeInputError(
-            f"--commission/--slippage/--cash: {str(exc).splitlines()[0]}; commission and "
-            "slippage are percentages between 0 and 5, cash above 0"
-        ) from None
+    rules, costs = _rules_and_costs(
+        criteria, criteria_replace, commission, slippage, borrow_cost, cash
+    )
     options = JudgeOptions(
         files=files,
         data_dir=data,
@@ -173,6 +132,97 @@ def judge(
         out=Path(out),
         argv=list(argv) if argv is not None else [],
     )
+    return _run(options, executor, workers)
+
+
+def _check_numbers(
+    paths: list[str | Path],
+    trials: int,
+    holdout: float,
+    folds: int,
+    warmup_bars: int,
+    cuts: int,
+    timeout: float,
+) -> None:
+    """Raise ``JudgeInputError`` on no file, or a count or fraction out of its range."""
+    if not paths:
+        raise JudgeInputError("FILE: no file given; pass one or more strategy .py files")
+    if trials < 1:
+        raise JudgeInputError(f"--trials: {trials} must be at least 1 (the files judged count)")
+    if not 0 < holdout < 0.5:
+        raise JudgeInputError(f"--holdout: {holdout} must be a fraction in (0, 0.5), e.g. 0.2")
+    if not 1 <= folds <= 10 or warmup_bars < 0 or cuts < 1 or timeout <= 0:
+        raise JudgeInputError(
+            "--folds/--warmup-bars/--cuts/--timeout: folds 1..10, warm-up >= 0, cuts >= 1, "
+            "timeout > 0"
+        )
+
+
+def _check_choices(borrow_cost: float, executor: str, scope: str) -> None:
+    """Raise ``JudgeInputError`` on a bad borrow cost, executor or scope."""
+    problem = borrow_problem(borrow_cost)
+    if problem is not None:
+        raise JudgeInputError(f"--borrow-cost: {problem}")
+    if executor not in EXECUTORS:
+        raise JudgeInputError(f"--executor: {executor!r} is not one of {', '.join(EXECUTORS)}")
+    if scope not in SCOPES:
+        raise JudgeInputError(f"--scope: {scope!r} is not one of {', '.join(SCOPES)}")
+
+
+def _tickers(tickers: str | Sequence[str]) -> list[str]:
+    """The symbols upper-cased, blanks dropped; ``JudgeInputError`` when none is left."""
+    names = [t.strip().upper() for t in _split(tickers) if t.strip()]
+    if not names:
+        raise JudgeInputError("--tickers: no symbol given; pass e.g. AAPL or AAPL,MSFT")
+    return names
+
+
+def _folders(data_dir: str | Path, alt_data: str | Path | None) -> tuple[Path, Path | None]:
+    """The data and alt-data folders (alt may be None); ``JudgeInputError`` if not folders."""
+    data = Path(data_dir)
+    if not data.is_dir():
+        raise JudgeInputError(f"--data-dir: {data} is not a folder; pass a folder of SYMBOL.csv")
+    alt = Path(alt_data) if alt_data is not None else None
+    if alt is not None and not alt.is_dir():
+        raise JudgeInputError(
+            f"--alt-data: {alt} is not a folder; pass a folder laid out like ../shared/data/"
+        )
+    return data, alt
+
+
+def _rules_and_costs(
+    criteria: str | None,
+    criteria_replace: bool,
+    commission: float,
+    slippage: float,
+    borrow_cost: float,
+    cash: float,
+) -> tuple[Criteria, CostModel]:
+    """The gate's criteria and the cost model; ``JudgeInputError`` naming the bad option."""
+    if criteria_replace and not (criteria or "").strip():
+        raise JudgeInputError(
+            "--criteria-replace: no --criteria to replace the defaults with; add --criteria "
+            '"sharpe>=0.8,..." or drop --criteria-replace'
+        )
+    try:
+        from gate.criteria import criteria_from_text
+
+        rules = criteria_from_text(criteria, replace=criteria_replace)
+        costs = CostModel(
+            commission_pct=commission, slippage_pct=slippage, borrow_pct=borrow_cost, cash=cash
+        )
+    except CriteriaError as exc:
+        raise JudgeInputError(f"--criteria: {exc}") from None
+    except ValueError as exc:  # pydantic: a cost out of its range
+        raise JudgeInputError(
+            f"--commission/--slippage/--cash: {str(exc).splitlines()[0]}; commission and "
+            "slippage are percentages between 0 and 5, cash above 0"
+        ) from None
+    return rules, costs
+
+
+def _run(options: JudgeOptions, executor: str, workers: int | None) -> JudgeResult:
+    """Load the window, open the run folder, judge and write the outputs into it."""
     try:
         window = load_window(options)
     except BacktestError as exc:  # the splits' own one-line messages ("widen the range")
@@ -266,6 +316,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """The command line of the judge: prints the result as JSON; the exit code."""
     argv = sys.argv[1:] if argv is None else argv
     args = build_parser().parse_args(argv)
     options = {k: v for k, v in vars(args).items() if k != "files"}

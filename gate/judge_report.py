@@ -76,6 +76,7 @@ def open_run(o: JudgeOptions, w: Window) -> RunFolder:
 
 
 def write_outputs(run: RunFolder, o: JudgeOptions, j: Judged, result: JudgeResult) -> None:
+    """Write the results, records, verdict, judge.json and report.md into the run folder."""
     for r in j.results + j.holdout_results:
         run.write_text(result_file(r.variant_id, r.symbol, r.fold), r.model_dump_json())
     _records(run, o, j, result)

@@ -108,6 +108,7 @@ class Window:
         return out
 
     def data_sha256(self, symbol: str) -> str:
+        """The hash of the bars ``symbol`` runs on (the portfolio's hashes every symbol's)."""
         if symbol != PORTFOLIO:
             return self.data[symbol].sha256
         joined = ",".join(f"{s}:{d.sha256}" for s, d in self.data.items())
@@ -160,6 +161,7 @@ def _benchmark(
 
 
 def in_sample_jobs(o: JudgeOptions, w: Window, f: StrategyFile, vid: str) -> list[BacktestJob]:
+    """The in-sample jobs of one file: one per symbol and fold."""
     return [
         BacktestJob(
             job_id=f"{vid}|{symbol}|f{fold.index}",
@@ -306,6 +308,7 @@ def open_holdout(
 
 
 def verdicts(o: JudgeOptions, j: Judged) -> list[FileVerdict]:
+    """Each file's verdict: its criteria rows and whether it passes."""
     from experiments.scorecard import FILLS, ROUND_TRIPS, criteria_rows
     from gate.judge_result import CriterionResult
 
@@ -358,6 +361,7 @@ def verdicts(o: JudgeOptions, j: Judged) -> list[FileVerdict]:
 
 
 def result_of(o: JudgeOptions, j: Judged, run_dir: Path) -> JudgeResult:
+    """The judge's result: the verdicts, the window and the best file."""
     files = verdicts(o, j)
     status = (
         JudgeStatus.FAILED if any(v.status == JudgeStatus.FAILED for v in files) else JudgeStatus.OK

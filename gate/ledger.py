@@ -88,6 +88,7 @@ class TrialLedger(BaseModel):
 
     @property
     def n_trials(self) -> int:
+        """The number of trials recorded."""
         return len(self.trials)
 
     @property
@@ -109,9 +110,11 @@ class TrialLedger(BaseModel):
         return self.trial_sharpe_variance()
 
     def sharpes(self) -> list[float]:
+        """The recorded Sharpes (trials with none left out)."""
         return [v for v in self.trials.values() if v is not None]
 
     def alpha_sharpes(self) -> list[float]:
+        """The recorded alpha Sharpes (trials with none left out)."""
         return [v for v in self.alpha_trials.values() if v is not None]
 
     def empirical_sharpe_variance(self) -> float:
@@ -151,6 +154,7 @@ class TrialLedger(BaseModel):
         return min(emp, null) if null is not None else emp
 
     def save(self, path: str | Path) -> None:
+        """Write the ledger to ``path`` as JSON."""
         Path(path).write_text(self.model_dump_json(indent=2), encoding="utf-8")
 
     @classmethod

@@ -33,6 +33,7 @@ class Pursuit:
     structural_only: bool
 
     def describe(self) -> str:
+        """The standing in one line, for the failure analysis."""
         t = "n/a" if self.alpha_t is None else f"{self.alpha_t:.2f}"
         return f"best has alpha t {t} and fails only {', '.join(self.failing)}"
 

@@ -34,6 +34,7 @@ class EntryBlock:
 
     @property
     def shortable(self) -> bool:
+        """Whether the family can go short (it has both a short entry and a short exit)."""
         return self.short_entry is not None and self.short_exit is not None
 
 

@@ -384,6 +384,7 @@ def render(spec: StrategySpec, *, bars_per_year: int = 252) -> str:
 
 
 def code_sha256(code: str) -> str:
+    """The SHA-256 hex digest of ``code`` (UTF-8)."""
     return hashlib.sha256(code.encode("utf-8")).hexdigest()
 
 

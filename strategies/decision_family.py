@@ -65,6 +65,7 @@ def date_key(day) -> int:
 def decision_spec(
     parameters: dict[str, ParamValue] | None = None, *, long_short: bool = True, note: str = ""
 ) -> StrategySpec:
+    """A decision-pipeline spec with ``parameters``, named after its side and ``note``."""
     name = "decision_pipeline" + ("-ls" if long_short else "-long") + (f" | {note}" if note else "")
     spec = StrategySpec(
         family=FAMILY,
@@ -79,6 +80,7 @@ def decision_spec(
 
 
 def is_decision_spec(spec: StrategySpec) -> bool:
+    """Whether ``spec`` is the decision pipeline's."""
     return spec.family == FAMILY
 
 

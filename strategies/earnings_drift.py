@@ -74,6 +74,7 @@ EventTable = dict[str, tuple[Event, ...]]
 
 
 def date_key(day: date) -> int:
+    """``day`` as the integer yyyymmdd, the form the strategy compares."""
     return day.year * 10000 + day.month * 100 + day.day
 
 
@@ -149,6 +150,7 @@ def reconcile(spec: StrategySpec) -> StrategySpec:
 def drift_spec(
     parameters: dict[str, ParamValue] | None = None, *, long_short: bool = False
 ) -> StrategySpec:
+    """An earnings-drift spec with ``parameters``, reconciled and named."""
     spec = StrategySpec(
         family=KIND,
         name=KIND,

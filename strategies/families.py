@@ -413,6 +413,7 @@ def with_regime_filter(spec: StrategySpec) -> StrategySpec:
 
 
 def base_name(family: Family, entry: str, filters: list[str], long_short: bool = False) -> str:
+    """A template spec's name: family, entry, filters, and ``-ls`` when long-short."""
     name = f"{family.value}-{entry}" + "".join(f"+{f}" for f in filters)
     return name + ("-ls" if long_short else "")
 
@@ -437,6 +438,7 @@ def spec_from_template(
 
 
 def default_spec(family: Family | str, *, long_short: bool = False) -> StrategySpec:
+    """The first template's spec of ``family``."""
     return spec_from_template(Family(family), 0, long_short=long_short)
 
 

@@ -62,6 +62,7 @@ class ProposalContext:
     extra: dict[str, Any] = field(default_factory=dict)  # e.g. the rules brain's brief
 
     def with_(self, **changes: Any) -> ProposalContext:
+        """A copy with ``changes`` applied."""
         return replace(self, **changes)
 
 
@@ -94,17 +95,23 @@ class FamilyPlugin(Protocol):
     self_proposing: bool
     repairable: bool
 
-    def slots(self, families: Sequence[str], n: int, n_symbols: int) -> int: ...
+    def slots(self, families: Sequence[str], n: int, n_symbols: int) -> int:
+        """How many of the ``n`` remaining slots the plugin takes."""
 
-    def propose(self, ctx: ProposalContext, n: int) -> list[Proposal]: ...
+    def propose(self, ctx: ProposalContext, n: int) -> list[Proposal]:
+        """``n`` fresh proposals (none whose trial key is in ``ctx.seen``)."""
 
-    def reconcile(self, spec: StrategySpec) -> StrategySpec: ...
+    def reconcile(self, spec: StrategySpec) -> StrategySpec:
+        """``spec`` with exactly the parameters its code reads."""
 
-    def code(self, run: Any, spec: StrategySpec) -> str | None: ...
+    def code(self, run: Any, spec: StrategySpec) -> str | None:
+        """The module source of ``spec``, or None to drop the proposal."""
 
-    def holdout_variant(self, run: Any, variant: dict[str, Any]) -> dict[str, Any]: ...
+    def holdout_variant(self, run: Any, variant: dict[str, Any]) -> dict[str, Any]:
+        """The variant dict the sealed holdout runs."""
 
-    def screens(self, spec: StrategySpec) -> bool: ...
+    def screens(self, spec: StrategySpec) -> bool:
+        """Whether the screen reproduces ``spec`` (False: tune by grid moves)."""
 
 
 class FamilyRegistry:
@@ -152,6 +159,7 @@ class FamilyRegistry:
         return iter(own + [p for p in self._plugins if not p.self_proposing])
 
     def for_kind(self, kind: str) -> FamilyPlugin:
+        """The plugin that owns family ``kind``; KeyError naming the known ones otherwise."""
         try:
             return self._by_kind[str(getattr(kind, "value", kind))]
         except KeyError:
@@ -160,9 +168,11 @@ class FamilyRegistry:
             ) from None
 
     def for_spec(self, spec: StrategySpec) -> FamilyPlugin:
+        """The plugin that owns ``spec``'s family."""
         return self.for_kind(spec.family.value)
 
     def owns(self, plugin: FamilyPlugin, spec: StrategySpec) -> bool:
+        """Whether ``plugin`` is the one that owns ``spec``'s family."""
         return self._by_kind.get(spec.family.value) is plugin
 
     def known(self) -> list[str]:
@@ -177,6 +187,7 @@ class FamilyRegistry:
         )
 
     def catch_all(self) -> FamilyPlugin:
+        """The plugin that is not self-proposing (the block families)."""
         for p in self._plugins:
             if not p.self_proposing:
                 return p
@@ -185,6 +196,7 @@ class FamilyRegistry:
     # -- questions every consumer asks, answered by the spec's plugin
 
     def scope_of(self, spec: StrategySpec) -> Scope:
+        """Whether ``spec`` runs per symbol or on the whole universe."""
         return self.for_spec(spec).scope
 
     def job_symbols(self, spec: StrategySpec, symbols: Sequence[str]) -> list[str]:
@@ -198,12 +210,15 @@ class FamilyRegistry:
         return not spec.is_custom and not self.for_spec(spec).self_proposing
 
     def repairable(self, spec: StrategySpec) -> bool:
+        """Whether ``strategies.repair`` may reshape ``spec`` (never an LLM's own code)."""
         return not spec.is_custom and self.for_spec(spec).repairable
 
     def reconcile(self, spec: StrategySpec) -> StrategySpec:
+        """``spec`` reconciled by its plugin."""
         return self.for_spec(spec).reconcile(spec)
 
     def holdout_variant(self, run: Any, variant: dict[str, Any]) -> dict[str, Any]:
+        """The variant dict the sealed holdout runs, as ``variant``'s plugin makes it."""
         spec = StrategySpec.model_validate(variant["spec"])
         return self.for_spec(spec).holdout_variant(run, variant)
 

@@ -131,10 +131,12 @@ SWITCHES: tuple[str, ...] = ("inverse_vol", "vol_target", "cash_filter", "long_s
 
 
 def is_portfolio_spec(spec: StrategySpec) -> bool:
+    """Whether ``spec`` is of a portfolio family."""
     return isinstance(spec.family, PortfolioFamily)
 
 
 def portfolio_families() -> list[str]:
+    """The names of the portfolio families."""
     return [f.value for f in PortfolioFamily]
 
 
@@ -146,6 +148,7 @@ def portfolio_spec(
     note: str = "",
     filters: tuple[str, ...] | list[str] = (),
 ) -> StrategySpec:
+    """A portfolio-family spec with ``parameters``, reconciled and named."""
     family = PortfolioFamily(family)
     side = "-ls" if long_short and family == PortfolioFamily.CROSS_SECTIONAL_MOMENTUM else ""
     regime = "".join(f"+{f}" for f in filters)
@@ -198,51 +201,96 @@ def propose_portfolio_specs(
     for tuning); ``tune``'s grid moves fill what it leaves, and None is ``tune`` alone, as
     before the screen."""
     route = Origin(route)
-    taken = set(seen)
-    out: list[Proposal] = []
-
-    def add(spec: StrategySpec, parent: str | None, why: str) -> None:
-        key = spec.trial_key()
-        if key not in taken and len(out) < n:
-            taken.add(key)
-            out.append(Proposal(spec, parent, why))
-
+    picks = _Picks(n, seen)
     if best is not None and route in (Origin.TUNE, Origin.FIX, Origin.REFINE):
         best_id, base = best
         if route == Origin.REFINE:
-            # With a tuner (the screen), a third of the slots (from 2) stay for tuning around
-            # the best, as the rules brain keeps them (swarm.agents.strategy_dev.propose).
-            keep = max(1, n - (n + 1) // 3) if tuner is not None else n
-            for switch in rng.sample(SWITCHES, len(SWITCHES)):
-                cand = _switched(base, switch)
-                if cand is not None and len(out) < keep:
-                    why = f"refine {switch} {_state(cand, switch)}"
-                    add(_named(cand, why), best_id, why)
-        if route == Origin.FIX and base.family == PortfolioFamily.PAIRS:  # enter more often
-            params = dict(base.parameters)
-            params["entry_z"] = max(1.0, float(params["entry_z"]) - 0.5)
-            why = "fix: a lower entry z-score"
-            add(
-                _named(reconcile_portfolio(base.model_copy(update={"parameters": params})), why),
-                best_id,
-                why,
-            )
-        elif route == Origin.FIX:  # too few trades: rebalance more often, look back less far
-            params = dict(base.parameters)
-            params["rebalance_bars"] = max(5, int(params["rebalance_bars"]) // 2)
-            if "xs_lookback" in params:  # the low-volatility family ranks on vol_lookback
-                params["xs_lookback"] = max(20, int(params["xs_lookback"]) // 2)
-            why = "fix: rebalance more often, shorter lookback"
-            add(
-                _named(reconcile_portfolio(base.model_copy(update={"parameters": params})), why),
-                best_id,
-                why,
-            )
+            _refine(picks, base, best_id, rng, tuner)
+        if route == Origin.FIX:
+            _fix(picks, base, best_id)
         if tuner is not None:
-            for cand in tuner(base, n - len(out), set(taken)):
-                add(cand, best_id, "screened around the best")
-        for cand in tune(base, n, rng=rng, seen=taken):
-            add(cand, best_id, "tune around the best")
+            for cand in tuner(base, n - len(picks.out), set(picks.taken)):
+                picks.add(cand, best_id, "screened around the best")
+        for cand in tune(base, n, rng=rng, seen=picks.taken):
+            picks.add(cand, best_id, "tune around the best")
+    pool = _template_pool(families, pair)
+    for k in range(200):
+        if len(picks.out) >= n:
+            break
+        t = pool[k % len(pool)]
+        spec = portfolio_spec(
+            t.family, t.params, long_short=t.long_short, note=t.note, filters=t.filters
+        )
+        if k >= len(pool):
+            spec = jitter(spec, rng)
+        picks.add(spec, None, f"portfolio family: {t.note}")
+    return picks.out
+
+
+class _Picks:
+    """The proposals so far: at most ``n``, never a trial key already taken (``seen`` first)."""
+
+    def __init__(self, n: int, seen: set[str]) -> None:
+        self.n = n
+        self.taken = set(seen)
+        self.out: list[Proposal] = []
+
+    def add(self, spec: StrategySpec, parent: str | None, why: str) -> None:
+        """Propose ``spec`` unless its trial key is taken or the ``n`` slots are full."""
+        key = spec.trial_key()
+        if key not in self.taken and len(self.out) < self.n:
+            self.taken.add(key)
+            self.out.append(Proposal(spec, parent, why))
+
+
+def _refine(
+    picks: _Picks,
+    base: StrategySpec,
+    best_id: str,
+    rng: random.Random,
+    tuner: Callable[[StrategySpec, int, set[str]], list[StrategySpec]] | None,
+) -> None:
+    """REFINE: each switch of ``base`` once, in a random order, leaving the tuner its slots."""
+    n = picks.n
+    # With a tuner (the screen), a third of the slots (from 2) stay for tuning around
+    # the best, as the rules brain keeps them (swarm.agents.strategy_dev.propose).
+    keep = max(1, n - (n + 1) // 3) if tuner is not None else n
+    for switch in rng.sample(SWITCHES, len(SWITCHES)):
+        cand = _switched(base, switch)
+        if cand is not None and len(picks.out) < keep:
+            why = f"refine {switch} {_state(cand, switch)}"
+            picks.add(_named(cand, why), best_id, why)
+
+
+def _fix(picks: _Picks, base: StrategySpec, best_id: str) -> None:
+    """FIX (too few trades): pairs enter at a lower z-score; the others rebalance more often
+    and look back less far."""
+    if base.family == PortfolioFamily.PAIRS:  # enter more often
+        params = dict(base.parameters)
+        params["entry_z"] = max(1.0, float(params["entry_z"]) - 0.5)
+        why = "fix: a lower entry z-score"
+        picks.add(
+            _named(reconcile_portfolio(base.model_copy(update={"parameters": params})), why),
+            best_id,
+            why,
+        )
+    else:  # too few trades: rebalance more often, look back less far
+        params = dict(base.parameters)
+        params["rebalance_bars"] = max(5, int(params["rebalance_bars"]) // 2)
+        if "xs_lookback" in params:  # the low-volatility family ranks on vol_lookback
+            params["xs_lookback"] = max(20, int(params["xs_lookback"]) // 2)
+        why = "fix: rebalance more often, shorter lookback"
+        picks.add(
+            _named(reconcile_portfolio(base.model_copy(update={"parameters": params})), why),
+            best_id,
+            why,
+        )
+
+
+def _template_pool(families: list[str], pair: PairChoice | None) -> list[Template]:
+    """The templates to propose from: the named families' (the pair's spread among them),
+    else every design but low volatility (and pairs without a pair); each also risk-on only
+    when the regime filter is asked for."""
     wanted = [PortfolioFamily(f) for f in families if f in portfolio_families()]
     templates = list(TEMPLATES)
     if pair is not None:
@@ -261,17 +309,7 @@ def propose_portfolio_specs(
             for t in pool
             for v in (t, t._replace(filters=(INDEX_REGIME,), note=f"{t.note}, risk-on only"))
         ]
-    for k in range(200):
-        if len(out) >= n:
-            break
-        t = pool[k % len(pool)]
-        spec = portfolio_spec(
-            t.family, t.params, long_short=t.long_short, note=t.note, filters=t.filters
-        )
-        if k >= len(pool):
-            spec = jitter(spec, rng)
-        add(spec, None, f"portfolio family: {t.note}")
-    return out
+    return pool
 
 
 def _named(spec: StrategySpec, why: str) -> StrategySpec:

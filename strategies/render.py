@@ -53,6 +53,7 @@ def render_spec(spec: StrategySpec, *, bars_per_year: int = 252) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Render a spec JSON to a strategy file and print its path; the exit code."""
     p = OneLineParser(prog="python -m strategies.render", description=__doc__.splitlines()[0])
     p.add_argument("spec", type=Path, help="a spec JSON (the `spec` object of variants.json)")
     p.add_argument("--out", type=Path, required=True, help="the .py file to write")

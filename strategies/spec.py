@@ -57,6 +57,7 @@ class PluginFamily(str):
 
     @property
     def value(self) -> str:
+        """The name as a plain str."""
         return str.__str__(self)
 
     @classmethod
@@ -110,9 +111,11 @@ class StrategySpec(BaseModel):
 
     @property
     def is_custom(self) -> bool:
+        """Whether the spec's code is an LLM's own (it carries the source's hash)."""
         return self.source_sha is not None
 
     def trial_key(self) -> str:
+        """The spec's id in the trial ledger: a hash of what changes its results (not its name)."""
         payload = {
             "family": self.family.value,
             "entry": self.entry,
@@ -139,8 +142,10 @@ class StrategyVariant(BaseModel):
 
     @property
     def name(self) -> str:
+        """The spec's name."""
         return self.spec.name
 
     @property
     def parameters(self) -> dict[str, ParamValue]:
+        """The spec's parameters."""
         return self.spec.parameters

@@ -20,6 +20,7 @@ import importlib
 import inspect
 import operator
 import types
+from collections.abc import Callable
 from typing import Any
 
 from pydantic import BaseModel, Field
@@ -223,41 +224,62 @@ def const_value(node: ast.AST | None, names: dict[str, Any] | None = None, depth
     if isinstance(node, ast.Name) and names is not None:
         return names.get(node.id)
     if isinstance(node, ast.UnaryOp):
-        v = fold(node.operand)
-        if v is None:
-            return None
-        if isinstance(node.op, ast.Not):
-            return int(not v)
-        if isinstance(node.op, ast.Invert):
-            return ~v if isinstance(v, int) else None
-        return -v if isinstance(node.op, ast.USub) else +v
+        return _unary_value(node, fold)
     if isinstance(node, ast.BinOp):
-        a, b, op = fold(node.left), fold(node.right), _BINOPS.get(type(node.op))
-        if a is None or b is None or op is None or abs(a) > 1e18 or abs(b) > 1e18:
-            return None
-        if isinstance(node.op, ast.Pow | ast.LShift | ast.RShift) and not 0 <= b <= 64:
-            return None
-        try:
-            v = op(a, b)
-        except (ArithmeticError, ValueError, TypeError):
-            return None
-        return v if _is_number(v) else None
+        return _binop_value(node, fold)
     if isinstance(node, ast.BoolOp):
-        values = [fold(v) for v in node.values]
-        if any(v is None for v in values):
-            return None
-        pick = (lambda v: not v) if isinstance(node.op, ast.And) else bool
-        return next((v for v in values[:-1] if pick(v)), values[-1])
+        return _boolop_value(node, fold)
     if isinstance(node, ast.Compare):
-        values = [fold(node.left), *(fold(c) for c in node.comparators)]
-        ops: list[Any] = [_COMPARE.get(type(o)) for o in node.ops]
-        if any(v is None for v in values) or any(o is None for o in ops):
-            return None
-        return int(all(o(a, b) for o, a, b in zip(ops, values, values[1:], strict=False)))
+        return _compare_value(node, fold)
     if isinstance(node, ast.IfExp):
         test = fold(node.test)
         return None if test is None else fold(node.body if test else node.orelse)
     return None
+
+
+def _unary_value(node: ast.UnaryOp, fold: Callable[[ast.AST | None], Any]) -> Any:
+    """``not``, ``~``, ``-`` or ``+`` of a constant operand; None when it is not constant."""
+    v = fold(node.operand)
+    if v is None:
+        return None
+    if isinstance(node.op, ast.Not):
+        return int(not v)
+    if isinstance(node.op, ast.Invert):
+        return ~v if isinstance(v, int) else None
+    return -v if isinstance(node.op, ast.USub) else +v
+
+
+def _binop_value(node: ast.BinOp, fold: Callable[[ast.AST | None], Any]) -> Any:
+    """A binary operation of constants, None when unsafe (huge operands or shifts/powers out
+    of 0..64) or when it fails or yields no number."""
+    a, b, op = fold(node.left), fold(node.right), _BINOPS.get(type(node.op))
+    if a is None or b is None or op is None or abs(a) > 1e18 or abs(b) > 1e18:
+        return None
+    if isinstance(node.op, ast.Pow | ast.LShift | ast.RShift) and not 0 <= b <= 64:
+        return None
+    try:
+        v = op(a, b)
+    except (ArithmeticError, ValueError, TypeError):
+        return None
+    return v if _is_number(v) else None
+
+
+def _boolop_value(node: ast.BoolOp, fold: Callable[[ast.AST | None], Any]) -> Any:
+    """``and``/``or`` of constants, as Python picks the value; None unless all are constant."""
+    values = [fold(v) for v in node.values]
+    if any(v is None for v in values):
+        return None
+    pick = (lambda v: not v) if isinstance(node.op, ast.And) else bool
+    return next((v for v in values[:-1] if pick(v)), values[-1])
+
+
+def _compare_value(node: ast.Compare, fold: Callable[[ast.AST | None], Any]) -> Any:
+    """A comparison chain of constants as 1 or 0; None unless all are constant."""
+    values = [fold(node.left), *(fold(c) for c in node.comparators)]
+    ops: list[Any] = [_COMPARE.get(type(o)) for o in node.ops]
+    if any(v is None for v in values) or any(o is None for o in ops):
+        return None
+    return int(all(o(a, b) for o, a, b in zip(ops, values, values[1:], strict=False)))
 
 
 def _is_number(value: Any) -> bool:

@@ -35,11 +35,13 @@ class NotFound(Exception):
 
 
 def file_stem(symbol: str) -> str:
+    """``symbol`` as a filesystem-safe file stem (no caret, as in the corpus)."""
     # ^GSPC -> GSPC (the corpus drops the caret); keep names filesystem-safe.
     return re.sub(r"[^A-Za-z0-9._=-]", "_", symbol.strip().lstrip("^"))
 
 
 def day_range(start: date, end: date) -> tuple[pd.Timestamp, pd.Timestamp]:
+    """The first and last instants of ``start``..``end``, both days inclusive."""
     # [start, end] inclusive for intraday bars too: up to the last instant of `end`.
     return pd.Timestamp(start), pd.Timestamp(end) + pd.Timedelta(days=1) - pd.Timedelta(1)
 
@@ -108,5 +110,6 @@ def normalize_bars(
 
 
 def slice_days(bars: pd.DataFrame, start: date, end: date) -> pd.DataFrame:
+    """The bars from ``start`` through the whole of ``end``."""
     lo, hi = day_range(start, end)
     return bars.loc[(bars.index >= lo) & (bars.index <= hi)]

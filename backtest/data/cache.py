@@ -15,18 +15,21 @@ CACHE_EDGE_SLACK = timedelta(days=4)  # weekends + a holiday at either edge of a
 
 
 def default_cache_dir() -> Path:
+    """The user cache folder of the lab."""
     import platformdirs
 
     return Path(platformdirs.user_cache_dir("swarm-lab"))
 
 
 def cache_path(symbol: str, timeframe: str, cache_dir: Path) -> Path:
+    """Where the cached bars of ``symbol`` at ``timeframe`` live."""
     return cache_dir / "ohlcv" / f"{file_stem(symbol).upper()}_{timeframe}.parquet"
 
 
 def read_cache(
     symbol: str, start: date, end: date, timeframe: str, cache_dir: Path
 ) -> tuple[pd.DataFrame, str]:
+    """The cached bars of ``symbol`` in ``start``..``end``, their path; ``NotFound`` on a miss."""
     path = cache_path(symbol, timeframe, cache_dir)
     if not path.exists():
         raise NotFound(f"cache: no entry {path.name}")

@@ -129,16 +129,7 @@ def load_bars(
     violations) is a DataError naming the line; ``repair=True`` mends them and lists each
     change in ``LoadedBars.repairs`` (``backtest.data.integrity``).
     """
-    if source not in SOURCES:
-        raise DataError(f"--source: unknown source {source!r}; choose one of {', '.join(SOURCES)}")
-    if timeframe not in TIMEFRAMES:
-        raise DataError(
-            f"--timeframe: {timeframe!r} is not supported; use one of {', '.join(TIMEFRAMES)}"
-        )
-    if start > end:
-        raise DataError(f"--start/--end: start {start} is after end {end}; swap them")
-    if prices not in PRICES:
-        raise DataError(f"--prices: {prices!r}; use raw or adjusted")
+    _check_request(source, timeframe, start, end, prices)
     symbol = symbol.strip()
     if not symbol:
         raise DataError("--tickers: empty symbol; pass symbols like AAPL,MSFT")
@@ -154,8 +145,87 @@ def load_bars(
     if source == "csv" and data_dir is None:
         raise DataError("--data-dir: --source csv needs --data-dir DIR holding SYMBOL.csv files")
 
-    Step = Callable[[], tuple[pd.DataFrame, str | None, list[BarDefect]]]
-    steps: list[tuple[str, Step]] = []
+    steps = _steps(
+        symbol,
+        start,
+        end,
+        timeframe,
+        source,
+        data_dir,
+        cache_dir,
+        fetch,
+        yf_timeout,
+        prices,
+        repair,
+    )
+    notes: list[str] = []
+    for name, step in steps:
+        try:
+            bars, path, repairs = step()
+        except NotFound as miss:
+            notes.append(str(miss))
+            continue
+        except MissingSymbolError as err:
+            # A missing file in an explicit folder may still be found downstream in
+            # auto mode; a broken file or an empty range in it is the user's to fix.
+            if source != "auto":
+                raise
+            notes.append(err.short)
+            continue
+        return _finish(symbol, bars, name, timeframe, path, notes, (start, end), repairs)
+
+    raise _no_data(symbol, timeframe, start, end, source, notes)
+
+
+def _no_data(
+    symbol: str, timeframe: str, start: date, end: date, source: str, notes: list[str]
+) -> DataError:
+    """The error when no source had the bars: what each said, and what to do about it."""
+    tried = "; ".join(notes) or "nothing"
+    hint = (
+        f"pass --data-dir DIR with {file_stem(symbol).upper()}.csv, "
+        "or --source synthetic for a seeded synthetic series"
+    )
+    if source == "cache":
+        hint = "run once with --source auto or yfinance while online, or pass --data-dir DIR"
+    return DataError(
+        f"--tickers: no data for {symbol} {timeframe} {start}..{end} (tried {tried}); {hint}"
+    )
+
+
+def _check_request(source: str, timeframe: str, start: date, end: date, prices: str) -> None:
+    """Raise ``DataError`` naming the option when the source, timeframe, range or prices
+    are not ones the chain serves."""
+    if source not in SOURCES:
+        raise DataError(f"--source: unknown source {source!r}; choose one of {', '.join(SOURCES)}")
+    if timeframe not in TIMEFRAMES:
+        raise DataError(
+            f"--timeframe: {timeframe!r} is not supported; use one of {', '.join(TIMEFRAMES)}"
+        )
+    if start > end:
+        raise DataError(f"--start/--end: start {start} is after end {end}; swap them")
+    if prices not in PRICES:
+        raise DataError(f"--prices: {prices!r}; use raw or adjusted")
+
+
+_Step = Callable[[], tuple[pd.DataFrame, str | None, list[BarDefect]]]
+
+
+def _steps(
+    symbol: str,
+    start: date,
+    end: date,
+    timeframe: str,
+    source: str,
+    data_dir: Path | None,
+    cache_dir: Path,
+    fetch: Fetcher,
+    yf_timeout: float,
+    prices: Prices,
+    repair: bool,
+) -> list[tuple[str, _Step]]:
+    """The sources ``source`` may try, in order, each a loader of (bars, path, repairs)."""
+    steps: list[tuple[str, _Step]] = []
     if data_dir is not None and source in ("auto", "csv"):
         steps.append(
             ("csv", lambda: from_csv(symbol, start, end, timeframe, data_dir, prices, repair))
@@ -174,33 +244,7 @@ def load_bars(
                 ),
             )
         )
-
-    notes: list[str] = []
-    for name, step in steps:
-        try:
-            bars, path, repairs = step()
-        except NotFound as miss:
-            notes.append(str(miss))
-            continue
-        except MissingSymbolError as err:
-            # A missing file in an explicit folder may still be found downstream in
-            # auto mode; a broken file or an empty range in it is the user's to fix.
-            if source != "auto":
-                raise
-            notes.append(err.short)
-            continue
-        return _finish(symbol, bars, name, timeframe, path, notes, (start, end), repairs)
-
-    tried = "; ".join(notes) or "nothing"
-    hint = (
-        f"pass --data-dir DIR with {file_stem(symbol).upper()}.csv, "
-        "or --source synthetic for a seeded synthetic series"
-    )
-    if source == "cache":
-        hint = "run once with --source auto or yfinance while online, or pass --data-dir DIR"
-    raise DataError(
-        f"--tickers: no data for {symbol} {timeframe} {start}..{end} (tried {tried}); {hint}"
-    )
+    return steps
 
 
 def load_universe(symbols: Iterable[str], **kw: Any) -> dict[str, LoadedBars]:

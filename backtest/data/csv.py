@@ -160,6 +160,7 @@ def from_csv(
     prices: Prices = "raw",
     repair: bool = False,
 ) -> tuple[pd.DataFrame, str, list[BarDefect]]:
+    """The bars of ``symbol`` from its CSV in ``data_dir``, their source, and the defects found."""
     path = find_csv(symbol, data_dir, timeframe)
     sliced, defects = read_checked_csv(path, start, end, timeframe, prices=prices, repair=repair)
     if sliced.empty:

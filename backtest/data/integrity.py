@@ -44,6 +44,7 @@ class BarDefect(BaseModel):
     action: str  # what --repair does (did) about it
 
     def describe(self) -> str:
+        """The defect with where it is, for messages."""
         where = f"line {self.line} ({self.date})" if self.line is not None else self.date
         return f"{where}: {self.detail}"
 

@@ -82,6 +82,7 @@ class QualityReport(BaseModel):
 
     @property
     def ok(self) -> bool:
+        """Whether no issue was found."""
         return not self.issues
 
 

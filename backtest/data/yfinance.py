@@ -74,6 +74,7 @@ def from_yfinance(
     fetcher: Fetcher,
     prices: Prices = "raw",
 ) -> tuple[pd.DataFrame, str | None]:
+    """The bars of ``symbol`` from Yahoo (cached on success), and a warning or None."""
     try:
         raw = fetcher(
             symbol, start=start, end=end, interval=timeframe, timeout=timeout, cache_dir=cache_dir

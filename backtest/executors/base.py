@@ -25,6 +25,7 @@ OnResult = Callable[[BacktestResult], None]
 
 
 def error_result(job: BacktestJob, message: str) -> BacktestResult:
+    """An ERROR result for ``job`` with ``message`` on one line, capped at 500 characters."""
     return BacktestResult(
         job_id=job.job_id,
         variant_id=job.variant_id,
@@ -48,13 +49,16 @@ def _chain(inner: Future[Any], convert: Callable[[Any], Any]) -> Future[Any]:
 
 @runtime_checkable
 class Executor(Protocol):
-    def submit(self, job: BacktestJob) -> Future[BacktestResult]: ...
+    def submit(self, job: BacktestJob) -> Future[BacktestResult]:
+        """Start ``job``; the future resolves to its result."""
 
     def map(
         self, jobs: Iterable[BacktestJob], on_result: OnResult | None = None
-    ) -> list[BacktestResult]: ...
+    ) -> list[BacktestResult]:
+        """Every job's result, in job order; ``on_result`` is called as each one lands."""
 
-    def close(self) -> None: ...
+    def close(self) -> None:
+        """Stop the workers; nothing may be submitted after."""
 
     def __enter__(self) -> Self: ...
 
@@ -68,6 +72,7 @@ class Executor(Protocol):
 
 
 def outcome_error(job: BacktestJob, message: str) -> SandboxOutcome:
+    """``error_result`` wrapped as a sandbox outcome."""
     return SandboxOutcome(error_result(job, message))
 
 
@@ -82,6 +87,7 @@ class BaseExecutor:
         return self._submit(job, True, policy)
 
     def submit(self, job: BacktestJob) -> Future[BacktestResult]:
+        """Start ``job``; the future resolves to its result."""
         return _chain(self._submit(job, False, None), lambda o: o.result)
 
     def _submit(
@@ -100,6 +106,7 @@ class BaseExecutor:
         return [fut.result() for fut in futures]
 
     def close(self) -> None:
+        """Release the workers (none by default)."""
         pass
 
     def __enter__(self) -> Self:

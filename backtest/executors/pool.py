@@ -269,6 +269,7 @@ class ProcessPoolBackend(BaseExecutor):
                 return outcome_error(job, f"{type(exc).__name__}: {exc}")
 
     def close(self) -> None:
+        """Hand over what is waiting, then shut the pool down and drain its result stream."""
         if self._batcher is not None:  # nothing submitted is left waiting: handed over first
             self._batcher.close()
         with self._lock:

@@ -127,6 +127,7 @@ class RayBackend(BaseExecutor):
             outer.set_result(out)
 
     def close(self) -> None:
+        """Hand the pending jobs to Ray, then shut Ray down if this backend started it."""
         if self._closed:
             return
         self._batcher.close()  # pending jobs are handed to Ray before it may shut down

@@ -38,6 +38,7 @@ _HEADER = struct.Struct("<qq")  # a streamed message: (chunk token, job index), 
 
 
 def pool_worker_init(stream: tuple[Connection, Any] | None = None) -> None:
+    """Set up a pool worker: die with its parent, keep the result stream, warm the imports."""
     global _stream
     die_with_parent()  # a pool worker never outlives the forkserver it came from
     _stream = stream
@@ -92,12 +93,14 @@ class InFlight:
         self._chunks: dict[int, tuple[list[Item], set[int]]] = {}
 
     def add(self, items: list[Item]) -> int:
+        """Track ``items`` as one chunk; returns its token."""
         token = next(self._tokens)
         with self._lock:
             self._chunks[token] = (items, set(range(len(items))))
         return token
 
     def settle(self, token: int, index: int, outcome: SandboxOutcome) -> None:
+        """Resolve item ``index`` of chunk ``token`` with ``outcome``, once (later: no-ops)."""
         with self._lock:
             entry = self._chunks.get(token)
             if entry is None or index not in entry[1]:
@@ -108,6 +111,7 @@ class InFlight:
         _settle(entry[0][index][1], outcome)
 
     def fail(self, token: int, index: int, message: str) -> None:
+        """Settle item ``index`` of chunk ``token`` as a pool error, unless settled already."""
         with self._lock:
             entry = self._chunks.get(token)
             job = entry[0][index][0] if entry is not None and index in entry[1] else None
@@ -115,6 +119,7 @@ class InFlight:
             self.settle(token, index, outcome_error(job, f"PoolError: {message}"))
 
     def unsettled(self, token: int) -> list[tuple[int, BacktestJob]]:
+        """The items of chunk ``token`` not settled yet, as (index, job), in index order."""
         with self._lock:
             entry = self._chunks.get(token)
             return [] if entry is None else [(k, entry[0][k][0]) for k in sorted(entry[1])]
@@ -139,6 +144,7 @@ class ResultStream:
 
     @property
     def worker_args(self) -> tuple[Connection, Any]:
+        """What a pool worker needs to write to the stream: the pipe's write end and its lock."""
         return self.writer, self.lock
 
     def _read(self) -> None:

@@ -82,6 +82,7 @@ class _CapData(ctypes.Structure):
 
 
 def sandbox_uid(pid: int) -> int:
+    """The uid a sandboxed job runs as: one per pid, so no two jobs share one."""
     return SANDBOX_UID_BASE + pid
 
 
@@ -590,6 +591,7 @@ class PreparedFilter:
         self.fprog = _SockFprog(len(prog), self.filters)
 
     def install(self) -> None:
+        """Install the filter in this process (x86-64 Linux only; elsewhere a no-op)."""
         lib = libc()
         if lib is None or platform.machine() != "x86_64":
             return

@@ -173,35 +173,84 @@ def _collect(
     running job's, the group is killed.
     """
     nonces = [secrets.token_hex(NONCE_CHARS // 2) for _ in jobs]
-    outbox = bytearray(_message(nonces[0], jobs[0]))
-    # The next job's message, pickled while the running job runs (held here, sent only once
-    # the running job's line is read): its pickling is off the next job's critical path.
-    ready = _message(nonces[1], jobs[1]) if len(jobs) > 1 else b""
+    feed = _Feed(
+        jobs=jobs,
+        nonces=nonces,
+        timeouts=timeouts,
+        job_w=job_w,
+        outbox=bytearray(_message(nonces[0], jobs[0])),
+        # The next job's message, pickled while the running job runs (held here, sent only
+        # once the running job's line is read): its pickling is off the next job's critical
+        # path.
+        ready=_message(nonces[1], jobs[1]) if len(jobs) > 1 else b"",
+    )
     os.set_blocking(job_w, False)
     cap = policy.result_mb << 20
     start = time.monotonic()
     end_all = start + sum(timeouts) + policy.grace_s
-    end_job = start + timeouts[0] + policy.grace_s
-    buf, tail = bytearray(), bytearray()
-    poller = select.poll()
+    feed.end_job = start + timeouts[0] + policy.grace_s
+    tail = bytearray()
     open_fds = {result_r, output_r}
+    _exchange(child, feed, result_r, output_r, open_fds, tail, end_all, cap, policy, trace, booked)
+    deadline = min(feed.end_job, end_all)
+    del feed  # the unread result bytes with it
+    _await_exit(child, pid, deadline, len(jobs))
+    _reap(child, pid, policy)
+    if output_r in open_fds:  # what it said just before it ended (bounded)
+        _read_rest(output_r, tail)
+    child.output = bytes(tail)
+
+
+@dataclass
+class _Feed:
+    """The parent's side of one batch's traffic: the jobs' nonces, what the job pipe still
+    has to take (``outbox``), the next job's message (``ready``), the running job's
+    deadline, and the result bytes not yet read as a line (``buf``)."""
+
+    jobs: list[BacktestJob]
+    nonces: list[str]
+    timeouts: list[float]
+    job_w: int
+    outbox: bytearray
+    ready: bytes
+    end_job: float = 0.0
+    buf: bytearray = field(default_factory=bytearray)
+
+
+def _exchange(
+    child: _Child,
+    feed: _Feed,
+    result_r: int,
+    output_r: int,
+    open_fds: set[int],
+    tail: bytearray,
+    end_all: float,
+    cap: int,
+    policy: SandboxPolicy,
+    trace: bool,
+    booked: OnOutcome,
+) -> None:
+    """Poll the pipes until every job is booked, the result pipe closes or the child is
+    stopped: send the outbox, keep the output's tail, read result lines (``_take_lines``)."""
+    jobs, job_w = feed.jobs, feed.job_w
+    poller = select.poll()
     for fd in open_fds:
         poller.register(fd, select.POLLIN)
     sending = False
     while result_r in open_fds and len(child.outcomes) < len(jobs) and not child.stopped:
-        remaining = min(end_job, end_all) - time.monotonic()
+        remaining = min(feed.end_job, end_all) - time.monotonic()
         if remaining <= 0:
             child.stopped = "timeout"
             break
-        if bool(outbox) != sending:  # watch the job pipe only while a job is on its way
-            sending = bool(outbox)
+        if bool(feed.outbox) != sending:  # watch the job pipe only while a job is on its way
+            sending = bool(feed.outbox)
             if sending:
                 poller.register(job_w, select.POLLOUT)
             else:
                 poller.unregister(job_w)
         for fd, _ in poller.poll(math.ceil(remaining * 1000)):
             if fd == job_w:
-                _send_some(job_w, outbox)
+                _send_some(job_w, feed.outbox)
                 continue
             chunk = os.read(fd, 1 << 20)
             if not chunk:
@@ -211,36 +260,48 @@ def _collect(
                 tail += chunk
                 del tail[:-OUTPUT_TAIL_BYTES]
             else:
-                buf += chunk
-                while (nl := buf.find(b"\n")) >= 0 and len(child.outcomes) < len(jobs):
-                    with memoryview(buf) as view:  # no intermediate copy of the line
-                        line = bytes(view[:nl])
-                    del buf[: nl + 1]
-                    k = len(child.outcomes)
-                    if _temp_full(child, policy):  # before its result is believed
-                        child.stopped = "temp_full"
-                        break
-                    claim, foreign = check_line(jobs[k], line, trace, nonces[k])
-                    if foreign:
-                        child.outcomes.append(_booked(jobs[k], claim, trace))
-                        booked(k, child.outcomes[-1])
-                        child.stopped = "integrity"
-                        break
-                    if k + 1 < len(jobs):  # the next job runs while this one is booked
-                        outbox += ready
-                        end_job = time.monotonic() + timeouts[k + 1] + policy.grace_s
-                        _send_some(job_w, outbox)
-                    child.outcomes.append(_booked(jobs[k], claim, trace))
-                    booked(k, child.outcomes[-1])
-                    ready = _message(nonces[k + 2], jobs[k + 2]) if k + 2 < len(jobs) else b""
+                feed.buf += chunk
+                _take_lines(child, feed, policy, trace, booked)
                 if child.stopped:
                     break
-                if len(buf) > cap:
+                if len(feed.buf) > cap:
                     child.stopped = "too_large"
                     break
-    del buf
-    deadline = min(end_job, end_all)
-    while not child.stopped and len(child.outcomes) < len(jobs):  # EOF: it is exiting
+
+
+def _take_lines(
+    child: _Child, feed: _Feed, policy: SandboxPolicy, trace: bool, booked: OnOutcome
+) -> None:
+    """Book each complete result line in ``feed.buf`` (checked against the running job's
+    nonce) and send the next job as soon as a line is read; stops the child at a line that
+    is not the running job's, or when its temporary files are over their cap."""
+    jobs, nonces = feed.jobs, feed.nonces
+    while (nl := feed.buf.find(b"\n")) >= 0 and len(child.outcomes) < len(jobs):
+        with memoryview(feed.buf) as view:  # no intermediate copy of the line
+            line = bytes(view[:nl])
+        del feed.buf[: nl + 1]
+        k = len(child.outcomes)
+        if _temp_full(child, policy):  # before its result is believed
+            child.stopped = "temp_full"
+            return
+        claim, foreign = check_line(jobs[k], line, trace, nonces[k])
+        if foreign:
+            child.outcomes.append(_booked(jobs[k], claim, trace))
+            booked(k, child.outcomes[-1])
+            child.stopped = "integrity"
+            return
+        if k + 1 < len(jobs):  # the next job runs while this one is booked
+            feed.outbox += feed.ready
+            feed.end_job = time.monotonic() + feed.timeouts[k + 1] + policy.grace_s
+            _send_some(feed.job_w, feed.outbox)
+        child.outcomes.append(_booked(jobs[k], claim, trace))
+        booked(k, child.outcomes[-1])
+        feed.ready = _message(nonces[k + 2], jobs[k + 2]) if k + 2 < len(jobs) else b""
+
+
+def _await_exit(child: _Child, pid: int, deadline: float, n_jobs: int) -> None:
+    """After EOF, wait (until ``deadline``) for a child that has not booked every job to exit."""
+    while not child.stopped and len(child.outcomes) < n_jobs:  # EOF: it is exiting
         # WNOWAIT: the exited child stays a zombie, so its pid (and uid) cannot be reused
         # before its group and uid are cleared below.
         if os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None:
@@ -249,22 +310,28 @@ def _collect(
             child.stopped = "timeout"
             break
         time.sleep(0.0005)
+
+
+def _reap(child: _Child, pid: int, policy: SandboxPolicy) -> None:
+    """Kill the child's group (and, when it could fork, its uid's processes), then reap it."""
     _kill_group(pid)  # stragglers, or the child itself when stopped or done
     if not policy.kernel:  # fork was possible: a grandchild may have left the group
         with contextlib.suppress(OSError):
             _kill_uid(sandbox_uid(pid))
     with contextlib.suppress(ChildProcessError):
         child.status = os.waitpid(pid, 0)[1]
-    if output_r in open_fds:  # what it said just before it ended (bounded)
-        os.set_blocking(output_r, False)
-        with contextlib.suppress(OSError):
-            for _ in range(16):
-                chunk = os.read(output_r, 1 << 16)
-                if not chunk:
-                    break
-                tail += chunk
-                del tail[:-OUTPUT_TAIL_BYTES]
-    child.output = bytes(tail)
+
+
+def _read_rest(output_r: int, tail: bytearray) -> None:
+    """Add what is left in the output pipe to ``tail`` (bounded: 16 reads, the tail's size)."""
+    os.set_blocking(output_r, False)
+    with contextlib.suppress(OSError):
+        for _ in range(16):
+            chunk = os.read(output_r, 1 << 16)
+            if not chunk:
+                break
+            tail += chunk
+            del tail[:-OUTPUT_TAIL_BYTES]
 
 
 def _kill_group(pid: int) -> None:

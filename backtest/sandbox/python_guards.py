@@ -90,6 +90,14 @@ def read_roots() -> tuple[str, ...]:
 
 def python_guards(tmpdir: str) -> None:
     """Refuse network, process creation and file access outside ``tmpdir`` at Python level."""
+    _deny_network()
+    _deny_processes()
+    _deny_heap_walks()
+    _guard_files(tmpdir)
+
+
+def _deny_network() -> None:
+    """Replace every socket constructor and name lookup with a refusal."""
     import _socket
 
     net = _denied("network access")
@@ -102,6 +110,10 @@ def python_guards(tmpdir: str) -> None:
         if hasattr(_socket, name):
             setattr(_socket, name, net)
 
+
+def _deny_processes() -> None:
+    """Replace every way to start a process (``os``, ``subprocess``, its C helper) with a
+    refusal."""
     proc = _denied("process creation")
     for name in dir(os):
         if name in ("system", "popen", "fork", "forkpty", "posix_spawn", "posix_spawnp") or (
@@ -115,6 +127,9 @@ def python_guards(tmpdir: str) -> None:
     if "_posixsubprocess" in sys.modules:
         sys.modules["_posixsubprocess"].fork_exec = proc  # type: ignore[attr-defined]
 
+
+def _deny_heap_walks() -> None:
+    """Refuse ``gc``'s ways to reach other objects of the process from Python."""
     import gc
 
     # The process holds what its worker held (unreachable from the stack, see
@@ -122,6 +137,10 @@ def python_guards(tmpdir: str) -> None:
     for name in ("get_objects", "get_referrers", "get_referents"):
         setattr(gc, name, _denied(f"gc.{name}"))
 
+
+def _guard_files(tmpdir: str) -> None:
+    """Let ``open`` and ``os.open`` write only inside ``tmpdir`` and read only there or
+    under ``read_roots``."""
     real_open, real_os_open = builtins.open, os.open
     sandbox = os.path.realpath(tmpdir) + os.sep
     readable = tuple(r.rstrip(os.sep) + os.sep for r in read_roots())

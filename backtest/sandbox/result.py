@@ -58,6 +58,7 @@ OnOutcome = Callable[[int, SandboxOutcome], None]  # (index of the job in its ba
 
 
 def error_outcome(job: BacktestJob, status: JobStatus, message: str) -> SandboxOutcome:
+    """A failed outcome of ``job``: ``status``, and ``message`` on one line, at most 500 chars."""
     return SandboxOutcome(
         BacktestResult(
             job_id=job.job_id,

@@ -73,11 +73,13 @@ class Bars:
         return self.close.size
 
     def cached(self, key: tuple, compute: Callable[[], object]):
+        """The value under ``key``, computed by ``compute`` the first time it is asked for."""
         if key not in self._cache:
             self._cache[key] = compute()
         return self._cache[key]
 
     def atr(self) -> np.ndarray:
+        """The shared ATR(14) of the bars."""
         return self.cached(("atr", ATR_PERIOD), lambda: ind.atr(self.high, self.low, self.close))
 
 
@@ -96,6 +98,7 @@ class Conditions:
     realised_sd: np.ndarray | None = None  # volatility_target's realised deviation
 
     def hold(self, first: int, *arrays: np.ndarray) -> None:
+        """Record an indicator's first valid index and the arrays that must be non-NaN to trade."""
         self.firsts.append(first)
         self.checks.extend(arrays)
 

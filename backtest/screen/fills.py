@@ -145,7 +145,7 @@ N_MODES = 6
 
 
 @njit(cache=True)
-def simulate(
+def simulate(  # noqa: C901  (numba kernel: one compiled loop)
     open_: np.ndarray,
     high: np.ndarray,
     low: np.ndarray,

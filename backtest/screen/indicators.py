@@ -419,18 +419,22 @@ def _alpha_smma(period: int) -> tuple[float, float]:
 
 
 def sma(src: np.ndarray, period: int, start: int = 0) -> np.ndarray:
+    """Simple moving average, as Backtrader computes it."""
     return window_fsum_mean(src, period, start)
 
 
 def ema(src: np.ndarray, period: int, start: int = 0) -> np.ndarray:
+    """Exponential moving average, as Backtrader computes it."""
     return exp_smoothing(src, period, start, *_alpha_ema(period))
 
 
 def smma(src: np.ndarray, period: int, start: int = 0) -> np.ndarray:
+    """Smoothed (Wilder) moving average, as Backtrader computes it."""
     return exp_smoothing(src, period, start, *_alpha_smma(period))
 
 
 def roc(close: np.ndarray, period: int) -> np.ndarray:
+    """Rate of change over ``period`` bars; raises on a zero close, as Backtrader would."""
     out, zero = _change(close, period, True)
     if zero:
         raise IndicatorZeroDivision(f"RateOfChange({period}): a close of 0.0")
@@ -438,6 +442,7 @@ def roc(close: np.ndarray, period: int) -> np.ndarray:
 
 
 def pct_change(close: np.ndarray, period: int = 1) -> np.ndarray:
+    """Percent change over ``period`` bars; raises on a zero close, as Backtrader would."""
     out, zero = _change(close, period, False)
     if zero:
         raise IndicatorZeroDivision(f"PercentChange({period}): a close of 0.0")
@@ -470,10 +475,12 @@ def bollinger(close: np.ndarray, period: int, devfactor: float):
 
 
 def rsi_safe(close: np.ndarray, period: int) -> np.ndarray:
+    """RSI that stays defined when a window has no losses (Backtrader's ``RSI_Safe``)."""
     return _rsi_safe(close, period, *_alpha_smma(period))
 
 
 def atr(high: np.ndarray, low: np.ndarray, close: np.ndarray, period: int = 14) -> np.ndarray:
+    """Average true range (Wilder smoothing of the true range), as Backtrader computes it."""
     return smma(_true_range(high, low, close), period, 1)
 
 

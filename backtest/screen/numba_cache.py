@@ -13,6 +13,7 @@ import platformdirs
 
 
 def cache_dir() -> str:
+    """Where numba caches its compiled kernels."""
     return str(Path(platformdirs.user_cache_dir("swarm-lab")) / "numba")
 
 

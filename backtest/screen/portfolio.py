@@ -85,6 +85,7 @@ class PortfolioWindow:
     def from_frames(
         cls, frames: dict[str, pd.DataFrame] | list[tuple[str, pd.DataFrame]], fold: Fold
     ) -> PortfolioWindow:
+        """The window of ``fold`` over the universe's frames, aligned on the first symbol's days."""
         feeds = list(frames.items()) if isinstance(frames, dict) else list(frames)
         if not feeds:
             raise ValueError("a portfolio window needs at least one symbol")
@@ -120,6 +121,7 @@ class PortfolioWindow:
 
     @functools.cached_property
     def days(self) -> list[str]:
+        """The window's days as ISO dates."""
         return np.datetime_as_string(self.index.to_numpy(), unit="D").tolist()
 
     @functools.cached_property
@@ -299,135 +301,210 @@ def evaluate(
     strat = _Strategy(spec, window, bars_per_year)  # raises on a close of 0.0, as backtrader
     if not window.positive:  # e.g. a last close of 0.0: backtrader's sizing would divide by it
         raise Unsupported("bars", "a price of 0.0 or below")
-    rate, slip, cash = costs.commission_pct / 100.0, costs.slippage_pct / 100.0, costs.cash
+    rate, slip = costs.commission_pct / 100.0, costs.slippage_pct / 100.0
     borrow = per_bar_rate(costs.borrow_pct, bars_per_year)
-    accrued = 1  # the first bar whose borrow fee is not yet debited
-
-    def debit_borrow(cash: float, upto: int) -> float:
-        """The fees of bars ``accrued`` to ``upto`` debited (positions held since)."""
-        sizes = [p.size for p in positions]
-        if any(x < 0.0 for x in sizes):
-            for i in range(accrued, upto + 1):
-                cash -= borrow_due(sizes, [close[j][i - 1] for j in range(k)], borrow)
-        return cash
-
-    opens, highs, lows, close = window.open, window.high, window.low, window.close
+    close = window.close
     k, n = len(window.symbols), len(window)
-    positions = [Position() for _ in range(k)]
-    fill_bars: list[int] = []
-    fill_symbols: list[int] = []
-    fill_sizes: list[float] = []
-    fill_prices: list[float] = []
-    pnls: list[float] = []
-    marks: list[tuple[int, float, list[float], list[float]]] = []
-    refused = 0
+    run = _Run(cash=costs.cash, positions=[Position() for _ in range(k)])
     start = max(strat.vol_lookback, window.first)  # the strategy's minperiod, and the gate
     rb = strat.rebalance
     r = start + (-(start + 1)) % rb  # the first bar >= start where len(self) % rb == 0
     while r < n - 1:  # an order on the last bar never fills
         if borrow:  # the fees up to the rebalance bar: its value at the close carries them
-            cash, accrued = debit_borrow(cash, r), r + 1
-        orders = _rebalance(strat, r, cash, positions, close)
+            run.cash, run.accrued = _borrow_debited(run, close, borrow, r), r + 1
+        orders = _rebalance(strat, r, run.cash, run.positions, close)
         t = r + 1  # the broker's next bar: it runs before the strategy's next rebalance
         r += rb
         if not orders:
             continue
         if borrow:  # the broker debits the fee of bar t before checking the orders
-            cash, accrued = debit_borrow(cash, t), t + 1
-        # -- check_submitted: pseudo-execution at the created price, a running cash
-        probe_cash = cash
-        clones: dict[int, Position] = {}
-        accepted = []
-        for j, size in orders:
-            created = close[j][t - 1]
-            clone = clones.setdefault(j, Position(positions[j].size, positions[j].price))
-            opened, closed = clone.update(size, created)
-            if closed:
-                closedvalue = -closed * created
-                closecash = closedvalue
-                if closedvalue > 0:
-                    closecash /= 1.0
-                probe_cash += closecash + 0
-                probe_cash -= abs(closed) * rate * created
-            if opened:
-                openedvalue = opened * created
-                opencash = openedvalue
-                if openedvalue > 0:
-                    opencash /= 1.0
-                probe_cash -= opencash
-                probe_cash -= abs(opened) * rate * created
-            if probe_cash >= 0.0:
-                accepted.append((j, size))
-            else:
-                refused += 1  # Margin; the negative cash carries on to the next order
+            run.cash, run.accrued = _borrow_debited(run, close, borrow, t), t + 1
+        accepted, refused = _check_submitted(orders, t, run.cash, run.positions, close, rate)
+        run.refused += refused
         # -- the accepted orders fill at this bar's open, in order
         filled = False
         for j, size in accepted:
-            o = opens[j][t]
-            if size > 0:
-                price = o * (1 + slip) if slip else o
-                price = price if price <= highs[j][t] else highs[j][t]
-            else:
-                price = o * (1 - slip) if slip else o
-                price = price if price >= lows[j][t] else lows[j][t]
-            pos = positions[j]
-            # the broker's initial margin refuses the opening part (a cover still fills)
-            beyond = margin.opens(pos.size, size) and margin.margin_refuses(
-                *margin.exposure_after(
-                    cash,
-                    [p.size for p in positions],
-                    [opens[k][t] for k in range(len(positions))],
-                    j,
-                    size,
-                    price,
-                    abs(size) * rate * price,
-                ),
-                costs.max_gross_leverage,
-            )
-            pprice_orig = pos.price
-            opened, closed = Position(pos.size, pos.price).update(size, price)
-            pnl = -closed * (price - pprice_orig) * 1.0
-            c = cash
-            closedcomm = 0.0
-            if closed:
-                closedvalue = -closed * pprice_orig
-                closecash = closedvalue
-                if closedvalue > 0:
-                    closecash /= 1.0
-                c += closecash + pnl * 1
-                closedcomm = abs(closed) * rate * price
-                c -= closedcomm
-                c += 0.0
-                cash = c
-            popened = opened
-            if opened and beyond:
-                opened = 0.0  # beyond the margin: the opening part is dropped
-            if opened:
-                openedvalue = opened * price
-                opencash = openedvalue
-                if openedvalue > 0:
-                    opencash /= 1.0
-                c -= opencash
-                c -= abs(opened) * rate * price
-                if c < 0.0:
-                    opened = 0.0  # not enough cash for the opening part: dropped
-                else:
-                    cash = c
-            execsize = closed + opened
-            if execsize:
-                pos.update(execsize, price)
-                fill_bars.append(t)
-                fill_symbols.append(j)
-                fill_sizes.append(execsize)
-                fill_prices.append(price)
-                filled = True
-                if closed:  # a portfolio's reduction realises a trade (books)
-                    pnls.append(pnl - closedcomm)
-            if popened and not opened:
-                refused += 1
+            filled = _fill(run, window, j, size, t, rate, slip, costs.max_gross_leverage) or filled
         if filled:
-            marks.append((t, cash, [p.size for p in positions], [p.price for p in positions]))
-    # The books' value at every close, from the state after each bar with fills.
+            run.marks.append(
+                (t, run.cash, [p.size for p in run.positions], [p.price for p in run.positions])
+            )
+    values, in_market, paid = _books_values(window, costs, run.marks, n, borrow)
+    return PortfolioEvaluation(
+        window=window,
+        fill_bars=run.fill_bars,
+        fill_symbols=run.fill_symbols,
+        fill_sizes=run.fill_sizes,
+        fill_prices=run.fill_prices,
+        pnls=run.pnls,
+        values=values,
+        in_market=in_market,
+        refused=run.refused,
+        cash=costs.cash,
+        borrow_paid=paid,
+    )
+
+
+@dataclass
+class _Run:
+    """The broker's state while ``evaluate`` runs: cash, positions, the fee accrual, the
+    fills so far, the realised pnls, the state after each bar with fills, refused orders."""
+
+    cash: float
+    positions: list[Position]
+    accrued: int = 1  # the first bar whose borrow fee is not yet debited
+    fill_bars: list[int] = field(default_factory=list)
+    fill_symbols: list[int] = field(default_factory=list)
+    fill_sizes: list[float] = field(default_factory=list)
+    fill_prices: list[float] = field(default_factory=list)
+    pnls: list[float] = field(default_factory=list)
+    marks: list[tuple[int, float, list[float], list[float]]] = field(default_factory=list)
+    refused: int = 0
+
+
+def _borrow_debited(run: _Run, close: list[list[float]], borrow: float, upto: int) -> float:
+    """The cash with the fees of bars ``run.accrued`` to ``upto`` debited (positions held
+    since)."""
+    cash = run.cash
+    sizes = [p.size for p in run.positions]
+    if any(x < 0.0 for x in sizes):
+        for i in range(run.accrued, upto + 1):
+            cash -= borrow_due(sizes, [close[j][i - 1] for j in range(len(sizes))], borrow)
+    return cash
+
+
+def _check_submitted(
+    orders: list[tuple[int, float]],
+    t: int,
+    cash: float,
+    positions: list[Position],
+    close: list[list[float]],
+    rate: float,
+) -> tuple[list[tuple[int, float]], int]:
+    """backtrader's ``check_submitted``: pseudo-execution at the created price with a running
+    cash; returns the accepted orders, in order, and how many were refused."""
+    probe_cash = cash
+    clones: dict[int, Position] = {}
+    accepted = []
+    refused = 0
+    for j, size in orders:
+        created = close[j][t - 1]
+        clone = clones.setdefault(j, Position(positions[j].size, positions[j].price))
+        opened, closed = clone.update(size, created)
+        if closed:
+            closedvalue = -closed * created
+            closecash = closedvalue
+            if closedvalue > 0:
+                closecash /= 1.0
+            probe_cash += closecash + 0
+            probe_cash -= abs(closed) * rate * created
+        if opened:
+            openedvalue = opened * created
+            opencash = openedvalue
+            if openedvalue > 0:
+                opencash /= 1.0
+            probe_cash -= opencash
+            probe_cash -= abs(opened) * rate * created
+        if probe_cash >= 0.0:
+            accepted.append((j, size))
+        else:
+            refused += 1  # Margin; the negative cash carries on to the next order
+    return accepted, refused
+
+
+def _fill_price(window: PortfolioWindow, j: int, t: int, size: float, slip: float) -> float:
+    """The fill price at bar ``t``'s open, slipped against the order and capped by the bar."""
+    o = window.open[j][t]
+    if size > 0:
+        price = o * (1 + slip) if slip else o
+        price = price if price <= window.high[j][t] else window.high[j][t]
+    else:
+        price = o * (1 - slip) if slip else o
+        price = price if price >= window.low[j][t] else window.low[j][t]
+    return price
+
+
+def _fill(
+    run: _Run,
+    window: PortfolioWindow,
+    j: int,
+    size: float,
+    t: int,
+    rate: float,
+    slip: float,
+    max_gross_leverage: float,
+) -> bool:
+    """Execute an accepted order at bar ``t``'s open as the broker does (a cover always; the
+    opening part unless beyond the margin or the cash); whether anything filled."""
+    opens, positions = window.open, run.positions
+    price = _fill_price(window, j, t, size, slip)
+    pos = positions[j]
+    # the broker's initial margin refuses the opening part (a cover still fills)
+    beyond = margin.opens(pos.size, size) and margin.margin_refuses(
+        *margin.exposure_after(
+            run.cash,
+            [p.size for p in positions],
+            [opens[k][t] for k in range(len(positions))],
+            j,
+            size,
+            price,
+            abs(size) * rate * price,
+        ),
+        max_gross_leverage,
+    )
+    pprice_orig = pos.price
+    opened, closed = Position(pos.size, pos.price).update(size, price)
+    pnl = -closed * (price - pprice_orig) * 1.0
+    c = run.cash
+    closedcomm = 0.0
+    if closed:
+        closedvalue = -closed * pprice_orig
+        closecash = closedvalue
+        if closedvalue > 0:
+            closecash /= 1.0
+        c += closecash + pnl * 1
+        closedcomm = abs(closed) * rate * price
+        c -= closedcomm
+        c += 0.0
+        run.cash = c
+    popened = opened
+    if opened and beyond:
+        opened = 0.0  # beyond the margin: the opening part is dropped
+    if opened:
+        openedvalue = opened * price
+        opencash = openedvalue
+        if openedvalue > 0:
+            opencash /= 1.0
+        c -= opencash
+        c -= abs(opened) * rate * price
+        if c < 0.0:
+            opened = 0.0  # not enough cash for the opening part: dropped
+        else:
+            run.cash = c
+    if popened and not opened:
+        run.refused += 1
+    execsize = closed + opened
+    if not execsize:
+        return False
+    pos.update(execsize, price)
+    run.fill_bars.append(t)
+    run.fill_symbols.append(j)
+    run.fill_sizes.append(execsize)
+    run.fill_prices.append(price)
+    if closed:  # a portfolio's reduction realises a trade (books)
+        run.pnls.append(pnl - closedcomm)
+    return True
+
+
+def _books_values(
+    window: PortfolioWindow,
+    costs: CostModel,
+    marks: list[tuple[int, float, list[float], list[float]]],
+    n: int,
+    borrow: float,
+) -> tuple[np.ndarray, np.ndarray, float]:
+    """The books' value at every close (from the state after each bar with fills), whether
+    any position is held, and the borrow fees of the fold's bars."""
     cash_at, sizes, avgs = forward_fill(marks, n, costs.cash, window.closes.shape[1])
     closes = [window.closes[:n, d] for d in range(window.closes.shape[1])]
     paid = 0.0
@@ -438,19 +515,7 @@ def evaluate(
     if borrow:
         bust = margin.bankrupt_at(values, window.first)
         paid = float(due[window.first : n if bust is None else bust + 1].sum())
-    return PortfolioEvaluation(
-        window=window,
-        fill_bars=fill_bars,
-        fill_symbols=fill_symbols,
-        fill_sizes=fill_sizes,
-        fill_prices=fill_prices,
-        pnls=pnls,
-        values=values,
-        in_market=in_market,
-        refused=refused,
-        cash=costs.cash,
-        borrow_paid=paid,
-    )
+    return values, in_market, paid
 
 
 def _rebalance(

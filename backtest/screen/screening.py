@@ -86,6 +86,7 @@ class Window:
 
     @classmethod
     def from_frame(cls, frame: pd.DataFrame, fold: Fold, symbol: str = "SYMBOL") -> Window:
+        """The window of ``fold`` over ``frame``; raises ValueError when it has no usable bars."""
         fed = feed_frame(frame, fold)
         if fed.empty or fed.index[-1].date() < fold.start:
             raise ValueError(f"no bars for {symbol} in {fold.start}..{fold.end}")
@@ -147,6 +148,7 @@ class Evaluation(BooksEquity):
         return (0.0 + sizes * self.fill_prices) / sizes
 
     def trades(self) -> list[Trade]:
+        """The round trips of the fills, priced as the books report them."""
         days = self.window.days
         fills = [
             FillRow(days[i], size, price)
@@ -209,9 +211,9 @@ def evaluate(
         bars.low,
         bars.close,
         ready,
-        cond.long_entry,
-        cond.short_entry,
-        cond.long_exit,
+        cond.long_entry,  # type: ignore[arg-type]
+        cond.short_entry,  # type: ignore[arg-type]
+        cond.long_exit,  # type: ignore[arg-type]
         cond.short_exit,  # type: ignore[arg-type]
         np.zeros(n) if cond.atr is None else cond.atr,
         np.zeros(n) if cond.realised_sd is None else cond.realised_sd,
@@ -367,6 +369,7 @@ def _bad(argument: str, message: str) -> NoReturn:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """The command line of ``python -m backtest.screen``."""
     p = OneLineParser(prog="python -m backtest.screen", description=__doc__.splitlines()[0])
     p.add_argument("spec", type=Path, help="a spec JSON (the `spec` object of variants.json)")
     add_window_arguments(p)
@@ -375,6 +378,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Screen the spec on every ticker and fold, print the results as JSON; the exit code."""
     args = build_parser().parse_args(argv)
     from strategies.render import read_spec
 

@@ -89,6 +89,7 @@ class Sweep:
     ranked: list[int] = field(default_factory=list)  # order of ``sets`` by rank (best first)
 
     def top(self, k: int) -> list[ScreenedSet]:
+        """The ``k`` best sets, best first."""
         return [self.sets[i] for i in self.ranked[: max(0, k)]]
 
 

@@ -220,6 +220,7 @@ def reconcile(spec: StrategySpec) -> StrategySpec:
 def revision_spec(
     parameters: dict[str, ParamValue] | None = None, *, long_short: bool = False
 ) -> StrategySpec:
+    """The family's spec with ``parameters`` over the defaults, snapped to the grid."""
     spec = StrategySpec(
         family=KIND,
         name=KIND,

@@ -232,6 +232,7 @@ def reconcile(spec: StrategySpec) -> StrategySpec:
 def regime_spec(
     parameters: dict[str, ParamValue] | None = None, *, long_short: bool = False
 ) -> StrategySpec:
+    """The family's spec with ``parameters`` over the defaults, snapped to the grid."""
     spec = StrategySpec(
         family=PluginFamily(KIND),
         name=KIND,

@@ -216,6 +216,7 @@ class ToneZ:
         self.levels = []  # the last ``lookback`` smoothed tones, or None
 
     def level(self):
+        """The smoothed tone of the recent days with enough items, or None."""
         days = [d for d in self.recent if d is not None]
         if not days:
             return None
@@ -224,6 +225,7 @@ class ToneZ:
         return sum(s / c for c, s in days) / len(days)  # every day alike
 
     def update(self, count, tone_sum):
+        """Take one session's (item count, tone sum); return the tone's z-score, or None."""
         self.recent.append((count, tone_sum) if count >= self.min_items else None)
         if len(self.recent) > self.smooth:
             self.recent.pop(0)
@@ -312,12 +314,14 @@ def reconcile(spec: StrategySpec) -> StrategySpec:
 
 
 def source_of(spec: StrategySpec) -> str:
+    """The text source a spec reads: tweets, news or both."""
     return SOURCES[int(snap("source", spec.parameters.get("source", DEFAULTS["source"])))]
 
 
 def momentum_spec(
     parameters: dict[str, ParamValue] | None = None, *, long_short: bool = False
 ) -> StrategySpec:
+    """The family's spec with ``parameters`` over the defaults, snapped to the grid."""
     spec = StrategySpec(
         family=KIND,
         name=KIND,

@@ -382,6 +382,8 @@ def variant_figures(
 
 
 def export_from_run(run_dir: Path, to: Path, variant_id: str | None = None) -> Path:
+    """Write variant ``variant_id`` (default: the verdict's best variant) of a finished run into
+    ``to``; returns the folder written."""
     run_dir = Path(run_dir)
     state_file = run_dir / "variants.json"
     verdict_file = run_dir / "verdict.json"
@@ -446,6 +448,7 @@ def _banner(
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """The export command's parser: RUN_DIR, --to and --variant."""
     parser = argparse.ArgumentParser(
         prog="python -m experiments.export",
         description=__doc__,
@@ -472,6 +475,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """CLI: export and print the folder; 2 with one error line when the run cannot be exported."""
     args = build_parser().parse_args(argv)
     try:
         dest = export_from_run(args.run_dir, args.to, args.variant)

@@ -252,6 +252,8 @@ NOT_STARTED = "interrupted before the run started: nothing to resume; run the sa
 
 
 def main(argv: list[str] | None = None) -> int:
+    """CLI: 0 done, 2 bad input, 130 interrupted, 1 internal failure; --calibrate hands over to
+    swarm.calibrate."""
     argv = sys.argv[1:] if argv is None else argv
     if "--calibrate" in argv:  # the gate's calibration has its own options
         from swarm.calibrate import main as calibrate_main

@@ -29,6 +29,7 @@ from swarm.errors import UserInputError
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """The analyze command's parser: the decision's inputs, its limits, the brain and --review."""
     p = OneLineParser(prog="python -m swarm.analyze", description=__doc__.split("\n\n")[1])
     p.add_argument("--ticker", help="one symbol, e.g. NVDA")
     p.add_argument("--date", help="decision date, ISO (YYYY-MM-DD): the last bar it may read")
@@ -405,6 +406,8 @@ def _manifest(
 
 
 def review(args: argparse.Namespace) -> Path:
+    """--review: classify a past analysis's outcome once its horizon has passed, write review.json
+    and review.md, store the lesson; returns the folder."""
     from swarm.analyze.contracts import Decision
     from swarm.analyze.report import render_review
     from swarm.analyze.review import (
@@ -451,6 +454,7 @@ def review(args: argparse.Namespace) -> Path:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """CLI: 0 done (the folder printed last), 2 bad input, 130 interrupted, 1 internal failure."""
     argv = sys.argv[1:] if argv is None else argv
     try:
         args = build_parser().parse_args(argv)

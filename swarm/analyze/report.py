@@ -41,6 +41,7 @@ def _cell(text: str) -> str:
 
 
 def legend() -> list[str]:
+    """The legend section: what each label of the report means."""
     return ["## Legend", "", *(f"- **{k}**: {v}" for k, v in LEGEND), ""]
 
 
@@ -324,6 +325,7 @@ def _recalled_and_llm_lines(d: Decision) -> list[str]:
 
 
 def render_review(rv: Review) -> str:
+    """review.md: the outcome, the trade's exit and P&L (or why it stood aside) and the lesson."""
     traded = rv.outcome != Outcome.STOOD_ASIDE
     trade_rows = (
         [

@@ -266,6 +266,7 @@ def _verdict_word(report: LookaheadReport) -> str:
 
 
 def failure_analysis(state: DevelopState, runtime: Runtime[RunContext]) -> dict[str, Any]:
+    """FAILURE: classify why no variant passed (the LLM may refine the rules analysis)."""
     ctx = runtime.context
     synthesis = state.get("synthesis")
     evaluations = state.get("evaluations", [])
@@ -313,6 +314,7 @@ def _summary(state: DevelopState, route: Route) -> IterationSummary:
 
 
 def trajectory(state: DevelopState, runtime: Runtime[RunContext]) -> dict[str, Any]:
+    """TRAJECTORY: whether the iterations converge, diverge, oscillate or stagnate."""
     ctx = runtime.context
     # The current iteration's route is not decided yet; the analysis reads scores and metrics.
     history = [*current_line(state.get("history", [])), _summary(state, Route.TUNE)]
@@ -325,6 +327,8 @@ def trajectory(state: DevelopState, runtime: Runtime[RunContext]) -> dict[str, A
 
 
 def router(state: DevelopState, runtime: Runtime[RunContext]) -> dict[str, Any]:
+    """ROUTER: record the iteration's gate decision and choose the next route (SUCCESS, TUNE, FIX,
+    REFINE, RESEARCH or ABANDON)."""
     ctx = runtime.context
     cfg = ctx.config
     iteration = state["iteration"]

@@ -296,8 +296,8 @@ def risk_engine(state: AnalyzeState, runtime: Runtime[AnalysisInputs]) -> dict[s
 
 
 def finalize(state: AnalyzeState, runtime: Runtime[AnalysisInputs]) -> dict[str, Any]:
-    """The decision: no trade without quorum, else the risk engine sizes or rejects the judged
-    thesis."""
+    """The decision: HOLD without quorum, else what the judge and the risk engine settle on,
+    with the debate, the thesis and the risk record."""
     ctx, cfg = runtime.context, runtime.context.config
     notes, q = _notes(state), state["quorum"]
     risk = Risk(capital=cfg.capital, risk_pct=cfg.risk_pct)

@@ -250,12 +250,12 @@ COMMON_WORDS = frozenset(
 
 
 def is_price_key(key: str) -> bool:
-    """Whether ``key`` holds a price level (masked by rescaling), not a ratio."""
+    """Whether ``key`` holds a price level (rebased to 100 when masked), not a ratio."""
     return bool(PRICE_KEY.match(key)) and not RATIO_KEY.search(key)
 
 
 def is_volume_key(key: str) -> bool:
-    """Whether ``key`` holds a volume level (masked by rescaling), not a ratio."""
+    """Whether ``key`` holds a volume level (scaled to its window mean when masked), not a ratio."""
     return bool(VOLUME_KEY.match(key)) and not RATIO_KEY.search(key)
 
 

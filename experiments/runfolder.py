@@ -86,7 +86,7 @@ class RunFolder:
         return cls(root)
 
     def path(self, rel: str) -> Path:
-        """The absolute path of ``rel`` inside the run folder."""
+        """The path of ``rel`` inside the run folder."""
         return self.root / rel
 
     def read_code(self, variant_id: str, code_sha256: str) -> str:

@@ -101,31 +101,7 @@ def main() -> None:
         bad = [o.result.error for o in outs if o.result.status.value != "ok"]
         if bad or len(outputs) != 1:
             raise SystemExit(f"a job failed or the batch needed {len(outputs)} children: {bad}")
-        ev: dict[str, list[float]] = {}
-        for line in outputs[0].decode().splitlines():
-            if line.startswith("P "):
-                _, tag, at = line.split()
-                ev.setdefault(tag, []).append(float(at))
-        wrote = len(ev["wrote"])  # the last job may be killed before its stamp
-        engine = statistics.mean(o.result.duration_s for o in outs)
-        rows.append(
-            {
-                "start -> job 0 reads its job": ev["read"][0] - t0,
-                "job read -> run done": statistics.mean(
-                    ev["ran"][i] - ev["read"][i] for i in range(n)
-                ),
-                "  (engine duration_s)": engine,
-                "run done -> line written": statistics.mean(
-                    ev["wrote"][i] - ev["ran"][i] for i in range(wrote)
-                ),
-                "line written -> next job reads": statistics.mean(
-                    ev["read"][i + 1] - ev["wrote"][i] for i in range(min(n - 1, wrote))
-                ),
-                "last line -> batch returns": t1 - lines[-1],
-                "wall per job": (t1 - t0) / n,
-                "wall per job - engine": (t1 - t0) / n - engine,
-            }
-        )
+        rows.append(_phases(outputs[0], outs, lines, t0, t1, n))
     print(f"root: {root}, {args.rounds} rounds of {n} jobs, load avg {os.getloadavg()[0]:.2f}")
     for key in rows[0]:
         ms = sorted(1000 * row[key] for row in rows)
@@ -133,6 +109,31 @@ def main() -> None:
             f"{key:32s} median {statistics.median(ms):7.2f} ms   min {ms[0]:7.2f}   "
             f"max {ms[-1]:7.2f}"
         )
+
+
+def _phases(output: bytes, outs, lines: list[float], t0: float, t1: float, n: int) -> dict:
+    """One round's phase times (seconds) from the child's P-stamps and the batch's clock."""
+    ev: dict[str, list[float]] = {}
+    for line in output.decode().splitlines():
+        if line.startswith("P "):
+            _, tag, at = line.split()
+            ev.setdefault(tag, []).append(float(at))
+    wrote = len(ev["wrote"])  # the last job may be killed before its stamp
+    engine = statistics.mean(o.result.duration_s for o in outs)
+    return {
+        "start -> job 0 reads its job": ev["read"][0] - t0,
+        "job read -> run done": statistics.mean(ev["ran"][i] - ev["read"][i] for i in range(n)),
+        "  (engine duration_s)": engine,
+        "run done -> line written": statistics.mean(
+            ev["wrote"][i] - ev["ran"][i] for i in range(wrote)
+        ),
+        "line written -> next job reads": statistics.mean(
+            ev["read"][i + 1] - ev["wrote"][i] for i in range(min(n - 1, wrote))
+        ),
+        "last line -> batch returns": t1 - lines[-1],
+        "wall per job": (t1 - t0) / n,
+        "wall per job - engine": (t1 - t0) / n - engine,
+    }
 
 
 if __name__ == "__main__":

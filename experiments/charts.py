@@ -150,50 +150,14 @@ def plot_equity(
     )
     colours = {"in-sample": "tab:blue", "holdout": "tab:green"}
     for label, (strategy, bench) in windows.items():
-        s = strategy.astype(float).sort_index()
-        b = bench.astype(float).sort_index()
-        if s.empty:
-            continue
-        colour = colours.get(label, "tab:purple")
-        growth = (1.0 + s).cumprod()
-        ax_eq.plot(
-            growth.index,
-            growth.to_numpy(),
-            "-",
-            color=colour,
-            linewidth=1.3,
-            label=f"strategy ({label})",
+        _plot_window(
+            (ax_eq, ax_dd, ax_act),
+            strategy,
+            bench,
+            benchmark=benchmark,
+            label=label,
+            colour=colours.get(label, "tab:purple"),
         )
-        ax_dd.fill_between(
-            growth.index,
-            100.0 * (growth / growth.cummax() - 1.0),
-            0.0,
-            color=colour,
-            alpha=0.35,
-            linewidth=0,
-        )
-        if b.empty:
-            continue
-        b_growth = (1.0 + b).cumprod()
-        ax_eq.plot(
-            b_growth.index,
-            b_growth.to_numpy(),
-            "--",
-            color="0.35",
-            linewidth=1.1,
-            label=f"{benchmark} ({label})",
-        )
-        ax_dd.plot(
-            b_growth.index,
-            100.0 * (b_growth / b_growth.cummax() - 1.0),
-            "--",
-            color="0.35",
-            linewidth=0.8,
-        )
-        both = pd.concat([growth.rename("s"), b_growth.rename("b")], axis=1).ffill().dropna()
-        active = 100.0 * (both["s"] / both["b"] - 1.0)
-        ax_act.plot(active.index, active.to_numpy(), color=colour, linewidth=1.2)
-        ax_act.fill_between(active.index, active.to_numpy(), 0.0, color=colour, alpha=0.15)
     if "holdout" in windows and not windows["holdout"][0].empty:
         opened = windows["holdout"][0].sort_index().index[0]
         for ax in (ax_eq, ax_dd, ax_act):
@@ -206,6 +170,70 @@ def plot_equity(
             fontsize=7,
             color="tab:red",
         )
+    _label_axes(ax_eq, ax_dd, ax_act, benchmark=benchmark, title=title)
+    fig.autofmt_xdate()
+    fig.tight_layout()
+    return _save(fig, path)
+
+
+def _plot_window(
+    axes: tuple[Any, Any, Any],
+    strategy: pd.Series,
+    bench: pd.Series,
+    *,
+    benchmark: str,
+    label: str,
+    colour: str,
+) -> None:
+    """One window's growth, drawdown and active return, the benchmark's dashed beside them."""
+    ax_eq, ax_dd, ax_act = axes
+    s = strategy.astype(float).sort_index()
+    b = bench.astype(float).sort_index()
+    if s.empty:
+        return
+    growth = (1.0 + s).cumprod()
+    ax_eq.plot(
+        growth.index,
+        growth.to_numpy(),
+        "-",
+        color=colour,
+        linewidth=1.3,
+        label=f"strategy ({label})",
+    )
+    ax_dd.fill_between(
+        growth.index,
+        100.0 * (growth / growth.cummax() - 1.0),
+        0.0,
+        color=colour,
+        alpha=0.35,
+        linewidth=0,
+    )
+    if b.empty:
+        return
+    b_growth = (1.0 + b).cumprod()
+    ax_eq.plot(
+        b_growth.index,
+        b_growth.to_numpy(),
+        "--",
+        color="0.35",
+        linewidth=1.1,
+        label=f"{benchmark} ({label})",
+    )
+    ax_dd.plot(
+        b_growth.index,
+        100.0 * (b_growth / b_growth.cummax() - 1.0),
+        "--",
+        color="0.35",
+        linewidth=0.8,
+    )
+    both = pd.concat([growth.rename("s"), b_growth.rename("b")], axis=1).ffill().dropna()
+    active = 100.0 * (both["s"] / both["b"] - 1.0)
+    ax_act.plot(active.index, active.to_numpy(), color=colour, linewidth=1.2)
+    ax_act.fill_between(active.index, active.to_numpy(), 0.0, color=colour, alpha=0.15)
+
+
+def _label_axes(ax_eq: Any, ax_dd: Any, ax_act: Any, *, benchmark: str, title: str) -> None:
+    """Log scale, reference lines, labels, title, legend and grid of the three panels."""
     ax_eq.set_yscale("log")
     ax_eq.axhline(1.0, color="0.7", linewidth=0.8)
     ax_eq.set_ylabel("growth of 1 (log)")
@@ -216,9 +244,6 @@ def plot_equity(
     ax_act.set_ylabel(f"active vs\n{benchmark} %")
     for ax in (ax_eq, ax_dd, ax_act):
         ax.grid(alpha=0.3)
-    fig.autofmt_xdate()
-    fig.tight_layout()
-    return _save(fig, path)
 
 
 def trial_chart_counts(verdict: dict[str, Any]) -> dict[str, Any]:

@@ -89,6 +89,7 @@ def check_run(run_dir: Path) -> tuple[Problem | None, str]:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """CLI: 0 when the run folder is valid (its summary printed), 1 when not, 2 when missing."""
     parser = argparse.ArgumentParser(prog="python -m experiments.check", description=__doc__)
     parser.add_argument("run_dir", type=Path)
     args = parser.parse_args(argv)

@@ -227,6 +227,8 @@ def _write(path: Path, text: str) -> None:
 
 
 def _readme(variant, figures, lineage, run_dir, costs, banner, trades) -> str:
+    """The exported folder's README: what the strategy is, how to run it, the lab's figures
+    and the commands that reproduce its holdout."""
     spec = variant["spec"]
     lines = [
         f"# {spec['name']} ({variant['variant_id']})",
@@ -237,6 +239,33 @@ def _readme(variant, figures, lineage, run_dir, costs, banner, trades) -> str:
         f"Found by the strategy lab in run `{Path(run_dir).name}`, iteration {variant['iteration']}, "
         f"route {variant['route']}. Lineage (oldest first): {' -> '.join(lineage)}.",
         "",
+        *_run_it_lines(variant, costs),
+        "",
+        "## Figures recorded by the lab",
+        "",
+        f"| window | sharpe | CAGR % | max DD % | win rate % | {TRADE_LABELS[trades]} | "
+        "benchmark sharpe | alpha % a year | beta | alpha HAC t |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    lines += _figures_lines(figures)
+    lines += _reproduce_lines(figures)
+    lines += [
+        "",
+        "In-sample figures come from walk-forward folds the search looked at"
+        + (
+            "; the holdout was\nsealed during the search and opened once for this strategy."
+            if "holdout" in figures
+            else "."
+        )
+        + " Parameters: `params.json`.",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def _run_it_lines(variant: dict, costs: dict) -> list[str]:
+    """How to run the exported strategy: its --data files (an index last) and the lab's costs."""
+    return [
         "## Run it",
         "",
         "    pip install backtrader==1.9.78.123",
@@ -271,13 +300,12 @@ def _readme(variant, figures, lineage, run_dir, costs, banner, trades) -> str:
             if costs.get("borrow_pct")
             else ""
         ),
-        "",
-        "## Figures recorded by the lab",
-        "",
-        f"| window | sharpe | CAGR % | max DD % | win rate % | {TRADE_LABELS[trades]} | "
-        "benchmark sharpe | alpha % a year | beta | alpha HAC t |",
-        "|---|---|---|---|---|---|---|---|---|---|",
     ]
+
+
+def _figures_lines(figures: dict) -> list[str]:
+    """One table row per window the lab recorded, or why there is none or no holdout."""
+    lines: list[str] = []
     for window, row in figures.items():
         m, bh = row.get("metrics") or {}, row.get("buy_and_hold") or {}
         a = row.get("alpha") or {}
@@ -294,6 +322,12 @@ def _readme(variant, figures, lineage, run_dir, costs, banner, trades) -> str:
             "",
             "Only in-sample figures: the sealed holdout is opened once, for the run's winner.",
         ]
+    return lines
+
+
+def _reproduce_lines(figures: dict) -> list[str]:
+    """The command per symbol that reprints the holdout's final value (none without one)."""
+    lines: list[str] = []
     repro = (figures.get("holdout") or {}).get("reproduce")
     if repro:
         lines += [
@@ -310,18 +344,7 @@ def _readme(variant, figures, lineage, run_dir, costs, banner, trades) -> str:
                 f"    python strategy.py --data {data} --from {repro['from']} "
                 f"--to {repro['to']} --trade-start {repro['trade_start']}   # {run['final_value']:.6f}"
             )
-    lines += [
-        "",
-        "In-sample figures come from walk-forward folds the search looked at"
-        + (
-            "; the holdout was\nsealed during the search and opened once for this strategy."
-            if "holdout" in figures
-            else "."
-        )
-        + " Parameters: `params.json`.",
-        "",
-    ]
-    return "\n".join(lines)
+    return lines
 
 
 def _f(x: Any) -> str:
@@ -359,6 +382,8 @@ def variant_figures(
 
 
 def export_from_run(run_dir: Path, to: Path, variant_id: str | None = None) -> Path:
+    """Write variant ``variant_id`` (default: the verdict's best variant) of a finished run into
+    ``to``; returns the folder written."""
     run_dir = Path(run_dir)
     state_file = run_dir / "variants.json"
     verdict_file = run_dir / "verdict.json"
@@ -423,6 +448,7 @@ def _banner(
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """The export command's parser: RUN_DIR, --to and --variant."""
     parser = argparse.ArgumentParser(
         prog="python -m experiments.export",
         description=__doc__,
@@ -449,6 +475,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """CLI: export and print the folder; 2 with one error line when the run cannot be exported."""
     args = build_parser().parse_args(argv)
     try:
         dest = export_from_run(args.run_dir, args.to, args.variant)

@@ -85,43 +85,104 @@ def render_report(
     """``holdout_per_symbol``: the winner's holdout metrics per symbol (for concentration)."""
     charts = charts or []
     bench = verdict.get("benchmark") or {"name": "buy-and-hold", "description": "buy & hold"}
-    bname = bench["name"]
-    cash = bname == "cash"
+    cash = bench["name"] == "cash"
     criteria = criteria_of(config, criteria_text)
     spec = (best_variant or {}).get("spec") or {}
     trades = trades_kind(spec, len(config.get("tickers") or []))
-    rows = (
-        criteria_rows(
-            criteria,
-            metrics=best_eval.get("metrics"),
-            alpha=best_eval.get("alpha"),
-            score=best_eval.get("score"),
-            dsr=best_eval.get("dsr"),
-            spa_pvalue=best_eval.get("spa_pvalue", verdict.get("spa_pvalue")),
-            cash=cash,
-            trades=trades,
-        )
-        if best_eval
-        else []
+    rows = _criteria_rows(criteria, verdict, best_eval, cash=cash, trades=trades)
+    headline = _headline(
+        verdict, criteria, best_variant, best_eval, rows, holdout_per_symbol, spec.get("scope")
     )
-    vetoes = other_vetoes((best_eval or {}).get("vetoes"), (best_eval or {}).get("veto_kinds"))
-    headline = [verdict_line(verdict, best_variant if best_eval else None, rows, vetoes=vetoes)]
-    if (held := holdout_line(verdict, criteria)) is not None:
-        headline.append(held)
-        if (spread := concentration_line(holdout_per_symbol, scope=spec.get("scope"))) is not None:
-            headline.append(spread)
     out = [
         f"# Strategy lab run `{run_id}`",
         "",
         *[f"**{line}**  " if k == 0 else f"{line}  " for k, line in enumerate(headline)],
         "",
+        *_verdict_lines(config, verdict),
+        "",
+        *_plan_block(config),
+        *_setup_section(config, verdict, data, bench, criteria_text),
+        "",
+        *_route_history(decisions),
+        *_research_summary(synthesis),
+        "",
+        "## Best variant",
+        "",
+        *_best_variant_section(
+            config, verdict, best_variant, best_eval, figures, rows, bench, trades
+        ),
+        *_honesty_section(verdict, bench["name"], cash),
+        *_charts_section(charts),
+        *_caveats_section(config, data, bench["name"], cash),
+        *_reproduce_section(config, n_records),
+    ]
+    return "\n".join(out)
+
+
+def _criteria_rows(
+    criteria: Any,
+    verdict: dict[str, Any],
+    best_eval: dict[str, Any] | None,
+    *,
+    cash: bool,
+    trades: str,
+) -> list:
+    """The scorecard rows of the best variant's in-sample evaluation (none without one)."""
+    if not best_eval:
+        return []
+    return criteria_rows(
+        criteria,
+        metrics=best_eval.get("metrics"),
+        alpha=best_eval.get("alpha"),
+        score=best_eval.get("score"),
+        dsr=best_eval.get("dsr"),
+        spa_pvalue=best_eval.get("spa_pvalue", verdict.get("spa_pvalue")),
+        cash=cash,
+        trades=trades,
+    )
+
+
+def _headline(
+    verdict: dict[str, Any],
+    criteria: Any,
+    best_variant: dict[str, Any] | None,
+    best_eval: dict[str, Any] | None,
+    rows: list,
+    holdout_per_symbol: dict[str, dict[str, Any]] | None,
+    scope: Any,
+) -> list[str]:
+    """The verdict sentence, then the holdout's and its concentration across symbols."""
+    vetoes = other_vetoes((best_eval or {}).get("vetoes"), (best_eval or {}).get("veto_kinds"))
+    headline = [verdict_line(verdict, best_variant if best_eval else None, rows, vetoes=vetoes)]
+    if (held := holdout_line(verdict, criteria)) is not None:
+        headline.append(held)
+        if (spread := concentration_line(holdout_per_symbol, scope=scope)) is not None:
+            headline.append(spread)
+    return headline
+
+
+def _verdict_lines(config: dict[str, Any], verdict: dict[str, Any]) -> list[str]:
+    """Directive, verdict, reason and the LLM masking state, in bold labels."""
+    return [
         f"**Directive:** {config['directive']}  ",
         f"**Verdict:** {verdict['verdict']} after {verdict['iterations']} iteration(s), "
         f"{verdict['n_backtests']} backtests, {verdict['n_trials']} trials counted.  ",
         f"**Reason:** {verdict['reason']}",
         *_masking_lines(verdict.get("llm_masking")),
-        "",
-        *_plan_block(config),
+    ]
+
+
+def _setup_section(
+    config: dict[str, Any],
+    verdict: dict[str, Any],
+    data: dict[str, Any],
+    bench: dict[str, Any],
+    criteria_text: str,
+) -> list[str]:
+    """The set-up: universe, split, costs, benchmark, prices, memory and the gate's bars."""
+    bname = bench["name"]
+    cash = bname == "cash"
+    return [
         "## Set-up",
         "",
         f"- Directive read as: {_directive_reading(config)}",
@@ -150,116 +211,167 @@ def render_report(
             else f", deflated alpha over {bname} >= {verdict.get('deflated_alpha_threshold', 0.95)}"
         )
         + f" and Hansen's SPA p-value over every trial <= {verdict.get('spa_threshold', 0.05)}",
-        "",
+    ]
+
+
+def _route_history(decisions: list[dict[str, Any]]) -> list[str]:
+    """One table row per iteration's gate decision, then the reasons in order."""
+    out = [
         "## Route history",
         "",
         "| iteration | variants | passed | best variant | best score | progress | DSR | beta | "
         "alpha t | deflated alpha | SPA p | failure | trajectory | decision |",
         "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
-    for d in decisions:
-        evs = d["evaluations"]
-        best = next((e for e in evs if e["variant_id"] == d["best_variant_id"]), None)
-        out.append(
-            f"| {d['iteration']} | {len(evs)} | {sum(e['passed'] for e in evs)} | "
-            f"{d['best_variant_id'] or '–'} | {_f(best['score'] if best else None, 3)} | "
-            f"{_f((best or {}).get('progress'), 3)} | "
-            f"{_f(best['dsr'] if best else None, 3)} | "
-            f"{_f(((best or {}).get('alpha') or {}).get('beta'))} | "
-            f"{_f(((best or {}).get('alpha') or {}).get('t_stat'))} | "
-            f"{_f(((best or {}).get('alpha') or {}).get('deflated_alpha'), 3)} | "
-            f"{_f(d.get('spa_pvalue'), 3)} | "
-            f"{(d.get('failure') or {}).get('failure_type', '–')} | "
-            f"{(d.get('trajectory') or {}).get('status', '–')} | {d['decision']} |"
-        )
+    out += [_route_row(d) for d in decisions]
     out += ["", "Reasons, in order:", ""]
     out += [f"{d['iteration']}. {d['reasoning']}" for d in decisions]
+    return out
 
-    if synthesis:
-        out += [
-            "",
-            "## Research summary",
-            "",
-            f"Regime **{synthesis['regime']}**, signal {synthesis['signal']:+.2f}, confidence "
-            f"{synthesis['confidence']:.2f} over the domains with data ({synthesis['quality']} "
-            "quality)"
-            + (
-                f", coverage {synthesis['coverage']:.2f} of domains"
-                if synthesis.get("coverage") is not None
-                else ""
-            )
-            + (" — research degraded" if synthesis.get("degraded") else "")
-            + ". Recommended families: "
-            + ", ".join(synthesis.get("recommended_families", []))
-            + ".",
-            "",
-            synthesis.get("summary", ""),
-            "",
-        ]
-        if synthesis.get("gaps"):
-            out += ["Gaps: " + "; ".join(synthesis["gaps"]) + ".", ""]
-        out += ["Details: `research/research.md`, `research/data_brief.md`."]
 
-    out += ["", "## Best variant", ""]
-    if best_variant and best_eval:
-        spec = best_variant["spec"]
-        named = config.get("styles") or config.get("preferred_families") or []
-        outside = (
-            f" — **outside the directive** (it asked for {', '.join(named)})"
-            if not within_directive(spec, named)
+def _route_row(d: dict[str, Any]) -> str:
+    """An iteration's row: its variants, passes and its best variant's figures."""
+    evs = d["evaluations"]
+    best = next((e for e in evs if e["variant_id"] == d["best_variant_id"]), None)
+    return (
+        f"| {d['iteration']} | {len(evs)} | {sum(e['passed'] for e in evs)} | "
+        f"{d['best_variant_id'] or '–'} | {_f(best['score'] if best else None, 3)} | "
+        f"{_f((best or {}).get('progress'), 3)} | "
+        f"{_f(best['dsr'] if best else None, 3)} | "
+        f"{_f(((best or {}).get('alpha') or {}).get('beta'))} | "
+        f"{_f(((best or {}).get('alpha') or {}).get('t_stat'))} | "
+        f"{_f(((best or {}).get('alpha') or {}).get('deflated_alpha'), 3)} | "
+        f"{_f(d.get('spa_pvalue'), 3)} | "
+        f"{(d.get('failure') or {}).get('failure_type', '–')} | "
+        f"{(d.get('trajectory') or {}).get('status', '–')} | {d['decision']} |"
+    )
+
+
+def _research_summary(synthesis: dict[str, Any] | None) -> list[str]:
+    """The research synthesis in a paragraph (nothing without one)."""
+    if not synthesis:
+        return []
+    out = [
+        "",
+        "## Research summary",
+        "",
+        f"Regime **{synthesis['regime']}**, signal {synthesis['signal']:+.2f}, confidence "
+        f"{synthesis['confidence']:.2f} over the domains with data ({synthesis['quality']} "
+        "quality)"
+        + (
+            f", coverage {synthesis['coverage']:.2f} of domains"
+            if synthesis.get("coverage") is not None
             else ""
         )
-        out += [
-            f"`{best_variant['variant_id']}` — {spec['name']} ({spec['family']}): "
-            f"{spec['approach']}{outside}",
-            "",
-            f"Code: [`strategies/{best_variant['variant_id']}.py`]"
-            f"(strategies/{best_variant['variant_id']}.py) (lineage: parent "
-            f"`{best_variant.get('parent_id') or '–'}`, route {best_variant.get('route', '–')}, "
-            f"iteration {best_variant.get('iteration', '–')}); parameters: "
-            + ", ".join(f"{k}={v}" for k, v in sorted(spec["parameters"].items())),
-            "",
-            f"Fuzzy score {_f(best_eval['score'], 3)} (graded progress "
-            f"{_f(best_eval.get('progress'), 3)}); deflated Sharpe {_f(best_eval['dsr'], 3)} at "
-            f"selection ({_f(verdict.get('best_dsr_all_trials'), 3)} over all {verdict['n_trials']} "
-            "trials); fold Sharpes "
-            + ", ".join(_f(s) for s in best_eval.get("fold_sharpes", []))
-            + (f"; vetoes: {'; '.join(best_eval['vetoes'])}" if best_eval.get("vetoes") else ""),
-            "",
-            "What passed, bar by bar (in-sample, as the gate saw it when it chose this variant; "
-            "margin: how far past the threshold, negative when short of it; attainment: 1 at "
-            "the threshold, 0..2):",
-            "",
-            *scorecard_table(rows),
-            "",
-            *_rejected_warning(best_eval, figures),
-            *metrics_header(TRADE_LABELS[trades]),
-        ]
-        for window, row in figures.items():
-            out.append(_metrics_row(f"{window} (strategy)", row.get("metrics")))
-            out.append(_metrics_row(f"{window} ({bname})", row.get("buy_and_hold")))
-        if not figures:
-            out.append(_metrics_row(f"in-sample ({bname})", verdict.get("buy_and_hold_in_sample")))
-        if any(row.get("alpha") for row in figures.values()):
-            out += ["", f"Against {bench.get('description', bname)}:", "", *ALPHA_HEADER]
-            out += [_alpha_row(w, row.get("alpha")) for w, row in figures.items()]
-        if "holdout" not in figures:
-            out += [
-                "",
-                "The holdout stays sealed: it is opened only for a strategy that passed the gate.",
-            ]
-        else:
-            out += [
-                "",
-                "The holdout was sealed during the search and opened once, for this strategy; "
-                "its result was not fed back. The winner is exported in `winner/` "
-                "(`strategy.py` runs with plain backtrader).",
-            ]
-    else:
-        out.append("No variant produced a result.")
+        + (" — research degraded" if synthesis.get("degraded") else "")
+        + ". Recommended families: "
+        + ", ".join(synthesis.get("recommended_families", []))
+        + ".",
+        "",
+        synthesis.get("summary", ""),
+        "",
+    ]
+    if synthesis.get("gaps"):
+        out += ["Gaps: " + "; ".join(synthesis["gaps"]) + ".", ""]
+    out += ["Details: `research/research.md`, `research/data_brief.md`."]
+    return out
 
+
+def _best_variant_section(
+    config: dict[str, Any],
+    verdict: dict[str, Any],
+    best_variant: dict[str, Any] | None,
+    best_eval: dict[str, Any] | None,
+    figures: dict[str, Any],
+    rows: list,
+    bench: dict[str, Any],
+    trades: str,
+) -> list[str]:
+    """The best variant: its code and lineage, scorecard, figures per window and the holdout."""
+    if not (best_variant and best_eval):
+        return ["No variant produced a result."]
+    out = [
+        *_best_variant_intro(config, verdict, best_variant, best_eval),
+        "What passed, bar by bar (in-sample, as the gate saw it when it chose this variant; "
+        "margin: how far past the threshold, negative when short of it; attainment: 1 at "
+        "the threshold, 0..2):",
+        "",
+        *scorecard_table(rows),
+        "",
+        *_rejected_warning(best_eval, figures),
+        *metrics_header(TRADE_LABELS[trades]),
+        *_figures_tables(verdict, figures, bench),
+    ]
+    if "holdout" not in figures:
+        out += [
+            "",
+            "The holdout stays sealed: it is opened only for a strategy that passed the gate.",
+        ]
+    else:
+        out += [
+            "",
+            "The holdout was sealed during the search and opened once, for this strategy; "
+            "its result was not fed back. The winner is exported in `winner/` "
+            "(`strategy.py` runs with plain backtrader).",
+        ]
+    return out
+
+
+def _best_variant_intro(
+    config: dict[str, Any],
+    verdict: dict[str, Any],
+    best_variant: dict[str, Any],
+    best_eval: dict[str, Any],
+) -> list[str]:
+    """What the best variant is, where its code is, and its score at selection."""
+    spec = best_variant["spec"]
+    named = config.get("styles") or config.get("preferred_families") or []
+    outside = (
+        f" — **outside the directive** (it asked for {', '.join(named)})"
+        if not within_directive(spec, named)
+        else ""
+    )
+    return [
+        f"`{best_variant['variant_id']}` — {spec['name']} ({spec['family']}): "
+        f"{spec['approach']}{outside}",
+        "",
+        f"Code: [`strategies/{best_variant['variant_id']}.py`]"
+        f"(strategies/{best_variant['variant_id']}.py) (lineage: parent "
+        f"`{best_variant.get('parent_id') or '–'}`, route {best_variant.get('route', '–')}, "
+        f"iteration {best_variant.get('iteration', '–')}); parameters: "
+        + ", ".join(f"{k}={v}" for k, v in sorted(spec["parameters"].items())),
+        "",
+        f"Fuzzy score {_f(best_eval['score'], 3)} (graded progress "
+        f"{_f(best_eval.get('progress'), 3)}); deflated Sharpe {_f(best_eval['dsr'], 3)} at "
+        f"selection ({_f(verdict.get('best_dsr_all_trials'), 3)} over all {verdict['n_trials']} "
+        "trials); fold Sharpes "
+        + ", ".join(_f(s) for s in best_eval.get("fold_sharpes", []))
+        + (f"; vetoes: {'; '.join(best_eval['vetoes'])}" if best_eval.get("vetoes") else ""),
+        "",
+    ]
+
+
+def _figures_tables(
+    verdict: dict[str, Any], figures: dict[str, Any], bench: dict[str, Any]
+) -> list[str]:
+    """The metrics rows per window (strategy and benchmark), then the alpha table if any."""
+    bname = bench["name"]
+    out = []
+    for window, row in figures.items():
+        out.append(_metrics_row(f"{window} (strategy)", row.get("metrics")))
+        out.append(_metrics_row(f"{window} ({bname})", row.get("buy_and_hold")))
+    if not figures:
+        out.append(_metrics_row(f"in-sample ({bname})", verdict.get("buy_and_hold_in_sample")))
+    if any(row.get("alpha") for row in figures.values()):
+        out += ["", f"Against {bench.get('description', bname)}:", "", *ALPHA_HEADER]
+        out += [_alpha_row(w, row.get("alpha")) for w, row in figures.items()]
+    return out
+
+
+def _honesty_section(verdict: dict[str, Any], bname: str, cash: bool) -> list[str]:
+    """Trials counted, deflation, PBO and the reality check: what the search paid for looking."""
     pbo = verdict.get("pbo")
-    out += [
+    out = [
         "",
         "## Statistical honesty",
         "",
@@ -294,10 +406,21 @@ def render_report(
             f"expected to reach an annualised Sharpe of {_f(ts['threshold'])} "
             f"(best variant: {_f(ts.get('best'))}; {ts.get('n_with_sharpe')} trials had a Sharpe)"
         )
-    if charts:
-        out += ["", "## Charts", ""]
-        out += [f"![{Path(c).stem}]({c})" for c in charts]
-    out += [
+    return out
+
+
+def _charts_section(charts: list[str]) -> list[str]:
+    """The charts as markdown images (nothing without charts)."""
+    if not charts:
+        return []
+    return ["", "## Charts", "", *[f"![{Path(c).stem}]({c})" for c in charts]]
+
+
+def _caveats_section(
+    config: dict[str, Any], data: dict[str, Any], bname: str, cash: bool
+) -> list[str]:
+    """What the figures cannot say: survivorship, assumed costs, data gaps, the looked-at folds."""
+    return [
         "",
         "## Caveats",
         "",
@@ -317,6 +440,12 @@ def render_report(
             "with Newey-West (HAC) errors; a strategy with beta near 1 and no alpha is the "
             "benchmark with extra costs."
         ),
+    ]
+
+
+def _reproduce_section(config: dict[str, Any], n_records: int | None) -> list[str]:
+    """How to reproduce, resume, review and export the run, and what its files hold."""
+    return [
         "",
         "## Reproduce and review",
         "",
@@ -335,7 +464,6 @@ def render_report(
         "drawdown periods, trades; `python -m experiments.tearsheet <this folder>` redraws it).",
         "",
     ]
-    return "\n".join(out)
 
 
 def _criteria_sources(config: dict[str, Any], criteria_text: str) -> str:

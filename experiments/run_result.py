@@ -70,6 +70,7 @@ class RunResult(BaseModel):
 
     @property
     def passed(self) -> bool:
+        """Whether the run's verdict is SUCCESS."""
         return self.verdict.verdict == "SUCCESS"
 
     def records(self, kind: str | None = None) -> list[Any]:

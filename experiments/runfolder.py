@@ -34,6 +34,8 @@ TRACKED_PACKAGES = (
 
 
 def new_run_id(directive: str, now: datetime | None = None) -> str:
+    """A sortable run id: the time (UTC, now by default), then a slug of the directive (at most 40
+    characters)."""
     now = now or datetime.now(UTC)
     slug = re.sub(r"[^a-z0-9]+", "-", directive.lower()).strip("-")[:40] or "run"
     return f"{now:%Y%m%d-%H%M%S}-{slug}"
@@ -75,6 +77,7 @@ class RunFolder:
 
     @classmethod
     def create(cls, out_dir: Path, run_id: str) -> RunFolder:
+        """A new folder under ``out_dir``, suffixed -2, -3… when the id is taken."""
         root = Path(out_dir) / run_id
         suffix = 1
         while root.exists():  # two runs in the same second must not share a folder
@@ -83,6 +86,7 @@ class RunFolder:
         return cls(root)
 
     def path(self, rel: str) -> Path:
+        """The path of ``rel`` inside the run folder."""
         return self.root / rel
 
     def read_code(self, variant_id: str, code_sha256: str) -> str:
@@ -97,6 +101,7 @@ class RunFolder:
         return code
 
     def write_text(self, rel: str, text: str) -> Path:
+        """Write ``text`` atomically (a temp file, then a rename) and return the path."""
         target = self.root / rel
         target.parent.mkdir(parents=True, exist_ok=True)
         tmp = target.with_name(target.name + ".tmp")
@@ -105,10 +110,12 @@ class RunFolder:
         return target
 
     def write_json(self, rel: str, obj: Any) -> Path:
+        """Write ``obj`` as sorted, indented JSON (atomically) and return the path."""
         return self.write_text(rel, json.dumps(obj, indent=2, sort_keys=True, default=str) + "\n")
 
 
 def package_versions() -> dict[str, str]:
+    """Installed version of each tracked package ("not installed" when absent), for the manifest."""
     out = {}
     for name in TRACKED_PACKAGES:
         try:
@@ -138,6 +145,8 @@ def git_state(repo_dir: Path) -> dict[str, Any]:
 def build_manifest(
     *, run_id: str, config: dict[str, Any], data: dict[str, Any], seed: int, argv: list[str]
 ) -> dict[str, Any]:
+    """manifest.json's content: the config, data, seed, argv, git state, Python, platform and
+    package versions."""
     repo_dir = Path(__file__).resolve().parents[1]
     return {
         "run_id": run_id,

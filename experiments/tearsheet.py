@@ -248,6 +248,7 @@ def _table(head: list[str], rows: list[list[Any]]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """CLI: write RUN_DIR's tearsheet.html and print its path; 2 with one line on bad input."""
     args = sys.argv[1:] if argv is None else argv
     if len(args) != 1 or args[0] in ("-h", "--help"):
         print("usage: python -m experiments.tearsheet RUN_DIR", file=sys.stderr)

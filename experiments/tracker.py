@@ -80,10 +80,12 @@ class ExperimentTracker:
         return True
 
     def records(self) -> Iterator[dict[str, Any]]:
+        """Every record written so far, in order."""
         yield from read_records(self.path)
 
 
 def read_records(path: Path) -> Iterator[dict[str, Any]]:
+    """The JSON records of a JSONL file, blank lines skipped; none when the file does not exist."""
     if not Path(path).exists():
         return
     with open(path, encoding="utf-8") as fh:

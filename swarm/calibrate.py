@@ -104,6 +104,7 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """The calibrate command's parser: runs per scenario, workers, seed, output and scenarios."""
     p = _Parser(prog="python -m swarm.calibrate", description=__doc__.split("\n\n")[0])
     # Accepted and ignored, so `python -m swarm.develop --calibrate ...` can pass its argv on.
     p.add_argument("--calibrate", action="store_true", help=argparse.SUPPRESS)
@@ -192,6 +193,8 @@ def _say(quiet: bool, msg: str) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """CLI: run every scenario's seeded runs, a line per run, then the rates against their targets;
+    2 on bad options."""
     args = build_parser().parse_args(sys.argv[1:] if argv is None else argv)
     try:
         _plan(args, Path())  # every option checked before any folder is made

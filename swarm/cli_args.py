@@ -26,6 +26,7 @@ class OneLineParser(argparse.ArgumentParser):
     """argparse whose errors are one UserInputError line (the CLIs print it, exit 2)."""
 
     def error(self, message: str) -> None:  # one line, no usage dump
+        """Raise UserInputError: one line, no usage dump."""
         raise UserInputError(f"{message} (see --help)")
 
 
@@ -79,6 +80,7 @@ def check_fundamentals(args: argparse.Namespace) -> str:
 
 
 def iso_date(arg: str, value: str) -> date:
+    """``value`` as a date, or UserInputError naming ``arg``."""
     try:
         return date.fromisoformat(value)
     except ValueError:
@@ -86,6 +88,7 @@ def iso_date(arg: str, value: str) -> date:
 
 
 def parse_tickers(text: str | None) -> list[str]:
+    """The comma-separated symbols, upper-cased; UserInputError when there are none."""
     tickers = [t.strip().upper() for t in (text or "").split(",") if t.strip()]
     if not tickers:
         raise UserInputError("--tickers: empty; give symbols like AAPL,MSFT")

@@ -42,6 +42,7 @@ class RunContext:
 
     @property
     def symbols(self) -> list[str]:
+        """The run's symbols, in data order."""
         return list(self.data)
 
     def benchmark_insample(self) -> dict[str, float]:

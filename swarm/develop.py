@@ -47,9 +47,19 @@ def _family_names() -> str:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from gate.criteria import CRITERIA_HELP, CRITERIA_REPLACE_HELP
-
+    """The develop command's parser, its arguments added by concern in --help order."""
     p = OneLineParser(prog="python -m swarm.develop", description=__doc__.split("\n\n")[0])
+    _add_search_arguments(p)
+    add_screen_arguments(p)
+    _add_gate_and_cost_arguments(p)
+    _add_execution_arguments(p)
+    _add_llm_arguments(p)
+    _add_mode_arguments(p)
+    return p
+
+
+def _add_search_arguments(p: argparse.ArgumentParser) -> None:
+    """What to look for, where, and how wide the search is."""
     p.add_argument("--directive", help='what to look for, e.g. "momentum alpha in tech"')
     p.add_argument(
         "--resume",
@@ -78,7 +88,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="the decision pipeline's cache (default: the user cache dir, shared by runs)",
     )
     p.add_argument("--folds", type=int, default=3, help="walk-forward folds in-sample (default 3)")
-    add_screen_arguments(p)
+
+
+def _add_gate_and_cost_arguments(p: argparse.ArgumentParser) -> None:
+    """Prices, the gate's criteria and benchmark, costs and sizing."""
+    from gate.criteria import CRITERIA_HELP, CRITERIA_REPLACE_HELP
+
     p.add_argument(
         "--prices",
         default="raw",
@@ -114,6 +129,10 @@ def build_parser() -> argparse.ArgumentParser:
         "share of equity a position may take (0.1..0.95, steps of 0.05), e.g. "
         "fixed_fraction:0.5 (default: the search chooses; swarm.sizing)",
     )
+
+
+def _add_execution_arguments(p: argparse.ArgumentParser) -> None:
+    """Where backtests run, the seed, and where runs and memory go."""
     p.add_argument(
         "--workers", type=int, default=None, help="backtest processes (default: all cores)"
     )
@@ -132,6 +151,10 @@ def build_parser() -> argparse.ArgumentParser:
         help="research memory store (default: the user cache dir, shared by runs); 'off' "
         "disables it. Memory is an input: exact reproduction needs the same memory state",
     )
+
+
+def _add_llm_arguments(p: argparse.ArgumentParser) -> None:
+    """The LLM brains: provider, models, budget, cache and masking."""
     p.add_argument(
         "--llm",
         default="none",
@@ -171,6 +194,10 @@ def build_parser() -> argparse.ArgumentParser:
         help="the model's knowledge cutoff (default: documented per model family; unknown "
         "models are assumed to know every date)",
     )
+
+
+def _add_mode_arguments(p: argparse.ArgumentParser) -> None:
+    """Modes that change what the command does: dry run, graph, calibration."""
     p.add_argument(
         "--allow-universe-expansion",
         action="store_true",
@@ -192,7 +219,6 @@ def build_parser() -> argparse.ArgumentParser:
         "drift, 5%%, 20%% a year; two planted edges): --calibrate --runs N [--kinds A,B] "
         "[--workers W] [--seed S] [--out DIR] (see python -m swarm.calibrate --help)",
     )
-    return p
 
 
 def develop(directive: str | None = None, **options: Any) -> RunResult:
@@ -226,6 +252,8 @@ NOT_STARTED = "interrupted before the run started: nothing to resume; run the sa
 
 
 def main(argv: list[str] | None = None) -> int:
+    """CLI: 0 done, 2 bad input, 130 interrupted, 1 internal failure; --calibrate hands over to
+    swarm.calibrate."""
     argv = sys.argv[1:] if argv is None else argv
     if "--calibrate" in argv:  # the gate's calibration has its own options
         from swarm.calibrate import main as calibrate_main

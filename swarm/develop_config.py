@@ -23,9 +23,7 @@ def config_from_args(args: argparse.Namespace):
     """Validate every argument up front, so bad input never creates a half run."""
     from gate.criteria import criteria_from_text
     from gate.errors import CriteriaError
-    from swarm.config import RunConfig
-    from swarm.directive import DirectiveError, parse_directive
-    from swarm.plan import build_plan, llm_client_for_plan, plan_summary
+    from swarm.plan import plan_summary
 
     directive = (args.directive or "").strip()
     if not directive:
@@ -34,6 +32,46 @@ def config_from_args(args: argparse.Namespace):
         )
     timeframe_arg = args.timeframe  # None: the directive's (check_data_args fills in 1d)
     start, end = check_data_args(args)
+    _check_search_args(args)
+    sizing = normalised(args.sizing)  # --sizing: one UserInputError line when bad
+    _check_execution_args(args)
+    llm_settings = _llm_settings(args)
+    plan = _resolve_plan(args, directive, timeframe_arg, llm_settings, start, end)
+    replace = bool(getattr(args, "criteria_replace", False))
+    if replace and not (args.criteria or "").strip():
+        raise UserInputError(
+            "--criteria-replace: no --criteria to replace the defaults with; add --criteria "
+            '"sharpe>=0.8,..." or drop --criteria-replace'
+        )
+    try:
+        criteria = criteria_from_text(args.criteria, replace=replace)
+    except CriteriaError as exc:
+        raise UserInputError(f"--criteria: {exc}") from None
+    benchmark = _benchmark(args.benchmark, plan.benchmark)
+    styles, families = _styles_and_families(args, plan)
+    summary = plan_summary(plan, start=start, end=end, benchmark=benchmark, families=families)
+    config = _run_config(
+        args,
+        directive=directive,
+        plan=plan,
+        summary=summary,
+        styles=styles,
+        families=families,
+        start=start,
+        end=end,
+        sizing=sizing,
+        replace=replace,
+        llm_settings=llm_settings,
+        benchmark=benchmark,
+    )
+    from swarm.families import registry
+
+    registry().preflight(config)  # a named family's own inputs, e.g. earnings_drift's data
+    return config, criteria
+
+
+def _check_search_args(args: argparse.Namespace) -> None:
+    """The search's size, folds, prices and costs, each in range (the first bad one raises)."""
     if args.variants < 1:
         raise UserInputError(f"--variants: {args.variants} must be at least 1 (default 5)")
     if args.max_iterations < 1:
@@ -51,7 +89,10 @@ def config_from_args(args: argparse.Namespace):
     borrow_problem_text = borrow_problem(args.borrow_cost)
     if borrow_problem_text is not None:
         raise UserInputError(f"--borrow-cost: {borrow_problem_text}")
-    sizing = normalised(args.sizing)  # --sizing: one UserInputError line when bad
+
+
+def _check_execution_args(args: argparse.Namespace) -> None:
+    """Workers, executor (Ray installed when asked for) and the LLM token budget."""
     if args.workers is not None and args.workers < 1:
         raise UserInputError(f"--workers: {args.workers} must be at least 1")
     if args.executor not in ("process", "serial", "ray"):
@@ -65,6 +106,10 @@ def config_from_args(args: argparse.Namespace):
             ) from None
     if args.max_llm_tokens is not None and args.max_llm_tokens < 1:
         raise UserInputError(f"--max-llm-tokens: {args.max_llm_tokens} must be at least 1")
+
+
+def _llm_settings(args: argparse.Namespace):
+    """The --llm* arguments as LLMSettings; an OpenAI run needs its key in the environment."""
     try:
         llm_settings = parse_llm_arg(
             args.llm,
@@ -82,13 +127,24 @@ def config_from_args(args: argparse.Namespace):
         raise UserInputError(str(exc)) from None
     if llm_settings.provider == "openai" and not os.environ.get("OPENAI_API_KEY"):
         raise UserInputError("--llm openai:…: set OPENAI_API_KEY, or use --llm none")
+    return llm_settings
+
+
+def _resolve_plan(
+    args: argparse.Namespace, directive: str, timeframe_arg, llm_settings, start, end
+):
+    """The directive read and resolved into a plan (universe, timeframe, families); a
+    DirectiveError becomes the one-line UserInputError."""
+    from swarm.directive import DirectiveError, parse_directive
+    from swarm.plan import build_plan, llm_client_for_plan
+
     tickers_arg = parse_tickers(args.tickers) if args.tickers is not None else None
     try:
         # A portfolio family on one named symbol says so before any data is looked at.
         read = parse_directive(directive)
         named = tickers_arg or read.explicit_tickers or None
         _check_portfolio_universe(_families(args.families, read.preferred_families), named)
-        plan = build_plan(
+        return build_plan(
             directive,
             data_dir=args.data_dir,
             source=args.source,
@@ -103,20 +159,13 @@ def config_from_args(args: argparse.Namespace):
         )
     except DirectiveError as exc:
         raise UserInputError(str(exc)) from None
-    tickers, universe_source = plan.tickers, plan.universe_source
-    replace = bool(getattr(args, "criteria_replace", False))
-    if replace and not (args.criteria or "").strip():
-        raise UserInputError(
-            "--criteria-replace: no --criteria to replace the defaults with; add --criteria "
-            '"sharpe>=0.8,..." or drop --criteria-replace'
-        )
-    try:
-        criteria = criteria_from_text(args.criteria, replace=replace)
-    except CriteriaError as exc:
-        raise UserInputError(f"--criteria: {exc}") from None
-    benchmark = _benchmark(args.benchmark, plan.benchmark)
+
+
+def _styles_and_families(args: argparse.Namespace, plan) -> tuple[list[str], list[str]]:
+    """The run's styles (the plan's, plus a regime filter named in --families) and the
+    families left to search; a regime filter asked for needs its index files."""
     families = _families(args.families, plan.preferred_families)
-    _check_portfolio_universe(families, tickers)
+    _check_portfolio_universe(families, plan.tickers)
     from strategies.regime import REGIME_FILTERS, REGIME_STYLE
     from swarm.regime_data import check_regime_data
 
@@ -131,13 +180,33 @@ def config_from_args(args: argparse.Namespace):
         source=args.source,
         timeframe=plan.timeframe,
     )
-    summary = plan_summary(plan, start=start, end=end, benchmark=benchmark, families=families)
-    config = RunConfig(
+    return styles, families
+
+
+def _run_config(
+    args: argparse.Namespace,
+    *,
+    directive: str,
+    plan,
+    summary,
+    styles: list[str],
+    families: list[str],
+    start,
+    end,
+    sizing,
+    replace: bool,
+    llm_settings,
+    benchmark,
+):
+    """The RunConfig of the checked arguments and the resolved plan."""
+    from swarm.config import RunConfig
+
+    return RunConfig(
         directive=directive,
         styles=plan.styles,
         plan=summary,
-        tickers=tickers,
-        universe_source=universe_source,
+        tickers=plan.tickers,
+        universe_source=plan.universe_source,
         preferred_families=styles,
         start=start,
         end=end,
@@ -176,10 +245,6 @@ def config_from_args(args: argparse.Namespace):
         allow_universe_expansion=args.allow_universe_expansion,
         **screen_options(args),
     )
-    from swarm.families import registry
-
-    registry().preflight(config)  # a named family's own inputs, e.g. earnings_drift's data
-    return config, criteria
 
 
 def _families(option: str | None, from_directive: list[str]) -> list[str]:

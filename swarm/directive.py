@@ -355,91 +355,14 @@ def parse_directive(directive: str) -> Plan:
     understood += rebalance
     text = _REBALANCE.sub(" ", text)
 
-    scope: list[str] = []
-    for pattern, hint in SCOPE_PHRASES:
-        found, text = _consume(pattern, text)
-        if found:
-            understood += found
-            scope.append(hint)
-    if benchmark == "cash" and re.search(r"market[\s-]+neutral", original, re.I):
-        scope.append("market_neutral")
-
-    styles: list[str] = []
-    families: list[str] = []
-    for pattern, nodes, fams in STYLE_PHRASES:
-        found, text = _consume(pattern, text)
-        if found:
-            understood += found
-            styles += [s for s in nodes if s not in styles]
-            families += [f for f in fams if f not in families]
-
-    terms: list[str] = []
-    for pattern, key in _UNIVERSE_PHRASES.items():
-        found, text = _consume(pattern, text)
-        if found:
-            understood += found
-            terms += [key] if key not in terms else []
-
-    explicit: list[str] = []
-    timeframe, timeframe_source = "1d", "default"
-    ignored: list[str] = []
-    for token in re.findall(r"\$?[A-Za-z0-9][A-Za-z0-9-]*", text):
-        bare = token.lstrip("$")
-        if _TICKER.fullmatch(token) and bare not in _NOT_TICKERS:
-            explicit += [bare] if bare not in explicit else []
-            understood.append(token)
-            continue
-        word = bare.lower()
-        if word in TIMEFRAME_WORDS:
-            timeframe, timeframe_source = TIMEFRAME_WORDS[word], "directive"
-            understood.append(token)
-            continue
-        if word in UNSUPPORTED_TIMEFRAMES:
-            raise DirectiveError(
-                f"--directive: {token!r} asks for {UNSUPPORTED_TIMEFRAMES[word]} bars; the lab "
-                "runs daily (1d) and hourly (1h) bars only: say daily (a longer lookback on "
-                "daily bars reads a slower signal) or hourly"
-            )
-        key = UNIVERSE_WORDS.get(_singular(word, UNIVERSE_WORDS))
-        if key is not None:
-            terms += [key] if key not in terms else []
-            understood.append(token)
-            continue
-        if word in UNSUPPORTED_STYLES or word in UNSUPPORTED_UNIVERSES:
-            what = "style" if word in UNSUPPORTED_STYLES else "universe"
-            known = (
-                "momentum, trend, breakout, mean reversion, pairs, volatility, low volatility, "
-                "cross-sectional momentum, rotation, analyst debate, earnings drift, "
-                "analyst revisions, sentiment, put/call"
-                if what == "style"
-                else "sectors (tech, semis, software, banks…), crypto, bitcoin, ether, ETFs, "
-                "indices, or tickers"
-            )
-            raise DirectiveError(
-                f"--directive: {token!r} is a {what} the lab has no "
-                f"{'family' if what == 'style' else 'data'} for; it knows {known} "
-                f"(understood so far: {', '.join(understood) or 'nothing'})"
-            )
-        if word in FILLER or word.isdigit() or re.fullmatch(r"\d{4}(-\d\d){0,2}", word):
-            ignored.append(token)
-            continue
-        guess = near_miss(word)
-        if guess is not None:
-            raise DirectiveError(
-                f"--directive: {token!r} is not a word the lab knows; did you mean "
-                f"{guess!r}? (understood so far: {', '.join(understood) or 'nothing'})"
-            )
-        ignored.append(token)
+    scope, text = _read_scope(original, text, benchmark, understood)
+    styles, families, text = _read_styles(text, understood)
+    terms, text = _read_universe_phrases(text, understood)
+    explicit, timeframe, timeframe_source, ignored = _read_words(text, understood, terms)
 
     low = original.lower()
     understood.sort(key=lambda w: low.find(w.lower()))
-    if explicit:
-        tickers, source = explicit, "directive"
-    elif terms:
-        tickers = list(dict.fromkeys(t for term in terms for t in SECTORS[term]))
-        source = "sector:" + "+".join(terms)
-    else:
-        tickers, source = list(DEFAULT_UNIVERSE), "default"
+    tickers, source = _tickers_of(explicit, terms)
     # The regime filter: asked for by name, or trend following on the index ETFs (whose
     # universe holds the index series the filter reads).
     if regime or ("trend" in families and set(terms) & INDEX_SECTORS and not explicit):
@@ -462,6 +385,131 @@ def parse_directive(directive: str) -> Plan:
         understood=understood,
         ignored=ignored,
     )
+
+
+def _read_scope(
+    original: str, text: str, benchmark: str | None, understood: list[str]
+) -> tuple[list[str], str]:
+    """(the scope hints the phrases give, the text with them blanked); appends to
+    ``understood``. "Market neutral" against cash is a scope too."""
+    scope: list[str] = []
+    for pattern, hint in SCOPE_PHRASES:
+        found, text = _consume(pattern, text)
+        if found:
+            understood += found
+            scope.append(hint)
+    if benchmark == "cash" and re.search(r"market[\s-]+neutral", original, re.I):
+        scope.append("market_neutral")
+    return scope, text
+
+
+def _read_styles(text: str, understood: list[str]) -> tuple[list[str], list[str], str]:
+    """(styles, families, the text with their phrases blanked); appends to ``understood``."""
+    styles: list[str] = []
+    families: list[str] = []
+    for pattern, nodes, fams in STYLE_PHRASES:
+        found, text = _consume(pattern, text)
+        if found:
+            understood += found
+            styles += [s for s in nodes if s not in styles]
+            families += [f for f in fams if f not in families]
+    return styles, families, text
+
+
+def _read_universe_phrases(text: str, understood: list[str]) -> tuple[list[str], str]:
+    """(the universe terms of multi-word phrases, the text with them blanked); appends to
+    ``understood``."""
+    terms: list[str] = []
+    for pattern, key in _UNIVERSE_PHRASES.items():
+        found, text = _consume(pattern, text)
+        if found:
+            understood += found
+            terms += [key] if key not in terms else []
+    return terms, text
+
+
+def _read_words(
+    text: str, understood: list[str], terms: list[str]
+) -> tuple[list[str], str, str, list[str]]:
+    """(explicit tickers, timeframe, its source, ignored words) of the words left; appends to
+    ``understood`` and ``terms``, and raises DirectiveError on a word the lab cannot act on."""
+    explicit: list[str] = []
+    timeframe, timeframe_source = "1d", "default"
+    ignored: list[str] = []
+    for token in re.findall(r"\$?[A-Za-z0-9][A-Za-z0-9-]*", text):
+        bare = token.lstrip("$")
+        if _TICKER.fullmatch(token) and bare not in _NOT_TICKERS:
+            explicit += [bare] if bare not in explicit else []
+            understood.append(token)
+            continue
+        word = bare.lower()
+        if word in TIMEFRAME_WORDS:
+            timeframe, timeframe_source = TIMEFRAME_WORDS[word], "directive"
+            understood.append(token)
+            continue
+        _refuse_timeframe(token, word)
+        key = UNIVERSE_WORDS.get(_singular(word, UNIVERSE_WORDS))
+        if key is not None:
+            terms += [key] if key not in terms else []
+            understood.append(token)
+            continue
+        _refuse_unsupported(token, word, understood)
+        if word in FILLER or word.isdigit() or re.fullmatch(r"\d{4}(-\d\d){0,2}", word):
+            ignored.append(token)
+            continue
+        _refuse_near_miss(token, word, understood)
+        ignored.append(token)
+    return explicit, timeframe, timeframe_source, ignored
+
+
+def _refuse_timeframe(token: str, word: str) -> None:
+    """DirectiveError for a bar size the lab does not run (weekly, minutes…)."""
+    if word in UNSUPPORTED_TIMEFRAMES:
+        raise DirectiveError(
+            f"--directive: {token!r} asks for {UNSUPPORTED_TIMEFRAMES[word]} bars; the lab "
+            "runs daily (1d) and hourly (1h) bars only: say daily (a longer lookback on "
+            "daily bars reads a slower signal) or hourly"
+        )
+
+
+def _refuse_unsupported(token: str, word: str, understood: list[str]) -> None:
+    """DirectiveError for a style or universe the lab knows of but has no family or data for."""
+    if word in UNSUPPORTED_STYLES or word in UNSUPPORTED_UNIVERSES:
+        what = "style" if word in UNSUPPORTED_STYLES else "universe"
+        known = (
+            "momentum, trend, breakout, mean reversion, pairs, volatility, low volatility, "
+            "cross-sectional momentum, rotation, analyst debate, earnings drift, "
+            "analyst revisions, sentiment, put/call"
+            if what == "style"
+            else "sectors (tech, semis, software, banks…), crypto, bitcoin, ether, ETFs, "
+            "indices, or tickers"
+        )
+        raise DirectiveError(
+            f"--directive: {token!r} is a {what} the lab has no "
+            f"{'family' if what == 'style' else 'data'} for; it knows {known} "
+            f"(understood so far: {', '.join(understood) or 'nothing'})"
+        )
+
+
+def _refuse_near_miss(token: str, word: str, understood: list[str]) -> None:
+    """DirectiveError for a probable typo of a vocabulary word, with the guess."""
+    guess = near_miss(word)
+    if guess is not None:
+        raise DirectiveError(
+            f"--directive: {token!r} is not a word the lab knows; did you mean "
+            f"{guess!r}? (understood so far: {', '.join(understood) or 'nothing'})"
+        )
+
+
+def _tickers_of(explicit: list[str], terms: list[str]) -> tuple[list[str], str]:
+    """(tickers, universe source): the named tickers, else the universe words' sectors, else
+    the default universe."""
+    if explicit:
+        return explicit, "directive"
+    if terms:
+        tickers = list(dict.fromkeys(t for term in terms for t in SECTORS[term]))
+        return tickers, "sector:" + "+".join(terms)
+    return list(DEFAULT_UNIVERSE), "default"
 
 
 _PORTFOLIO_STYLES = frozenset({"cross_sectional_momentum", "rotation", "pairs", "low_volatility"})

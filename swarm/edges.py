@@ -44,4 +44,5 @@ def after_failure(state: Mapping[str, Any]) -> str:
 
 
 def after_router(state: Mapping[str, Any]) -> str:
+    """The node the router's route leads to."""
     return ROUTE_NODE[Route(state["route"])]

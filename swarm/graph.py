@@ -32,6 +32,8 @@ from swarm.state import DevelopState
 
 
 def build_graph(checkpointer=None):
+    """The develop graph: research, strategy development, backtests fanned out, gate, failure and
+    trajectory analysis, router, holdout and finalize."""
     g = StateGraph(DevelopState, context_schema=RunContext)
     # The research half, wired once (swarm.nodes.research), shared with `swarm.research`.
     research_nodes.add_research(g)
@@ -64,4 +66,5 @@ def _fan_out_or_gate(state: DevelopState):
 
 
 def mermaid() -> str:
+    """The develop graph as a mermaid diagram."""
     return build_graph().get_graph().draw_mermaid()

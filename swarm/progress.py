@@ -37,9 +37,11 @@ class Progress:
 
     @property
     def done(self) -> int:
+        """Backtests done in the current batch."""
         return self._done
 
     def stage(self, name: str, message: str) -> None:
+        """Enter stage ``name`` and print its message."""
         self._stage = name
         self._emit(f"[{name}] {message}")
 
@@ -74,6 +76,7 @@ class Progress:
             thread.join(timeout=1.0)
 
     def start_batch(self, total: int) -> None:
+        """Start counting a batch of ``total`` backtests (a line every fifth of them)."""
         with self._lock:
             self._done, self._total = 0, total
             self._stage = "backtest"
@@ -81,6 +84,8 @@ class Progress:
             self._last_line = time.monotonic()
 
     def tick(self, label: str = "backtests") -> None:
+        """Count one finished backtest; print a line every fifth of the batch or every
+        ``interval_s``."""
         now = time.monotonic()
         with self._lock:
             self._done += 1

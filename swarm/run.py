@@ -71,6 +71,7 @@ class Outcome:
 
 
 def initial_state(ctx: RunContext) -> dict[str, Any]:
+    """The graph's state before the first iteration."""
     return {
         "symbols": ctx.symbols,
         "n_folds": len(ctx.folds),

@@ -51,10 +51,12 @@ class TimedSqliteSaver(SqliteSaver):
         self.lock = _TimedLock(self.stats)  # SqliteSaver takes self.lock around every access
 
     def put(self, config, checkpoint, metadata, new_versions):
+        """Save a checkpoint, counted."""
         self.stats["checkpoints"] += 1
         return super().put(config, checkpoint, metadata, new_versions)
 
     def put_writes(self, config, writes, task_id, task_path=""):
+        """Save a task's pending writes, counted."""
         self.stats["writes"] += 1
         return super().put_writes(config, writes, task_id, task_path)
 
@@ -73,4 +75,5 @@ def checkpointer(run: RunFolder) -> Iterator[TimedSqliteSaver]:
 
 
 def db_bytes(path: Path) -> int:
+    """Size of the checkpoint database and its side files (WAL, shared memory)."""
     return sum(p.stat().st_size for p in path.parent.glob(path.name + "*") if p.is_file())

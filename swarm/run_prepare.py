@@ -159,6 +159,8 @@ def _news(config: RunConfig) -> list[Any]:
 
 
 def context_kwargs(config, criteria, data, pieces, data_summary) -> dict[str, Any]:
+    """The RunContext's keyword arguments: data, the prepared pieces and news; the memo records the
+    data summary and criteria."""
     memo = pieces["memo"]
     memo.data_summary = data_summary
     memo.criteria_text = _criteria_text(config, criteria)

@@ -101,6 +101,8 @@ def prepare_resume(run_dir: Path, *, quiet: bool = False, workers: int | None = 
 
 
 def check_same_data(recorded: dict[str, Any], now: dict[str, Any]) -> None:
+    """UserInputError unless the data, benchmark, indices, split and folds are those the run
+    recorded."""
     if set(recorded["symbols"]) != set(now["symbols"]):
         raise UserInputError(
             f"--resume: the run used {sorted(recorded['symbols'])}, the data now loads "

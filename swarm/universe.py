@@ -87,6 +87,7 @@ class Inventory:
     missing: list[str] = field(default_factory=list)
 
     def has(self, symbol: str) -> bool:
+        """Whether the inventory holds ``symbol`` (always, when it cannot list its symbols)."""
         return self.symbols is None or symbol.upper() in {s.upper() for s in self.symbols}
 
     def spelled(self, symbol: str) -> str:
@@ -96,6 +97,7 @@ class Inventory:
         return next((s for s in self.symbols if s.upper() == symbol.upper()), symbol)
 
     def describe(self) -> str:
+        """Where the data is and what it holds (the first 12 symbols)."""
         if self.symbols is None:
             return self.where
         shown = ", ".join(self.symbols[:12])

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import random
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 
 from gate.contracts import FailureAnalysis, Hint, VariantEvaluation, Veto
 from gate.evaluate import MAX_ERROR_RATE, rank_key
@@ -23,6 +23,9 @@ from strategies.family_api import Proposal, Tuner
 from strategies.mutate import fix, refine, toward_more_trades, tune
 from strategies.repair import repairs
 from strategies.spec import Origin, StrategySpec
+
+# propose's ``add``: a spec, its parent and why, kept when new and a slot is free.
+_Add = Callable[[StrategySpec, str | None, str], None]
 
 ALL_FAMILIES = ["momentum", "mean_reversion", "breakout", "trend", "volatility"]
 
@@ -127,31 +130,11 @@ def propose(
 
     hints = failure.hints if failure else []
     if route == Origin.FIX:
-        for ev, spec in last:
-            problem = problem_of(ev, min_trades)
-            if problem:
-                with contextlib.suppress(LookupError):  # no untried repair left for this one
-                    add(fix(spec, problem, rng=rng, seen=seen), ev.variant_id, f"fix {problem}")
+        _fix_proposals(add, last, min_trades, rng=rng, seen=seen)
     elif route == Origin.REFINE:
-        refine_hints = hints or [Hint.DEEP_DRAWDOWN]
-        ranked = sorted(last, key=lambda p: rank_key(p[0]), reverse=True)
-        # Refine the best of each family, so the design change is tried on several ideas.
-        by_family: dict[str, tuple[VariantEvaluation, StrategySpec]] = {}
-        for ev, spec in ranked:
-            by_family.setdefault(ev.family, (ev, spec))
-        # A third of the slots (from 2 variants on) stay for tuning around the best so far: a
-        # design change can lose the edge it was meant to strengthen.
-        keep = max(1, n - (n + 1) // 3) if best is not None else n
-        for i, (ev, spec) in enumerate(list(by_family.values())[:keep]):
-            hint = refine_hints[i % len(refine_hints)]
-            with contextlib.suppress(LookupError):  # every design change already tried
-                add(
-                    refine(
-                        spec, failure_hint=hint, rng=rng, seen=seen, regime_filters=regime_filters
-                    ),
-                    ev.variant_id,
-                    f"refine: {hint}",
-                )
+        _refine_proposals(
+            add, last, hints, n=n, best=best, rng=rng, seen=seen, regime_filters=regime_filters
+        )
 
     if route == Origin.TUNE and best is not None and Hint.TOO_FEW_TRADES in hints and not tuner:
         # A near miss on the trade floor: half the slots move toward more signals.
@@ -160,18 +143,91 @@ def propose(
             add(spec, best_id, "tune toward more trades (near miss on the trade floor)")
 
     if route in (Origin.TUNE, Origin.FIX, Origin.REFINE) and best is not None:
-        best_id, best_spec = best
-        if tuner is not None:
-            for spec in tuner(best_spec, max(0, n - len(out)), set(seen)):
-                add(spec, best_id, "screened around the best so far")
-        for spec in tune(best_spec, max(0, n - len(out)), rng=rng, seen=seen):
-            add(spec, best_id, "tune around the best so far")
+        _tune_around_best(add, out, best, n=n, tuner=tuner, rng=rng, seen=seen)
 
     if len(out) < n:  # INITIAL, RESEARCH, or nothing left to mutate: fresh diverse ideas
-        for spec in initial_specs(
-            2 * n, preferred_families=families, suggested=suggested, rng=rng, named=named
-        ):
-            add(spec, None, f"new {spec.family.value} idea")
+        _fresh_proposals(
+            add, out, n=n, families=families, suggested=suggested, rng=rng, seen=seen, named=named
+        )
+    return out
+
+
+def _fix_proposals(add: _Add, last, min_trades: int, *, rng: random.Random, seen: set[str]) -> None:
+    """FIX: a repair of each last variant's problem, when an untried repair is left."""
+    for ev, spec in last:
+        problem = problem_of(ev, min_trades)
+        if problem:
+            with contextlib.suppress(LookupError):  # no untried repair left for this one
+                add(fix(spec, problem, rng=rng, seen=seen), ev.variant_id, f"fix {problem}")
+
+
+def _refine_proposals(
+    add: _Add,
+    last: list[tuple[VariantEvaluation, StrategySpec]],
+    hints: list,
+    *,
+    n: int,
+    best: tuple[str, StrategySpec] | None,
+    rng: random.Random,
+    seen: set[str],
+    regime_filters: Collection[str],
+) -> None:
+    """REFINE: a design change on the best of each family, one failure hint each in turn."""
+    refine_hints = hints or [Hint.DEEP_DRAWDOWN]
+    ranked = sorted(last, key=lambda p: rank_key(p[0]), reverse=True)
+    # Refine the best of each family, so the design change is tried on several ideas.
+    by_family: dict[str, tuple[VariantEvaluation, StrategySpec]] = {}
+    for ev, spec in ranked:
+        by_family.setdefault(ev.family, (ev, spec))
+    # A third of the slots (from 2 variants on) stay for tuning around the best so far: a
+    # design change can lose the edge it was meant to strengthen.
+    keep = max(1, n - (n + 1) // 3) if best is not None else n
+    for i, (ev, spec) in enumerate(list(by_family.values())[:keep]):
+        hint = refine_hints[i % len(refine_hints)]
+        with contextlib.suppress(LookupError):  # every design change already tried
+            add(
+                refine(spec, failure_hint=hint, rng=rng, seen=seen, regime_filters=regime_filters),
+                ev.variant_id,
+                f"refine: {hint}",
+            )
+
+
+def _tune_around_best(
+    add: _Add,
+    out: list[Proposal],
+    best: tuple[str, StrategySpec],
+    *,
+    n: int,
+    tuner: Tuner | None,
+    rng: random.Random,
+    seen: set[str],
+) -> None:
+    """The slots left filled around the best so far: the tuner's sets first, then ``tune``'s."""
+    best_id, best_spec = best
+    if tuner is not None:
+        for spec in tuner(best_spec, max(0, n - len(out)), set(seen)):
+            add(spec, best_id, "screened around the best so far")
+    for spec in tune(best_spec, max(0, n - len(out)), rng=rng, seen=seen):
+        add(spec, best_id, "tune around the best so far")
+
+
+def _fresh_proposals(
+    add: _Add,
+    out: list[Proposal],
+    *,
+    n: int,
+    families: list[str],
+    suggested: dict | None,
+    rng: random.Random,
+    seen: set[str],
+    named: list[str],
+) -> None:
+    """Fresh diverse ideas from the templates; when every template was tried, perturbed ones,
+    one family at a time."""
+    for spec in initial_specs(
+        2 * n, preferred_families=families, suggested=suggested, rng=rng, named=named
+    ):
+        add(spec, None, f"new {spec.family.value} idea")
     if len(out) < n:  # every template already tried: perturb them, one family at a time
         bases = initial_specs(
             n, preferred_families=families, suggested=suggested, rng=rng, named=named
@@ -183,4 +239,3 @@ def propose(
                     add(tuned, None, f"perturbed {spec.family.value} idea")
             if len(out) == before or len(out) >= n:
                 break
-    return out

@@ -29,6 +29,7 @@ from swarm.errors import UserInputError
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """The analyze command's parser: the decision's inputs, its limits, the brain and --review."""
     p = OneLineParser(prog="python -m swarm.analyze", description=__doc__.split("\n\n")[1])
     p.add_argument("--ticker", help="one symbol, e.g. NVDA")
     p.add_argument("--date", help="decision date, ISO (YYYY-MM-DD): the last bar it may read")
@@ -273,21 +274,13 @@ def analyze(args: argparse.Namespace, argv: list[str]) -> Path:
     """Validate every input before any folder exists; then decide and write the folder."""
     import pandas as pd
 
-    from swarm.analyze.approval import APPROVAL_FILE, render_approval
-    from swarm.analyze.book import BOOK_FILE, Book, book_after
+    from swarm.analyze.approval import APPROVAL_FILE
     from swarm.analyze.memory_notes import setup_query
     from swarm.analyze.pipeline import check_history, cut_at, decide
-    from swarm.analyze.report import render_report
     from swarm.analyze.review import recall_reviews
-    from swarm.cli_args import iso_date
     from swarm.research.features import compute_features
 
-    if not args.ticker or not args.ticker.strip():
-        raise UserInputError("--ticker: required; give one symbol, e.g. --ticker NVDA")
-    if not args.date:
-        raise UserInputError("--date: required; give the decision date, e.g. --date 2019-06-03")
-    ticker = args.ticker.strip().upper()
-    day = iso_date("--date", args.date.strip())
+    ticker, day = _ticker_and_date(args)
     book = read_book(args.book) if args.book is not None else None
     cfg = _config(args, book)
     bars, path = _read_bars(ticker, args.data_dir)
@@ -297,18 +290,7 @@ def analyze(args: argparse.Namespace, argv: list[str]) -> Path:
             f"--date: {day} is outside the data of {ticker} ({first}..{last}); "
             "pick a date inside it"
         )
-    news: list[Any] = []
-    if args.news_file is not None:
-        from swarm.research.news import load_news_csv
-
-        if not args.news_file.is_file():
-            raise UserInputError(
-                f"--news-file: {args.news_file} does not exist; pass a CSV of headlines"
-            )
-        try:
-            news = [n for n in load_news_csv(args.news_file) if n.date <= day]
-        except (OSError, UnicodeDecodeError, ValueError) as exc:
-            raise UserInputError(f"--news-file: cannot read {args.news_file}: {exc}") from None
+    news = _read_news(args.news_file, day)
     brain = _llm(args)
     progress = _progress(args)
     cut = cut_at(bars, pd.Timestamp(day))
@@ -332,6 +314,52 @@ def analyze(args: argparse.Namespace, argv: list[str]) -> Path:
         "decision", f"{decision.action.value} ({decision.status.value}): {decision.reason}"
     )
     root = _folder(args.out, f"analyze-{ticker.lower()}-{decision.date}")
+    _write_decision_files(root, decision, book, cfg, brain, bundle, ticker)
+    manifest = _manifest(args, argv, path, memory, brain, decision)
+    _write(
+        root, "manifest.json", json.dumps(manifest, indent=2, sort_keys=True, default=str) + "\n"
+    )
+    progress.stage("written", f"{root / 'report.md'}; approval screen {root / APPROVAL_FILE}")
+    return root
+
+
+def _ticker_and_date(args: argparse.Namespace):
+    """(ticker, decision date) of --ticker and --date, both required."""
+    from swarm.cli_args import iso_date
+
+    if not args.ticker or not args.ticker.strip():
+        raise UserInputError("--ticker: required; give one symbol, e.g. --ticker NVDA")
+    if not args.date:
+        raise UserInputError("--date: required; give the decision date, e.g. --date 2019-06-03")
+    ticker = args.ticker.strip().upper()
+    day = iso_date("--date", args.date.strip())
+    return ticker, day
+
+
+def _read_news(news_file: Path | None, day) -> list[Any]:
+    """The --news-file headlines dated up to ``day`` (none without the option)."""
+    news: list[Any] = []
+    if news_file is not None:
+        from swarm.research.news import load_news_csv
+
+        if not news_file.is_file():
+            raise UserInputError(
+                f"--news-file: {news_file} does not exist; pass a CSV of headlines"
+            )
+        try:
+            news = [n for n in load_news_csv(news_file) if n.date <= day]
+        except (OSError, UnicodeDecodeError, ValueError) as exc:
+            raise UserInputError(f"--news-file: cannot read {news_file}: {exc}") from None
+    return news
+
+
+def _write_decision_files(root: Path, decision, book, cfg, brain, bundle, ticker: str) -> None:
+    """decision.json, report.md, the approval screen, the book after the decision, the LLM
+    calls and features.json, into ``root``."""
+    from swarm.analyze.approval import APPROVAL_FILE, render_approval
+    from swarm.analyze.book import BOOK_FILE, Book, book_after
+    from swarm.analyze.report import render_report
+
     _write(root, "decision.json", decision.model_dump_json(indent=2) + "\n")
     _write(root, "report.md", render_report(decision))
     _write(root, APPROVAL_FILE, render_approval(decision))
@@ -352,7 +380,13 @@ def analyze(args: argparse.Namespace, argv: list[str]) -> Path:
         )
         + "\n",
     )
-    manifest = {
+
+
+def _manifest(
+    args: argparse.Namespace, argv: list[str], path: Path, memory, brain, decision
+) -> dict:
+    """What the analysis read and ran with: argv, data files, memory, brain, LLM usage, masking."""
+    return {
         "entry_point": "swarm.analyze",
         "argv": argv,
         "created_at": datetime.now(UTC).isoformat(),
@@ -369,14 +403,11 @@ def analyze(args: argparse.Namespace, argv: list[str]) -> Path:
         "llm_usage": brain.llm.stats() | brain.llm.replay_stats() if brain.llm else None,
         "masking": decision.masking,
     }
-    _write(
-        root, "manifest.json", json.dumps(manifest, indent=2, sort_keys=True, default=str) + "\n"
-    )
-    progress.stage("written", f"{root / 'report.md'}; approval screen {root / APPROVAL_FILE}")
-    return root
 
 
 def review(args: argparse.Namespace) -> Path:
+    """--review: classify a past analysis's outcome once its horizon has passed, write review.json
+    and review.md, store the lesson; returns the folder."""
     from swarm.analyze.contracts import Decision
     from swarm.analyze.report import render_review
     from swarm.analyze.review import (
@@ -423,6 +454,7 @@ def review(args: argparse.Namespace) -> Path:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """CLI: 0 done (the folder printed last), 2 bad input, 130 interrupted, 1 internal failure."""
     argv = sys.argv[1:] if argv is None else argv
     try:
         args = build_parser().parse_args(argv)

@@ -44,6 +44,7 @@ class Holding(BaseModel):
 
     @property
     def notional(self) -> float:
+        """The holding's absolute market value (quantity × price)."""
         return abs(self.quantity) * self.price
 
 

@@ -253,6 +253,7 @@ class TraderThesis(BaseModel):
 
     @property
     def risk_per_share(self) -> float:
+        """Distance from entry to stop, per share: what one R risks."""
         return abs(self.entry - self.stop)
 
 
@@ -290,6 +291,7 @@ class RiskEngineResult(BaseModel):
 
     @property
     def failed(self) -> list[CheckName]:
+        """The risk checks that failed, in order."""
         return [c.name for c in self.checks if not c.passed]
 
 

@@ -94,6 +94,7 @@ def _describe(role: str, p: Point) -> str:
 
 
 def opening(notes: Sequence[AnalystNote], side: Side) -> DebateTurn:
+    """Round 1 for ``side``: its case from the analysts' strongest points on its side."""
     mine = ranked_points(notes, side)[:POINTS_PER_CASE]
     word = "bull" if side == Side.BULL else "bear"
     if not mine:
@@ -104,6 +105,7 @@ def opening(notes: Sequence[AnalystNote], side: Side) -> DebateTurn:
 
 
 def strength(p: Point) -> float:
+    """How much a point weighs in the debate: |stance| × confidence."""
     return abs(p.stance) * p.confidence
 
 
@@ -171,6 +173,7 @@ def rebutted_points(rounds: Sequence[DebateRound]) -> frozenset[str]:
 
 
 def debate_rounds(notes: Sequence[AnalystNote], rounds: int) -> list[DebateRound]:
+    """The rules debate: the openings, then ``rounds - 1`` rounds of rebuttals."""
     out = [DebateRound(round=1, bull=opening(notes, Side.BULL), bear=opening(notes, Side.BEAR))]
     for rnd in range(2, rounds + 1):
         down = rebutted_points(out)  # both sides answer what stood at the round's start

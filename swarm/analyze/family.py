@@ -53,6 +53,7 @@ HOLDOUT_NOT_DECIDED = (
 
 
 def wanted(families: list[str]) -> bool:
+    """Whether the run's families name the decision pipeline."""
     return FAMILY.value in families
 
 

@@ -58,4 +58,5 @@ def after_quorum(state: AnalyzeState) -> str:
 
 
 def mermaid() -> str:
+    """The analyze graph as a mermaid diagram."""
     return build_analyze_graph().get_graph().draw_mermaid()

@@ -162,6 +162,8 @@ def _model(client: LLMClient, role: str) -> str:
 
 
 def notes_evidence(notes: Sequence[AnalystNote]) -> dict[str, float]:
+    """Every note's evidence plus each analyst's stance and confidence: the numbers a later role may
+    cite."""
     ev: dict[str, float] = {}
     for n in notes:
         ev.update(n.evidence)
@@ -193,9 +195,26 @@ def llm_note(
     log: Log,
     memory: Sequence[Recalled] = (),
 ) -> AnalystNote:
+    """The model's note for an analyst, checked against the evidence (the rules note when it fails);
+    an unsure note gets one self-critique."""
     evidence = dict(rules.evidence)
     past, recalled_numbers = _recall(memory)
-    messages = [
+    messages = _note_messages(rules, evidence, past, untrusted)
+    check = _note_check(client, rules, evidence, evidence | recalled_numbers)
+
+    note = _ask(
+        client, ROLE_ANALYST, messages, LLMNote, check, log=log, what=f"analyst.{rules.role.value}"
+    )
+    if note is None:
+        return rules
+    if note.confidence >= SELF_CRITIQUE_BELOW:
+        return note
+    return _self_critique(client, rules, messages, note, check, log=log)
+
+
+def _note_messages(rules: AnalystNote, evidence: dict, past: str, untrusted: Sequence[str]) -> list:
+    """The analyst's prompt: its role and the rules, then the evidence and fenced untrusted text."""
+    return [
         (
             "system",
             f"You are the {rules.role.value} analyst of a trading desk. Read the evidence "
@@ -209,13 +228,18 @@ def llm_note(
         ),
     ]
 
+
+def _note_check(client: LLMClient, rules: AnalystNote, evidence: dict, known: dict):
+    """The analyst answer's check: right ticker, evidence cited exactly, text grounded in
+    ``known`` (evidence and recalled numbers)."""
+
     def check(ans: LLMNote):
         cited = {c.key: c.value for c in ans.cited}
         problem = (
             _ticker_ok(ans.ticker, rules.ticker)
             or ("no evidence cited" if not cited else None)
             or ("; ".join(evidence_mismatches(cited, evidence)[:3]) or None)
-            or _grounded([ans.summary, *ans.key_points], evidence | recalled_numbers)
+            or _grounded([ans.summary, *ans.key_points], known)
         )
         if problem:
             return None, problem
@@ -229,13 +253,14 @@ def llm_note(
             }
         ), None
 
-    note = _ask(
-        client, ROLE_ANALYST, messages, LLMNote, check, log=log, what=f"analyst.{rules.role.value}"
-    )
-    if note is None:
-        return rules
-    if note.confidence >= SELF_CRITIQUE_BELOW:
-        return note
+    return check
+
+
+def _self_critique(
+    client: LLMClient, rules: AnalystNote, messages: list, note: AnalystNote, check, *, log: Log
+) -> AnalystNote:
+    """One critique pass on an unsure note: the revised note, or the first when the revision
+    fails its check (logged either way)."""
     # One pass, never a loop: a note still unsure after its critique is an honest answer.
     critique = [
         messages[0],
@@ -281,6 +306,8 @@ def llm_debate(
     log: Log,
     memory: Sequence[Recalled] = (),
 ) -> list[DebateRound]:
+    """The model's debate turns, each checked against the notes' evidence; a turn that fails keeps
+    the rules turn."""
     evidence = notes_evidence(notes)
     transcript: list[str] = []
     out = []
@@ -443,7 +470,24 @@ def llm_thesis(
         "rules_target": rules.target,
     }
     past, recalled_numbers = _recall(memory)
-    messages = [
+    messages = _trader_messages(rules, cfg, verdict, ticker=ticker, facts=facts, past=past)
+    anchorings: list[trader_rules.Anchoring] = []
+    check = _thesis_check(client, role, rules, cfg, ticker, facts | recalled_numbers, anchorings)
+
+    thesis = _ask(client, role, messages, LLMThesis, check, log=log, what="trader")
+    if thesis is None:
+        return rules
+    how = anchorings[-1]
+    if how.kept_proposal or how.changed:
+        log(how.event())
+    return thesis
+
+
+def _trader_messages(
+    rules: TraderThesis, cfg, verdict: DebateVerdict, *, ticker: str, facts: dict, past: str
+) -> list:
+    """The trader's prompt: the debate's direction and the code's ATR anchors, then the facts."""
+    return [
         (
             "system",
             f"You are the trader. The debate chose {rules.direction.value}. Entry is the "
@@ -458,7 +502,19 @@ def llm_thesis(
             f"Manager: {verdict.rationale}",
         ),
     ]
-    anchorings: list[trader_rules.Anchoring] = []
+
+
+def _thesis_check(
+    client: LLMClient,
+    role: str,
+    rules: TraderThesis,
+    cfg,
+    ticker: str,
+    known: dict,
+    anchorings: list,
+):
+    """The trader answer's check: right ticker, levels anchored to the ATR, validator passed,
+    rationale grounded in ``known`` (facts and recalled numbers); appends each anchoring."""
 
     def check(ans: LLMThesis):
         problem = _ticker_ok(ans.ticker, ticker)
@@ -478,9 +534,7 @@ def llm_thesis(
             return None, "thesis validator: " + "; ".join(
                 c.detail for c in thesis.validator if not c.ok
             )
-        grounded = _grounded(
-            [ans.rationale], facts | recalled_numbers | {"stop": ans.stop, "target": ans.target}
-        )
+        grounded = _grounded([ans.rationale], known | {"stop": ans.stop, "target": ans.target})
         if grounded:
             return None, grounded
         anchorings.append(how)
@@ -496,13 +550,7 @@ def llm_thesis(
             )
         return thesis, None
 
-    thesis = _ask(client, role, messages, LLMThesis, check, log=log, what="trader")
-    if thesis is None:
-        return rules
-    how = anchorings[-1]
-    if how.kept_proposal or how.changed:
-        log(how.event())
-    return thesis
+    return check
 
 
 # --------------------------------------------------------------------------- risk
@@ -531,6 +579,8 @@ def llm_risk_team(
     log: Log,
     memory: Sequence[Recalled] = (),
 ) -> list[RiskRound]:
+    """The model's risk-team turns, each grounded in the thesis's facts; a turn that fails keeps the
+    rules turn."""
     facts = _thesis_facts(thesis, verdict)
     past, recalled_numbers = _recall(memory)
     transcript: list[str] = []

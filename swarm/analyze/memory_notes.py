@@ -72,6 +72,7 @@ def setup_query(ticker: str, close: float, ema20: float) -> str:
 
 
 def note_line(r: Recalled) -> str:
+    """A recalled note in one line: date, tag and text."""
     return f"{r.date} {r.tag.value if r.tag else ''}: {r.text}"
 
 

@@ -56,6 +56,7 @@ class Brain:
 
     @property
     def name(self) -> str:
+        """The brain's name for the record: "rules", or the LLM's provider and models."""
         if self.llm is None:
             return "rules"
         s = self.llm.settings
@@ -85,6 +86,7 @@ class AnalysisInputs:
 
     @property
     def evidence(self) -> dict[str, float]:
+        """The feature snapshot at the decision date: the analysts' evidence."""
         return self.bundle.snapshot(self.bundle.keys)
 
     def headlines(self, days: int) -> list[str]:
@@ -120,6 +122,7 @@ def _collector() -> tuple[list[dict[str, Any]], Callable[[dict[str, Any]], None]
 
 
 def fan_out_analysts(state: AnalyzeState) -> list[Send]:
+    """One analyst task per role (the graph's fan-out)."""
     return [Send(ANALYST_NODE, AnalystTask(role=role)) for role in AnalystRole]
 
 
@@ -156,6 +159,7 @@ def analyst(task: AnalystTask, runtime: Runtime[AnalysisInputs]) -> dict[str, An
 
 
 def check_quorum(state: AnalyzeState) -> dict[str, Any]:
+    """The quorum of the notes that came back (in role order) and the roles that failed."""
     notes = sorted(state.get("notes", []), key=lambda n: list(AnalystRole).index(n.role))
     return {"quorum": quorum(notes, failed=state.get("failed", []))}
 
@@ -179,6 +183,8 @@ def debate(state: AnalyzeState, runtime: Runtime[AnalysisInputs]) -> dict[str, A
 
 
 def manager(state: AnalyzeState, runtime: Runtime[AnalysisInputs]) -> dict[str, Any]:
+    """The research manager's verdict on the debate; code sets the conviction, tilted by memory and
+    opposition."""
     ctx, notes = runtime.context, _notes(state)
     recalled = [memory_notes.note_line(r) for r in ctx.recalled]
     verdict = debate_rules.manage(notes, recalled, state["rounds"])
@@ -212,6 +218,8 @@ def manager(state: AnalyzeState, runtime: Runtime[AnalysisInputs]) -> dict[str, 
 
 
 def trader(state: AnalyzeState, runtime: Runtime[AnalysisInputs]) -> dict[str, Any]:
+    """The trader's ATR-anchored thesis in the debate's direction (the LLM's rationale when there is
+    one)."""
     ctx, verdict, cfg = runtime.context, state["verdict"], runtime.context.config
     close = ctx.bundle.value("CLOSE")
     atr = ctx.bundle.value(f"ATR_{cfg.atr_period}")
@@ -236,6 +244,7 @@ def trader(state: AnalyzeState, runtime: Runtime[AnalysisInputs]) -> dict[str, A
 
 
 def risk_team(state: AnalyzeState, runtime: Runtime[AnalysisInputs]) -> dict[str, Any]:
+    """The risk team's rounds on the thesis, from risk evidence only (no forecast)."""
     ctx = runtime.context
     evidence = risk_rules.risk_evidence(ctx.evidence)  # no forecast: evidence, not risk
     rounds = risk_rules.team(state["thesis"], state["verdict"], evidence, ctx.config)
@@ -256,6 +265,7 @@ def risk_team(state: AnalyzeState, runtime: Runtime[AnalysisInputs]) -> dict[str
 
 
 def judge(state: AnalyzeState, runtime: Runtime[AnalysisInputs]) -> dict[str, Any]:
+    """The risk judge's call on the thesis after the team's rounds."""
     ctx = runtime.context
     judgement = risk_rules.judge(
         state["thesis"], state["verdict"], state["risk_rounds"], ctx.config
@@ -286,6 +296,8 @@ def risk_engine(state: AnalyzeState, runtime: Runtime[AnalysisInputs]) -> dict[s
 
 
 def finalize(state: AnalyzeState, runtime: Runtime[AnalysisInputs]) -> dict[str, Any]:
+    """The decision: HOLD without quorum, else what the judge and the risk engine settle on,
+    with the debate, the thesis and the risk record."""
     ctx, cfg = runtime.context, runtime.context.config
     notes, q = _notes(state), state["quorum"]
     risk = Risk(capital=cfg.capital, risk_pct=cfg.risk_pct)

@@ -55,6 +55,8 @@ def cut_at(bars: pd.DataFrame, date: str | pd.Timestamp) -> pd.DataFrame:
 
 
 def check_history(bundle: FeatureBundle, atr_period: int = 14) -> None:
+    """Raise InsufficientHistoryError when the bars up to the date leave a required feature
+    undefined."""
     keys = tuple(dict.fromkeys((*REQUIRED_KEYS, f"ATR_{atr_period}")))
     missing = [k for k in keys if k not in bundle.snapshot(keys)]
     if missing:
@@ -203,6 +205,7 @@ class DecisionCache:
         return self.root / key[:2] / f"{key}.json"
 
     def get(self, key: str) -> Decision | None:
+        """The cached decision for ``key``, or None (a missing or damaged entry counts as a miss)."""
         path = self._path(key)
         if not path.exists():
             self.misses += 1
@@ -216,6 +219,7 @@ class DecisionCache:
         return found
 
     def put(self, key: str, decision: Decision) -> None:
+        """Store ``decision`` under ``key`` atomically (a temp file, then a rename)."""
         path = self._path(key)
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(".tmp")

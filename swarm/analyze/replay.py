@@ -205,6 +205,7 @@ class ReplayStats(BaseModel):
 
     @property
     def per_second(self) -> float:
+        """Pipeline calls per second of the replay (0 before any time has passed)."""
         return self.pipeline_calls / self.seconds if self.seconds > 0 else 0.0
 
 

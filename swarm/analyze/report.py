@@ -41,6 +41,7 @@ def _cell(text: str) -> str:
 
 
 def legend() -> list[str]:
+    """The legend section: what each label of the report means."""
     return ["## Legend", "", *(f"- **{k}**: {v}" for k, v in LEGEND), ""]
 
 
@@ -170,9 +171,31 @@ def warnings(m: dict | None) -> list[str]:
 
 
 def render_report(d: Decision) -> str:
+    """The decision's markdown: order, risk checks, analysts, debate, trader, risk team,
+    memory, LLM fallbacks and the data read."""
     lines = [f"# {d.ticker} · {d.date} · {d.action.value} ({d.status.value})", ""]
     lines += warnings(d.masking)
     lines += _order(d) + [""]
+    lines += _risk_engine_lines(d)
+    lines += _analyst_lines(d)
+    lines += _debate_section(d)
+    lines += _trader_lines(d)
+    lines += _risk_team_lines(d)
+    lines += _recalled_and_llm_lines(d)
+    data = d.data
+    lines += [
+        "## Data",
+        "",
+        f"{data.get('n_bars')} bars {data.get('first_bar')}..{data.get('last_bar')} "
+        f"(sha256 {str(data.get('sha256'))[:12]}…); nothing after {d.date} was read.",
+        "",
+    ]
+    return "\n".join(lines + legend())
+
+
+def _risk_engine_lines(d: Decision) -> list[str]:
+    """The risk engine's checks as a table, and what rejected the order (none without checks)."""
+    lines: list[str] = []
     r = d.risk
     if r.check_details:
         lines += [
@@ -189,7 +212,12 @@ def render_report(d: Decision) -> str:
         if r.rejected_by:
             lines += ["", f"Rejected by: {', '.join(c.value for c in r.rejected_by)}."]
         lines.append("")
-    lines += [
+    return lines
+
+
+def _analyst_lines(d: Decision) -> list[str]:
+    """One table row per analyst, then the key points of those who did not abstain."""
+    lines = [
         f"## Analysts ({quorum_line(d)})",
         "",
         "| analyst | stance | confidence | expectation gap | horizon | model | summary |",
@@ -205,6 +233,12 @@ def render_report(d: Decision) -> str:
         if n.key_points and not n.abstained:
             lines += ["", f"**{n.role.value}**", ""] + [f"- {_cell(p)}" for p in n.key_points]
     lines.append("")
+    return lines
+
+
+def _debate_section(d: Decision) -> list[str]:
+    """The bull/bear debate, its winner and the research manager's verdict (none without one)."""
+    lines: list[str] = []
     if d.debate is not None:
         db = d.debate
         lines += [f"## Debate: {db.winner.value} wins", ""]
@@ -214,6 +248,12 @@ def render_report(d: Decision) -> str:
             lines += ["Key disagreements: " + "; ".join(db.key_disagreements), ""]
         if db.falsifiers:
             lines += ["Falsifiers: " + "; ".join(db.falsifiers), ""]
+    return lines
+
+
+def _trader_lines(d: Decision) -> list[str]:
+    """The trader's thesis: its validator checks, and its rationale only when it was traded."""
+    lines: list[str] = []
     if d.trader is not None and d.action == Action.HOLD:
         t = d.trader  # the thesis was not traded: its checks, never its levels
         lean = t.direction.value if t.valid else "no valid"
@@ -235,6 +275,13 @@ def render_report(d: Decision) -> str:
         ]
         lines += [f"| {c.name} | {_yes(c.ok)} | {_cell(c.detail)} |" for c in t.validator]
         lines.append("")
+    return lines
+
+
+def _risk_team_lines(d: Decision) -> list[str]:
+    """The risk team's rounds of argument and the judge's call (none without rounds)."""
+    lines: list[str] = []
+    r = d.risk
     if r.rounds:
         lines += ["## Risk team", ""]
         for rnd in r.rounds:
@@ -250,7 +297,12 @@ def render_report(d: Decision) -> str:
                 f"{_cell(r.judge.rationale)}",
             ]
         lines.append("")
-    lines += ["## Recalled from memory", ""]
+    return lines
+
+
+def _recalled_and_llm_lines(d: Decision) -> list[str]:
+    """What memory recalled for the symbol, then the LLM answers accepted and fallen back."""
+    lines = ["## Recalled from memory", ""]
     lines += [
         f"- {x.date} {x.tag.value if x.tag else ''}: {_cell(x.text)}" for x in d.recalled
     ] or ["- nothing recalled for this symbol"]
@@ -269,18 +321,11 @@ def render_report(d: Decision) -> str:
             for e in fb
         ]
         lines.append("")
-    data = d.data
-    lines += [
-        "## Data",
-        "",
-        f"{data.get('n_bars')} bars {data.get('first_bar')}..{data.get('last_bar')} "
-        f"(sha256 {str(data.get('sha256'))[:12]}…); nothing after {d.date} was read.",
-        "",
-    ]
-    return "\n".join(lines + legend())
+    return lines
 
 
 def render_review(rv: Review) -> str:
+    """review.md: the outcome, the trade's exit and P&L (or why it stood aside) and the lesson."""
     traded = rv.outcome != Outcome.STOOD_ASIDE
     trade_rows = (
         [

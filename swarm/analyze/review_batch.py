@@ -53,6 +53,7 @@ class ReviewStats(BaseModel):
     memory: str = "off"
 
     def counts(self) -> str:
+        """The count of each outcome tag, in one line."""
         return ", ".join(f"{getattr(self, TAG_FIELD[t])} {t.value}" for t in OutcomeTag)
 
 

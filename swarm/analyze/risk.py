@@ -222,6 +222,8 @@ def team_round(
 def team(
     thesis: TraderThesis, verdict: DebateVerdict, ev: Mapping[str, float], cfg: AnalysisConfig
 ) -> list[RiskRound]:
+    """The rules risk team's ``cfg.risk_rounds`` rounds, each answering the one before, on risk
+    evidence only."""
     ev = risk_evidence(ev)  # whatever the caller hands in, the forecast never reaches a rule
     rounds: list[RiskRound] = []
     for r in range(1, cfg.risk_rounds + 1):

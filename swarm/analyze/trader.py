@@ -53,9 +53,11 @@ class Anchoring(BaseModel):
 
     @property
     def changed(self) -> bool:
+        """Whether anchoring moved the stop or target from what was proposed."""
         return (self.stop, self.target) != (self.proposed_stop, self.proposed_target)
 
     def event(self) -> dict[str, float | str]:
+        """The anchoring as an LLM event for the log."""
         kind = "trader_subtick_kept" if self.kept_proposal else "trader_anchored"
         return {"kind": kind, **self.model_dump(exclude={"kept_proposal"})}
 
@@ -94,6 +96,8 @@ def anchor(
 def propose(
     winner: Side, *, close: float, atr: float, cfg: AnalysisConfig, conviction: float
 ) -> TraderThesis:
+    """The rules trader's thesis: the debate's direction at the close, stop and target anchored to
+    the ATR."""
     direction = DIRECTION_OF[winner]
     stop, target = anchored_prices(
         direction, close=close, atr=atr, stop_atr=cfg.stop_atr, reward_risk=cfg.reward_risk

@@ -23,6 +23,8 @@ def _pct(x: float | None) -> str:
 
 
 def rate_line(label: str, what: str, s: dict[str, Any], target: str) -> str:
+    """A scenario's SUCCESS rate with its Wilson and Clopper-Pearson 95% intervals, against the
+    target."""
     wl, wh = s["wilson95"]
     cl, ch = s["clopper_pearson95"]
     return (
@@ -55,6 +57,8 @@ def _benchmark_part(r: dict[str, Any]) -> str:
 
 
 def run_line(r: dict[str, Any]) -> str:
+    """One run in one line: verdict, iterations, trials, the best variant's figures and the
+    universe's strength."""
     head = f"{r['kind']:<{_KIND_WIDTH}} #{r['index']:03d} seed {r['seed']:<7} {r['verdict']:<8}"
     if r["verdict"] == "ERROR":
         return f"{head} {r.get('error', '')} ({r['seconds']:.0f}s)"

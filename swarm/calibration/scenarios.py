@@ -50,10 +50,12 @@ class Scenario:
 
     @property
     def is_null(self) -> bool:
+        """Whether the scenario's universe has no edge."""
         return self.universe_kind in NULL_KINDS
 
     @property
     def what(self) -> str:
+        """The scenario in words: its edge and drift."""
         d = self.drift_annual
         return f"{self.edge}, " + ("zero drift" if d == 0 else f"{d:.0%}/yr drift")
 

@@ -173,6 +173,7 @@ class UniverseSpec:
     symbols: tuple[str, ...] = field(default=())
 
     def symbol_names(self) -> list[str]:
+        """The symbols' names: the spec's own, else SYNA, SYNB…"""
         if self.symbols:
             return list(self.symbols)
         return [f"SYN{chr(ord('A') + i)}" for i in range(self.n_symbols)]
@@ -265,18 +266,7 @@ def _reverting_returns(
 
 def generate_universe(spec: UniverseSpec) -> Universe:
     """Daily OHLCV for every symbol of ``spec`` (business days from ``spec.start``)."""
-    if spec.t_df <= 2:
-        raise ValueError(f"t_df must be > 2 for a finite variance, got {spec.t_df}")
-    if not 0.0 <= spec.market_corr < 1.0:
-        raise ValueError(f"market_corr must be in [0, 1), got {spec.market_corr}")
-    if spec.garch_alpha + spec.garch_beta >= 1.0:
-        raise ValueError("garch_alpha + garch_beta must be < 1 (stationary variance)")
-    if spec.kind not in _KIND_STREAM:
-        raise ValueError(f"kind must be one of {', '.join(_KIND_STREAM)}, got {spec.kind!r}")
-    if not 0.0 < spec.reversion_share < 1.0:
-        raise ValueError(f"reversion_share must be in (0, 1), got {spec.reversion_share}")
-    if spec.reversion_half_life <= 0:
-        raise ValueError(f"reversion_half_life must be > 0, got {spec.reversion_half_life}")
+    _check_spec(spec)
     n = int(round(spec.years * TRADING_DAYS))
     if n < 50:
         raise ValueError(f"{spec.years} years is too short for a universe (need >= 50 bars)")
@@ -350,6 +340,22 @@ def generate_universe(spec: UniverseSpec) -> Universe:
         deviation=deviation,
         reports=reports,
     )
+
+
+def _check_spec(spec: UniverseSpec) -> None:
+    """ValueError for a spec whose parameters make no stationary, finite-variance universe."""
+    if spec.t_df <= 2:
+        raise ValueError(f"t_df must be > 2 for a finite variance, got {spec.t_df}")
+    if not 0.0 <= spec.market_corr < 1.0:
+        raise ValueError(f"market_corr must be in [0, 1), got {spec.market_corr}")
+    if spec.garch_alpha + spec.garch_beta >= 1.0:
+        raise ValueError("garch_alpha + garch_beta must be < 1 (stationary variance)")
+    if spec.kind not in _KIND_STREAM:
+        raise ValueError(f"kind must be one of {', '.join(_KIND_STREAM)}, got {spec.kind!r}")
+    if not 0.0 < spec.reversion_share < 1.0:
+        raise ValueError(f"reversion_share must be in (0, 1), got {spec.reversion_share}")
+    if spec.reversion_half_life <= 0:
+        raise ValueError(f"reversion_half_life must be > 0, got {spec.reversion_half_life}")
 
 
 def _cross_sectional(
@@ -430,6 +436,7 @@ def _ohlcv(
 
 
 def sharpe_annual(returns: np.ndarray) -> float:
+    """Annualised Sharpe of daily returns (0 when they do not vary)."""
     r = np.asarray(returns, dtype=float)
     sd = r.std(ddof=1)
     return float(r.mean() / sd * math.sqrt(TRADING_DAYS)) if sd > 0 else 0.0

@@ -24,6 +24,7 @@ class BlockFamilies:
     repairable = True
 
     def slots(self, families: Sequence[str], n: int, n_symbols: int) -> int:
+        """Block families take every slot left."""
         return max(0, n)
 
     def propose(self, ctx: ProposalContext, n: int) -> list[Proposal]:
@@ -48,15 +49,19 @@ class BlockFamilies:
         )
 
     def reconcile(self, spec: StrategySpec) -> StrategySpec:
+        """The spec with its parameters made consistent (strategies.families.reconcile)."""
         return reconcile(spec)
 
     def code(self, run: Any, spec: StrategySpec) -> str | None:
+        """The spec rendered as Backtrader code."""
         return render(spec, bars_per_year=run.periods_per_year)
 
     def holdout_variant(self, run: Any, variant: dict[str, Any]) -> dict[str, Any]:
+        """The variant as it is: a block strategy runs on the holdout unchanged."""
         return variant
 
     def screens(self, spec: StrategySpec) -> bool:
+        """Whether the screen can sweep the spec's parameters."""
         from backtest.screen import supported
 
         return supported(spec)

@@ -24,6 +24,7 @@ class DecisionPipeline:
     repairable = False  # its proposer revises it: no block edit makes new decisions
 
     def slots(self, families: Sequence[str], n: int, n_symbols: int) -> int:
+        """Slots for the pipeline when the run names it (none otherwise)."""
         return decision_slots(list(families), n) if n > 0 else 0
 
     def propose(self, ctx: ProposalContext, n: int) -> list[Proposal]:
@@ -37,15 +38,19 @@ class DecisionPipeline:
         )
 
     def reconcile(self, spec: StrategySpec) -> StrategySpec:
+        """The spec with its parameters made consistent."""
         return reconcile(spec)
 
     def code(self, run: Any, spec: StrategySpec) -> str | None:
+        """The pipeline's replayed decisions as code; None when the LLM budget ran out."""
         return pipeline_code(run, spec)  # None: the LLM budget ran out (the gate stops the run)
 
     def holdout_variant(self, run: Any, variant: dict[str, Any]) -> dict[str, Any]:
+        """The variant as the holdout runs it: its code regenerated with the holdout's decisions."""
         return holdout_variant(run, variant)
 
     def screens(self, spec: StrategySpec) -> bool:
+        """Never: the pipeline's decisions are not a parameter sweep."""
         return False
 
 

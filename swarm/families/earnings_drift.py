@@ -81,6 +81,7 @@ class EarningsDrift:
         )
 
     def reconcile(self, spec: StrategySpec) -> StrategySpec:
+        """The spec with its parameters made consistent."""
         return reconcile(spec)
 
     def code(self, run: Any, spec: StrategySpec) -> str | None:
@@ -96,6 +97,7 @@ class EarningsDrift:
         return variant | {"code": code, "code_sha256": code_sha256(code)}
 
     def screens(self, spec: StrategySpec) -> bool:
+        """Never: the screen does not read earnings data."""
         return False
 
     def events(self, run: Any, *, through: date) -> EventTable:

@@ -33,9 +33,11 @@ class PortfolioFamilies:
     repairable = True
 
     def slots(self, families: Sequence[str], n: int, n_symbols: int) -> int:
+        """Slots for the portfolio families the run names, given the universe's size."""
         return portfolio_slots(list(families), n, n_symbols)
 
     def propose(self, ctx: ProposalContext, n: int) -> list[Proposal]:
+        """Portfolio specs: new ones, or tuned around the family's best so far."""
         return propose_portfolio_specs(
             families=ctx.families,
             route=ctx.route,
@@ -48,15 +50,19 @@ class PortfolioFamilies:
         )
 
     def reconcile(self, spec: StrategySpec) -> StrategySpec:
+        """The spec with its portfolio parameters made consistent."""
         return reconcile_portfolio(spec)
 
     def code(self, run: Any, spec: StrategySpec) -> str | None:
+        """The spec rendered as Backtrader code over every symbol."""
         return render(spec, bars_per_year=run.periods_per_year)
 
     def holdout_variant(self, run: Any, variant: dict[str, Any]) -> dict[str, Any]:
+        """The variant as it is: a portfolio strategy runs on the holdout unchanged."""
         return variant
 
     def screens(self, spec: StrategySpec) -> bool:
+        """Whether the screen can sweep the portfolio spec's parameters."""
         from backtest.screen import supported_portfolio
 
         return supported_portfolio(spec)

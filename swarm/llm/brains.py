@@ -200,6 +200,8 @@ def llm_strategy_specs(
 def llm_failure(
     client: LLMClient, rules: FailureAnalysis, *, facts: str, log: Log
 ) -> FailureAnalysis:
+    """The model's failure classification, its numbers grounded in the facts; the rules analysis
+    when it fails."""
     messages = [
         (
             "system",
@@ -247,6 +249,8 @@ def _numbers(text: str) -> list[float]:
 
 
 def llm_summary(client: LLMClient, synthesis: ResearchSynthesis, *, log: Log) -> ResearchSynthesis:
+    """The model's summary of the synthesis, its numbers grounded in the facts; the rules summary
+    when it fails."""
     facts = synthesis.model_dump(mode="json", exclude={"summary"})
     text = json.dumps(facts, sort_keys=True, default=str)
     messages = [

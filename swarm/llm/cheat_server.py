@@ -57,9 +57,11 @@ class Oracle:
 
     @functools.cached_property
     def tickers(self) -> frozenset[str]:
+        """The symbols the data folder holds."""
         return frozenset(p.stem.upper() for p in Path(self.data_dir).glob("*.csv"))
 
     def closes(self, ticker: str) -> pd.Series | None:
+        """The symbol's closes by date (read once, cached), or None without its file."""
         with self._lock:
             if ticker not in self._closes:
                 path = Path(self.data_dir) / f"{ticker}.csv"
@@ -94,6 +96,8 @@ class Oracle:
         return None
 
     def sign(self, ticker: str, day: pd.Timestamp) -> int:
+        """Sign of the return ``horizon`` bars after ``day``: the future the cheat reads (0 past the
+        data's end)."""
         closes = self.closes(ticker)
         i = closes.index.get_loc(day)
         if i + self.horizon >= len(closes):
@@ -220,6 +224,7 @@ def completion(body: dict[str, Any], oracle: Oracle, blind: str) -> dict[str, An
 
 
 def make_server(data_dir: Path, port: int = 0, blind: str = "guess") -> ThreadingHTTPServer:
+    """An OpenAI-compatible server on ``port`` (0: any free one) that answers from future prices."""
     oracle = Oracle(Path(data_dir))
 
     class Handler(BaseHTTPRequestHandler):
@@ -271,6 +276,7 @@ def serve(data_dir: Path, *, blind: str = "guess", port: int = 0) -> Iterator[st
 
 
 def main(argv: list[str] | None = None) -> int:
+    """CLI: serve the cheating model until interrupted."""
     parser = argparse.ArgumentParser(
         prog="python -m swarm.llm.cheat_server",
         description=__doc__,

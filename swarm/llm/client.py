@@ -54,6 +54,7 @@ class ReplayCache:
         return self.root / key[:2] / f"{key}.json"
 
     def get(self, key: str) -> dict[str, Any] | None:
+        """The cached answer for ``key``, or None (a missing or damaged entry is a miss)."""
         path = self._path(key)
         if not path.exists():
             return None
@@ -63,6 +64,7 @@ class ReplayCache:
             return None  # a damaged entry is a miss, never a crash
 
     def put(self, key: str, value: dict[str, Any]) -> None:
+        """Store ``value`` under ``key`` atomically (a per-thread temp file, then a rename)."""
         path = self._path(key)
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(f".{os.getpid()}.{threading.get_ident()}.tmp")
@@ -73,6 +75,7 @@ class ReplayCache:
 def call_key(
     role: str, model: str, settings: LLMSettings, messages: Messages, schema: type[BaseModel]
 ) -> str:
+    """The replay key of a call: sha256 of everything that shapes its answer."""
     payload = {
         "role": role,
         "model": model,
@@ -130,11 +133,13 @@ class LLMClient:
     # -- budget -------------------------------------------------------------------------
     @property
     def exhausted(self) -> bool:
+        """Whether the token budget is spent."""
         limit = self.settings.max_tokens
         return limit is not None and self.tokens_used >= limit
 
     @property
     def n_live_calls(self) -> int:
+        """Calls that reached the model (not replayed from the cache)."""
         return sum(c.live for c in self.calls)
 
     def stats(self) -> dict[str, Any]:

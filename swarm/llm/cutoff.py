@@ -55,16 +55,20 @@ class MaskPolicy(BaseModel):
 
     @property
     def before_cutoff(self) -> bool:
+        """Whether the data starts on or before the model's cutoff (True when the cutoff is
+        unknown)."""
         if self.earliest_data is None:
             return False
         return self.cutoff is None or self.earliest_data <= self.cutoff
 
     def describe(self) -> str:
+        """The policy in one line: masked or not, the mode, the cutoff and where it came from."""
         cutoff = str(self.cutoff) if self.cutoff else "unknown (assumed after all data)"
         state = "masked" if self.masked else "NOT masked"
         return f"{state} (--mask {self.mode}); model cutoff {cutoff} ({self.cutoff_source})"
 
     def summary(self) -> dict[str, object]:
+        """The policy as JSON for the manifest and the report."""
         return {
             "masked": self.masked,
             "mode": self.mode,

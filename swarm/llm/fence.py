@@ -21,6 +21,8 @@ NOTICE = (
 
 
 def sanitize(text: str, *, max_chars: int = 400) -> str:
+    """``text`` with control characters and fence markers removed, whitespace collapsed, cut to
+    ``max_chars``."""
     text = _CONTROL.sub(" ", str(text))
     text = _MARKERS.sub("[marker removed]", text)
     text = " ".join(text.split())
@@ -28,6 +30,7 @@ def sanitize(text: str, *, max_chars: int = 400) -> str:
 
 
 def fence(items: list[str], *, label: str = "headlines", max_chars: int = 400) -> str:
+    """Untrusted items, sanitized, inside the fence markers the prompts tell the model not to obey."""
     body = "\n".join(f"- {sanitize(t, max_chars=max_chars)}" for t in items)
     return f"{OPEN} source={label}\n{body}\n{CLOSE}"
 

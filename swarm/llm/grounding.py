@@ -17,6 +17,7 @@ _TRIVIAL_MAX = 400
 
 
 def numbers_in(text: str) -> list[float]:
+    """Every number written in ``text`` (thousands separators and % dropped)."""
     out = []
     for token in _NUMBER.findall(text or ""):
         token = token.replace(",", "").rstrip("%")

@@ -56,6 +56,7 @@ class LeakReport(BaseModel):
 
     @property
     def clean(self) -> bool:
+        """Whether the answer leaked nothing."""
         return not self.leaks
 
     def reason(self) -> str:
@@ -126,13 +127,16 @@ class LeakCounts(BaseModel):
 
     @property
     def rate(self) -> float:
+        """Share of the audited answers that leaked (0 before any)."""
         return self.leaked / self.audited if self.audited else 0.0
 
     @property
     def contaminated(self) -> bool:
+        """Whether the leak rate is above CONTAMINATED_LEAK_RATE: the gate cannot pass the run."""
         return self.rate > CONTAMINATED_LEAK_RATE
 
     def summary(self) -> dict[str, object]:
+        """The counts as JSON for the manifest and the report."""
         return {
             "audited": self.audited,
             "leaked": self.leaked,

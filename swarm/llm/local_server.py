@@ -43,12 +43,14 @@ def available() -> str | None:
 
 
 def free_port() -> int:
+    """A TCP port free on localhost right now."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
 
 
 def command(port: int, threads: int = 2) -> list[str]:
+    """The llama_cpp.server command line that serves the local model on ``port``."""
     return [
         sys.executable,
         "-m",
@@ -72,6 +74,7 @@ def command(port: int, threads: int = 2) -> list[str]:
 
 @contextlib.contextmanager
 def serve(port: int | None = None, *, timeout_s: float = 180.0) -> Iterator[str]:
+    """Start the local model server, yield its base URL once it answers, stop it on exit."""
     port = port or free_port()
     # The server logs a lot: a file, not a pipe nobody reads (a full pipe blocks the server).
     log = tempfile.TemporaryFile()  # noqa: SIM115 - lives as long as the server, closed in finally
@@ -106,6 +109,7 @@ def serve(port: int | None = None, *, timeout_s: float = 180.0) -> Iterator[str]
 
 
 def main(argv: list[str] | None = None) -> int:
+    """CLI: serve the local model on --port; 2 when it is not installed."""
     parser = argparse.ArgumentParser(prog="python -m swarm.llm.local_server", description=__doc__)
     parser.add_argument("--port", type=int, default=8080)
     args = parser.parse_args(argv)

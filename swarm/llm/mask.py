@@ -250,10 +250,12 @@ COMMON_WORDS = frozenset(
 
 
 def is_price_key(key: str) -> bool:
+    """Whether ``key`` holds a price level (rebased to 100 when masked), not a ratio."""
     return bool(PRICE_KEY.match(key)) and not RATIO_KEY.search(key)
 
 
 def is_volume_key(key: str) -> bool:
+    """Whether ``key`` holds a volume level (scaled to its window mean when masked), not a ratio."""
     return bool(VOLUME_KEY.match(key)) and not RATIO_KEY.search(key)
 
 
@@ -275,6 +277,8 @@ class KnownEntities(BaseModel):
         names: Iterable[str] = (),
         sectors: Iterable[str] = (),
     ) -> KnownEntities:
+        """These entities plus the given tickers, names and sectors (duplicates dropped, order
+        kept)."""
         return KnownEntities(
             tickers=self.tickers | {t.upper() for t in tickers if t},
             names=tuple(dict.fromkeys([*self.names, *(n for n in names if n)])),
@@ -345,6 +349,7 @@ class MaskContext(BaseModel):
 
     @property
     def reverse(self) -> dict[str, str]:
+        """Alias -> real ticker."""
         return {a: t for t, a in self.aliases.items()}
 
     def scoped(self, text: str) -> MaskContext:
@@ -581,6 +586,7 @@ def mask_text(text: str, ctx: MaskContext) -> str:
 
 
 def mask_messages(messages: Sequence[tuple[str, str]], ctx: MaskContext) -> list[tuple[str, str]]:
+    """The messages with each content masked."""
     return [(role, mask_text(content, ctx)) for role, content in messages]
 
 

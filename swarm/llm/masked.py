@@ -34,21 +34,27 @@ class MaskedClient:
 
     @property
     def settings(self):
+        """The wrapped client's settings."""
         return self.base.settings
 
     @property
     def exhausted(self) -> bool:
+        """Whether the wrapped client's token budget is spent."""
         return self.base.exhausted
 
     def stats(self) -> dict[str, Any]:
+        """The wrapped client's call statistics."""
         return self.base.stats()
 
     def replay_stats(self) -> dict[str, int]:
+        """The wrapped client's replay-cache statistics."""
         return self.base.replay_stats()
 
     def structured(
         self, role: str, messages: Messages, schema: type[BaseModel]
     ) -> tuple[BaseModel | None, str | None]:
+        """Ask with masked messages; an answer that names what the prompt did not show is rejected
+        as a leak."""
         ctx = self.ctx.scoped("\n".join(content for _, content in messages))
         masked = mask_messages(messages, ctx)
         parsed, error = self.base.structured(role, masked, schema)

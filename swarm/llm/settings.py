@@ -48,9 +48,12 @@ class LLMSettings(BaseModel):
 
     @property
     def enabled(self) -> bool:
+        """Whether an LLM is configured (``--llm`` is not none)."""
         return self.provider != "none"
 
     def model_for(self, role: str) -> str:
+        """The model for ``role``: the quick one for the research subagents and the pipeline's
+        ordinary roles, else the deep one (each falls back to the other)."""
         model = self.quick_model if role in QUICK_ROLES else self.deep_model
         return model or self.deep_model or self.quick_model or ""
 

@@ -68,23 +68,29 @@ class HashingEmbedding:
         self.dim = int(dim)
 
     def __call__(self, input: Any) -> list[np.ndarray]:  # noqa: A002 - Chroma's protocol name
+        """One hashed vector per text (Chroma's embedding-function protocol)."""
         return [hashed_vector(text, self.dim) for text in input]
 
     @staticmethod
     def name() -> str:
+        """The embedding's name, recorded with the collection."""
         return EMBEDDING_NAME
 
     def get_config(self) -> dict[str, Any]:
+        """What rebuilds this embedding: its dimension."""
         return {"dim": self.dim}
 
     @classmethod
     def build_from_config(cls, config: dict[str, Any]) -> HashingEmbedding:
+        """The embedding a collection was built with, from its stored config."""
         return cls(dim=int(config.get("dim", EMBEDDING_DIM)))
 
     def default_space(self) -> str:
+        """Cosine: the vectors are L2-normalised."""
         return "cosine"
 
     def supported_spaces(self) -> list[str]:
+        """The distance spaces Chroma may use with these vectors."""
         return ["cosine", "l2", "ip"]
 
 

@@ -60,6 +60,7 @@ def scope_where(
 
 
 def recall_query(symbols: Sequence[str], styles: Sequence[str], regime: str | None) -> str:
+    """The text a recall embeds: the symbols, styles and regime, with the words lessons carry."""
     return (
         f"lessons and strategies tried on {' '.join(symbols)} "
         f"{' '.join(styles)} {regime or ''} regime gate failed passed"
@@ -118,6 +119,7 @@ def recollection(
 
 
 def top_k(candidates: list[Recollection], k: int, min_relevance: float) -> list[Recollection]:
+    """The ``k`` most relevant recollections at or above ``min_relevance`` (ties by id)."""
     kept = [r for r in candidates if r.relevance >= min_relevance]
     kept.sort(key=lambda r: (-r.relevance, r.id))
     return kept[:k]

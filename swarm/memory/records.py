@@ -86,6 +86,8 @@ def meta(
     outcome: str | None = None,
     **extra: Any,
 ) -> dict[str, MetaValue]:
+    """A record's Chroma metadata: scalar fields, plus one boolean flag per symbol and family for
+    filtering."""
     syms = sorted({s.upper() for s in symbols})
     fams = list(dict.fromkeys([*([family] if family else []), *families]))
     out: dict[str, Any] = {
@@ -106,6 +108,7 @@ def meta(
 
 
 def dump(obj: Any) -> dict[str, Any]:
+    """``obj`` as a plain dict (a pydantic model dumped as JSON; None as empty)."""
     if obj is None:
         return {}
     if isinstance(obj, BaseModel):
@@ -114,6 +117,7 @@ def dump(obj: Any) -> dict[str, Any]:
 
 
 def fmt(x: Any, spec: str = ".3g") -> str:
+    """``x`` formatted with ``spec``, or "n/a" when it is not a number."""
     return format(x, spec) if isinstance(x, int | float) else "n/a"
 
 
@@ -171,6 +175,7 @@ def fact_sheet_records(
     regime: str | None,
     scope: Mapping[str, Any],
 ) -> list[Record]:
+    """One record per domain fact sheet: its signal, approach, insights and risks on these symbols."""
     recs = []
     for raw in sheets:
         s = dump(raw)
@@ -312,6 +317,8 @@ def lesson_record(
     outcome: str | None,
     scope: Mapping[str, Any],
 ) -> Record:
+    """A lesson as a record (id, text, metadata), its id ending in a digest of the text so a
+    repeated lesson is stored once."""
     extra = {**dict(metadata or {}), **scope}
     for k in ("kind", "run_id", "iteration", "symbols", "family", "regime", "outcome"):
         extra.pop(k, None)

@@ -56,6 +56,7 @@ class Verdict(enum.Enum):
 
     @property
     def corrupt(self) -> bool:
+        """Whether the probe found the store broken: it crashed, hung or failed to open."""
         return self in (Verdict.CRASHED, Verdict.HUNG, Verdict.FAILED)
 
 

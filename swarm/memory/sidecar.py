@@ -57,6 +57,7 @@ class Row:
 
 
 def sidecar_path(store: Path, prefix: str) -> Path:
+    """The sidecar JSON file of the store's ``prefix`` collection."""
     return Path(store) / f"swarm-memory-{prefix}.json"
 
 

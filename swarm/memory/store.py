@@ -68,6 +68,8 @@ class ResearchMemory(StoreLifecycle):
         )
 
     def status(self) -> dict[str, Any]:
+        """The memory's state for the manifest: where it is, whether it opened, why not, how many
+        records."""
         if not self._tried_open and self.reason is None:
             return {
                 "path": str(self.path),
@@ -112,6 +114,7 @@ class ResearchMemory(StoreLifecycle):
         return self._guarded("write", go, 0)
 
     def count(self) -> int:
+        """The number of records stored (0 when the store is unavailable)."""
         return self._guarded("count", lambda: int(self._col.count()), 0)
 
     # ---- writes
@@ -142,6 +145,7 @@ class ResearchMemory(StoreLifecycle):
         regime: str | None = None,
         scope: Mapping[str, Any] | None = None,
     ) -> int:
+        """Store the round's fact sheets; returns how many records were written."""
         return self._upsert(
             records.fact_sheet_records(
                 run_id,

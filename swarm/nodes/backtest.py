@@ -33,6 +33,7 @@ HEAVY_FIELDS = ("return_dates", "returns", "trade_pnls")  # kept in the run fold
 
 
 def job_id(iteration: int, variant_id: str, symbol: str, fold: int) -> str:
+    """The backtest job's id: variant, symbol and fold (unique within a run)."""
     return f"{variant_id}|{symbol}|f{fold}"
 
 
@@ -45,6 +46,7 @@ def job_symbols(spec: StrategySpec, symbols: list[str]) -> list[str]:
 
 
 def fan_out_backtests(state: DevelopState) -> list[Send]:
+    """One backtest task per variant × symbol × fold (the graph's fan-out)."""
     return [
         Send(
             BACKTEST_NODE,
@@ -101,6 +103,7 @@ def data_sha256(ctx: RunContext, symbol: str, code: str | None = None) -> str:
 
 
 def backtest(task: BacktestTask, runtime: Runtime[RunContext]) -> dict[str, list[StoredResult]]:
+    """BACKTEST: run one variant on one symbol and fold in the sandbox and store its result."""
     ctx = runtime.context
     fold = ctx.folds[task.fold]
     variant_id, symbol = task.variant_id, task.symbol

@@ -71,6 +71,8 @@ def _scorer(ctx: RunContext) -> FuzzyScorer:
 
 
 def gate(state: DevelopState, runtime: Runtime[RunContext]) -> dict[str, Any]:
+    """GATE: evaluate this iteration's variants against the criteria, deflated by every trial
+    so far and the reality check over the whole search; keep the best so far."""
     ctx = runtime.context
     results = load_results(ctx, state.get("results", []))
     variants = state.get("variants", [])
@@ -79,20 +81,7 @@ def gate(state: DevelopState, runtime: Runtime[RunContext]) -> dict[str, Any]:
     bench = ctx.benchmark_insample()
     # PBO and the reality check cover every variant the run has tried, this iteration's too.
     series = _run_series(ctx, state, results, [v.variant_id for v in variants])
-    # The reality check counts the search: every Backtrader trial, plus one representative
-    # series per cluster of the screened sets (capped: ``trials.SPA_MAX_SCREENED``).
-    screened = screened_representatives(ctx, None if ctx.benchmark.is_cash else bench)
-    # Looked at every iteration and the run stops at its first pass: look k spends
-    # alpha / (k (k + 1)) of the 5 % (``spa_look_factor``), so the p-value that decides is
-    # the raw one times k (k + 1).
-    look = max(1, int(state.get("iteration") or 1))
-    raw_p, spa_trials = run_spa(
-        series | screened,
-        bench,
-        seed=ctx.config.seed,
-        resolve=ctx.criteria.spa_threshold / spa_look_factor(look),
-    )
-    spa_p = spa_over_looks(raw_p, look)
+    look, raw_p, spa_trials, spa_p = _reality_check(ctx, state, series, bench)
     # The effective trial count over every trial the ledger will hold after this iteration.
     ledger.deflate_effective = ctx.config.deflate_by == "effective"
     ledger.effective = measure_effective(
@@ -117,29 +106,10 @@ def gate(state: DevelopState, runtime: Runtime[RunContext]) -> dict[str, Any]:
         lookahead=_lookahead_check(ctx, variants, lookahead),
     )
     evaluations = [Evaluation(**dict(e)) for e in evaluated]
-    best = state.get("best")
-    if best is not None and best.progress == 0.0 and best.metrics is not None:
-        # A best kept from before the graded measure (a resumed run): grade it as today's are.
-        graded = variant_progress(ctx.criteria, best.metrics, best.alpha, best.veto_kinds)
-        best = best.model_copy(update={"progress": graded})
-    top = best_evaluation(evaluations)
-    if top is not None and (best is None or best_evaluation([best, top]) is top):
-        rets = portfolio_series([r for r in results if r.variant_id == top.variant_id])
-        best = BestSoFar(
-            **dict(top), portfolio=Series(dates=index_keys(rets.index), values=rets.tolist())
-        )
+    best = _best_so_far(ctx, state.get("best"), evaluations, results)
     # PBO over every variant the run has tried (>= 8 on shared dates; None before that).
     pbo = run_pbo(series)
-    n_passed = sum(e.passed for e in evaluations)
-    ctx.progress.stage(
-        "gate",
-        f"iteration {state['iteration']}: {n_passed}/{len(evaluations)} passed; best score "
-        f"{max((e.score for e in evaluations), default=0):.3f} (progress "
-        f"{max((e.progress for e in evaluations), default=0):.3f}); trials counted {ledger.n_trials} "
-        f"({ledger.n_effective} effective); "
-        f"SPA p vs {ctx.benchmark.name} {_p(spa_p)} over {spa_trials} trials "
-        f"(look {look}: raw {_p(raw_p)} x {spa_look_factor(look)})",
-    )
+    _report(ctx, state, evaluations, ledger, look=look, raw_p=raw_p, spa_p=spa_p, trials=spa_trials)
     return {
         "evaluations": evaluations,
         "ledger": ledger,
@@ -158,6 +128,67 @@ def gate(state: DevelopState, runtime: Runtime[RunContext]) -> dict[str, Any]:
         ),
         "lookahead": {**(state.get("lookahead") or {}), **lookahead},
     }
+
+
+def _reality_check(ctx: RunContext, state: DevelopState, series: dict, bench):
+    """(look, raw p, trials, p over the looks) of Hansen's SPA over every trial of the search."""
+    # The reality check counts the search: every Backtrader trial, plus one representative
+    # series per cluster of the screened sets (capped: ``trials.SPA_MAX_SCREENED``).
+    screened = screened_representatives(ctx, None if ctx.benchmark.is_cash else bench)
+    # Looked at every iteration and the run stops at its first pass: look k spends
+    # alpha / (k (k + 1)) of the 5 % (``spa_look_factor``), so the p-value that decides is
+    # the raw one times k (k + 1).
+    look = max(1, int(state.get("iteration") or 1))
+    raw_p, spa_trials = run_spa(
+        series | screened,
+        bench,
+        seed=ctx.config.seed,
+        resolve=ctx.criteria.spa_threshold / spa_look_factor(look),
+    )
+    spa_p = spa_over_looks(raw_p, look)
+    return look, raw_p, spa_trials, spa_p
+
+
+def _best_so_far(
+    ctx: RunContext, best: BestSoFar | None, evaluations: list[Evaluation], results: list
+) -> BestSoFar | None:
+    """The best variant so far: the kept one (graded anew if from before the graded measure)
+    or this iteration's top, with its portfolio returns, when it ranks higher."""
+    if best is not None and best.progress == 0.0 and best.metrics is not None:
+        # A best kept from before the graded measure (a resumed run): grade it as today's are.
+        graded = variant_progress(ctx.criteria, best.metrics, best.alpha, best.veto_kinds)
+        best = best.model_copy(update={"progress": graded})
+    top = best_evaluation(evaluations)
+    if top is not None and (best is None or best_evaluation([best, top]) is top):
+        rets = portfolio_series([r for r in results if r.variant_id == top.variant_id])
+        best = BestSoFar(
+            **dict(top), portfolio=Series(dates=index_keys(rets.index), values=rets.tolist())
+        )
+    return best
+
+
+def _report(
+    ctx: RunContext,
+    state: DevelopState,
+    evaluations: list[Evaluation],
+    ledger: TrialLedger,
+    *,
+    look: int,
+    raw_p: float | None,
+    spa_p: float | None,
+    trials: int,
+) -> None:
+    """The gate's progress line: passes, best score, trials and the reality check."""
+    n_passed = sum(e.passed for e in evaluations)
+    ctx.progress.stage(
+        "gate",
+        f"iteration {state['iteration']}: {n_passed}/{len(evaluations)} passed; best score "
+        f"{max((e.score for e in evaluations), default=0):.3f} (progress "
+        f"{max((e.progress for e in evaluations), default=0):.3f}); trials counted {ledger.n_trials} "
+        f"({ledger.n_effective} effective); "
+        f"SPA p vs {ctx.benchmark.name} {_p(spa_p)} over {trials} trials "
+        f"(look {look}: raw {_p(raw_p)} x {spa_look_factor(look)})",
+    )
 
 
 def _p(x: float | None) -> str:
@@ -235,6 +266,7 @@ def _verdict_word(report: LookaheadReport) -> str:
 
 
 def failure_analysis(state: DevelopState, runtime: Runtime[RunContext]) -> dict[str, Any]:
+    """FAILURE: classify why no variant passed (the LLM may refine the rules analysis)."""
     ctx = runtime.context
     synthesis = state.get("synthesis")
     evaluations = state.get("evaluations", [])
@@ -282,6 +314,7 @@ def _summary(state: DevelopState, route: Route) -> IterationSummary:
 
 
 def trajectory(state: DevelopState, runtime: Runtime[RunContext]) -> dict[str, Any]:
+    """TRAJECTORY: whether the iterations converge, diverge, oscillate or stagnate."""
     ctx = runtime.context
     # The current iteration's route is not decided yet; the analysis reads scores and metrics.
     history = [*current_line(state.get("history", [])), _summary(state, Route.TUNE)]
@@ -294,6 +327,8 @@ def trajectory(state: DevelopState, runtime: Runtime[RunContext]) -> dict[str, A
 
 
 def router(state: DevelopState, runtime: Runtime[RunContext]) -> dict[str, Any]:
+    """ROUTER: record the iteration's gate decision and choose the next route (SUCCESS, TUNE, FIX,
+    REFINE, RESEARCH or ABANDON)."""
     ctx = runtime.context
     cfg = ctx.config
     iteration = state["iteration"]

@@ -107,6 +107,8 @@ def research_subagent(payload: SubagentTask, runtime: Runtime[ResearchRuntime]) 
 
 
 def make_synthesizer(domain: Domain):
+    """A graph node that synthesises ``domain``'s findings into its fact sheet."""
+
     def synthesize(state: DevelopState, runtime: Runtime[ResearchRuntime]) -> dict[str, Any]:
         mine = [f for f in state.get("findings", []) if f.type == domain]
         prefix = f"{domain.value}."
@@ -122,6 +124,8 @@ def make_synthesizer(domain: Domain):
 
 
 def leader(state: DevelopState, runtime: Runtime[ResearchRuntime]) -> dict[str, Any]:
+    """LEADER: the research synthesis of the fact sheets (a skipped round keeps the last advice),
+    with its studies and memory."""
     ctx = runtime.context
     if _skipped(state):
         synthesis = keep_advice(

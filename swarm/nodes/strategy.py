@@ -154,6 +154,8 @@ def _block_proposals(
 
 
 def strategy_dev(state: DevelopState, runtime: Runtime[RunContext]) -> dict[str, Any]:
+    """STRATEGY_DEV: this iteration's variants: the near miss's repairs first, then the
+    families' own proposals, the LLM's and the rule blocks', built and validated."""
     ctx = runtime.context
     cfg = ctx.config
     reg = registry()
@@ -164,10 +166,7 @@ def strategy_dev(state: DevelopState, runtime: Runtime[RunContext]) -> dict[str,
     order = preferred_order(
         cfg.preferred_families, synthesis.recommended_families if synthesis else []
     )
-    best = None
-    if state.get("best"):
-        best_id = state["best"].variant_id
-        best = (best_id, all_variants[best_id].spec)
+    best = _best_pair(state, all_variants)
     last = [(e, all_variants[e.variant_id].spec) for e in state.get("evaluations", [])]
     failure = state.get("failure")
     # A distinct, reproducible stream per (seed, iteration, research round).
@@ -177,20 +176,7 @@ def strategy_dev(state: DevelopState, runtime: Runtime[RunContext]) -> dict[str,
 
     # A near miss is pursued along what it missed: TUNE and REFINE start with the analysed
     # best's repairs along its failing criteria (any scope); the families split the rest.
-    parent = _repair_parent(failure, all_variants, best)
-    parent = parent if parent is not None and reg.repairable(parent[1]) else None
-    repaired = [
-        Proposal(p.spec, p.parent_id, p.why)
-        for p in repair_proposals(
-            route=route,
-            failure=failure,
-            parent=parent,
-            n=repair_slots(cfg.variants, failure),
-            rng=rng,
-            seen=seen,
-            regime_filters=regime_filters,
-        )
-    ]
+    repaired = _repaired(reg, cfg, route, failure, all_variants, best, rng, seen, regime_filters)
     budget = cfg.variants - len(repaired)
     pctx = ProposalContext(
         route=route,
@@ -202,13 +188,7 @@ def strategy_dev(state: DevelopState, runtime: Runtime[RunContext]) -> dict[str,
         last=last,
         failure=failure,
         run=ctx,
-        extra={
-            "order": order,
-            "suggested": brief.suggested.model_dump(mode="json") if brief else None,
-            "min_trades": ctx.criteria.min_trades,
-            "directive_families": cfg.preferred_families,
-            "regime_filters": regime_filters,
-        },
+        extra=_proposal_extra(ctx, order, brief, regime_filters),
     )
     tuners: dict[str, ScreenTuner] = {}
     own = _own_families(reg, ctx, state, pctx, budget, tuners)
@@ -226,6 +206,56 @@ def strategy_dev(state: DevelopState, runtime: Runtime[RunContext]) -> dict[str,
     variants, all_variants, rejected = build_variants(
         reg, ctx, proposals, custom_code, all_variants, iteration=iteration, route=route
     )
+    _announce(reg, ctx, iteration, route, variants, rejected)
+    ledger = _chained(list(tuners.values()))  # it holds every sweep's trials
+    return {"variants": variants, "all_variants": all_variants, "results": RESET} | (
+        {"ledger": ledger} if ledger is not None else {}
+    )
+
+
+def _best_pair(state: DevelopState, all_variants: dict) -> tuple[str, Any] | None:
+    """(id, spec) of the best variant so far, or None before one."""
+    if not state.get("best"):
+        return None
+    best_id = state["best"].variant_id
+    return (best_id, all_variants[best_id].spec)
+
+
+def _repaired(reg, cfg, route, failure, all_variants, best, rng, seen, regime_filters) -> list:
+    """The analysed near miss's repairs along its failing criteria, as proposals (none when
+    there is no repairable parent)."""
+    parent = _repair_parent(failure, all_variants, best)
+    parent = parent if parent is not None and reg.repairable(parent[1]) else None
+    return [
+        Proposal(p.spec, p.parent_id, p.why)
+        for p in repair_proposals(
+            route=route,
+            failure=failure,
+            parent=parent,
+            n=repair_slots(cfg.variants, failure),
+            rng=rng,
+            seen=seen,
+            regime_filters=regime_filters,
+        )
+    ]
+
+
+def _proposal_extra(ctx: RunContext, order, brief, regime_filters) -> dict[str, Any]:
+    """What the families' proposers read besides the context: research order, suggested
+    parameters, the trade floor, the directive's families and the usable regime filters."""
+    cfg = ctx.config
+    return {
+        "order": order,
+        "suggested": brief.suggested.model_dump(mode="json") if brief else None,
+        "min_trades": ctx.criteria.min_trades,
+        "directive_families": cfg.preferred_families,
+        "regime_filters": regime_filters,
+    }
+
+
+def _announce(reg, ctx: RunContext, iteration: int, route, variants: list, rejected: int) -> None:
+    """Start the progress batch (jobs x folds) and say which variants this iteration runs."""
+    cfg = ctx.config
     jobs = sum(len(reg.job_symbols(v.spec, ctx.symbols)) for v in variants)
     ctx.progress.start_batch(jobs * len(ctx.folds))
     ctx.progress.stage(
@@ -233,8 +263,4 @@ def strategy_dev(state: DevelopState, runtime: Runtime[RunContext]) -> dict[str,
         f"iteration {iteration}/{cfg.limits.max_iterations} route {route}: "
         f"{len(variants)} variants ({', '.join(v.spec.name for v in variants)})"
         + (f", {rejected} rejected by validation" if rejected else ""),
-    )
-    ledger = _chained(list(tuners.values()))  # it holds every sweep's trials
-    return {"variants": variants, "all_variants": all_variants, "results": RESET} | (
-        {"ledger": ledger} if ledger is not None else {}
     )

@@ -32,6 +32,7 @@ FAMILIES = ("momentum", "mean_reversion", "breakout", "trend", "volatility")
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """The research command's parser: tickers, data, style, memory, output."""
     p = OneLineParser(prog="python -m swarm.research", description=__doc__.split("\n\n")[1])
     p.add_argument("--tickers", required=True, help="comma-separated symbols, e.g. AAPL,MSFT")
     add_data_arguments(p)
@@ -95,6 +96,7 @@ class ResearchRunContext:
 
     @property
     def symbols(self) -> list[str]:
+        """The run's symbols, in data order."""
         return list(self.data)
 
     def insample_bars(self, symbol: str) -> pd.DataFrame:
@@ -103,6 +105,7 @@ class ResearchRunContext:
 
 
 def config_from_args(args: argparse.Namespace) -> ResearchConfig:
+    """The checked arguments as a ResearchConfig (UserInputError on the first bad one)."""
     tickers = parse_tickers(args.tickers)
     start, end = check_data_args(args)
     style = [s.strip().lower() for s in args.style.split(",") if s.strip()]
@@ -217,6 +220,8 @@ def execute(ctx: ResearchRunContext) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """CLI: 0 done (the folder printed), 2 bad input, 130 interrupted, 1 internal failure (folder
+    kept)."""
     argv = sys.argv[1:] if argv is None else argv
     try:
         args = build_parser().parse_args(argv)

@@ -99,6 +99,7 @@ def _when(t: pd.Timestamp) -> str:
 
 
 def tone_label(score: float) -> str:
+    """ "positive", "negative" or "neutral" for a finance-VADER score."""
     if score >= POSITIVE_THRESHOLD:
         return "positive"
     return "negative" if score <= NEGATIVE_THRESHOLD else "neutral"
@@ -200,6 +201,8 @@ def select_headlines(
 
 
 def headline_entry(item: NewsItem) -> ArchiveEntry:
+    """A headline as an archive entry: its tone, rating-action words, when it was known, and what
+    the source cannot say."""
     score = score_headline(item.headline)
     actions = [k.replace("_", " ") for k, v in rating_actions(item.headline).items() if v]
     about = item.ticker or "the market (no ticker)"
@@ -284,6 +287,7 @@ def rating_summary(ticker: str, row: dict) -> str:
 def rating_entries(
     table: AltTable, as_of: dict[str, dt.date], *, window_days: int | None
 ) -> list[ArchiveEntry]:
+    """The analyst rating actions known by each symbol's cutoff, as archive entries."""
     out = []
     for sym, t in cutoffs(as_of).items():
         for row in _rows(table, sym, t, window_days).to_dict("records"):
@@ -330,6 +334,8 @@ def rating_entries(
 
 
 def surprise_summary(ticker: str, row: dict) -> str:
+    """An earnings release in one sentence: EPS against consensus, beat or miss, and when it came
+    out."""
     est, rep = _number(row.get("eps_consensus_est")), _number(row.get("eps_reported"))
     qtr = plain(row.get("fiscal_qtr"), 20)
     when = {"pre": "before the open", "post": "after the close"}.get(
@@ -347,6 +353,8 @@ def surprise_summary(ticker: str, row: dict) -> str:
 
 
 def surprise_entries(table: AltTable, as_of: dict[str, dt.date]) -> list[ArchiveEntry]:
+    """The earnings releases known by each symbol's cutoff (within SURPRISE_WINDOW_DAYS), as archive
+    entries."""
     out = []
     for sym, t in cutoffs(as_of).items():
         for row in _rows(table, sym, t, SURPRISE_WINDOW_DAYS).to_dict("records"):

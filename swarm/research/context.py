@@ -76,8 +76,10 @@ def abstain(
 
 
 def clip(x: float, lo: float = -1.0, hi: float = 1.0) -> float:
+    """``x`` clipped to [lo, hi], as a float."""
     return float(min(hi, max(lo, x)))
 
 
 def sign(x: float) -> float:
+    """-1.0, 0.0 or 1.0: the sign of ``x``."""
     return float((x > 0) - (x < 0))

@@ -52,6 +52,7 @@ class WindowStats:
 
 
 def window_stats(close: np.ndarray) -> WindowStats:
+    """Return, volatility, drawdown and price-range statistics of a close series."""
     close = np.asarray(close, dtype=np.float64)
     n = len(close)
     total = close[-1] / close[0] - 1.0
@@ -104,6 +105,8 @@ def classify_window(s: WindowStats) -> tuple[Regime, float, str]:
 def combine_regimes(
     full: tuple[Regime, float, str], recent: tuple[Regime, float, str] | None
 ) -> tuple[Regime, float, str]:
+    """The universe's regime from the whole window's and the recent year's reads: agreement raises
+    confidence, else the weightier wins."""
     if recent is None:
         return full[0], full[1], f"whole window: {full[2]}"
     if full[0] == recent[0]:
@@ -225,6 +228,8 @@ _FAMILY_RULES: dict[Regime, tuple[str, str, int, float, float, int]] = {
 def suggest_parameters(
     regime: Regime, regime_confidence: float, briefs: list[SymbolBrief]
 ) -> SuggestedParameters:
+    """Starting parameters for the regime's family, stop and take-profit scaled to the median
+    volatility."""
     family, label, lookback, stop_k, rr, hold = _FAMILY_RULES[regime]
     # Scale risk to the most recent volatility we have (the recent year when available).
     vols = [b.recent_volatility_pct or b.annual_volatility_pct for b in briefs]
@@ -282,6 +287,8 @@ def _f(x: float | None, fmt: str = ".2f") -> str:
 
 
 def render_data_brief_md(brief: DataBrief) -> str:
+    """data_brief.md: the regime, one row per symbol, and the suggested parameters with their
+    reasoning."""
     lines = [
         "# Data brief (in-sample window only)",
         "",

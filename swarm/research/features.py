@@ -93,6 +93,7 @@ class FeatureBundle:
 
     @property
     def n_bars(self) -> int:
+        """Bars in the bundle."""
         return len(self.index)
 
     @property
@@ -102,6 +103,7 @@ class FeatureBundle:
 
     @property
     def keys(self) -> tuple[str, ...]:
+        """The bundle's feature keys."""
         return tuple(self.data)
 
     def position(self, as_of: str | pd.Timestamp | None = None) -> int:
@@ -118,6 +120,7 @@ class FeatureBundle:
         return float(self.data[key][self.position(as_of)])
 
     def series(self, key: str) -> pd.Series:
+        """Feature ``key`` as a date-indexed series."""
         return pd.Series(self.data[key], index=self.index, name=key)
 
     def snapshot(

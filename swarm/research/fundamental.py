@@ -135,6 +135,8 @@ def _snapshot_date(data: dict[str, Any]) -> dt.date | None:
 def run_fundamental(
     specialization: str, bundle: FeatureBundle, context: ResearchContext
 ) -> Finding:
+    """A fundamental subagent's finding: from point-in-time alt data when given, else the
+    fundamentals provider; abstains without a source."""
     alt = context.fundamentals_alt or context.alt
     if alt is not None:
         return run_fundamental_pit(specialization, bundle, alt, context.price_basis)

@@ -28,6 +28,7 @@ _REGIME_FAMILIES: dict[Regime, list[str]] = {
 
 
 def took_side(fs: FactSheet) -> bool:
+    """Whether the fact sheet takes a side: some confidence and |signal| >= SIDE_THRESHOLD."""
     return fs.confidence > 0 and abs(fs.signal) >= SIDE_THRESHOLD
 
 
@@ -62,54 +63,27 @@ def lead(fact_sheets: list[FactSheet], data_brief: DataBrief) -> ResearchSynthes
     degraded_domains = [
         fs.domain.value for fs in fact_sheets if len(fs.subagents_ok) < MIN_OK_SUBAGENTS
     ]
-    gaps: list[str] = []
-    for fs in fact_sheets:
-        if fs.n_findings and fs.n_abstained == fs.n_findings:
-            if fs.domain == Domain.FUNDAMENTAL:
-                gaps.append(
-                    "fundamentals unavailable offline (every fundamental subagent abstained)"
-                )
-            else:
-                gaps.append(
-                    f"{fs.domain.value} unavailable: all {fs.n_findings} findings abstained"
-                )
-        gaps += fs.gaps
-    if any(g.startswith("sentiment.news abstained") and " days to " in g for g in gaps):
-        gaps.append("no news in window for at least one symbol")
-    gaps += [
-        f"{d} degraded: fewer than {MIN_OK_SUBAGENTS} of {SUBAGENTS_PER_DOMAIN} subagents ran"
-        for d in degraded_domains
-    ]
-
-    if confidence >= 0.6 and len(sided) >= 2 and not degraded_domains:
-        quality = "high"
-    elif confidence >= 0.3 and not (degraded_domains and confidence < 0.45):
-        quality = "medium"
-    else:
-        quality = "low"
+    gaps = _research_gaps(fact_sheets, degraded_domains)
+    quality = _quality(confidence, len(sided), degraded_domains)
 
     tech = next((fs for fs in fact_sheets if fs.domain == Domain.TECHNICAL), None)
     ordered = (tech.recommended_families if tech else []) + [data_brief.suggested.family]
     ordered += _REGIME_FAMILIES[data_brief.regime]
     families = [f for i, f in enumerate(ordered) if f in FAMILIES and f not in ordered[:i]]
 
-    parts = []
-    for fs in fact_sheets:
-        if took_side(fs):
-            parts.append(f"{fs.domain.value} {fs.signal:+.2f} (conf {fs.confidence:.2f})")
-        else:
-            parts.append(f"{fs.domain.value} no side ({fs.n_abstained}/{fs.n_findings} abstained)")
-    sp = data_brief.suggested
-    summary = (
-        f"Final signal {signal:+.2f} at confidence {confidence:.2f} ({quality} quality) from "
-        f"{len(sided)} domain(s) taking a side, disagreement {disagreement:.2f}; coverage "
-        f"{coverage:.2f} ({n_data} of {len(fact_sheets)} domains with data, "
-        f"{finding_coverage:.0%} of findings): "
-        f"{'; '.join(parts)}. Data regime {data_brief.regime.value} (confidence "
-        f"{data_brief.regime_confidence:.2f}) across {len(data_brief.symbols)} symbol(s); "
-        f"suggested {sp.family} with lookback {sp.lookback}, stop {sp.stop_loss_pct:.2f}%, "
-        f"take-profit {sp.take_profit_pct:.2f}%, max hold {sp.max_hold_bars} bars. "
-        f"Families to try, in order: {', '.join(families)}. {len(gaps)} gap(s) noted."
+    summary = _summary(
+        fact_sheets,
+        data_brief,
+        signal=signal,
+        confidence=confidence,
+        quality=quality,
+        n_sided=len(sided),
+        disagreement=disagreement,
+        coverage=coverage,
+        finding_coverage=finding_coverage,
+        n_data=n_data,
+        families=families,
+        n_gaps=len(gaps),
     )
     regime_dir = {Regime.TRENDING_UP: 1.0, Regime.TRENDING_DOWN: -1.0}.get(data_brief.regime)
     if tech and took_side(tech) and regime_dir and sign(tech.signal) == -regime_dir:
@@ -130,4 +104,74 @@ def lead(fact_sheets: list[FactSheet], data_brief: DataBrief) -> ResearchSynthes
         recommended_families=families,
         summary=summary,
         degraded=bool(degraded_domains),
+    )
+
+
+def _research_gaps(fact_sheets: list[FactSheet], degraded_domains: list[str]) -> list[str]:
+    """What the research could not see: domains that all abstained, each sheet's gaps, a
+    window without news, and the domains with too few subagents run."""
+    gaps: list[str] = []
+    for fs in fact_sheets:
+        if fs.n_findings and fs.n_abstained == fs.n_findings:
+            if fs.domain == Domain.FUNDAMENTAL:
+                gaps.append(
+                    "fundamentals unavailable offline (every fundamental subagent abstained)"
+                )
+            else:
+                gaps.append(
+                    f"{fs.domain.value} unavailable: all {fs.n_findings} findings abstained"
+                )
+        gaps += fs.gaps
+    if any(g.startswith("sentiment.news abstained") and " days to " in g for g in gaps):
+        gaps.append("no news in window for at least one symbol")
+    gaps += [
+        f"{d} degraded: fewer than {MIN_OK_SUBAGENTS} of {SUBAGENTS_PER_DOMAIN} subagents ran"
+        for d in degraded_domains
+    ]
+    return gaps
+
+
+def _quality(confidence: float, n_sided: int, degraded_domains: list[str]) -> str:
+    """high, medium or low: confidence, domains taking a side and none degraded."""
+    if confidence >= 0.6 and n_sided >= 2 and not degraded_domains:
+        return "high"
+    if confidence >= 0.3 and not (degraded_domains and confidence < 0.45):
+        return "medium"
+    return "low"
+
+
+def _summary(
+    fact_sheets: list[FactSheet],
+    data_brief: DataBrief,
+    *,
+    signal: float,
+    confidence: float,
+    quality: str,
+    n_sided: int,
+    disagreement: float,
+    coverage: float,
+    finding_coverage: float,
+    n_data: int,
+    families: list[str],
+    n_gaps: int,
+) -> str:
+    """The synthesis in a paragraph: the vote per domain, the data regime, the suggested
+    strategy and the families to try."""
+    parts = []
+    for fs in fact_sheets:
+        if took_side(fs):
+            parts.append(f"{fs.domain.value} {fs.signal:+.2f} (conf {fs.confidence:.2f})")
+        else:
+            parts.append(f"{fs.domain.value} no side ({fs.n_abstained}/{fs.n_findings} abstained)")
+    sp = data_brief.suggested
+    return (
+        f"Final signal {signal:+.2f} at confidence {confidence:.2f} ({quality} quality) from "
+        f"{n_sided} domain(s) taking a side, disagreement {disagreement:.2f}; coverage "
+        f"{coverage:.2f} ({n_data} of {len(fact_sheets)} domains with data, "
+        f"{finding_coverage:.0%} of findings): "
+        f"{'; '.join(parts)}. Data regime {data_brief.regime.value} (confidence "
+        f"{data_brief.regime_confidence:.2f}) across {len(data_brief.symbols)} symbol(s); "
+        f"suggested {sp.family} with lookback {sp.lookback}, stop {sp.stop_loss_pct:.2f}%, "
+        f"take-profit {sp.take_profit_pct:.2f}%, max hold {sp.max_hold_bars} bars. "
+        f"Families to try, in order: {', '.join(families)}. {n_gaps} gap(s) noted."
     )

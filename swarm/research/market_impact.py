@@ -34,6 +34,7 @@ class Impact:
     note: str | None = None
 
     def describe(self) -> str:
+        """The impact in words: sessions, the return and its closes, or why there is none."""
         label = f"{self.sessions} session{'s' if self.sessions != 1 else ''}"
         if self.ret is None:
             return f"{label}: {self.note}"

@@ -74,6 +74,7 @@ class NewsItem(BaseModel):
 
 @lru_cache(maxsize=1)
 def finance_analyzer() -> SentimentIntensityAnalyzer:
+    """A VADER analyzer with the finance lexicon added."""
     analyzer = SentimentIntensityAnalyzer()
     analyzer.lexicon.update(FINANCE_LEXICON)
     return analyzer
@@ -85,6 +86,7 @@ def score_headline(headline: str) -> float:
 
 
 def to_utc(raw: str | None) -> str | None:
+    """An ISO datetime as naive UTC text; None when missing or unreadable."""
     if not raw:
         return None
     try:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from swarm.research.models import Finding, ResearchSynthesis
+from swarm.research.models import FactSheet, Finding, ResearchSynthesis
 
 
 def _md(text: str) -> str:
@@ -62,6 +62,8 @@ def render_research_md(
     findings: list[Finding],
     recalled: dict[str, Any] | None = None,
 ) -> str:
+    """research.md: the synthesis, this run's rounds and steering, what memory recalled, one
+    section per domain fact sheet, the findings per symbol with their evidence, the gaps."""
     syn = synthesis
     lines = [
         "# Research synthesis",
@@ -80,6 +82,19 @@ def render_research_md(
         ),
         "",
     ]
+    lines += _rounds_lines(syn)
+    lines += render_recalled_md(recalled)
+    for fs in syn.fact_sheets:
+        lines += _fact_sheet_lines(fs)
+    lines += _findings_lines(findings)
+    if syn.gaps:
+        lines += ["## Gaps", "", *[f"- {_md(g)}" for g in syn.gaps], ""]
+    return "\n".join(lines)
+
+
+def _rounds_lines(syn: ResearchSynthesis) -> list[str]:
+    """This run's gate feedback, the research rounds' studies and the steering notes."""
+    lines: list[str] = []
     if syn.run_feedback:
         lines += [
             "## This run's gate so far",
@@ -113,27 +128,35 @@ def render_research_md(
             *[f"- {_md(n)}" for n in syn.steering],
             "",
         ]
-    lines += render_recalled_md(recalled)
-    for fs in syn.fact_sheets:
-        lines += [
-            f"## {fs.domain.value.capitalize()} (signal {fs.signal:+.2f}, confidence "
-            f"{fs.confidence:.2f}; {fs.n_findings - fs.n_abstained}/{fs.n_findings} findings "
-            f"active, coverage {fs.coverage:.2f})",
-            "",
-            f"Approach: {_md(fs.recommended_approach)}",
-            "",
-            "Key insights:",
-            *[f"- {_md(i)}" for i in fs.key_insights],
-            "",
-        ]
-        for title, items in (
-            ("Conflicting evidence", fs.conflicting_evidence),
-            ("Risks", fs.risks),
-            ("Opportunities", fs.opportunities),
-        ):
-            if items:
-                lines += [f"{title}:", *[f"- {_md(i)}" for i in items], ""]
-    lines += ["## Findings", ""]
+    return lines
+
+
+def _fact_sheet_lines(fs: FactSheet) -> list[str]:
+    """A domain's fact sheet: its signal, approach, insights, conflicts, risks, opportunities."""
+    lines = [
+        f"## {fs.domain.value.capitalize()} (signal {fs.signal:+.2f}, confidence "
+        f"{fs.confidence:.2f}; {fs.n_findings - fs.n_abstained}/{fs.n_findings} findings "
+        f"active, coverage {fs.coverage:.2f})",
+        "",
+        f"Approach: {_md(fs.recommended_approach)}",
+        "",
+        "Key insights:",
+        *[f"- {_md(i)}" for i in fs.key_insights],
+        "",
+    ]
+    for title, items in (
+        ("Conflicting evidence", fs.conflicting_evidence),
+        ("Risks", fs.risks),
+        ("Opportunities", fs.opportunities),
+    ):
+        if items:
+            lines += [f"{title}:", *[f"- {_md(i)}" for i in items], ""]
+    return lines
+
+
+def _findings_lines(findings: list[Finding]) -> list[str]:
+    """One table of findings per symbol, then the exact values each cited as evidence."""
+    lines = ["## Findings", ""]
     for symbol in sorted({f.symbol for f in findings}):
         lines += [
             f"### {symbol}",
@@ -156,6 +179,4 @@ def render_research_md(
                 ev = ", ".join(f"`{k}`={v:.10g}" for k, v in f.evidence.items())
                 lines.append(f"- {f.type.value}.{f.specialization}: {ev}")
             lines.append("")
-    if syn.gaps:
-        lines += ["## Gaps", "", *[f"- {_md(g)}" for g in syn.gaps], ""]
-    return "\n".join(lines)
+    return lines

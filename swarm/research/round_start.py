@@ -34,6 +34,7 @@ class RoundStart:
 
 
 def write_brief(ctx: ResearchRuntime, brief: DataBrief, studies: list[StudyRecord]) -> None:
+    """Write the round's data brief (markdown and JSON) and the studies so far."""
     ctx.run.write_text("research/data_brief.md", render_data_brief_md(brief))
     ctx.run.write_json("research/data_brief.json", brief.model_dump(mode="json"))
     ctx.run.write_json("research/rounds.json", [r.model_dump(mode="json") for r in studies])

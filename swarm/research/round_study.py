@@ -30,6 +30,7 @@ from swarm.research.studies import (
 
 
 def window_of(ctx: ResearchRuntime) -> str:
+    """The in-sample window as "start..end" (the first symbol's bars when there is no split)."""
     split = getattr(ctx, "split", None)
     if split is not None:
         return f"{split.insample_start}..{split.insample_end}"

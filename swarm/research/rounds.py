@@ -113,6 +113,7 @@ class StudyRecord(BaseModel):
         return StudyRecord.model_validate(self.model_dump() | changes)
 
     def headline(self) -> str:
+        """The round in one line: its kind, the symbols it added and why (or why it was skipped)."""
         if self.skipped:
             return f"round {self.research_round}: skipped ({self.skip_reason})"
         what = f"round {self.research_round}: {self.kind.value}"
@@ -158,6 +159,7 @@ def horizon_params(hints: Sequence[Hint], current: int | None) -> dict[str, Any]
 
 
 def horizon_candidates(params: Mapping[str, Any], horizons: Sequence[int]) -> list[int]:
+    """The horizons to try next: shorter or longer than the current one as asked, else any other."""
     cur, direction = params.get("current"), params.get("direction")
     if cur is None:
         return list(horizons)

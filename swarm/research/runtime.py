@@ -35,6 +35,8 @@ class ResearchRuntime(Protocol):
     llm: Any  # swarm.llm.client.LLMClient or None (rules brains)
 
     @property
-    def symbols(self) -> list[str]: ...
+    def symbols(self) -> list[str]:
+        """The run's symbols."""
 
-    def insample_bars(self, symbol: str) -> pd.DataFrame: ...
+    def insample_bars(self, symbol: str) -> pd.DataFrame:
+        """A symbol's in-sample bars (the holdout stays sealed)."""

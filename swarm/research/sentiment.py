@@ -63,6 +63,8 @@ def _no_news_reason(context: ResearchContext, symbol: str, as_of: dt.date, days:
 
 
 def news(bundle: FeatureBundle, context: ResearchContext) -> Finding:
+    """The news subagent: the tone of the symbol's headlines in the window (market-wide news when it
+    has none), abstaining without any."""
     if context.alt is not None:
         found = sentiment_alt.news(bundle, context)
         if found is not None:

@@ -144,6 +144,7 @@ _BY_ID = {s.id: s for s in SUBAGENTS}
 
 
 def subagent(subagent_id: str) -> SubagentSpec:
+    """The subagent spec of ``subagent_id``; KeyError naming the known ones."""
     try:
         return _BY_ID[subagent_id]
     except KeyError:
@@ -170,6 +171,7 @@ class SwarmRun:
     failed: dict[str, str] = field(default_factory=dict)  # "<id>:<symbol>" -> error type
 
     def failed_specializations(self, domain: Domain) -> list[str]:
+        """The specializations of ``domain`` whose subagent raised."""
         ids = {key.split(":", 1)[0] for key in self.failed}
         return sorted(_BY_ID[i].specialization for i in ids if _BY_ID[i].domain == domain)
 

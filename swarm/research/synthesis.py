@@ -157,36 +157,15 @@ def synthesize_domain(
     )
     w = sum(f.confidence for f in active)
     if not active or w == 0:
-        reasons = sorted({f"{f.type.value}.{f.specialization}: {f.reason}" for f in own})
-        insights = reasons[:5] or [f"no {domain.value} findings were produced"]
-        return FactSheet(
-            key_insights=insights,
-            confidence=0.0,
-            signal=0.0,
-            recommended_approach=(
-                f"no {domain.value} view: {len(own) - len(active)} of {len(own)} findings "
-                f"abstained" + (f", {len(failed_set)} subagent(s) failed" if failed_set else "")
-            ),
-            **base,
-        )
+        return _no_view(domain, own, active, failed_set, base)
 
-    signal = sum(f.confidence * f.signal for f in active) / w
-    spread = sum(f.confidence * abs(f.signal) for f in active)
-    consensus = abs(signal * w) / spread if spread else 0.0
-    conviction = w / len(active)
-    confidence = min(1.0, conviction * (0.5 + 0.5 * consensus))
+    signal, consensus, confidence = _vote(active, w)
     s = sign(signal)
     agree = [f for f in active if s != 0 and sign(f.signal) == s]
     oppose = [f for f in active if s != 0 and sign(f.signal) == -s]
     strongest = sorted(active, key=_strength, reverse=True)
 
-    n_bull = sum(f.signal > 0 for f in active)
-    n_bear = sum(f.signal < 0 for f in active)
-    insights = [
-        f"{domain.value} vote {signal:+.2f} (confidence {confidence:.2f}) from {len(active)} "
-        f"of {len(own)} findings (coverage {len(active) / len(own):.2f}): {n_bull} bullish, "
-        f"{n_bear} bearish, consensus {consensus:.2f}, {len(own) - len(active)} abstained"
-    ]
+    insights = _vote_insights(domain, own, active, signal, confidence, consensus)
     insights += [
         f"{_label(f)} (signal {f.signal:+.2f}, confidence {f.confidence:.2f}): {f.interpretation}"
         for f in strongest[:4]
@@ -200,16 +179,7 @@ def synthesize_domain(
         f"{signal:+.2f} vote: {_cite(f)}"
         for f in sorted(oppose, key=_strength, reverse=True)
     ]
-    if domain == Domain.TECHNICAL:
-        approach, families, risks, opps = _technical_view(active, signal)
-    else:
-        families = []
-        lean = "long bias" if signal > 0.2 else "short/avoid bias" if signal < -0.2 else "neutral"
-        approach = (
-            f"{lean} from {domain.value}: vote {signal:+.2f} over {len(active)} finding(s); "
-            f"use as a filter on the technical entry, not as a timing signal"
-        )
-        risks, opps = [], []
+    approach, families, risks, opps = _domain_view(domain, active, signal)
     risks += [
         f"{_label(f)} opposes the vote (signal {f.signal:+.2f}, conf {f.confidence:.2f})"
         for f in sorted(oppose, key=_strength, reverse=True)[:2]
@@ -230,3 +200,68 @@ def synthesize_domain(
         recommended_families=families,
         **base,
     )
+
+
+def _no_view(
+    domain: Domain, own: list[Finding], active: list[Finding], failed_set: list[str], base: dict
+) -> FactSheet:
+    """The fact sheet of a domain without a vote: why its findings abstained or failed."""
+    reasons = sorted({f"{f.type.value}.{f.specialization}: {f.reason}" for f in own})
+    insights = reasons[:5] or [f"no {domain.value} findings were produced"]
+    return FactSheet(
+        key_insights=insights,
+        confidence=0.0,
+        signal=0.0,
+        recommended_approach=(
+            f"no {domain.value} view: {len(own) - len(active)} of {len(own)} findings "
+            f"abstained" + (f", {len(failed_set)} subagent(s) failed" if failed_set else "")
+        ),
+        **base,
+    )
+
+
+def _vote(active: list[Finding], w: float) -> tuple[float, float, float]:
+    """(signal, consensus, confidence) of the active findings' confidence-weighted vote;
+    ``w`` is their summed confidence (> 0)."""
+    signal = sum(f.confidence * f.signal for f in active) / w
+    spread = sum(f.confidence * abs(f.signal) for f in active)
+    consensus = abs(signal * w) / spread if spread else 0.0
+    conviction = w / len(active)
+    confidence = min(1.0, conviction * (0.5 + 0.5 * consensus))
+    return signal, consensus, confidence
+
+
+def _vote_insights(
+    domain: Domain,
+    own: list[Finding],
+    active: list[Finding],
+    signal: float,
+    confidence: float,
+    consensus: float,
+) -> list[str]:
+    """The vote in a sentence: its signal, confidence, coverage and the bull/bear count."""
+    n_bull = sum(f.signal > 0 for f in active)
+    n_bear = sum(f.signal < 0 for f in active)
+    return [
+        f"{domain.value} vote {signal:+.2f} (confidence {confidence:.2f}) from {len(active)} "
+        f"of {len(own)} findings (coverage {len(active) / len(own):.2f}): {n_bull} bullish, "
+        f"{n_bear} bearish, consensus {consensus:.2f}, {len(own) - len(active)} abstained"
+    ]
+
+
+def _domain_view(
+    domain: Domain, active: list[Finding], signal: float
+) -> tuple[str, list[str], list[str], list[str]]:
+    """(approach, families, risks, opportunities): the technical view recommends families;
+    another domain only leans, as a filter on the technical entry."""
+    if domain == Domain.TECHNICAL:
+        return _technical_view(active, signal)
+    families: list[str] = []
+    lean = "long bias" if signal > 0.2 else "short/avoid bias" if signal < -0.2 else "neutral"
+    approach = (
+        f"{lean} from {domain.value}: vote {signal:+.2f} over {len(active)} finding(s); "
+        f"use as a filter on the technical entry, not as a timing signal"
+    )
+    risks: list[str] = []
+    opps: list[str] = []
+    return approach, families, risks, opps

@@ -47,6 +47,8 @@ def _too_short(bundle: FeatureBundle, spec: str, indicator: str, missing: list[s
 
 
 def trend(bundle: FeatureBundle, context: ResearchContext) -> Finding:
+    """The trend subagent: the moving-average stack, EMA cross, DI and SMA_50 slope, scaled by ADX
+    strength."""
     keys = (
         "CLOSE",
         "SMA_20",
@@ -117,6 +119,8 @@ def trend(bundle: FeatureBundle, context: ResearchContext) -> Finding:
 
 
 def momentum(bundle: FeatureBundle, context: ResearchContext) -> Finding:
+    """The momentum subagent: RSI, MACD, stochastics and rate of change, less confident when
+    stretched."""
     keys = (
         "RSI_14",
         "MACD_12_26_9",
@@ -172,6 +176,8 @@ def momentum(bundle: FeatureBundle, context: ResearchContext) -> Finding:
 
 
 def volatility(bundle: FeatureBundle, context: ResearchContext) -> Finding:
+    """The volatility subagent: position in the Bollinger band and the volatility regime (high leans
+    bearish)."""
     keys = (
         "CLOSE",
         "BBANDS_UPPER_20_2",
@@ -241,6 +247,7 @@ def volatility(bundle: FeatureBundle, context: ResearchContext) -> Finding:
 
 
 def volume(bundle: FeatureBundle, context: ResearchContext) -> Finding:
+    """The volume subagent: OBV and A/D flow over 20 bars, more confident when it confirms price."""
     keys = ("OBV", "AD", "VOLUME", "VOLUME_SMA_20", "ROC_20")
     ev = bundle.snapshot(keys)
     if miss := _missing(ev, keys):
@@ -326,6 +333,8 @@ def pattern_stats(bundle: FeatureBundle, horizon: int) -> tuple[dict[str, float]
 
 
 def pattern(bundle: FeatureBundle, context: ResearchContext) -> Finding:
+    """The pattern subagent: candles of the last bars, each voting with its history's t-statistic
+    against the base rate."""
     h = context.pattern_horizon
     stats, base = pattern_stats(bundle, h)
     if not math.isfinite(base):

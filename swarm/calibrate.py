@@ -125,6 +125,27 @@ def build_parser() -> argparse.ArgumentParser:
         + ", ".join(f"{a} = {n}" for a, n in ALIASES.items())
         + ")",
     )
+    _add_universe_arguments(p)
+    p.add_argument("--variants", type=int, default=None, help="develop --variants (default 5)")
+    p.add_argument(
+        "--max-iterations", type=int, default=None, help="develop --max-iterations (default 10)"
+    )
+    p.add_argument(
+        "--criteria", default=None, help="develop --criteria (default the lab's): " + CRITERIA_HELP
+    )
+    p.add_argument(
+        "--criteria-replace",
+        action="store_true",
+        help="develop --criteria-replace: " + CRITERIA_REPLACE_HELP,
+    )
+    add_screen_arguments(p)  # develop's --screen-size / --no-screen / --deflate-by, passed on
+    p.add_argument("--keep-checkpoints", action="store_true", help="keep each run's checkpoints")
+    p.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    return p
+
+
+def _add_universe_arguments(p: argparse.ArgumentParser) -> None:
+    """The synthetic universes' shape and the strength of each planted edge."""
     p.add_argument("--symbols", type=int, default=3, help="symbols per universe (default 3)")
     p.add_argument("--years", type=float, default=8.0, help="years of bars (default 8)")
     p.add_argument(
@@ -169,22 +190,6 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="override every scenario's expected annual return (default: the scenario's own)",
     )
-    p.add_argument("--variants", type=int, default=None, help="develop --variants (default 5)")
-    p.add_argument(
-        "--max-iterations", type=int, default=None, help="develop --max-iterations (default 10)"
-    )
-    p.add_argument(
-        "--criteria", default=None, help="develop --criteria (default the lab's): " + CRITERIA_HELP
-    )
-    p.add_argument(
-        "--criteria-replace",
-        action="store_true",
-        help="develop --criteria-replace: " + CRITERIA_REPLACE_HELP,
-    )
-    add_screen_arguments(p)  # develop's --screen-size / --no-screen / --deflate-by, passed on
-    p.add_argument("--keep-checkpoints", action="store_true", help="keep each run's checkpoints")
-    p.add_argument("--quiet", action="store_true", help="no progress on stderr")
-    return p
 
 
 def _say(quiet: bool, msg: str) -> None:

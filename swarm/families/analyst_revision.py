@@ -74,6 +74,7 @@ class AnalystRevision:
         )
 
     def reconcile(self, spec: StrategySpec) -> StrategySpec:
+        """The spec with exactly its family\'s parameters, snapped to the grid."""
         return reconcile(spec)
 
     def code(self, run: Any, spec: StrategySpec) -> str | None:
@@ -89,6 +90,7 @@ class AnalystRevision:
         return variant | {"code": code, "code_sha256": code_sha256(code)}
 
     def screens(self, spec: StrategySpec) -> bool:
+        """Never: the screen has no alternative data; its variants are backtested whole."""
         return False
 
     def events(self, run: Any, *, through: date) -> EventTable:

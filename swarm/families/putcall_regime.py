@@ -78,11 +78,13 @@ class PutCallRegime:
         return n if set(families) == {KIND} else max(1, n // 2)
 
     def propose(self, ctx: ProposalContext, n: int) -> list[Proposal]:
+        """Up to ``n`` fresh specs for the route, none trading as one already tried does."""
         if n <= 0:
             return []
         return propose(route=ctx.route, n=n, rng=ctx.rng, seen=ctx.seen, best=ctx.own_best)
 
     def reconcile(self, spec: StrategySpec) -> StrategySpec:
+        """The spec with exactly its family\'s parameters, snapped to the grid."""
         return reconcile(spec)
 
     def code(self, run: Any, spec: StrategySpec) -> str | None:
@@ -98,6 +100,7 @@ class PutCallRegime:
         return variant | {"code": code, "code_sha256": code_sha256(code)}
 
     def screens(self, spec: StrategySpec) -> bool:
+        """Never: the screen has no alternative data; its variants are backtested whole."""
         return False
 
     def series(self, run: Any, *, through: date) -> RatioSeries:

@@ -151,6 +151,7 @@ class SentimentMomentum:
         _warn(run, f"{KIND}: no coverage {where} for {missing}; those strategies stay flat")
 
     def reconcile(self, spec: StrategySpec) -> StrategySpec:
+        """The spec with exactly its family\'s parameters, snapped to the grid."""
         return reconcile(spec)
 
     def code(self, run: Any, spec: StrategySpec) -> str | None:
@@ -166,6 +167,7 @@ class SentimentMomentum:
         return variant | {"code": code, "code_sha256": code_sha256(code)}
 
     def screens(self, spec: StrategySpec) -> bool:
+        """Never: the screen has no alternative data; its variants are backtested whole."""
         return False
 
     def series(self, run: Any, *, through: date) -> DailyTable:

@@ -21,10 +21,8 @@ from strategies.spec import StrategySpec
 from swarm.agents.strategy_dev import preferred_order, repair_proposals, repair_slots
 from swarm.context import RunContext
 from swarm.families import registry
-from swarm.llm.brains import llm_strategy_specs
-from swarm.nodes.llm_log import llm_logger
 from swarm.nodes.screen_tuner import ScreenTuner, screens
-from swarm.nodes.strategy_brief import brief_text, catalogue_text
+from swarm.nodes.strategy_llm import llm_proposals
 from swarm.nodes.variants import build_variants
 from swarm.regime_data import available_indices
 from swarm.sizing import pin_proposals
@@ -85,37 +83,6 @@ def _own_families(
         props = plugin.propose(pctx.with_(seen=pctx.seen, own_best=parent, tuner=tuner), n)
         pctx.seen = pctx.seen | _keys(props)
         out += props
-    return out
-
-
-def _llm_proposals(
-    ctx: RunContext,
-    state: DevelopState,
-    pctx: ProposalContext,
-    n: int,
-    order: list[str],
-    custom_code: dict[str, str],
-) -> list[Proposal]:
-    """The LLM's share of the block slots (its own code kept in ``custom_code``)."""
-    if ctx.llm is None or ctx.llm.exhausted or n <= 0:
-        return []
-    iteration, route, best = state.get("iteration", 1), pctx.route, pctx.best
-    parent = best[0] if best and route in ("TUNE", "FIX", "REFINE") else None
-    out: list[Proposal] = []
-    for spec, code, why in llm_strategy_specs(
-        ctx.llm,
-        n=n,
-        route=route,
-        brief=brief_text(state, route, best, pctx.last, pctx.failure, order),
-        catalogue=catalogue_text(pctx.extra["regime_filters"]),
-        seen=pctx.seen,
-        untrusted=[i.headline for i in ctx.news_items],
-        log=llm_logger(ctx, iteration=iteration, route=route),
-    ):
-        if code is not None:
-            custom_code[spec.trial_key()] = code
-        out.append(Proposal(spec, parent, why))
-        pctx.seen = pctx.seen | {spec.trial_key()}
     return out
 
 
@@ -194,7 +161,7 @@ def strategy_dev(state: DevelopState, runtime: Runtime[RunContext]) -> dict[str,
     own = _own_families(reg, ctx, state, pctx, budget, tuners)
     n_blocks = budget - len(own)
     custom_code: dict[str, str] = {}
-    llm = _llm_proposals(ctx, state, pctx, n_blocks, order, custom_code)
+    llm = llm_proposals(ctx, state, pctx, n_blocks, order, custom_code)
     rules = _block_proposals(reg, ctx, state, pctx, n_blocks - len(llm), tuners)
     for tuner in tuners.values():  # the sweeps' series and records, once each
         tuner.flush()

@@ -467,12 +467,21 @@ def _reproduce_section(config: dict[str, Any], n_records: int | None) -> list[st
 
 
 def _criteria_sources(config: dict[str, Any], criteria_text: str) -> str:
-    """The criteria and where each came from: the user's ``--criteria``, the defaults kept,
-    and whether ``--criteria-replace`` dropped the default rules."""
+    """The criteria and where each came from: the user's ``--criteria``, the defaults kept
+    (the asset class's among them, said why), and whether ``--criteria-replace`` dropped the
+    default rules."""
     if "criteria_replace" not in config:  # a run from before the option: the text is all
         return f"`{criteria_text}`"
+    notes = [] if config.get("criteria_replace") else list(config.get("asset_notes") or [])
+    said = _criteria_said(config)
+    return said + (f" (asset-class defaults: {'; '.join(notes)})" if notes else "")
+
+
+def _criteria_said(config: dict[str, Any]) -> str:
+    """Which criteria are the user's and which the defaults'."""
     replace = bool(config["criteria_replace"])
-    src = criteria_sources(config.get("criteria_text"), replace=replace)
+    asset = config.get("asset_criteria") or ""
+    src = criteria_sources(config.get("criteria_text"), replace=replace, defaults=asset)
 
     def ticks(labels: list[str]) -> str:
         return ", ".join(f"`{lab}`" for lab in labels)

@@ -138,12 +138,20 @@ def merge_criteria(defaults: Criteria, text: str) -> Criteria:
     return Criteria(rules=merged, **{**defaults.model_dump(exclude={"rules"}), **extra})
 
 
-def criteria_from_text(text: str | None, *, replace: bool = False) -> Criteria:
+def default_criteria(base: str = "") -> Criteria:
+    """The lab's default criteria, with ``base`` (an asset class's own bars, e.g. crypto's
+    drawdown cap: ``swarm.asset_defaults``) laid over them."""
+    defaults = parse_criteria(None)
+    return merge_criteria(defaults, base) if base.strip() else defaults
+
+
+def criteria_from_text(text: str | None, *, replace: bool = False, base: str = "") -> Criteria:
     """The criteria of ``--criteria TEXT`` (merged over the defaults) or, with ``replace``
-    (``--criteria-replace``), of TEXT alone; no text: exactly the defaults."""
+    (``--criteria-replace``), of TEXT alone; no text: exactly the defaults. ``base``: the
+    asset class's bars over the lab's defaults (dropped with them by ``replace``)."""
     if text is None or not text.strip():
-        return parse_criteria(None)
-    return parse_criteria(text) if replace else merge_criteria(parse_criteria(None), text)
+        return default_criteria(base)
+    return parse_criteria(text) if replace else merge_criteria(default_criteria(base), text)
 
 
 def special_labels(c: Criteria) -> dict[str, str]:
@@ -168,16 +176,19 @@ class CriteriaSources:
     replaced: bool
 
 
-def criteria_sources(text: str | None, *, replace: bool = False) -> CriteriaSources:
-    """Which bars of ``criteria_from_text(text, replace=replace)`` are the user's."""
-    base = parse_criteria(None)
+def criteria_sources(
+    text: str | None, *, replace: bool = False, defaults: str = ""
+) -> CriteriaSources:
+    """Which bars of ``criteria_from_text(text, replace=replace, base=defaults)`` are the
+    user's (``defaults``: the asset class's bars, counted with the lab's defaults)."""
+    base = default_criteria(defaults)
     base_specials = special_labels(base)
     if text is None or not text.strip():
         labels = [rule_label(r) for r in base.rules] + list(base_specials.values())
         return CriteriaSources(user=[], defaults=labels, displaced=[], replaced=False)
     user_rules, extra = _parse_items(text)
     named = [n for n, field in SPECIAL.items() if field in extra]
-    final = criteria_from_text(text, replace=replace)
+    final = criteria_from_text(text, replace=replace, base=defaults)
     final_specials = special_labels(final)
     keys = {_rule_key(r) for r in user_rules}
     if replace:

@@ -48,6 +48,11 @@ class RunConfig(BaseModel):
     criteria_text: str | None = None  # --criteria as typed (None: the defaults)
     # --criteria-replace: criteria_text's rules replace the defaults (False: laid over them).
     criteria_replace: bool = False
+    # The asset class's defaults (swarm.asset_defaults): its criteria laid over the lab's,
+    # and why each default applied (for the report).
+    asset_class: str = "equity"
+    asset_criteria: str = ""
+    asset_notes: list[str] = Field(default_factory=list)
     holdout_frac: float = Field(0.2, gt=0, lt=0.5)
     n_folds: int = Field(3, ge=1, le=10)
     warmup_bars: int = Field(200, ge=0)

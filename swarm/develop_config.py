@@ -23,6 +23,7 @@ def config_from_args(args: argparse.Namespace):
     """Validate every argument up front, so bad input never creates a half run."""
     from gate.criteria import criteria_from_text
     from gate.errors import CriteriaError
+    from swarm.asset_defaults import defaults_for
     from swarm.plan import plan_summary
 
     directive = (args.directive or "").strip()
@@ -43,12 +44,13 @@ def config_from_args(args: argparse.Namespace):
             "--criteria-replace: no --criteria to replace the defaults with; add --criteria "
             '"sharpe>=0.8,..." or drop --criteria-replace'
         )
+    styles, families = _styles_and_families(args, plan)
+    asset = defaults_for(plan.tickers, families)  # crypto's drawdown cap, pairs against cash
     try:
-        criteria = criteria_from_text(args.criteria, replace=replace)
+        criteria = criteria_from_text(args.criteria, replace=replace, base=asset.criteria)
     except CriteriaError as exc:
         raise UserInputError(f"--criteria: {exc}") from None
-    benchmark = _benchmark(args.benchmark, plan.benchmark)
-    styles, families = _styles_and_families(args, plan)
+    benchmark = _benchmark(args.benchmark, plan.benchmark or asset.benchmark)
     summary = plan_summary(plan, start=start, end=end, benchmark=benchmark, families=families)
     config = _run_config(
         args,
@@ -63,6 +65,7 @@ def config_from_args(args: argparse.Namespace):
         replace=replace,
         llm_settings=llm_settings,
         benchmark=benchmark,
+        asset=asset,
     )
     from swarm.families import registry
 
@@ -197,6 +200,7 @@ def _run_config(
     replace: bool,
     llm_settings,
     benchmark,
+    asset,
 ):
     """The RunConfig of the checked arguments and the resolved plan."""
     from swarm.config import RunConfig
@@ -229,6 +233,9 @@ def _run_config(
         sizing=sizing,
         criteria_text=args.criteria,
         criteria_replace=replace,
+        asset_class=asset.asset_class,
+        asset_criteria=asset.criteria,
+        asset_notes=asset.why,
         holdout_frac=args.holdout,
         n_folds=args.folds,
         workers=args.workers,

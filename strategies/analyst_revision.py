@@ -31,6 +31,7 @@ from typing import NamedTuple
 from altdata.pit import KNOWN_AT, TICKER, AltTable
 from strategies.earnings_drift import date_key, first_tradable
 from strategies.family_api import Proposal
+from strategies.param_grid import nearest, neighbour_params
 from strategies.spec import ParamValue, StrategySpec
 
 KIND = "analyst_revision"
@@ -199,7 +200,7 @@ def triggers(
 
 def snap(name: str, value: ParamValue) -> int:
     """``value`` moved to the nearest grid point of ``name`` (ties: the lower one)."""
-    return min(GRID[name], key=lambda g: (abs(g - float(value)), g))
+    return int(nearest(GRID[name], value))
 
 
 def reconcile(spec: StrategySpec) -> StrategySpec:
@@ -250,30 +251,10 @@ def named(spec: StrategySpec) -> StrategySpec:
 def neighbours(base: StrategySpec, rng: random.Random) -> list[StrategySpec]:
     """Every spec one or two grid steps from ``base``, single moves first, each group in the
     order ``rng`` shuffles it."""
-    singles, doubles = [], []
-    names = list(GRID)
-    for name in names:
-        for step in (-1, 1):
-            moved = _step(base.parameters, name, step)
-            if moved is not None:
-                singles.append(moved)
-    for i, a in enumerate(names):
-        for b in names[i + 1 :]:
-            for sa in (-1, 1):
-                for sb in (-1, 1):
-                    one = _step(base.parameters, a, sa)
-                    two = _step(one, b, sb) if one is not None else None
-                    if two is not None:
-                        doubles.append(two)
-    rng.shuffle(singles)
-    rng.shuffle(doubles)
-    return [named(reconcile(base.model_copy(update={"parameters": p}))) for p in singles + doubles]
-
-
-def _step(params: dict[str, ParamValue], name: str, step: int) -> dict[str, ParamValue] | None:
-    grid = GRID[name]
-    i = grid.index(snap(name, params[name])) + step
-    return None if not 0 <= i < len(grid) else params | {name: grid[i]}
+    return [
+        named(reconcile(base.model_copy(update={"parameters": p})))
+        for p in neighbour_params(GRID, snap, base.parameters, rng)
+    ]
 
 
 def signature(spec: StrategySpec, table: EventTable, *, start: int = 0) -> tuple:

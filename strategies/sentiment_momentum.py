@@ -38,6 +38,7 @@ from altdata.pit import KNOWN_AT, TICKER, AltTable
 from altdata.sessions import session_after, session_close, session_on_or_after
 from strategies.earnings_drift import EXCHANGE_TZ, date_key
 from strategies.family_api import Proposal
+from strategies.param_grid import nearest, neighbour_params
 from strategies.spec import ParamValue, StrategySpec
 
 KIND = "sentiment_momentum"
@@ -97,7 +98,9 @@ class Day(NamedTuple):
     """One session's reading as the strategy gets it."""
 
     day: int  # yyyymmdd
-    count: int  # distinct items known by its close (and after the previous one's)
+    # the field shadows tuple.count (mypy): distinct items known by its close (and after the
+    # previous one's)
+    count: int  # type: ignore[assignment]
     tone: float  # their mean tone
 
 
@@ -293,8 +296,7 @@ def decisions(spec: StrategySpec, rows: Sequence[Day], days: Sequence[int]) -> t
 
 def snap(name: str, value: ParamValue) -> ParamValue:
     """``value`` moved to the nearest grid point of ``name`` (ties: the lower one)."""
-    grid = GRID[name]
-    best = min(grid, key=lambda g: (abs(g - float(value)), g))
+    best = nearest(GRID[name], value)
     return float(best) if name in FLOATS else int(best)
 
 
@@ -352,30 +354,10 @@ def named(spec: StrategySpec) -> StrategySpec:
 def neighbours(base: StrategySpec, rng: random.Random) -> list[StrategySpec]:
     """Every spec one or two grid steps from ``base``, single moves first, each group in the
     order ``rng`` shuffles it."""
-    singles, doubles = [], []
-    names = list(GRID)
-    for name in names:
-        for step in (-1, 1):
-            moved = _step(base.parameters, name, step)
-            if moved is not None:
-                singles.append(moved)
-    for i, a in enumerate(names):
-        for b in names[i + 1 :]:
-            for sa in (-1, 1):
-                for sb in (-1, 1):
-                    one = _step(base.parameters, a, sa)
-                    two = _step(one, b, sb) if one is not None else None
-                    if two is not None:
-                        doubles.append(two)
-    rng.shuffle(singles)
-    rng.shuffle(doubles)
-    return [named(reconcile(base.model_copy(update={"parameters": p}))) for p in singles + doubles]
-
-
-def _step(params: dict[str, ParamValue], name: str, step: int) -> dict[str, ParamValue] | None:
-    grid = GRID[name]
-    i = grid.index(snap(name, params[name])) + step
-    return None if not 0 <= i < len(grid) else params | {name: grid[i]}
+    return [
+        named(reconcile(base.model_copy(update={"parameters": p})))
+        for p in neighbour_params(GRID, snap, base.parameters, rng)
+    ]
 
 
 def signature(spec: StrategySpec, table: DailyTable, days: Sequence[int]) -> tuple:

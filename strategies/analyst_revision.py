@@ -31,7 +31,7 @@ from typing import NamedTuple
 from altdata.pit import KNOWN_AT, TICKER, AltTable
 from strategies.earnings_drift import date_key, first_tradable
 from strategies.family_api import Proposal
-from strategies.param_grid import nearest, neighbour_params
+from strategies.param_grid import nearest, neighbour_params, new_spec, settled
 from strategies.spec import ParamValue, StrategySpec
 
 KIND = "analyst_revision"
@@ -206,31 +206,14 @@ def snap(name: str, value: ParamValue) -> int:
 def reconcile(spec: StrategySpec) -> StrategySpec:
     """Exactly the parameters the code reads, snapped to the grid; no blocks."""
     params = {k: snap(k, spec.parameters.get(k, d)) for k, d in DEFAULTS.items()}
-    return spec.model_copy(
-        update={
-            "entry": KIND,
-            "filters": [],
-            "exits": [],
-            "sizing": "fixed_fraction",
-            "scope": "symbol",
-            "parameters": params,
-        }
-    )
+    return settled(spec, KIND, params)
 
 
 def revision_spec(
     parameters: dict[str, ParamValue] | None = None, *, long_short: bool = False
 ) -> StrategySpec:
     """The family's spec with ``parameters`` over the defaults, snapped to the grid."""
-    spec = StrategySpec(
-        family=KIND,
-        name=KIND,
-        approach=APPROACH,
-        entry=KIND,
-        long_short=long_short,
-        parameters=dict(parameters or {}),
-    )
-    return named(reconcile(spec))
+    return named(reconcile(new_spec(KIND, APPROACH, parameters, long_short=long_short)))
 
 
 def named(spec: StrategySpec) -> StrategySpec:

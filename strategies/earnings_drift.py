@@ -29,7 +29,7 @@ import pandas as pd
 from altdata.pit import KNOWN_AT, TICKER, AltTable
 from altdata.sessions import session_after, session_close, session_on_or_after
 from strategies.family_api import Proposal
-from strategies.param_grid import nearest, neighbour_params
+from strategies.param_grid import nearest, neighbour_params, new_spec, settled
 from strategies.spec import ParamValue, StrategySpec
 
 KIND = "earnings_drift"
@@ -135,31 +135,14 @@ def snap(name: str, value: ParamValue) -> ParamValue:
 def reconcile(spec: StrategySpec) -> StrategySpec:
     """Exactly the parameters the code reads, snapped to the grid; no blocks."""
     params = {k: snap(k, spec.parameters.get(k, d)) for k, d in DEFAULTS.items()}
-    return spec.model_copy(
-        update={
-            "entry": KIND,
-            "filters": [],
-            "exits": [],
-            "sizing": "fixed_fraction",
-            "scope": "symbol",
-            "parameters": params,
-        }
-    )
+    return settled(spec, KIND, params)
 
 
 def drift_spec(
     parameters: dict[str, ParamValue] | None = None, *, long_short: bool = False
 ) -> StrategySpec:
     """An earnings-drift spec with ``parameters``, reconciled and named."""
-    spec = StrategySpec(
-        family=KIND,
-        name=KIND,
-        approach=APPROACH,
-        entry=KIND,
-        long_short=long_short,
-        parameters=dict(parameters or {}),
-    )
-    return named(reconcile(spec))
+    return named(reconcile(new_spec(KIND, APPROACH, parameters, long_short=long_short)))
 
 
 def named(spec: StrategySpec) -> StrategySpec:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import random
 from collections.abc import Callable, Mapping, Sequence
 
-from strategies.spec import ParamValue
+from strategies.spec import ParamValue, StrategySpec
 
 Params = dict[str, ParamValue]
 Snap = Callable[[str, ParamValue], ParamValue]  # a family's own: the nearest point, typed
@@ -55,3 +55,32 @@ def neighbour_params(
     rng.shuffle(singles)
     rng.shuffle(doubles)
     return singles + doubles
+
+
+def new_spec(
+    kind: str, approach: str, parameters: Params | None, *, long_short: bool
+) -> StrategySpec:
+    """A grid family's spec before ``reconcile``: its kind as family, name and entry."""
+    return StrategySpec(
+        family=kind,
+        name=kind,
+        approach=approach,
+        entry=kind,
+        long_short=long_short,
+        parameters=dict(parameters or {}),
+    )
+
+
+def settled(spec: StrategySpec, kind: str, params: Mapping[str, ParamValue]) -> StrategySpec:
+    """``spec`` as its grid family runs it: its own entry, no blocks, a fixed fraction of the
+    account on one symbol, exactly ``params``."""
+    return spec.model_copy(
+        update={
+            "entry": kind,
+            "filters": [],
+            "exits": [],
+            "sizing": "fixed_fraction",
+            "scope": "symbol",
+            "parameters": dict(params),
+        }
+    )

@@ -36,8 +36,8 @@ from typing import NamedTuple
 from altdata.pit import KNOWN_AT, AltTable
 from strategies.earnings_drift import date_key, first_tradable
 from strategies.family_api import Proposal
-from strategies.param_grid import nearest, neighbour_params
-from strategies.spec import ParamValue, PluginFamily, StrategySpec
+from strategies.param_grid import nearest, neighbour_params, new_spec, settled
+from strategies.spec import ParamValue, StrategySpec
 
 KIND = "putcall_regime"
 CLASS_NAME = "PutCallRegime"
@@ -217,31 +217,14 @@ def reconcile(spec: StrategySpec) -> StrategySpec:
     params = {k: snap(k, spec.parameters.get(k, d)) for k, d in DEFAULTS.items()}
     if params["exit_z"] >= params["entry_z"]:
         params["exit_z"] = max(g for g in GRID["exit_z"] if g < params["entry_z"])
-    return spec.model_copy(
-        update={
-            "entry": KIND,
-            "filters": [],
-            "exits": [],
-            "sizing": "fixed_fraction",
-            "scope": "symbol",
-            "parameters": params,
-        }
-    )
+    return settled(spec, KIND, params)
 
 
 def regime_spec(
     parameters: dict[str, ParamValue] | None = None, *, long_short: bool = False
 ) -> StrategySpec:
     """The family's spec with ``parameters`` over the defaults, snapped to the grid."""
-    spec = StrategySpec(
-        family=PluginFamily(KIND),
-        name=KIND,
-        approach=APPROACH,
-        entry=KIND,
-        long_short=long_short,
-        parameters=dict(parameters or {}),
-    )
-    return named(reconcile(spec))
+    return named(reconcile(new_spec(KIND, APPROACH, parameters, long_short=long_short)))
 
 
 def named(spec: StrategySpec) -> StrategySpec:

@@ -38,7 +38,7 @@ from altdata.pit import KNOWN_AT, TICKER, AltTable
 from altdata.sessions import session_after, session_close, session_on_or_after
 from strategies.earnings_drift import EXCHANGE_TZ, date_key
 from strategies.family_api import Proposal
-from strategies.param_grid import nearest, neighbour_params
+from strategies.param_grid import nearest, neighbour_params, new_spec, settled
 from strategies.spec import ParamValue, StrategySpec
 
 KIND = "sentiment_momentum"
@@ -303,16 +303,7 @@ def snap(name: str, value: ParamValue) -> ParamValue:
 def reconcile(spec: StrategySpec) -> StrategySpec:
     """Exactly the parameters the code reads, snapped to the grid; no blocks."""
     params = {k: snap(k, spec.parameters.get(k, d)) for k, d in DEFAULTS.items()}
-    return spec.model_copy(
-        update={
-            "entry": KIND,
-            "filters": [],
-            "exits": [],
-            "sizing": "fixed_fraction",
-            "scope": "symbol",
-            "parameters": params,
-        }
-    )
+    return settled(spec, KIND, params)
 
 
 def source_of(spec: StrategySpec) -> str:
@@ -324,15 +315,7 @@ def momentum_spec(
     parameters: dict[str, ParamValue] | None = None, *, long_short: bool = False
 ) -> StrategySpec:
     """The family's spec with ``parameters`` over the defaults, snapped to the grid."""
-    spec = StrategySpec(
-        family=KIND,
-        name=KIND,
-        approach=APPROACH,
-        entry=KIND,
-        long_short=long_short,
-        parameters=dict(parameters or {}),
-    )
-    return named(reconcile(spec))
+    return named(reconcile(new_spec(KIND, APPROACH, parameters, long_short=long_short)))
 
 
 def named(spec: StrategySpec) -> StrategySpec:

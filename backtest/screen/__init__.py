@@ -23,6 +23,7 @@ from backtest.screen.screening import (
 from backtest.screen.sweep import (
     ScreenedSet,
     Sweep,
+    batch_files,
     portfolio_windows_for,
     read_batch,
     screen_sets,
@@ -40,6 +41,7 @@ __all__ = [
     "Sweep",
     "Unsupported",
     "Window",
+    "batch_files",
     "books_result",
     "evaluate",
     "portfolio_windows_for",

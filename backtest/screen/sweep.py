@@ -25,6 +25,7 @@ Pure: no I/O; the node writes the batch (``write_batch``) and the records.
 from __future__ import annotations
 
 import math
+import re
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -218,18 +219,33 @@ def _rank_key(s: ScreenedSet, min_trades: int) -> tuple[int, int, float, str]:
 # --- the batch file: a run folder's record of every screened set's returns ----------------
 
 
+# A batch's file name: ``iNN.npz`` or ``iNN-<scope>.npz`` (never a writer's temp file).
+BATCH_NAME = re.compile(r"i\d+(-[A-Za-z0-9_]+)*\.npz")
+
+
+def batch_files(folder: Path) -> list[Path]:
+    """The batches written to ``folder`` (``write_batch``), in name order."""
+    if not folder.is_dir():
+        return []
+    return sorted(p for p in folder.iterdir() if BATCH_NAME.fullmatch(p.name))
+
+
 def write_batch(path: Path, sweep: Sweep) -> None:
     """The batch's return series beside the run (not in the checkpointed state), so the
     effective trial count can be recomputed from the run folder alone."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp.npz")
-    np.savez_compressed(
-        tmp,
-        keys=np.array([s.trial_key for s in sweep.sets]),
-        dates=np.array(sweep.dates),
-        # float32: ~7 significant digits are plenty for correlations, at half the size.
-        returns=sweep.returns.astype(np.float32),
-    )
+    # A hidden temp name that no batch pattern matches: a kill before the rename leaves a file
+    # the readers never take for a batch (``BATCH_NAME``); written through a handle, since
+    # numpy appends ".npz" to a path that lacks it.
+    tmp = path.with_name(f".{path.name}.tmp")
+    with open(tmp, "wb") as fh:
+        np.savez_compressed(
+            fh,
+            keys=np.array([s.trial_key for s in sweep.sets]),
+            dates=np.array(sweep.dates),
+            # float32: ~7 significant digits are plenty for correlations, at half the size.
+            returns=sweep.returns.astype(np.float32),
+        )
     tmp.replace(path)
 
 

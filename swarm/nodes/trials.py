@@ -30,12 +30,11 @@ def _batch_groups(
     ctx: RunContext, benchmark: Mapping[str, float] | None
 ) -> list[tuple[list[str], dict[str, float]]]:
     """Every screened batch's clusters: (member trial keys, representative series)."""
-    from backtest.screen import read_batch
+    from backtest.screen import batch_files, read_batch
 
     memo = ctx.memo.screen_groups.setdefault(benchmark is None, {})
-    folder = ctx.run.path("screens")
     out: list[tuple[list[str], dict[str, float]]] = []
-    for path in sorted(folder.glob("i*.npz")) if folder.is_dir() else []:
+    for path in batch_files(ctx.run.path("screens")):
         if path.name not in memo:
             keys, dates, matrix = read_batch(path)
             bench = None if benchmark is None else [benchmark.get(d, 0.0) for d in dates]

@@ -89,3 +89,28 @@ def test_spa_tests_the_backtrader_trials_and_the_screened_representatives(tmp_pa
     p_after, n_after = run_spa(trials | reps, bdict, seed=0)
     assert n_after == 3 + len(reps) == 5
     assert p_after < 0.05 < p_before
+
+
+def test_a_batch_left_half_written_by_a_kill_is_not_counted(tmp_path):
+    """A SIGKILL between the temp file and its rename leaves the temp behind; the resumed run
+    writes the batch again. The leftover (whole or torn) is neither a second batch nor an
+    error: the count is the uninterrupted run's."""
+    rng = np.random.default_rng(3)
+    _batch(tmp_path, "i02.npz", _families(rng, [0.0, 0.001, -0.001]), "a")
+    want = screened_representatives(_ctx(tmp_path), None)
+    screens = tmp_path / "screens"
+    whole = (screens / "i02.npz").read_bytes()
+    # The temp names this writer and earlier ones used, whole and cut short.
+    (screens / "i02.npz.tmp.npz").write_bytes(whole)
+    (screens / ".i02.npz.tmp").write_bytes(whole[: len(whole) // 2])
+    (screens / "i03.npz.tmp.npz").write_bytes(whole[:100])
+    assert screened_representatives(_ctx(tmp_path), None) == want
+
+
+def test_write_batch_leaves_no_temp_file_and_replaces_an_earlier_batch(tmp_path):
+    rng = np.random.default_rng(4)
+    _batch(tmp_path, "i02.npz", _families(rng, [0.0]), "a")
+    keys = _batch(tmp_path, "i02.npz", _families(rng, [0.001]), "b")
+    assert sorted(p.name for p in (tmp_path / "screens").iterdir()) == ["i02.npz"]
+    reps = screened_representatives(_ctx(tmp_path), None)
+    assert {k[len(SCREEN_PREFIX) :] for k in reps} == {keys[0]}

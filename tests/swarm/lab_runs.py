@@ -95,6 +95,43 @@ def comparable(run_dir: Path) -> list[dict]:
     return strip_volatile(read_records(run_dir / "experiments.jsonl"))
 
 
+def _paths_that_differ(a: object, b: object, at: str = "") -> list[str]:
+    """The leaf paths where two JSON values differ (``alpha.deflated_alpha``, say)."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        return [
+            p
+            for k in sorted(set(a) | set(b))
+            for p in _paths_that_differ(a.get(k), b.get(k), f"{at}.{k}" if at else str(k))
+        ]
+    return [] if a == b else [at or "(value)"]
+
+
+def describe_diff(got: list[dict], expected: list[dict], limit: int = 8) -> str:
+    """Which records differ between two runs and where: missing or extra records by their
+    identity (kind, iteration, variant, symbol), then the fields of those that changed."""
+    from experiments.tracker import ID_FIELDS
+
+    def by_id(records: list[dict]) -> dict[tuple, dict]:
+        return {tuple(r.get(f) for f in ID_FIELDS): r for r in records}
+
+    g, e = by_id(got), by_id(expected)
+    lines = [f"{len(got)} records, {len(expected)} expected"]
+    lines += [f"missing: {k}" for k in sorted(set(e) - set(g), key=str)][:limit]
+    lines += [f"extra: {k}" for k in sorted(set(g) - set(e), key=str)][:limit]
+    changed = [(k, _paths_that_differ(g[k], e[k])) for k in sorted(set(g) & set(e), key=str)]
+    for k, paths in [(k, p) for k, p in changed if p][:limit]:
+        shown = ", ".join(f"{p}: {_at(g[k], p)!r} != {_at(e[k], p)!r}" for p in paths[:6])
+        lines.append(f"changed {k}: {shown}")
+    return "\n".join(lines)
+
+
+def _at(record: dict, path: str) -> object:
+    value: object = record
+    for key in path.split("."):
+        value = value.get(key) if isinstance(value, dict) else None
+    return value if not isinstance(value, str | list | dict) else str(value)[:80]
+
+
 def _count(run_dir: Path | None, query: str, *params: str) -> int:
     """A count from the run's checkpoint database, read-only; 0 while it is not there or busy."""
     db = run_dir / "checkpoints.sqlite" if run_dir else None

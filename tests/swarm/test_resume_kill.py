@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 from lab_runs import (
     comparable,
+    describe_diff,
     develop_cmd,
     develop_env,
     n_checkpoints,
@@ -96,6 +97,8 @@ def test_sigkill_at_random_moments_and_resume_gives_the_uninterrupted_records(
         before = n_checkpoints(run_dir)
         started = time.monotonic()
         with open(tmp_path / "stderr.log", "a") as err:
+            err.write(f"\n===== attempt {len(log) + 1} (target {attempt}), {before} checkpoints\n")
+            err.flush()
             proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=err, text=True, env=env)
             if attempt is None:  # the last resume runs to the end
                 stdout, _ = proc.communicate(timeout=600)
@@ -128,7 +131,10 @@ def test_sigkill_at_random_moments_and_resume_gives_the_uninterrupted_records(
     # No missing record, nothing extra, and the same content (timestamps and run id aside).
     got = comparable(run_dir)
     key = lambda r: json.dumps(r, sort_keys=True)  # noqa: E731
-    assert sorted(map(key, got)) == sorted(map(key, expected))
+    # On a difference, say where it is, with the attempts' progress lines (the run folder
+    # stays in the test's tmp_path for a closer look).
+    why = describe_diff(got, expected) + "\n" + (tmp_path / "stderr.log").read_text()[-4000:]
+    assert sorted(map(key, got)) == sorted(map(key, expected)), why
     assert got == expected  # even in the same order
     # The rest of the folder agrees too.
     ref_verdict = json.loads((reference / "verdict.json").read_text())

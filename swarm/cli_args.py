@@ -20,6 +20,7 @@ FUNDAMENTALS = ("corpus", "edgar", "yfinance")
 # against 5-6 s for the iteration's own 75 Backtrader jobs, and a 1.3-2.8 MB series file.
 SCREEN_SIZE = 500
 TIMEFRAMES = ("1d", "1h")
+ALT_OFF = "off"  # --alt-data off: no alternative data, not even the folder found above --data-dir
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -48,8 +49,11 @@ def add_data_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--alt-data",
         type=Path,
+        metavar="DIR|off",
         help="folder laid out like the corpus (fundamentals/, analyst/, news/, options/, "
-        "social/): point-in-time alternative data for the research swarm",
+        "social/): point-in-time alternative data for the research swarm. Default: the nearest "
+        "such folder at or above --data-dir (for the corpus, ../shared/data/), said on stderr; "
+        "off: none",
     )
     p.add_argument(
         "--fundamentals",
@@ -61,6 +65,39 @@ def add_data_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--holdout", type=float, default=0.2, help="sealed holdout fraction (default 0.2)"
     )
+
+
+def resolve_alt_data(alt: Path | str | None, data_dir: Path | None) -> tuple[Path | None, bool]:
+    """(the alt-data folder, whether it was found rather than given). ``alt``: ``--alt-data``
+    as given (None: not given; "off": none). Not given, the nearest folder at or above
+    ``data_dir`` laid out like the corpus (``altdata.corpus.find_alt_root``), if any: with the
+    corpus's ``--data-dir ../shared/data/ohlcv/daily`` the research reads ``../shared/data/``."""
+    from altdata.corpus import find_alt_root
+
+    if alt is not None and str(alt) == ALT_OFF:
+        return None, False
+    if alt is not None:
+        folder = Path(alt)
+        if not folder.is_dir():
+            raise UserInputError(
+                f"--alt-data: {folder} is not a folder; pass a folder laid out like "
+                "../shared/data/ (fundamentals/, analyst/, news/, options/, social/), or off"
+            )
+        return folder.resolve(), False
+    found = find_alt_root(data_dir) if data_dir is not None and data_dir.is_dir() else None
+    return found, found is not None
+
+
+def alt_data_line(alt: Path | None, found: bool) -> str | None:
+    """The progress line that says which alternative data a run reads (None: none)."""
+    if alt is None:
+        return None
+    if found:
+        return (
+            f"alt data: {alt} (the nearest folder at or above --data-dir laid out like the "
+            "corpus; --alt-data off leaves it out)"
+        )
+    return f"alt data: {alt} (--alt-data)"
 
 
 def check_fundamentals(args: argparse.Namespace) -> str:
@@ -118,12 +155,9 @@ def check_data_args(args: argparse.Namespace) -> tuple[date, date]:
         raise UserInputError(
             f"--news-file: {args.news_file} does not exist; pass a CSV of headlines"
         )
-    alt = getattr(args, "alt_data", None)
-    if alt is not None and not alt.is_dir():
-        raise UserInputError(
-            f"--alt-data: {alt} is not a folder; pass a folder laid out like ../shared/data/ "
-            "(fundamentals/, analyst/, news/, options/, social/)"
-        )
+    args.alt_data, args.alt_data_found = resolve_alt_data(
+        getattr(args, "alt_data", None), args.data_dir
+    )
     check_fundamentals(args)
     if not 0.05 <= args.holdout < 0.5:
         raise UserInputError(f"--holdout: {args.holdout} must be in [0.05, 0.5) (default 0.2)")

@@ -34,6 +34,7 @@ class RunConfig(BaseModel):
     cache_dir: Path | None = None
     news_file: Path | None = None
     alt_data: Path | None = None  # point-in-time alternative data (altdata.corpus layout)
+    alt_data_found: bool = False  # found above --data-dir rather than given (cli_args)
     # Where the fundamental subagents read statements: corpus | edgar | yfinance (cli_args).
     fundamentals: Literal["corpus", "edgar", "yfinance"] = "corpus"
     variants: int = Field(5, ge=1, le=50)

@@ -219,6 +219,7 @@ def _run_config(
         source=args.source,
         news_file=args.news_file.resolve() if args.news_file else None,
         alt_data=args.alt_data.resolve() if args.alt_data else None,
+        alt_data_found=bool(getattr(args, "alt_data_found", False)),
         fundamentals=args.fundamentals,
         variants=args.variants,
         limits={"max_iterations": args.max_iterations},

@@ -15,6 +15,7 @@ from backtest.errors import BacktestError
 from backtest.splits import holdout_fold, split_holdout, walk_forward_folds
 from experiments.runfolder import RunFolder, build_manifest, new_run_id
 from gate.contracts import Criteria
+from swarm.cli_args import alt_data_line
 from swarm.config import RunConfig
 from swarm.errors import UserInputError
 from swarm.memo import RunMemo
@@ -169,9 +170,10 @@ def context_kwargs(config, criteria, data, pieces, data_summary) -> dict[str, An
     return {"data": data, **pieces, "news_items": _news(config)}
 
 
-def report_data(progress: Progress, data: dict[str, LoadedBars]) -> None:
+def report_data(progress: Progress, data: dict[str, LoadedBars], config: Any = None) -> None:
     """One line per symbol, then a warning per edge of the window the data does not reach and
-    a line per change --repair made: shown whatever --quiet says, as the report keeps them."""
+    a line per change --repair made: shown whatever --quiet says, as the report keeps them.
+    With ``config``: which alternative data the run reads, and whether it was found."""
     for symbol, loaded in data.items():
         q = loaded.quality
         issues = "; ".join(q.issues) or "no quality issues"
@@ -186,6 +188,11 @@ def report_data(progress: Progress, data: dict[str, LoadedBars]) -> None:
             progress.warn(f"{symbol}: {line}")
         for line in loaded.repair_lines():
             progress.warn(f"repaired {line}")
+    line = alt_data_line(
+        getattr(config, "alt_data", None), bool(getattr(config, "alt_data_found", False))
+    )
+    if line is not None:
+        progress.stage("data", line)
 
 
 def prepare(
@@ -198,7 +205,7 @@ def prepare(
     """Everything that can fail because of the user's input fails here, before the run folder exists."""
     progress = Progress(quiet=quiet)
     data, pieces, data_summary = load_data(config)
-    report_data(progress, data)
+    report_data(progress, data, config)
     kwargs = context_kwargs(config, criteria, data, pieces, data_summary)
 
     run = RunFolder.create(config.out, new_run_id(config.directive))

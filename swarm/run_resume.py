@@ -66,7 +66,7 @@ def prepare_resume(run_dir: Path, *, quiet: bool = False, workers: int | None = 
 
     progress = Progress(quiet=quiet)
     data, pieces, data_summary = load_data(config)
-    report_data(progress, data)
+    report_data(progress, data, config)
     check_same_data(manifest["data"], data_summary)
     git = git_state(Path(__file__).resolve().parents[1])
     if git.get("sha") != (manifest.get("git") or {}).get("sha"):

@@ -38,6 +38,14 @@ def build_parser() -> argparse.ArgumentParser:
         "--news-file", type=Path, help="CSV of dated headlines (date,datetime,ticker,headline)"
     )
     p.add_argument(
+        "--alt-data",
+        type=Path,
+        metavar="DIR|off",
+        help="folder laid out like the corpus (fundamentals/, analyst/, news/, options/, "
+        "social/): point-in-time data for the fundamentals and sentiment analysts. Default: the "
+        "nearest such folder at or above --data-dir (for the corpus, ../shared/data/); off: none",
+    )
+    p.add_argument(
         "--debate-rounds",
         type=int,
         default=2,
@@ -274,10 +282,12 @@ def analyze(args: argparse.Namespace, argv: list[str]) -> Path:
     """Validate every input before any folder exists; then decide and write the folder."""
     import pandas as pd
 
+    from altdata.corpus import AltData
     from swarm.analyze.approval import APPROVAL_FILE
     from swarm.analyze.memory_notes import setup_query
     from swarm.analyze.pipeline import check_history, cut_at, decide
     from swarm.analyze.review import recall_reviews
+    from swarm.cli_args import alt_data_line, resolve_alt_data
     from swarm.research.features import compute_features
 
     ticker, day = _ticker_and_date(args)
@@ -291,6 +301,7 @@ def analyze(args: argparse.Namespace, argv: list[str]) -> Path:
             "pick a date inside it"
         )
     news = _read_news(args.news_file, day)
+    alt_dir, found = resolve_alt_data(args.alt_data, args.data_dir)
     brain = _llm(args)
     progress = _progress(args)
     cut = cut_at(bars, pd.Timestamp(day))
@@ -306,16 +317,29 @@ def analyze(args: argparse.Namespace, argv: list[str]) -> Path:
         f"{ticker}: {len(cut)} bars {first}..{as_of} from {path.name}; "
         f"{len(news)} headlines; {len(recalled)} past reviews recalled",
     )
+    if (line := alt_data_line(alt_dir, found)) is not None:  # every input is checked by now
+        progress.stage("data", line)
     info = {"source": path.name} | ({"requested_date": str(day)} if str(day) != as_of else {})
     decision = decide(
-        ticker, pd.Timestamp(day), cut, cfg, brain, news=news, recalled=recalled, data_info=info
+        ticker,
+        pd.Timestamp(day),
+        cut,
+        cfg,
+        brain,
+        news=news,
+        recalled=recalled,
+        data_info=info,
+        alt=AltData(alt_dir) if alt_dir is not None else None,
     )
     progress.stage(
         "decision", f"{decision.action.value} ({decision.status.value}): {decision.reason}"
     )
     root = _folder(args.out, f"analyze-{ticker.lower()}-{decision.date}")
     _write_decision_files(root, decision, book, cfg, brain, bundle, ticker)
-    manifest = _manifest(args, argv, path, memory, brain, decision)
+    manifest = _manifest(args, argv, path, memory, brain, decision) | {
+        "alt_data": str(alt_dir) if alt_dir is not None else None,
+        "alt_data_found": found,
+    }
     _write(
         root, "manifest.json", json.dumps(manifest, indent=2, sort_keys=True, default=str) + "\n"
     )

@@ -14,6 +14,7 @@ import hashlib
 import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pandas as pd
 
@@ -24,6 +25,9 @@ from swarm.errors import UserInputError
 from swarm.research.context import ResearchContext
 from swarm.research.features import FeatureBundle, compute_features
 from swarm.research.news import NewsItem
+
+if TYPE_CHECKING:
+    from altdata.corpus import AltData
 
 # What the desk cannot work without at the date: ATR for the stop, the slowest indicators
 # the market analyst reads (SMA_50, MACD, ADX) and the 60-bar forecast band.
@@ -113,9 +117,11 @@ def decide(
     recalled: Sequence[Recalled] = (),
     analysts: Mapping[AnalystRole, AnalystBrain] | None = None,
     data_info: Mapping[str, str | int] | None = None,
+    alt: AltData | None = None,
 ) -> Decision:
     """Run the analysis graph on ``bars`` cut at ``date``. Raises InsufficientHistoryError
-    when the indicators are not defined yet at the date."""
+    when the indicators are not defined yet at the date. ``alt``: point-in-time alternative
+    data for the fundamentals and sentiment analysts (rows known by the date's close)."""
     from swarm.analyze.graph import build_analyze_graph
     from swarm.analyze.nodes import AnalysisInputs, Brain
 
@@ -130,6 +136,7 @@ def decide(
     check_history(bundle, config.atr_period)
     rctx = ResearchContext(
         news_items=list(news),
+        alt=alt,
         news_window_days=config.news_window_days,
         analyst_window_days=config.sentiment_window_days,
         offline=True,

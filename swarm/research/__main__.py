@@ -77,6 +77,7 @@ class ResearchConfig:
     out: Path
     seed: int
     alt_data: Path | None = None  # point-in-time alternative data (altdata.corpus)
+    alt_data_found: bool = False  # found above --data-dir rather than given (cli_args)
     fundamentals: str = "corpus"  # where fundamental statements come from (cli_args.FUNDAMENTALS)
     repair_data: bool = False  # --repair (backtest.data.integrity)
 
@@ -127,6 +128,7 @@ def config_from_args(args: argparse.Namespace) -> ResearchConfig:
         news_file=args.news_file.resolve() if args.news_file else None,
         offline=args.offline,
         alt_data=args.alt_data.resolve() if args.alt_data else None,
+        alt_data_found=bool(getattr(args, "alt_data_found", False)),
         fundamentals=args.fundamentals,
         preferred_families=style,
         holdout_frac=args.holdout,
@@ -175,7 +177,7 @@ def prepare(cfg: ResearchConfig, *, argv: list[str], quiet: bool = False) -> Res
             news_items = load_news_csv(cfg.news_file)
         except (OSError, UnicodeDecodeError, ValueError) as exc:
             raise UserInputError(f"--news-file: cannot read {cfg.news_file}: {exc}") from None
-    report_data(progress, data)
+    report_data(progress, data, cfg)
     progress.stage(
         "data",
         f"in-sample {split.insample_start}..{split.insample_end}; holdout "

@@ -9,7 +9,7 @@ three-year window per run, and prints one row per run and the SUCCESS count.
     .venv/bin/python benchmarks/masking_cheat.py --runs 2 --no-mask   # the cheat shows: SUCCESS
 
 Each run is its own process (a fresh develop run, caches in a temporary folder); the server
-runs in this one. Not a test: a figure for the README.
+runs in this one. Not a test: a figure for docs/llm.md (its masking table).
 """
 
 from __future__ import annotations

@@ -63,8 +63,8 @@ def build_parser() -> argparse.ArgumentParser:
         type=Path,
         default=None,
         metavar="FILE|ANALYSIS_DIR",
-        help="the account's open positions and cash (JSON, see README), or an earlier "
-        "analysis folder to continue from its book.json (default: an empty account)",
+        help="the account's open positions and cash (JSON, see docs/decision-desk.md), or an "
+        "earlier analysis folder to continue from its book.json (default: an empty account)",
     )
     p.add_argument(
         "--risk-pct", type=float, default=1.0, help="%% of capital at risk at the stop (default 1)"

@@ -305,8 +305,11 @@ def _prepare_new(args: argparse.Namespace, argv: list[str]) -> Prepared | None:
     if not args.quiet:
         for note in (config.plan or {}).get("notes", []):
             print(f"[plan] {note}", file=sys.stderr)
-    if args.dry_run:
-        print(json.dumps(config.plan, indent=2))
+    if args.dry_run:  # the plan, and which alternative data the research would read
+        alt = {"alt_data": str(config.alt_data) if config.alt_data else None}
+        if config.alt_data is not None:
+            alt["alt_data_found"] = config.alt_data_found
+        print(json.dumps({**(config.plan or {}), **alt}, indent=2))
         return None
     from swarm.run import prepare
 

@@ -127,3 +127,17 @@ def test_analyze_reads_the_corpus_alt_data_by_default_and_not_when_off(tmp_path)
             assert "alt data: " not in done.stderr and manifest["alt_data"] is None
     assert notes["default"]["fundamentals"] is False and notes["default"]["sentiment"] is False
     assert notes["off"]["fundamentals"] is True and notes["off"]["sentiment"] is True
+
+
+def test_the_dry_run_plan_names_the_alt_data(tmp_path, capsys, monkeypatch):
+    from swarm.develop import main
+
+    if not DAILY_DIR.is_dir():
+        pytest.skip(f"real corpus not found at {DAILY_DIR}")
+    monkeypatch.setattr("backtest.data.default_cache_dir", lambda: tmp_path / "cache")
+    argv = ["--directive", "momentum in tech", "--data-dir", str(DAILY_DIR), "--offline"]
+    assert main([*argv, "--dry-run"]) == 0
+    plan = json.loads(capsys.readouterr().out)
+    assert plan["alt_data"] == str(SHARED_DATA.resolve()) and plan["alt_data_found"] is True
+    assert main([*argv, "--dry-run", "--alt-data", "off"]) == 0
+    assert json.loads(capsys.readouterr().out)["alt_data"] is None

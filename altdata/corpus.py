@@ -24,6 +24,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from altdata.errors import AltDataError
 from altdata.pit import KNOWN_AT, TICKER, AltTable
 from altdata.sessions import session_after, session_close, session_on_or_after, session_open
 from altdata.statements import StatementsFeed
@@ -88,6 +89,7 @@ class Dataset:
     per_ticker: bool
     known_at: Callable[[pd.DataFrame], pd.Series]
     rule: str
+    dates: tuple[str, ...] = ()  # the columns the rule reads as dates (checked row by row)
 
 
 DATASETS: dict[str, Dataset] = {
@@ -99,6 +101,7 @@ DATASETS: dict[str, Dataset] = {
             True,
             _statements,
             "first NYSE session after period end + 90 days, at the open",
+            ("period_end",),
         ),
         Dataset(
             "sectors",
@@ -113,6 +116,7 @@ DATASETS: dict[str, Dataset] = {
             True,
             _surprises,
             "report date: at the open when released pre-market, else after the close",
+            ("report_date",),
         ),
         Dataset(
             "ratings",
@@ -120,6 +124,7 @@ DATASETS: dict[str, Dataset] = {
             True,
             _stamped("datetime"),
             "the action's timestamp",
+            ("datetime",),
         ),
         Dataset(
             "headlines",
@@ -127,6 +132,7 @@ DATASETS: dict[str, Dataset] = {
             True,
             _stamped("datetime"),
             "the headline's timestamp",
+            ("datetime",),
         ),
         Dataset(
             "headlines_subset",
@@ -134,6 +140,7 @@ DATASETS: dict[str, Dataset] = {
             True,
             _stamped("datetime"),
             "the headline's timestamp",
+            ("datetime",),
         ),
         Dataset(
             "business_news",
@@ -141,6 +148,7 @@ DATASETS: dict[str, Dataset] = {
             False,
             _stamped("datetime_utc"),
             "the item's timestamp (UTC); market-wide",
+            ("datetime_utc",),
         ),
         Dataset(
             "put_call",
@@ -148,6 +156,7 @@ DATASETS: dict[str, Dataset] = {
             False,
             _after_close("date"),
             "after the day's close; market-wide",
+            ("date",),
         ),
         Dataset(
             "tweets",
@@ -155,6 +164,7 @@ DATASETS: dict[str, Dataset] = {
             True,
             _stamped("created_at_utc"),
             "the tweet's creation time (UTC)",
+            ("created_at_utc",),
         ),
     )
 }
@@ -164,21 +174,72 @@ FEED_TABLES = ("statements", "statements_quarterly")  # what an online statement
 
 
 def load(root: Path, dataset: Dataset) -> AltTable:
-    """``dataset`` read from ``root``, stamped with ``known_at`` and sorted by it. Raises a
-    ``ValueError`` naming the file when a column the rule needs is missing."""
+    """``dataset`` read from ``root``, stamped with ``known_at`` and sorted by it. Raises
+    ``AltDataFileError`` naming the file (and the row) when it cannot be read, a column the
+    rule needs is missing, or a date does not parse."""
     path = root / dataset.source
-    frame = pd.read_csv(path)
-    if dataset.per_ticker and TICKER not in frame.columns:
-        raise ValueError(f"{path}: no {TICKER!r} column (expected the corpus columns)")
+    try:
+        frame = pd.read_csv(path)
+    except (OSError, ValueError, UnicodeDecodeError) as exc:  # pandas' parser errors included
+        raise AltDataFileError(
+            f"{path}: not a readable CSV ({' '.join(str(exc).split())})"
+        ) from None
+    missing = [
+        c for c in ((TICKER,) if dataset.per_ticker else ()) + dataset.dates if c not in frame
+    ]
+    if missing:
+        raise AltDataFileError(
+            f"{path}: no {', '.join(map(repr, missing))} column (the corpus columns are "
+            "expected; see the data README)"
+        )
+    for column in dataset.dates:
+        _check_dates(path, frame[column])
     try:
         known = dataset.known_at(frame)
     except KeyError as exc:
-        raise ValueError(f"{path}: missing column {exc} (expected the corpus columns)") from None
+        raise AltDataFileError(
+            f"{path}: missing column {exc} (the corpus columns are expected)"
+        ) from None
+    except ValueError as exc:  # a value the rule cannot read (a release time, say)
+        raise AltDataFileError(f"{path}: {' '.join(str(exc).split())[:300]}") from None
     frame[KNOWN_AT] = known
     frame = frame.dropna(subset=[KNOWN_AT]).sort_values(KNOWN_AT, kind="stable")
     return AltTable(
         dataset.name, dataset.source, frame.reset_index(drop=True), dataset.per_ticker, dataset.rule
     )
+
+
+class AltDataFileError(AltDataError, ValueError):
+    """A file of an alt-data folder that cannot be read as the corpus's: the message names the
+    file, the row (its line in the file) and the fix."""
+
+
+def _check_dates(path: Path, values: pd.Series) -> None:
+    """Every value of a date column parses, or the first that does not (an empty one
+    included: a row with no date cannot be placed in time) is named, with its line."""
+    parsed = pd.to_datetime(values, errors="coerce", utc=True, format="mixed")
+    bad = parsed.isna()
+    if bad.any():
+        row = int(bad.to_numpy().argmax())
+        value = values.iloc[row]
+        what = (
+            "is empty" if pd.isna(value) or not str(value).strip() else f"{value!r} is not a date"
+        )
+        raise AltDataFileError(
+            f"{path}: line {row + 2}: {values.name} {what}; fix or delete that row (ISO dates, "
+            "e.g. 2015-06-01 or 2015-06-01T16:05:00-04:00)"
+        )
+
+
+def check_alt_data(root: Path) -> list[str]:
+    """Read every corpus file under ``root`` once, before a run starts; ``AltDataFileError``
+    on the first bad one. Returns the files found (relative to ``root``)."""
+    found = []
+    for dataset in DATASETS.values():
+        if (root / dataset.source).is_file():
+            load(root, dataset)
+            found.append(dataset.source)
+    return found
 
 
 @dataclass

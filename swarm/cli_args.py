@@ -71,21 +71,31 @@ def resolve_alt_data(alt: Path | str | None, data_dir: Path | None) -> tuple[Pat
     """(the alt-data folder, whether it was found rather than given). ``alt``: ``--alt-data``
     as given (None: not given; "off": none). Not given, the nearest folder at or above
     ``data_dir`` laid out like the corpus (``altdata.corpus.find_alt_root``), if any: with the
-    corpus's ``--data-dir ../shared/data/ohlcv/daily`` the research reads ``../shared/data/``."""
-    from altdata.corpus import find_alt_root
+    corpus's ``--data-dir ../shared/data/ohlcv/daily`` the research reads ``../shared/data/``.
+    Every corpus file in the folder is read once here: a bad one is a UserInputError naming
+    the file and the line, before any run folder exists."""
+    from altdata.corpus import AltDataFileError, check_alt_data, find_alt_root
 
     if alt is not None and str(alt) == ALT_OFF:
         return None, False
     if alt is not None:
-        folder = Path(alt)
+        folder, found = Path(alt), False
         if not folder.is_dir():
             raise UserInputError(
                 f"--alt-data: {folder} is not a folder; pass a folder laid out like "
                 "../shared/data/ (fundamentals/, analyst/, news/, options/, social/), or off"
             )
-        return folder.resolve(), False
-    found = find_alt_root(data_dir) if data_dir is not None and data_dir.is_dir() else None
-    return found, found is not None
+        folder = folder.resolve()
+    else:
+        folder = find_alt_root(data_dir) if data_dir is not None and data_dir.is_dir() else None
+        found = folder is not None
+    if folder is not None:
+        try:
+            check_alt_data(folder)
+        except AltDataFileError as exc:
+            how = "found above --data-dir; --alt-data off reads none" if found else "given"
+            raise UserInputError(f"--alt-data ({how}): {exc}") from None
+    return folder, found
 
 
 def alt_data_line(alt: Path | None, found: bool) -> str | None:

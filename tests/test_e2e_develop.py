@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import SHARED_DATA
 
 from experiments.check import check_run
 
@@ -129,8 +130,13 @@ def test_research_cites_numbers_and_abstains_honestly(run_dir):
     assert len(findings) == 15 * 2
     technical = [f for f in findings if f["type"] == "technical"]
     assert technical and all(f["evidence"] and f["as_of"] for f in technical)
+    # The corpus's alternative data is read by default (../shared/data above --data-dir): the
+    # fundamental subagents speak from the statements known by as_of, or say why not.
     fundamental = [f for f in findings if f["type"] == "fundamental"]
-    assert all(f["abstained"] and f["reason"] for f in fundamental)
+    assert any(not f["abstained"] and f["evidence"] for f in fundamental)
+    assert all(f["reason"] for f in fundamental if f["abstained"])
+    config = json.loads((run_dir / "manifest.json").read_text())["config"]
+    assert config["alt_data"] == str(SHARED_DATA.resolve()) and config["alt_data_found"] is True
     # Research never reads the holdout: as_of is the in-sample end.
     manifest = json.loads((run_dir / "manifest.json").read_text())
     assert all(f["as_of"] <= manifest["data"]["split"]["insample_end"] for f in technical)

@@ -38,6 +38,8 @@ def _develop(tmp_path, daily_dir, monkeypatch, *, mode="good", out="runs", extra
             "--workers",
             "2",
             "--offline",
+            "--alt-data",  # the fake's scripted answers are for the technical prompts
+            "off",
             "--quiet",
             "--memory-dir",
             "off",

@@ -70,7 +70,10 @@ def _base(daily_dir: Path, out: Path, mem: Path, *extra: str) -> list[str]:
 def test_research_folder_is_in_sample_offline_and_abstains_honestly(
     daily_dir, tmp_path, capsys, no_network
 ):
-    code, run, err = _run(capsys, *_base(daily_dir, tmp_path / "out", tmp_path / "mem"))
+    # Without alternative data (the corpus's is read by default: tests/swarm/test_alt_data_default).
+    code, run, err = _run(
+        capsys, *_base(daily_dir, tmp_path / "out", tmp_path / "mem", "--alt-data", "off")
+    )
     assert code == 0, err
     assert run.parent == tmp_path / "out" and run.is_dir()
     for name in (
@@ -159,7 +162,17 @@ def _news_csv(path: Path, as_of: str) -> Path:
 def test_news_files_hold_only_headlines_up_to_as_of_fenced(daily_dir, tmp_path, capsys):
     news = _news_csv(tmp_path / "news.csv", "2017-08-07")
     code, run, err = _run(
-        capsys, *_base(daily_dir, tmp_path / "out", tmp_path / "mem", "--news-file", str(news))
+        capsys,
+        # The headlines of --news-file alone (the corpus's alternative data off).
+        *_base(
+            daily_dir,
+            tmp_path / "out",
+            tmp_path / "mem",
+            "--news-file",
+            str(news),
+            "--alt-data",
+            "off",
+        ),
     )
     assert code == 0, err
     as_of = json.loads((run / "research" / "findings.json").read_text())[0]["as_of"]

@@ -38,9 +38,9 @@ from gate.pursuit import pursuit_of
 from gate.routing import Budget, ResearchOutlook, advance, current_line, decide_route
 from gate.summary import summarise_iteration
 from gate.trajectory import analyse_trajectory
-from strategies.portfolio import portfolio_families
 from strategies.spec import Origin, StrategyVariant
 from swarm.context import RunContext
+from swarm.families import registry
 from swarm.llm.brains import llm_failure
 from swarm.memory import remember_gate_outcome
 from swarm.nodes.backtest import (
@@ -232,11 +232,12 @@ def _lookahead_check(
     universe, its feeds cut together.
     """
     code_by_id = {v.variant_id: v.code for v in variants}
+    scope_by_id = {v.variant_id: registry().scope_of(v.spec) for v in variants}
     symbol, fold = ctx.symbols[0], ctx.folds[-1]
 
     def check(ev: VariantEvaluation) -> tuple[LookaheadReport, str]:
         code = code_by_id[ev.variant_id]
-        on = PORTFOLIO if ev.family in portfolio_families() else symbol
+        on = PORTFOLIO if scope_by_id[ev.variant_id] == "portfolio" else symbol
         report = check_lookahead(
             code,
             job_bars(ctx, on, code=code),

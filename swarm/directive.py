@@ -66,6 +66,14 @@ STYLE_PHRASES: list[tuple[str, tuple[str, ...], tuple[str, ...]]] = [
         ("putcall_regime",),
         ("putcall_regime",),
     ),
+    (
+        r"value[\s/-]*(?:and[\s-]+|&[\s-]*)?quality|quality[\s/-]*(?:and[\s-]+|&[\s-]*)?value"
+        r"|deep[\s-]+value|value[\s-]+(?:investing|factors?|stocks?)|quality[\s-]+factors?"
+        r"|p/?e[\s-]+ratios?|free[\s-]+cash[\s-]+flow[\s-]+yields?"
+        r"|value|quality|fundamentals?",
+        ("value_quality",),
+        ("value_quality",),
+    ),
     # The analyst -> debate -> trader -> risk pipeline, replayed as a strategy family.
     ("agents decide", ("decision_pipeline",), ("decision_pipeline",)),
     ("analysts?", ("decision_pipeline",), ("decision_pipeline",)),
@@ -108,7 +116,7 @@ STYLE_WORDS = _words(
     cointegrated trend trending following rotation pairs neutral cross-sectional sectional
     oversold overbought pullback squeeze channel analyst analysts debate relative strength
     intraday hourly earnings drift surprise surprises revision revisions upgrade upgrades
-    downgrade downgrades sentiment tweets headlines put call
+    downgrade downgrades sentiment tweets headlines put call value quality fundamental fundamentals
     """
 )
 
@@ -251,11 +259,10 @@ FILLER = _words(
 
 
 # Style and universe words a quant would use that the lab has no family or data for: refused
-# by name (exit 2) rather than ignored, so "value investing in tech" never runs momentum.
+# by name (exit 2) rather than ignored, so "carry in tech" never runs momentum.
 UNSUPPORTED_STYLES = _words(
     """
-    value quality growth carry dividend dividends seasonality seasonal arbitrage fundamental
-    fundamentals
+    growth carry dividend dividends seasonality seasonal arbitrage
     """
 )
 UNSUPPORTED_UNIVERSES = _words(
@@ -479,7 +486,7 @@ def _refuse_unsupported(token: str, word: str, understood: list[str]) -> None:
         known = (
             "momentum, trend, breakout, mean reversion, pairs, volatility, low volatility, "
             "cross-sectional momentum, rotation, analyst debate, earnings drift, "
-            "analyst revisions, sentiment, put/call"
+            "analyst revisions, sentiment, put/call, value/quality"
             if what == "style"
             else "sectors (tech, semis, software, banks…), crypto, bitcoin, ether, ETFs, "
             "indices, or tickers"

@@ -314,7 +314,7 @@ REFUSED = [
     ("momentum on ZZZZ", "daily", ["ZZZZ", "no data"]),
     ("banks", "daily", ["banks", "GICS"]),
     ("hourly momentum in tech", "daily", ["tech", "1h"]),
-    ("value investing in tech", "daily", ["value", "style"]),
+    ("dividend investing in tech", "daily", ["dividend", "style"]),
     ("forex carry", "daily", ["forex", "universe"]),
 ]
 

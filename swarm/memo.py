@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from swarm.analyze.replay import DecisionReplayer
     from swarm.analyze.review_batch import DecisionReviewer
     from swarm.memory.store import ResearchMemory
+    from swarm.research.alt_studies import AltStudy
     from swarm.research.context import ResearchContext
     from swarm.research.features import FeatureBundle
 
@@ -43,6 +44,8 @@ class RunMemo:
     features: dict[str, FeatureBundle] = field(default_factory=dict)
     research_context: ResearchContext | None = None
     memory: ResearchMemory | None = None
+    # The alt-data family studies (research -> strategy), per universe: in-sample only.
+    alt_studies: dict[tuple[str, ...], list[AltStudy]] = field(default_factory=dict)
     # Backtests: each symbol's (loaded bars, in-sample frame), shared by all its jobs, and the
     # iteration's results read back from the run folder (keyed by their files).
     insample_frames: dict[str, tuple[pd.DataFrame, pd.DataFrame]] = field(default_factory=dict)

@@ -2,7 +2,8 @@
 
 Which families propose, in what order and with how many slots, is the family registry's
 (``swarm.families``): repairs of the analysed best first, then each self-proposing family
-(the decision pipeline, the portfolio families, any plugin), then the LLM and the rules brain
+(the decision pipeline, the portfolio families, any plugin), then the alt-data families a
+research study supports (``swarm.nodes.strategy_research``), then the LLM and the rules brain
 on the block families with the slots left.
 """
 
@@ -23,6 +24,7 @@ from swarm.context import RunContext
 from swarm.families import registry
 from swarm.nodes.screen_tuner import ScreenTuner, screens
 from swarm.nodes.strategy_llm import llm_proposals
+from swarm.nodes.strategy_research import research_proposals
 from swarm.nodes.variants import build_variants
 from swarm.regime_data import available_indices
 from swarm.sizing import pin_proposals
@@ -159,6 +161,9 @@ def strategy_dev(state: DevelopState, runtime: Runtime[RunContext]) -> dict[str,
     )
     tuners: dict[str, ScreenTuner] = {}
     own = _own_families(reg, ctx, state, pctx, budget, tuners)
+    own += research_proposals(
+        reg, ctx, pctx, budget - len(own), synthesis.proposed_families if synthesis else []
+    )
     n_blocks = budget - len(own)
     custom_code: dict[str, str] = {}
     llm = llm_proposals(ctx, state, pctx, n_blocks, order, custom_code)

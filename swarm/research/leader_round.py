@@ -20,7 +20,7 @@ from swarm.research.leader import lead
 from swarm.research.leader_memory import consult_memory
 from swarm.research.models import DataBrief, Domain, FactSheet, Finding, ResearchSynthesis
 from swarm.research.research_md import render_research_md
-from swarm.research.round_study import apply_study, apply_views
+from swarm.research.round_study import apply_alt_studies, apply_study, apply_views
 from swarm.research.rounds import StudyRecord
 from swarm.research.runtime import ResearchRuntime
 
@@ -58,6 +58,7 @@ def lead_round(
     # This round's study first, then this run's verdicts: a family the study favours that
     # the gate has already scored low is not put back in front of better-scored ones.
     studies = apply_study(synthesis, list(studies))
+    apply_alt_studies(ctx, synthesis)  # research -> strategy: the alt-data families supported
     if feedback:
         # A RESEARCH round: say what the gate reported, so the research record shows why it reran.
         synthesis.gaps.append(f"gate feedback: {feedback[-1]}")

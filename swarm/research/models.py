@@ -170,6 +170,10 @@ class ResearchSynthesis(BaseModel):
     studies: list[str] = Field(default_factory=list)
     study_effect: list[str] = Field(default_factory=list)
     portfolio_families: list[str] = Field(default_factory=list)  # favoured by the studies
+    # Alt-data families a study supports (swarm.research.alt_studies), and every such
+    # study's line: the strategy node gives each a slot when the run named no family.
+    proposed_families: list[str] = Field(default_factory=list)
+    alt_studies: list[str] = Field(default_factory=list)
     universe_added: list[str] = Field(default_factory=list)
     # How the fundamental and sentiment findings steered the families and the universe.
     steering: list[str] = Field(default_factory=list)
@@ -185,6 +189,7 @@ class ResearchPlan(BaseModel):
     regime: Regime
     side: int  # -1, 0, +1
     suggested: dict[str, float | int | str | bool | None] = Field(default_factory=dict)
+    proposed: list[str] = Field(default_factory=list)  # alt-data families a study supports
 
 
 def plan_of(synthesis: ResearchSynthesis, brief: DataBrief | None) -> ResearchPlan:
@@ -197,4 +202,5 @@ def plan_of(synthesis: ResearchSynthesis, brief: DataBrief | None) -> ResearchPl
         regime=synthesis.regime,
         side=side,
         suggested={k: v for k, v in suggested.items() if isinstance(v, float | int | str | bool)},
+        proposed=list(synthesis.proposed_families),
     )

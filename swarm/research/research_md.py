@@ -121,6 +121,19 @@ def _rounds_lines(syn: ResearchSynthesis) -> list[str]:
             ]
         if syn.universe_added:
             lines += [f"Universe expanded by research: +{', '.join(syn.universe_added)}", ""]
+    if syn.alt_studies:
+        lines += [
+            "## Alternative data -> strategy families",
+            "",
+            "In-sample studies of the edges the alt-data families trade (rows known by the "
+            "in-sample end only):",
+            "",
+            *[f"- {_md(line)}" for line in syn.alt_studies],
+            "",
+            "Proposed to the strategy half: "
+            + (", ".join(syn.proposed_families) or "none (no study has t >= 2)"),
+            "",
+        ]
     if syn.steering:
         lines += [
             "## Fundamental and sentiment steering",

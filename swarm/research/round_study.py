@@ -207,3 +207,25 @@ def apply_study(synthesis: ResearchSynthesis, studies: list[StudyRecord]) -> lis
             "(--allow-universe-expansion)."
         )
     return studies
+
+
+def apply_alt_studies(ctx: ResearchRuntime, synthesis: ResearchSynthesis) -> None:
+    """The alt-data family studies (``swarm.research.alt_studies``) on in-sample closes and
+    the rows known by the in-sample end, once per universe: the families they support go
+    to ``proposed_families``, every study's line to ``alt_studies`` and the summary."""
+    from swarm.research.alt_studies import alt_family_studies
+    from swarm.research.inputs import research_context
+
+    key = tuple(ctx.symbols)
+    if key not in ctx.memo.alt_studies:
+        alt = research_context(ctx).alt
+        ctx.memo.alt_studies[key] = alt_family_studies(
+            alt, _insample_closes(ctx), through=ctx.split.insample_end
+        )
+    studies = ctx.memo.alt_studies[key]
+    synthesis.alt_studies = [s.line for s in studies]
+    synthesis.proposed_families = [s.family for s in studies if s.supported]
+    if synthesis.proposed_families:
+        synthesis.summary += (
+            " Alt-data studies support " + ", ".join(synthesis.proposed_families) + "."
+        )

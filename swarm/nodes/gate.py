@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from collections.abc import Callable
+from datetime import UTC, date, datetime
 from typing import Any
 
 import pandas as pd
@@ -41,6 +42,7 @@ from gate.trajectory import analyse_trajectory
 from strategies.portfolio import portfolio_families
 from strategies.spec import Origin, StrategyVariant
 from swarm.context import RunContext
+from swarm.families import registry
 from swarm.llm.brains import llm_failure
 from swarm.memory import remember_gate_outcome
 from swarm.nodes.backtest import (
@@ -229,9 +231,11 @@ def _lookahead_check(
     Static validation already refused visible tricks such as ``close[1]``; this catches what
     only shows when the future is cut off. One symbol and the last in-sample fold suffice:
     lookahead is a property of the code. A portfolio variant is checked on its whole
-    universe, its feeds cut together.
+    universe, its feeds cut together. A family that embeds alternative data gives each
+    truncated run its table cut at the run's last bar (``_alt_data_cuts``).
     """
     code_by_id = {v.variant_id: v.code for v in variants}
+    variant_by_id = {v.variant_id: v for v in variants}
     symbol, fold = ctx.symbols[0], ctx.folds[-1]
 
     def check(ev: VariantEvaluation) -> tuple[LookaheadReport, str]:
@@ -247,6 +251,7 @@ def _lookahead_check(
             # the scored job's ids: a check run carries nothing a scored run does not
             job_id=job_id(0, ev.variant_id, on, fold.index),
             variant_id=ev.variant_id,
+            code_at=_alt_data_cuts(ctx, variant_by_id[ev.variant_id]),
         )
         reports[ev.variant_id] = report
         ctx.progress.stage(
@@ -257,6 +262,16 @@ def _lookahead_check(
         return report, symbol
 
     return check
+
+
+def _alt_data_cuts(ctx: RunContext, variant: StrategyVariant) -> Callable[[date], str] | None:
+    """Day -> the variant's source with the alternative data known by that day's close, when
+    its plugin renders it (``code_through``) and reproduces the scored code through the
+    in-sample end; else None (every check run gets the scored code, as before)."""
+    code_at = registry().code_at(ctx, variant.spec)
+    if code_at is None or code_at(ctx.split.insample_end) != variant.code:
+        return None
+    return code_at
 
 
 def _verdict_word(report: LookaheadReport) -> str:

@@ -34,6 +34,13 @@ and keeps at most one run per worker in flight, so a check ends within about
 mismatches already found is ``biased``. Each cut run only gets the bars up to its cut, so
 a whole check costs about ``n_cuts / 2`` full runs of CPU; every run is sandboxed like any
 backtest.
+
+Alternative data embedded in the code (an earnings table, a sentiment series) is cut like the
+bars when the caller passes ``code_at``: a cut run gets ``code_at(its last bar's date)``, the
+source with only the rows known by that bar's close, as a scored run whose window ended there
+would; the full run gets ``code`` as scored. A strategy that acts on a row before it was known
+then decides differently in a cut run. Without ``code_at`` every run gets ``code``, and a peek
+into an embedded table goes unseen (the table is the same in every run).
 """
 
 from __future__ import annotations
@@ -41,6 +48,7 @@ from __future__ import annotations
 import math
 import os
 import time
+from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, wait
 from datetime import date
 from typing import Any
@@ -183,6 +191,7 @@ def check_lookahead(
     budget_s: float | None = None,
     job_id: str | None = None,
     variant_id: str | None = None,
+    code_at: Callable[[date], str] | None = None,
 ) -> LookaheadReport:
     """Compare the full run with ``n_cuts`` truncated runs; never raises.
 
@@ -193,6 +202,9 @@ def check_lookahead(
     check; ``SandboxPolicy(validate=False)`` (tests only) lets deliberately biased fixtures
     run. ``budget_s``: the most the check waits (default ``BUDGET_TIMEOUTS * timeout_s``).
     ``job_id``/``variant_id``: the scored job's, so every run carries the same ones.
+    ``code_at``: the source with the alternative data known by the close of a day; each cut
+    run gets it for its last bar's date (the full run keeps ``code``). None: every run gets
+    ``code``.
     """
     started = time.perf_counter()
     budget = BUDGET_TIMEOUTS * timeout_s if budget_s is None else budget_s
@@ -210,6 +222,7 @@ def check_lookahead(
             policy,
             started + budget,
             (job_id, variant_id),
+            code_at,
         )
     except Exception as exc:  # never raise into the gate
         report = LookaheadReport(
@@ -262,6 +275,7 @@ def _check(
     policy: SandboxPolicy | None,
     deadline: float,
     ids: tuple[str | None, str | None],
+    code_at: Callable[[date], str] | None,
 ) -> LookaheadReport:
     from backtest.books import feed_frames
     from backtest.executors import SerialBackend
@@ -272,6 +286,10 @@ def _check(
     dates = [ts.date() for ts in frame.index]
     positions = cut_positions(pd.DatetimeIndex(frame.index), fold, n_cuts)
     last = len(frame) - 1
+    # Each cut's source, made before any run starts so a failing ``code_at`` starts none.
+    codes: dict[int, str] = {}
+    if code_at is not None:
+        codes = {pos: code_at(dates[pos]) for pos in positions if pos != last}
 
     def job(pos: int) -> BacktestJob:
         # The same kind of job as a scored one: the window's real bars (up to the cut),
@@ -284,7 +302,7 @@ def _check(
         return BacktestJob(
             job_id=ids[0] or f"{ids[1] or 'lookahead'}|{symbol}",
             variant_id=ids[1] or "lookahead",
-            code=code,
+            code=codes.get(pos, code),
             symbol=symbol,
             bars=data,
             fold=fold if pos == last else fold.model_copy(update={"end": dates[pos]}),

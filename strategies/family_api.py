@@ -16,6 +16,7 @@ from __future__ import annotations
 import random
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
+from datetime import date
 from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
 from strategies.spec import StrategySpec
@@ -86,7 +87,10 @@ class FamilyPlugin(Protocol):
     An optional ``priority`` (default 100) orders the self-proposing plugins: lower first,
     then registration order (the decision pipeline 10, the portfolio families 20). An optional
     ``preflight(config)`` checks the family's own inputs when a run names it, before anything
-    runs (raise ``swarm.errors.UserInputError`` naming the option and the fix).
+    runs (raise ``swarm.errors.UserInputError`` naming the option and the fix). An optional
+    ``code_through(run, spec, day)`` is the spec's source with the alternative data known by
+    the close of ``day`` (the families that embed a data table; through the in-sample end it
+    is ``code``): the lookahead check gives each truncated run the table cut at its last bar.
     """
 
     name: str
@@ -221,6 +225,20 @@ class FamilyRegistry:
         """The variant dict the sealed holdout runs, as ``variant``'s plugin makes it."""
         spec = StrategySpec.model_validate(variant["spec"])
         return self.for_spec(spec).holdout_variant(run, variant)
+
+    def code_at(self, run: Any, spec: StrategySpec) -> Callable[[date], str] | None:
+        """Day -> ``spec``'s source with the alternative data known by that day's close (its
+        plugin's optional ``code_through``); None when the plugin embeds no such data, the
+        family has no plugin, or the code is an LLM's own (no plugin renders it)."""
+        plugin = self._by_kind.get(spec.family.value)
+        through = getattr(plugin, "code_through", None)
+        if through is None or spec.is_custom:
+            return None
+
+        def at(day: date) -> str:
+            return through(run, spec, day)
+
+        return at
 
     def preflight(self, config: Any) -> None:
         """Each family the run names checks its own inputs (its optional ``preflight``), so

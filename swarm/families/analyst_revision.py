@@ -81,6 +81,11 @@ class AnalystRevision:
         """The search's source: the actions known by the in-sample end, never later ones."""
         return render(spec, self.events(run, through=run.split.insample_end))
 
+    def code_through(self, run: Any, spec: StrategySpec, day: date) -> str:
+        """The source with the actions known by the close of ``day`` (a truncated re-run's);
+        through the in-sample end it is ``code``."""
+        return render(spec, self.events(run, through=day))
+
     def holdout_variant(self, run: Any, variant: dict[str, Any]) -> dict[str, Any]:
         """The winner's source with the actions through the holdout end, written beside its
         trial's source (which stays as the ledger recorded it)."""

@@ -69,6 +69,7 @@ class PutCallRegime:
     def __init__(self) -> None:
         self._tables: dict[Path, AltTable] = {}
         self._series: dict[tuple[Path | None, date], RatioSeries] = {}
+        self._warned: set[tuple[Path | None, date]] = set()  # the windows ``series`` judged
 
     def slots(self, families: Sequence[str], n: int, n_symbols: int) -> int:
         """All ``n`` when the run names only this family, half (at least one) beside others,
@@ -91,6 +92,12 @@ class PutCallRegime:
         """The search's source: the ratios known by the in-sample end, never later ones."""
         return render(spec, self.series(run, through=run.split.insample_end))
 
+    def code_through(self, run: Any, spec: StrategySpec, day: date) -> str:
+        """The source with the ratios known by the close of ``day`` (a truncated re-run's);
+        through the in-sample end it is ``code``. No warning that the series ends: a cut
+        run's window ends early on purpose."""
+        return render(spec, self._known(alt_root(run.config), day))
+
     def holdout_variant(self, run: Any, variant: dict[str, Any]) -> dict[str, Any]:
         """The winner's source with the ratios through the holdout end, written beside its
         trial's source (which stays as the ledger recorded it)."""
@@ -107,12 +114,19 @@ class PutCallRegime:
         """The ratios known by the close of ``through``, read once per folder and day; a
         warning (once) when the window runs past the series."""
         root = alt_root(run.config)
+        known, key = self._known(root, through), (root, through)
+        if key not in self._warned:
+            self._warned.add(key)
+            message = ends_message(known[False], through)
+            if message is not None:
+                _warn(getattr(run, "progress", None), message)
+        return known
+
+    def _known(self, root: Path | None, through: date) -> RatioSeries:
+        """The ratios under ``root`` known by the close of ``through``, read once per day."""
         key = (root, through)
         if key not in self._series:
             self._series[key] = series(self._table(root), through=through)
-            message = ends_message(self._series[key][False], through)
-            if message is not None:
-                _warn(getattr(run, "progress", None), message)
         return self._series[key]
 
     def preflight(self, config: Any) -> None:

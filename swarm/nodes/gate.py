@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from collections.abc import Callable
+from datetime import UTC, date, datetime
 from typing import Any
 
 import pandas as pd
@@ -229,15 +230,16 @@ def _lookahead_check(
     Static validation already refused visible tricks such as ``close[1]``; this catches what
     only shows when the future is cut off. One symbol and the last in-sample fold suffice:
     lookahead is a property of the code. A portfolio variant is checked on its whole
-    universe, its feeds cut together.
+    universe, its feeds cut together. A family that embeds alternative data gives each
+    truncated run its table cut at the run's last bar (``_alt_data_cuts``).
     """
     code_by_id = {v.variant_id: v.code for v in variants}
-    scope_by_id = {v.variant_id: registry().scope_of(v.spec) for v in variants}
+    variant_by_id = {v.variant_id: v for v in variants}
     symbol, fold = ctx.symbols[0], ctx.folds[-1]
 
     def check(ev: VariantEvaluation) -> tuple[LookaheadReport, str]:
         code = code_by_id[ev.variant_id]
-        on = PORTFOLIO if scope_by_id[ev.variant_id] == "portfolio" else symbol
+        on = PORTFOLIO if _scope(variant_by_id[ev.variant_id]) == "portfolio" else symbol
         report = check_lookahead(
             code,
             job_bars(ctx, on, code=code),
@@ -248,6 +250,7 @@ def _lookahead_check(
             # the scored job's ids: a check run carries nothing a scored run does not
             job_id=job_id(0, ev.variant_id, on, fold.index),
             variant_id=ev.variant_id,
+            code_at=_alt_data_cuts(ctx, variant_by_id[ev.variant_id]),
         )
         reports[ev.variant_id] = report
         ctx.progress.stage(
@@ -258,6 +261,38 @@ def _lookahead_check(
         return report, symbol
 
     return check
+
+
+def _scope(variant: StrategyVariant) -> str:
+    """The variant's scope as its family's plugin says (a family no plugin owns any more,
+    say a resumed run's toy: the spec's own)."""
+    try:
+        return registry().scope_of(variant.spec)
+    except KeyError:
+        return variant.spec.scope
+
+
+def _alt_data_cuts(ctx: RunContext, variant: StrategyVariant) -> Callable[[date], str] | None:
+    """Day -> the variant's source with the alternative data known by that day's close, when
+    its plugin renders it (``code_through``) and reproduces the scored code through the
+    in-sample end; else None (every check run gets the scored code, as before), with a
+    warning when the plugin could have cut the data but did not reproduce the code."""
+    code_at = registry().code_at(ctx, variant.spec)
+    if code_at is None:
+        return None
+    try:
+        same = code_at(ctx.split.insample_end) == variant.code
+    except Exception as exc:  # an alt-data read error: the check runs as before, and says so
+        same, why = False, f"{type(exc).__name__}: {exc}"[:200]
+    else:
+        why = "its family renders other code from the data now"
+    if not same:
+        ctx.progress.warn(
+            f"lookahead {variant.variant_id}: its alternative data are not cut per truncated "
+            f"run ({why}); every run gets the scored code"
+        )
+        return None
+    return code_at
 
 
 def _verdict_word(report: LookaheadReport) -> str:

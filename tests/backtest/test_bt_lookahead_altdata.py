@@ -165,3 +165,81 @@ def test_a_failing_cut_table_is_an_unchecked_report_not_an_error(setup) -> None:
     report = _check(render(SPEC, {SYMBOL: ()}), bars, broken)
     assert not report.checked and not report.biased
     assert report.error is not None and "FileNotFoundError" in report.error
+
+
+# --------------------------------------------------------------------------- a portfolio family
+
+VQ_COLUMNS = (
+    "ticker,period_end,net_income,earnings_per_share,estimated_shares_outstanding,"
+    "total_revenue,operating_income,gross_profit,total_equity,net_cash_flow_operating,"
+    "capital_expenditures\n"
+)
+VQ_SYMBOLS = ("AAPL", "MSFT", "NVDA")
+# The rendered strategy reads a statement on its first tradable day ...
+VQ_HONEST = "            if day > today:\n"
+# ... the hostile one up to five calendar days early (mid-month, yyyymmdd + 5 is a later day).
+VQ_PEEK = "            if day > today + 5:\n"
+
+
+def _vq_setup(tmp_path: Path) -> tuple[dict[str, pd.DataFrame], AltTable, list[int]]:
+    """Three symbols' bars; statements known long before the fold rank AAPL first; a later
+    statement of NVDA (first tradable the session after a cut) makes it the cheapest, and a
+    still later one (the same) the dearest again."""
+    from strategies.value_quality import snapshots  # noqa: F401  (the family's own cut)
+
+    base = _bars()
+    rng = np.random.default_rng(5)
+    bars = {s: base * float(1 + 0.1 * i) for i, s in enumerate(VQ_SYMBOLS)}
+    for s in VQ_SYMBOLS:
+        bars[s] = bars[s] * np.exp(np.cumsum(rng.normal(0, 0.002, len(base))))[:, None]
+    cuts = cut_positions(pd.DatetimeIndex(base.index), FOLD, N_CUTS)
+    targets = [base.index[c + 1] for c in cuts if base.index[c + 1].day <= 25][1:4:2]
+    rows = [
+        "AAPL,2014-06-30,4000,4,1000,10000,3000,5000,8000,3500,-500",
+        "MSFT,2014-06-30,2000,2,1000,10000,2000,4000,8000,1500,-500",
+        "NVDA,2014-06-30,1000,1,1000,10000,1000,3000,8000,800,-500",
+    ]
+    for i, t in enumerate(targets):  # known at the open of t: period end t - 91 days
+        end = (t - pd.Timedelta(days=91)).date().isoformat()
+        eps, margin = (8, 4000) if i == 0 else (1, 500)
+        rows.append(f"NVDA,{end},{eps * 1000},{eps},1000,10000,{margin},3000,8000,{eps * 900},-100")
+    (tmp_path / "fundamentals").mkdir()
+    (tmp_path / "analyst").mkdir()
+    path = tmp_path / "fundamentals" / "annual_statements_2012_2016.csv"
+    path.write_text(VQ_COLUMNS + "\n".join(rows) + "\n")
+    table = AltData(tmp_path).table("statements")
+    assert table is not None
+    keys = [t.year * 10000 + t.month * 100 + t.day for t in targets]
+    return bars, table, keys
+
+
+def _vq_render(table: dict, hostile: bool) -> str:
+    from strategies.value_quality import render, vq_spec
+
+    code = render(vq_spec({"value_weight": 1.0, "top_n": 1, "rebalance_bars": 5}), table)
+    if hostile:
+        assert code.count(VQ_HONEST) == 1
+        code = code.replace(VQ_HONEST, VQ_PEEK)
+    return code.replace('("rebalance_bars", 5)', '("rebalance_bars", 1)')
+
+
+def test_a_portfolio_family_reading_a_statement_early_is_caught_with_the_cut_table(tmp_path):
+    from strategies.value_quality import snapshots
+
+    bars, table, keys = _vq_setup(tmp_path)
+    assert len(keys) == 2
+
+    def cut(hostile: bool) -> Callable[[date], str]:
+        return lambda day: _vq_render(snapshots(table, VQ_SYMBOLS, through=day), hostile)
+
+    scored = snapshots(table, VQ_SYMBOLS, through=FOLD.end)
+    assert sorted(s.day for s in scored["NVDA"])[-2:] == keys
+    kw = {"fold": FOLD, "costs": CostModel(), "n_cuts": N_CUTS, "symbol": "PORTFOLIO"}
+    honest = check_lookahead(_vq_render(scored, False), bars, code_at=cut(False), **kw)
+    assert honest.checked and not honest.biased, honest.mismatches[:3]
+    code = _vq_render(scored, True)
+    assert validate_code(code).ok
+    old = check_lookahead(code, bars, **kw)
+    assert old.checked and not old.biased, old  # one table for every run: unseen
+    new = check_lookahead(code, bars, code_at=cut(True), **kw)
+    assert new.checked and new.biased, new

@@ -18,6 +18,7 @@ which folder to add. ``find_alt_root`` finds the layout above a ``--data-dir``.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -192,6 +193,8 @@ def load(root: Path, dataset: Dataset) -> AltTable:
             f"{path}: no {', '.join(map(repr, missing))} column (the corpus columns are "
             "expected; see the data README)"
         )
+    if dataset.per_ticker:
+        _check_tickers(path, frame[TICKER])
     for column in dataset.dates:
         _check_dates(path, frame[column])
     try:
@@ -228,6 +231,25 @@ def _check_dates(path: Path, values: pd.Series) -> None:
         raise AltDataFileError(
             f"{path}: line {row + 2}: {values.name} {what}; fix or delete that row (ISO dates, "
             "e.g. 2015-06-01 or 2015-06-01T16:05:00-04:00)"
+        )
+
+
+# An exchange symbol as the corpus writes it: upper case, a class or market suffix allowed
+# (BRK.B, BF-B, BTC-USD). A row whose ticker is not one would match no symbol: silently unused.
+TICKER_FORM = re.compile(r"[A-Z][A-Z0-9]{0,9}(?:[.-][A-Z0-9]{1,4})?")
+
+
+def _check_tickers(path: Path, values: pd.Series) -> None:
+    """Every ticker is an upper-case symbol, or the first that is not (empty included) is
+    named with its line: its rows would reach no symbol, a silent skip."""
+    ok = values.map(lambda v: isinstance(v, str) and TICKER_FORM.fullmatch(v) is not None)
+    if not ok.all():
+        row = int((~ok).to_numpy().argmax())
+        value = values.iloc[row]
+        what = "is empty" if pd.isna(value) or not str(value).strip() else f"{value!r} is not"
+        raise AltDataFileError(
+            f"{path}: line {row + 2}: ticker {what} a symbol as the price files name them "
+            "(upper case, e.g. AAPL or BRK.B, no spaces or $); fix or delete that row"
         )
 
 

@@ -4,6 +4,7 @@ silently skipped file."""
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -54,6 +55,24 @@ def test_a_missing_column_and_an_unreadable_file_are_named(tmp_path):
 def test_an_empty_date_is_named_too(tmp_path):
     rows = "2012-10-25,AAPL,12-Sep,1.26,1.24,-0.02,post\n,AAPL,12-Dec,1.9,2.0,0.1,post\n"
     with pytest.raises(AltDataFileError, match=r"line 3: report_date is empty; fix or delete"):
+        check_alt_data(_folder(tmp_path, HEADER + rows))
+
+
+@pytest.mark.parametrize(
+    ("ticker", "said"),
+    [
+        (" AAPL", "' AAPL' is not a symbol"),
+        ("$AAPL", "'$AAPL' is not"),
+        ("aapl", "'aapl' is not"),
+        ("", "is empty"),
+    ],
+)
+def test_a_ticker_no_price_file_could_have_is_named_not_skipped(tmp_path, ticker, said):
+    # Its rows would match no symbol: the file would be read and that ticker silently unused.
+    rows = (
+        f"2012-10-25,AAPL,12-Sep,1.26,1.24,-0.02,post\n2013-01-23,{ticker},12-Dec,1.9,2,0.1,post\n"
+    )
+    with pytest.raises(AltDataFileError, match=rf"line 3: ticker {re.escape(said)}.*fix or delete"):
         check_alt_data(_folder(tmp_path, HEADER + rows))
 
 

@@ -34,7 +34,7 @@ from altdata.fundamentals import CORPUS_PRICE_BASIS, split_factor
 from altdata.pit import KNOWN_AT, TICKER, AltTable
 from strategies.earnings_drift import date_key, first_tradable
 from strategies.family_api import Proposal
-from strategies.param_grid import nearest, neighbour_params, new_spec, settled
+from strategies.param_grid import grid_proposals, nearest, new_spec, settled
 from strategies.spec import ParamValue, StrategySpec
 
 KIND = "value_quality"
@@ -190,15 +190,6 @@ def named(spec: StrategySpec) -> StrategySpec:
 # --------------------------------------------------------------------------- proposals
 
 
-def neighbours(base: StrategySpec, rng: random.Random) -> list[StrategySpec]:
-    """Every spec one or two grid steps from ``base``, single moves first, each group in the
-    order ``rng`` shuffles it."""
-    return [
-        named(reconcile(base.model_copy(update={"parameters": p})))
-        for p in neighbour_params(GRID, snap, base.parameters, rng)
-    ]
-
-
 def effective(spec: StrategySpec, n_ranked: int) -> StrategySpec:
     """``spec`` as it trades when at most ``n_ranked`` symbols can be ranked: ``top_n`` beyond
     what the code can hold (``n_ranked - 1`` long only, ``n_ranked // 2`` long/short) buys
@@ -226,39 +217,20 @@ def propose(
     With ``n_ranked`` (the symbols the search's snapshots cover), a spec that would hold the
     same book as one of ``tried``, the best or another proposal (a ``top_n`` past the cap)
     is not proposed: the gate would count a trial that cannot differ."""
-    taken = set(seen)
-    out: list[Proposal] = []
-    books: set[str] = set()
-    if n_ranked is not None:
-        known = [*tried, *([best[1]] if best is not None else [])]
-        books = {effective(reconcile(s), n_ranked).trial_key() for s in known}
-
-    def add(spec: StrategySpec, parent: str | None, why: str) -> None:
-        if len(out) >= n or spec.trial_key() in taken:
-            return
-        if n_ranked is not None:
-            book = effective(spec, n_ranked).trial_key()
-            if book in books:
-                return
-            books.add(book)
-        taken.add(spec.trial_key())
-        out.append(Proposal(spec, parent, why))
-
-    if best is not None and route in ("TUNE", "FIX", "REFINE"):
-        best_id, base = best
-        if route == "REFINE":
-            flipped = named(reconcile(base.model_copy(update={"long_short": not base.long_short})))
-            add(flipped, best_id, f"refine: {'long/short' if flipped.long_short else 'long only'}")
-        for spec in neighbours(base, rng):
-            add(spec, best_id, "tune around the best so far")
-    for params, long_short, note in IDEAS:
-        add(vq_spec(params, long_short=long_short), None, f"new idea: {note}")
-    for _ in range(200):  # every listed idea tried: random grid points
-        if len(out) >= n:
-            break
-        params = {k: rng.choice(g) for k, g in GRID.items()}
-        add(vq_spec(params, long_short=rng.random() < 0.5), None, "random grid point")
-    return out
+    return grid_proposals(
+        route=route,
+        n=n,
+        rng=rng,
+        seen=seen,
+        best=best,
+        grid=GRID,
+        snap=snap,
+        ideas=IDEAS,
+        make=lambda params, long_short: vq_spec(params, long_short=long_short),
+        settle=lambda spec: named(reconcile(spec)),
+        trades_as=None if n_ranked is None else (lambda s: effective(s, n_ranked).trial_key()),
+        tried=list(tried),
+    )
 
 
 # --------------------------------------------------------------------------- the source

@@ -12,13 +12,11 @@ statement plus ``max_age_days`` holds cash there.
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Sequence
 from datetime import date
 from pathlib import Path
 from typing import Any
 
-from altdata.corpus import DATASETS, AltData, find_alt_root
 from altdata.pit import TICKER, AltTable
 from experiments.runfolder import holdout_code_file
 from strategies.codegen import code_sha256
@@ -35,15 +33,10 @@ from strategies.value_quality import (
 )
 from swarm.errors import UserInputError
 from swarm.families import REGISTRY
+from swarm.families._alt_inputs import alt_root, required_table, warn
 
 TABLE = "statements"
 MIN_COVERED = 2  # a cross-section needs two symbols to rank
-
-
-def alt_root(config: Any) -> Path | None:
-    """The run's alternative-data folder: ``--alt-data``, else the nearest folder above
-    ``--data-dir`` laid out like the corpus."""
-    return config.alt_data or find_alt_root(config.data_dir)
 
 
 class ValueQuality:
@@ -55,7 +48,7 @@ class ValueQuality:
     repairable = False  # no block edit reshapes it: its own proposer moves its parameters
 
     def __init__(self) -> None:
-        self._tables: dict[Path, AltTable] = {}
+        self._tables: dict[Path | None, AltTable] = {}
         self._snapshots: dict[tuple[Path | None, tuple[str, ...], date], SnapshotTable] = {}
         self._warned: set[tuple[Path | None, tuple[str, ...]]] = set()
 
@@ -121,7 +114,7 @@ class ValueQuality:
             missing = [s for s in symbols if not self._snapshots[key].get(s)]
             if missing and (root, symbols) not in self._warned:
                 self._warned.add((root, symbols))
-                _warn(
+                warn(
                     getattr(run, "progress", None),
                     f"{KIND}: no statement known by {through} for {', '.join(missing)}: "
                     "never ranked, held in cash",
@@ -145,25 +138,10 @@ class ValueQuality:
                 )
 
     def _table(self, root: Path | None) -> AltTable:
-        if root is not None and root in self._tables:
-            return self._tables[root]
-        alt = AltData(root)
-        table = alt.table(TABLE)
-        if table is None or root is None:
-            raise UserInputError(
-                f"--families {KIND}: no annual statements: {alt.missing(TABLE)}; pass "
-                f"--alt-data DIR with {DATASETS[TABLE].source}"
-            )
-        self._tables[root] = table
-        return table
-
-
-def _warn(progress: Any, message: str) -> None:
-    """On the run's progress stream, else on stderr (before the run has one)."""
-    if progress is not None:
-        progress.warn(message)
-    else:
-        print(f"[warning] {message}", file=sys.stderr)
+        """The statements of ``root``, read once (no folder, or none there: the error)."""
+        if root not in self._tables:
+            self._tables[root] = required_table(root, TABLE, KIND, "annual statements")
+        return self._tables[root]
 
 
 REGISTRY.register(ValueQuality())

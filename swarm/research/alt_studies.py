@@ -22,7 +22,7 @@ study that cannot run (no table, too few events) says why and supports nothing.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from datetime import date
 
 import numpy as np
@@ -62,26 +62,39 @@ def _t(values: list[float]) -> tuple[float, float]:
     return mean, (mean / sd * math.sqrt(len(arr)) if sd > 0 else 0.0)
 
 
+def _signed_returns(close: pd.Series, moves: Iterable[tuple[int, int]], hold: int) -> list[float]:
+    """For each (first tradable yyyymmdd, sign) in ``moves``: the return from the close of
+    that day's bar (or the next bar) over the next ``hold`` bars, less the symbol's mean
+    ``hold``-bar return over the window (its drift, which a long-only book earns anyway),
+    times the sign. A move before the first bar or without a whole window is left out."""
+    close = close.dropna()
+    if len(close) <= hold:
+        return []
+    values = close.to_numpy(dtype=np.float64)
+    keys = np.asarray([d.year * 10000 + d.month * 100 + d.day for d in close.index])
+    base = float(np.mean(values[hold:] / values[:-hold] - 1.0))
+    out = []
+    for day, sign in moves:
+        i = int(np.searchsorted(keys, day))  # the first tradable day's bar (or later)
+        if i >= len(values) - hold or i == 0 and keys[0] > day:
+            continue  # its holding window is not in the window's bars
+        ret = values[i + hold] / values[i] - 1.0
+        out.append(sign * (ret - base))
+    return out
+
+
 def drift_study(surprises: AltTable, closes: Mapping[str, pd.Series], *, through: date) -> AltStudy:
     """The signed, de-drifted return after large surprises, its t-stat over the reports."""
     family = "earnings_drift"
     table = events(surprises, list(closes), through=through)
     signed: list[float] = []
     for ticker, rows in table.items():
-        close = closes[ticker].dropna()
-        if len(close) <= DRIFT_HOLD:
-            continue
-        values = close.to_numpy(dtype=np.float64)
-        keys = np.asarray([d.year * 10000 + d.month * 100 + d.day for d in close.index])
-        base = float(np.mean(values[DRIFT_HOLD:] / values[:-DRIFT_HOLD] - 1.0))
-        for e in rows:
-            if abs(e.surprise_pct) < DRIFT_THRESHOLD_PCT:
-                continue
-            i = int(np.searchsorted(keys, e.day))  # the first tradable day's bar (or later)
-            if i >= len(values) - DRIFT_HOLD or i == 0 and keys[0] > e.day:
-                continue  # its holding window is not in the window's bars
-            ret = values[i + DRIFT_HOLD] / values[i] - 1.0
-            signed.append((1.0 if e.surprise_pct > 0 else -1.0) * (ret - base))
+        moves = [
+            (e.day, 1.0 if e.surprise_pct > 0 else -1.0)
+            for e in rows
+            if abs(e.surprise_pct) >= DRIFT_THRESHOLD_PCT
+        ]
+        signed += _signed_returns(closes[ticker], moves, DRIFT_HOLD)
     if len(signed) < DRIFT_MIN_EVENTS:
         return AltStudy(
             family=family,

@@ -88,7 +88,7 @@ def _t(values: list[float]) -> tuple[float, float]:
     return mean, (mean / sd * math.sqrt(len(arr)) if sd > 0 else 0.0)
 
 
-def _signed_returns(close: pd.Series, moves: Iterable[tuple[int, int]], hold: int) -> list[float]:
+def _signed_returns(close: pd.Series, moves: Iterable[tuple[int, float]], hold: int) -> list[float]:
     """For each (first tradable yyyymmdd, sign) in ``moves``: the return from the close of
     that day's bar (or the next bar) over the next ``hold`` bars, less the symbol's mean
     ``hold``-bar return over the window (its drift, which a long-only book earns anyway),
@@ -390,8 +390,8 @@ def putcall_study(ratios: AltTable, closes: Mapping[str, pd.Series], *, through:
             line=f"put/call regime: {len(pairs)} {PC_STEP}-bar periods with a put/call score "
             f"in-sample (< {PC_MIN_PERIODS}): not measured",
         )
-    z, fwd = zip(*pairs, strict=True)
-    rho = pd.Series(z).corr(pd.Series(fwd), method="spearman")
+    score, fwd = zip(*pairs, strict=True)
+    rho = pd.Series(score).corr(pd.Series(fwd), method="spearman")
     rho = float(rho) if math.isfinite(rho) else 0.0
     n = len(pairs)
     t = rho * math.sqrt((n - 2) / (1.0 - rho * rho)) if abs(rho) < 1 else math.copysign(99.0, rho)
@@ -426,7 +426,10 @@ def alt_family_studies(
     if alt.table(sentiment.TWEETS) is not None:  # the family's default source
         from swarm.families import registry
 
-        plugin = registry().for_kind(sentiment.KIND)
+        plugin = registry().for_kind(sentiment.KIND)  # its scores, cached for the family
+        from swarm.families.sentiment_momentum import SentimentMomentum
+
+        assert isinstance(plugin, SentimentMomentum)
         out.append(sentiment_study(plugin.scored_tables(alt.root), closes, through=through))
     ratios = alt.table(putcall.TABLE)
     if ratios is not None:

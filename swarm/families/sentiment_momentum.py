@@ -196,6 +196,11 @@ class SentimentMomentum:
         """A run naming this family needs tweets or headlines: say so before it starts."""
         self._scored(config.alt_data or find_alt_root(config.data_dir))
 
+    def scored_tables(self, root: Path) -> dict[str, AltTable]:
+        """The scored tables under ``root``, scored once per root: the research's study
+        (``swarm.research.alt_studies``) reads the scores the family's code embeds."""
+        return self._scored(root)
+
     def _scored(self, root: Path | None) -> dict[str, AltTable]:
         """The scored tables under ``root`` (``tweets``, ``news``), scored once per root."""
         if root is not None and root in self._tables:

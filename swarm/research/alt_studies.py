@@ -426,11 +426,10 @@ def alt_family_studies(
     if alt.table(sentiment.TWEETS) is not None:  # the family's default source
         from swarm.families import registry
 
-        plugin = registry().for_kind(sentiment.KIND)  # its scores, cached for the family
-        from swarm.families.sentiment_momentum import SentimentMomentum
-
-        assert isinstance(plugin, SentimentMomentum)
-        out.append(sentiment_study(plugin.scored_tables(alt.root), closes, through=through))
+        # The family's own scores (each item scored once per folder, shared with its code).
+        scored_tables = getattr(registry().for_kind(sentiment.KIND), "scored_tables", None)
+        if scored_tables is not None:
+            out.append(sentiment_study(scored_tables(alt.root), closes, through=through))
     ratios = alt.table(putcall.TABLE)
     if ratios is not None:
         out.append(putcall_study(ratios, closes, through=through))

@@ -57,6 +57,10 @@ def run_config(spec: RunSpec, meta: dict[str, Any], data_dir: Path) -> tuple[Any
         # Every run on its own: the universes share symbol names (SYNA, ...), so a shared
         # memory would let earlier runs (and runs in parallel) steer later ones.
         memory_dir="off",
+        # The desk's decisions are cached in the calibration's folder, not the user's cache.
+        decision_cache_dir=(spec.out / "decisions").resolve()
+        if "decision_pipeline" in spec.families
+        else None,
         **{
             k: v
             for k, v in (("screen_size", opts.screen_size), ("deflate_by", opts.deflate_by))

@@ -85,7 +85,12 @@ def test_the_five_scenarios_and_their_drifts() -> None:
         "planted-vol-regime": ("vol_regime", 0.05, False),
         "planted-earnings-drift": ("earnings", 0.05, False),
         "null-earnings-drift": ("earnings_null", 0.05, True),
+        "desk-null-zero": ("null", 0.0, True),
+        "desk-null-bull": ("null", 0.20, True),
+        "desk-planted-momentum": ("planted", 0.05, False),
     }
+    desk = {n for n, s in SCENARIOS.items() if s.families == ("decision_pipeline",)}
+    assert desk == {"desk-null-zero", "desk-null-bull", "desk-planted-momentum"}
     assert ALIASES == {"null": "null-zero", "planted": "planted-momentum-zero"}
 
 
@@ -514,3 +519,22 @@ def test_criteria_reach_each_run_as_develop_reads_them(tmp_path: Path) -> None:
     )
     with pytest.raises(ValueError, match="--criteria-replace"):
         _plan(build_parser().parse_args(["--criteria-replace"]), tmp_path)
+
+
+def test_desk_kinds_run_the_decision_pipeline_alone_with_their_cache_in_the_calibration(
+    tmp_path: Path,
+) -> None:
+    """Issue 28 item 8: the desk's kinds name the decision_pipeline family alone, and its
+    decisions are cached under the calibration's folder, never the user's cache; the other
+    kinds keep every family and no cache setting (their runs are unchanged)."""
+    meta = {"symbols": ["SYNA", "SYNB", "SYNC"], "start": "2012-01-02", "end": "2019-12-31"}
+    kinds = "desk-null-zero,desk-null-bull,desk-planted-momentum,null-zero"
+    specs = _plan(build_parser().parse_args(["--runs", "1", "--kinds", kinds]), tmp_path)
+    configs = {s.kind: runner.run_config(s, meta, tmp_path)[0] for s in specs}
+    for kind in ("desk-null-zero", "desk-null-bull", "desk-planted-momentum"):
+        assert configs[kind].families == ["decision_pipeline"]
+        assert configs[kind].decision_cache_dir == (tmp_path / "decisions").resolve()
+        assert configs[kind].alt_data is None
+    assert configs["null-zero"].families == [] and configs["null-zero"].decision_cache_dir is None
+    seeds = {s.kind: s.seed for s in specs}
+    assert len(set(seeds.values())) == 4  # own slots: no desk kind replays another's universe

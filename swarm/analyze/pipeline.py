@@ -118,11 +118,14 @@ def decide(
     analysts: Mapping[AnalystRole, AnalystBrain] | None = None,
     data_info: Mapping[str, str | int] | None = None,
     alt: AltData | None = None,
+    in_process: bool = False,
 ) -> Decision:
     """Run the analysis graph on ``bars`` cut at ``date``. Raises InsufficientHistoryError
     when the indicators are not defined yet at the date. ``alt``: point-in-time alternative
-    data for the fundamentals and sentiment analysts (rows known by the date's close)."""
-    from swarm.analyze.graph import build_analyze_graph
+    data for the fundamentals and sentiment analysts (rows known by the date's close).
+    ``in_process``: call the graph's nodes in its order in this thread (the same decision,
+    for replays of many dates with the rules brain; an LLM brain always runs the graph)."""
+    from swarm.analyze.graph import build_analyze_graph, run_in_process
     from swarm.analyze.nodes import AnalysisInputs, Brain
 
     ticker = ticker.upper()
@@ -167,7 +170,10 @@ def decide(
     # A root run in an empty context: called inside a develop-graph node (the replay), the
     # graph would otherwise run as its subgraph and checkpoint every step into the run's
     # database (a 168-decision replay wrote 1,860 checkpoints, 42 MB).
-    out = contextvars.Context().run(build_analyze_graph().invoke, {}, context=inputs)
+    if in_process and brain.llm is None:
+        out = run_in_process(inputs)
+    else:
+        out = contextvars.Context().run(build_analyze_graph().invoke, {}, context=inputs)
     decision = out["decision"]
     if brain.masking is None:
         return decision  # the rules brain: nothing about masking enters its decision

@@ -260,7 +260,14 @@ class DecisionReplayer:
         started, live = time.perf_counter(), llm.n_live_calls if llm is not None else 0
         try:
             decision = decide(
-                ticker, day, bars, cfg, self.brain, news=self.news, data_info={"sha256": sha}
+                ticker,
+                day,
+                bars,
+                cfg,
+                self.brain,
+                news=self.news,
+                data_info={"sha256": sha},
+                in_process=True,  # the rules brain without LangGraph's per-step cost
             )
         except (InsufficientHistoryError, UserInputError):
             self.stats.too_little_history += 1

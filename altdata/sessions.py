@@ -12,13 +12,15 @@ from functools import lru_cache
 import exchange_calendars as xcals
 import pandas as pd
 
+from backtest.data.trading_days import xnys_calendar
+
 FIRST = "1990-01-02"
 
 
 @lru_cache(maxsize=1)
 def nyse() -> xcals.ExchangeCalendar:
     """The NYSE trading calendar from ``FIRST`` on."""
-    return xcals.get_calendar("XNYS", start=FIRST)
+    return xnys_calendar(FIRST)
 
 
 def _day(d: object) -> pd.Timestamp:

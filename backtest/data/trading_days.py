@@ -13,6 +13,7 @@ off the bars themselves:
 
 from __future__ import annotations
 
+import warnings
 from enum import StrEnum
 from functools import lru_cache
 
@@ -33,9 +34,17 @@ class MarketDays(StrEnum):
     WEEKDAYS = "weekdays"
 
 
+def xnys_calendar(start: str) -> xcals.ExchangeCalendar:
+    """The NYSE calendar from ``start`` on, built without exchange_calendars' pandas-3
+    deprecation warning (its ``Series.values`` on tz-aware opens; the values are the same)."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="Series.values returning", category=Warning)
+        return xcals.get_calendar("XNYS", start=start)
+
+
 @lru_cache(maxsize=1)
 def _xnys_sessions() -> pd.DatetimeIndex:
-    cal = xcals.get_calendar("XNYS", start=CALENDAR_START)
+    cal = xnys_calendar(CALENDAR_START)
     return pd.DatetimeIndex(cal.sessions).tz_localize(None).as_unit("ns")
 
 

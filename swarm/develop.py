@@ -31,6 +31,7 @@ from swarm.api_options import namespace_of
 from swarm.cli_args import OneLineParser, add_data_arguments, add_screen_arguments
 from swarm.develop_config import config_from_args
 from swarm.errors import RunFailedError, RunInterrupted, UserInputError
+from swarm.llm.settings import CONCURRENCY_HELP
 
 if TYPE_CHECKING:
     from experiments.run_result import RunResult
@@ -178,6 +179,7 @@ def _add_llm_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--llm-max-output-tokens", type=int, default=512, help="per-call output limit (default 512)"
     )
+    p.add_argument("--llm-concurrency", type=int, default=None, help=CONCURRENCY_HELP)
     p.add_argument(
         "--llm-cache", type=Path, help="shared record/replay cache (default: in the run)"
     )

@@ -125,6 +125,7 @@ def _llm_settings(args: argparse.Namespace):
             max_output_tokens=args.llm_max_output_tokens,
             mask=mask_mode(getattr(args, "mask", None)),
             cutoff=getattr(args, "llm_cutoff", None),
+            concurrency=getattr(args, "llm_concurrency", None),
         )
     except ValueError as exc:
         raise UserInputError(str(exc)) from None

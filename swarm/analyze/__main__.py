@@ -26,6 +26,7 @@ from typing import Any
 
 from swarm.cli_args import OneLineParser
 from swarm.errors import UserInputError
+from swarm.llm.settings import CONCURRENCY_HELP
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -92,6 +93,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--llm-structured", default="auto", help="auto, json_schema or function_calling")
     p.add_argument("--max-llm-tokens", type=int, default=None, help="token budget of the analysis")
     p.add_argument("--llm-max-output-tokens", type=int, default=512, help="per call (default 512)")
+    p.add_argument("--llm-concurrency", type=int, default=None, help=CONCURRENCY_HELP)
     p.add_argument(
         "--llm-cache", type=Path, default=None, help="replay cache (default OUT/.llm-cache)"
     )
@@ -248,6 +250,7 @@ def _llm(args: argparse.Namespace):
             max_output_tokens=args.llm_max_output_tokens,
             mask=mask_mode(getattr(args, "mask", None)),
             cutoff=getattr(args, "llm_cutoff", None),
+            concurrency=getattr(args, "llm_concurrency", None),
         )
     except ValueError as exc:
         raise UserInputError(str(exc)) from None

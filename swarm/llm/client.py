@@ -126,6 +126,9 @@ class LLMClient:
         self._models: dict[str, Any] = {}
         self._method: dict[str, str] = {}
         self._lock = threading.Lock()
+        # Live calls in flight at once: parallel callers queue here, not at the server, so a
+        # request's timeout counts only its own answer.
+        self._slots = threading.BoundedSemaphore(settings.max_concurrency)
         self.tokens_used = 0
         self.calls: list[CallRecord] = []
         self.leaks = LeakCounts()
@@ -301,7 +304,8 @@ class LLMClient:
         for method in self._methods(model):
             try:
                 runnable = chat.with_structured_output(schema, method=method, include_raw=True)
-                out = runnable.invoke(list(messages))
+                with self._slots:
+                    out = runnable.invoke(list(messages))
             except Exception as exc:  # endpoint rejected the method (HTTP 4xx/5xx) or is down
                 last_error = f"{method}: {type(exc).__name__}: {str(exc)[:200]}"
                 continue

@@ -13,6 +13,10 @@ from pydantic import BaseModel, ConfigDict, Field
 
 PROVIDERS = ("none", "openai", "openai-compatible")
 STRUCTURED_METHODS = ("auto", "json_schema", "function_calling")
+CONCURRENCY_HELP = (
+    "LLM calls in flight at once (default: 1 for openai-compatible, whose local server answers "
+    "one at a time; 8 for openai)"
+)
 # Roles by tier: the 15 subagents are many and simple (quick); synthesis, strategy
 # development and failure analysis carry the run's decisions (deep).
 QUICK_ROLES = frozenset(
@@ -41,6 +45,10 @@ class LLMSettings(BaseModel):
     max_output_tokens: int = Field(512, ge=16)  # per call
     cache_dir: Path | None = None  # shared replay cache; default: inside the run folder
     timeout_s: float = 120.0
+    # Calls in flight at once (--llm-concurrency; None: the provider's default). A local
+    # server (llama.cpp) answers one request at a time: sending it the research swarm's 30
+    # calls at once made most of them wait past the timeout (23 of 48 timed out).
+    concurrency: int | None = Field(None, ge=1)
     # Issue 29: mask prompts (auto: when the data is older than the model's cutoff), and the
     # cutoff declared with --llm-cutoff (None: the model family's documented one).
     mask: Literal["auto", "on", "off"] = "auto"
@@ -50,6 +58,14 @@ class LLMSettings(BaseModel):
     def enabled(self) -> bool:
         """Whether an LLM is configured (``--llm`` is not none)."""
         return self.provider != "none"
+
+    @property
+    def max_concurrency(self) -> int:
+        """Calls the client sends at once: ``concurrency``, else 1 for an OpenAI-compatible
+        server (often one local model, one slot) and 8 for OpenAI."""
+        if self.concurrency is not None:
+            return self.concurrency
+        return 1 if self.provider == "openai-compatible" else 8
 
     def model_for(self, role: str) -> str:
         """The model for ``role``: the quick one for the research subagents and the pipeline's
@@ -70,6 +86,7 @@ def parse_llm_arg(
     max_output_tokens: int = 512,
     mask: str = "auto",
     cutoff: str | None = None,
+    concurrency: int | None = None,
 ) -> LLMSettings:
     """``none`` | ``openai:MODEL`` | ``openai-compatible:MODEL``. Raises ValueError with the fix."""
     value = (value or "none").strip()
@@ -92,8 +109,11 @@ def parse_llm_arg(
         raise ValueError(
             f"--llm-structured: {structured!r}; use one of {', '.join(STRUCTURED_METHODS)}"
         )
+    if concurrency is not None and concurrency < 1:
+        raise ValueError(f"--llm-concurrency: {concurrency} must be at least 1")
     model = model.strip()
     return LLMSettings(
+        concurrency=concurrency,
         mask=mask,  # type: ignore[arg-type]  # a Literal: pydantic rejects anything else
         cutoff=parse_cutoff(cutoff),
         provider=provider,

@@ -248,8 +248,21 @@ def _steps(
 
 
 def load_universe(symbols: Iterable[str], **kw: Any) -> dict[str, LoadedBars]:
-    """Load every symbol with the same options; the first DataError propagates."""
-    return {sym: load_bars(sym, **kw) for sym in symbols}
+    """Load every symbol with the same options; the first DataError propagates, and so does
+    one for two symbols that read the same file (file names ignore case and characters
+    outside ``A-Z 0-9 . _ = -``, so ``SYN[`` and ``SYN_`` would trade one series twice)."""
+    loaded = {sym: load_bars(sym, **kw) for sym in symbols}
+    by_path: dict[str, str] = {}
+    for sym, got in loaded.items():
+        if got.path is None:
+            continue
+        other = by_path.setdefault(got.path, sym)
+        if other != sym:
+            raise DataError(
+                f"--tickers: {other} and {sym} both read {got.path} (file names ignore case "
+                "and characters outside A-Z 0-9 . _ = -); drop one of them or rename its file"
+            )
+    return loaded
 
 
 def periods_per_year(bars: pd.DataFrame, timeframe: str = "1d") -> int:

@@ -173,10 +173,21 @@ class UniverseSpec:
     symbols: tuple[str, ...] = field(default=())
 
     def symbol_names(self) -> list[str]:
-        """The symbols' names: the spec's own, else SYNA, SYNB…"""
+        """The symbols' names: the spec's own, else SYNA … SYNZ, SYNAA, SYNAB … (letters
+        only, so no two name one file: past Z, ``chr`` gave ``SYN[`` and ``SYNa``)."""
         if self.symbols:
             return list(self.symbols)
-        return [f"SYN{chr(ord('A') + i)}" for i in range(self.n_symbols)]
+        return [f"SYN{_letters(i)}" for i in range(self.n_symbols)]
+
+
+def _letters(i: int) -> str:
+    """0 -> A, 25 -> Z, 26 -> AA, 27 -> AB … (spreadsheet columns)."""
+    out = ""
+    i += 1
+    while i:
+        i, r = divmod(i - 1, 26)
+        out = chr(ord("A") + r) + out
+    return out
 
 
 @dataclass

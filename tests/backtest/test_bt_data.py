@@ -6,6 +6,7 @@ with one that fails the test.
 
 from __future__ import annotations
 
+import shutil
 from datetime import date
 from pathlib import Path
 
@@ -249,6 +250,18 @@ def test_load_universe(daily_dir: Path, tmp_path: Path) -> None:
     assert list(got) == ["AAPL", "MSFT"] and all(v.source_used == "csv" for v in got.values())
     with pytest.raises(DataError, match="XYZ"):
         load_universe(["AAPL", "XYZ"], start=START, end=END, source="csv", data_dir=daily_dir)
+
+
+@pytest.mark.integration
+def test_two_tickers_that_read_one_file_are_refused(daily_dir: Path, tmp_path: Path) -> None:
+    """``SYN[`` and ``SYN_`` (or ``aapl`` beside ``AAPL``) name one file: trading it twice
+    under two names would be one series counted as two, so the load says so."""
+    shutil.copy(daily_dir / "AAPL.csv", tmp_path / "SYN_.csv")
+    with pytest.raises(DataError, match=r"SYN\[ and SYN_ both read .*SYN_\.csv"):
+        load_universe(["SYN[", "SYN_"], start=START, end=END, source="csv", data_dir=tmp_path)
+    with pytest.raises(DataError, match="AAPL and aapl both read"):
+        load_universe(["AAPL", "aapl"], start=START, end=END, source="csv", data_dir=daily_dir)
+    assert list(load_universe(["SYN_"], start=START, end=END, source="csv", data_dir=tmp_path))
 
 
 @pytest.mark.integration

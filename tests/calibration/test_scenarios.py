@@ -538,3 +538,15 @@ def test_desk_kinds_run_the_decision_pipeline_alone_with_their_cache_in_the_cali
     assert configs["null-zero"].families == [] and configs["null-zero"].decision_cache_dir is None
     seeds = {s.kind: s.seed for s in specs}
     assert len(set(seeds.values())) == 4  # own slots: no desk kind replays another's universe
+
+
+def test_synthetic_names_stay_letters_past_z() -> None:
+    """Past 26 symbols the names go on as spreadsheet columns (SYNAA …): ``chr`` gave ``SYN[``
+    and ``SYNa``, which read the files of ``SYN_`` and ``SYNA``."""
+    from swarm.calibration.synthetic_universe import UniverseSpec
+
+    names = UniverseSpec(n_symbols=800).symbol_names()
+    assert names[:3] == ["SYNA", "SYNB", "SYNC"] and names[25:28] == ["SYNZ", "SYNAA", "SYNAB"]
+    assert names[701:703] == ["SYNZZ", "SYNAAA"]
+    assert all(n.isalpha() and n.isupper() for n in names)
+    assert len({n.lower() for n in names}) == 800

@@ -93,12 +93,6 @@ def peak_rss_mb() -> float:
     return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
 
 
-def symbols_for(n: int) -> tuple[str, ...]:
-    """Plain, distinct, file-safe names (the generator's default SYNA, SYNB... runs past Z
-    into ``[``, ``a``... beyond 26 symbols, which the CSV source cannot tell apart)."""
-    return tuple(f"W{i:04d}" for i in range(n))
-
-
 def one(n: int, years: float, n_sets: int, timeout: float, long_short: bool) -> dict:
     """Every phase for a universe of ``n`` symbols, in this process; the figures."""
     out: dict = {"n_symbols": n, "rss_start_mb": peak_rss_mb()}
@@ -110,7 +104,6 @@ def one(n: int, years: float, n_sets: int, timeout: float, long_short: bool) -> 
             n_symbols=n,
             years=years,
             start=START,
-            symbols=symbols_for(n),
         )
         started = time.perf_counter()
         meta = write_universe(spec, tmp)

@@ -12,7 +12,7 @@ from functools import lru_cache
 import exchange_calendars as xcals
 import pandas as pd
 
-from backtest.data.trading_days import xnys_calendar
+from backtest.data import xnys_calendar
 
 FIRST = "1990-01-02"
 

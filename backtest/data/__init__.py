@@ -22,7 +22,7 @@ from backtest.data.csv import find_csv, read_bars_csv
 from backtest.data.integrity import BarDefect
 from backtest.data.quality import OHLCV, QualityReport, assess_quality, bars_sha256
 from backtest.data.synthetic import synthetic_bars
-from backtest.data.trading_days import MarketDays, market_days
+from backtest.data.trading_days import MarketDays, market_days, xnys_calendar
 from backtest.data.yfinance import quiet_yfinance, yfinance_fetch
 from backtest.errors import DataError
 
@@ -50,5 +50,6 @@ __all__ = [
     "read_bars_csv",
     "synthetic_bars",
     "write_cache",
+    "xnys_calendar",
     "yfinance_fetch",
 ]

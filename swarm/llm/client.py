@@ -218,15 +218,22 @@ class LLMClient:
                 )
             )
             return parsed, error
-        if self.exhausted:
-            # Recorded under the budget it depends on: a rerun with a larger budget asks again.
-            self.cache.put(refusal_key, {"parsed": None, "error": "budget exhausted", "tokens": 0})
-            self._record(
-                CallRecord(role, model, key, False, None, 0, False, "budget exhausted", 0.0)
-            )
-            return None, "budget exhausted"
-
-        parsed, error, method, tokens = self._invoke(model, messages, schema)
+        # One slot per live call; the budget is read once the slot is ours, so callers that
+        # queued while the budget was being spent are refused, not sent.
+        with self._slots:
+            if self.exhausted:
+                # Recorded under the budget it depends on: a rerun with a larger budget asks
+                # again.
+                self.cache.put(
+                    refusal_key, {"parsed": None, "error": "budget exhausted", "tokens": 0}
+                )
+                self._record(
+                    CallRecord(role, model, key, False, None, 0, False, "budget exhausted", 0.0)
+                )
+                return None, "budget exhausted"
+            parsed, error, method, tokens = self._invoke(model, messages, schema)
+            with self._lock:
+                self.tokens_used += tokens
         self.cache.put(
             key,
             {
@@ -236,8 +243,6 @@ class LLMClient:
                 "tokens": tokens,
             },
         )
-        with self._lock:
-            self.tokens_used += tokens
         self._record(
             CallRecord(
                 role,
@@ -304,8 +309,7 @@ class LLMClient:
         for method in self._methods(model):
             try:
                 runnable = chat.with_structured_output(schema, method=method, include_raw=True)
-                with self._slots:
-                    out = runnable.invoke(list(messages))
+                out = runnable.invoke(list(messages))
             except Exception as exc:  # endpoint rejected the method (HTTP 4xx/5xx) or is down
                 last_error = f"{method}: {type(exc).__name__}: {str(exc)[:200]}"
                 continue

@@ -74,3 +74,26 @@ def test_an_openai_compatible_server_gets_one_call_at_a_time_by_default(tmp_path
 def test_a_concurrency_below_one_is_refused() -> None:
     with pytest.raises(ValueError, match="--llm-concurrency: 0 must be at least 1"):
         parse_llm_arg("openai-compatible:gemma", base_url="http://127.0.0.1:8080/v1", concurrency=0)
+
+
+def test_callers_queued_while_the_budget_is_spent_are_refused_not_sent(tmp_path) -> None:
+    """The budget is read once a caller holds the slot: with one slot and a budget the first
+    answer spends, the seven callers queued behind it never reach the model (before, each
+    had passed the check on arrival and was sent in turn: a CI run went past 25 minutes)."""
+    settings = parse_llm_arg(
+        "openai-compatible:gemma", base_url="http://127.0.0.1:8080/v1", max_tokens=10
+    )
+    chat = SlowChat()
+    client = LLMClient(settings, cache_dir=tmp_path / "cache", model_factory=lambda s, m: chat)
+    threads = [
+        threading.Thread(
+            target=client.structured, args=("research_subagent", [("human", f"q{i}")], Answer)
+        )
+        for i in range(8)
+    ]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert client.n_live_calls == 1 and client.exhausted
+    assert sorted(c.error or "" for c in client.calls) == [""] + ["budget exhausted"] * 7

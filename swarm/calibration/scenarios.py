@@ -18,7 +18,7 @@ NULL_KINDS = ("null", "earnings_null")  # universes without an edge: their SUCCE
 # edge must be found by the search, not announced to it (a "momentum" directive would
 # crowd out the reversion scenario's family and help the momentum one).
 DEFAULT_DIRECTIVE = "alpha"
-DESK = ("decision_pipeline",)  # the decision desk's kinds name its family alone
+DESK_FAMILIES = ("decision_pipeline",)  # the decision desk's kinds name its family alone
 SEED_STRIDE = 10_007  # keeps the seed blocks of different --seed values apart
 MAX_RUNS = 999  # runs per scenario: the seed blocks of two scenarios must not overlap
 # A base seed's SEED_STRIDE holds 10 slots' blocks; slots 10-19 take the same layout from
@@ -129,9 +129,11 @@ SCENARIOS: dict[str, Scenario] = {
         # drift, a bull market whose long-only decisions ride beta (no timing edge: must not
         # pass), and regime momentum, which the desk's trend reading can catch. 3 symbols, as
         # the default kinds; each run decides weekly on every symbol.
-        Scenario("desk-null-zero", "null", 0.0, 11, "no edge", families=DESK),
-        Scenario("desk-null-bull", "null", 0.20, 12, "no edge", families=DESK),
-        Scenario("desk-planted-momentum", "planted", 0.05, 13, "regime momentum", families=DESK),
+        Scenario("desk-null-zero", "null", 0.0, 11, "no edge", families=DESK_FAMILIES),
+        Scenario("desk-null-bull", "null", 0.20, 12, "no edge", families=DESK_FAMILIES),
+        Scenario(
+            "desk-planted-momentum", "planted", 0.05, 13, "regime momentum", families=DESK_FAMILIES
+        ),
     )
 }
 DEFAULT_SCENARIOS = (

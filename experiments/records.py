@@ -17,7 +17,8 @@ from backtest.contracts import JobStatus, Metrics
 from experiments.tracker import ExperimentTracker
 from gate.alpha import AlphaStats
 from gate.contracts import GateDecision, Route, Veto
-from strategies.spec import Origin, StrategySpec
+from strategies.route import Decided, Origin
+from strategies.spec import StrategySpec
 
 
 class _Strict(BaseModel):
@@ -92,7 +93,7 @@ class HoldoutRecord(_Record):
     """The winner on one symbol of the sealed holdout (opened once, never fed back)."""
 
     kind: Literal["holdout"] = "holdout"
-    route: Literal[Route.SUCCESS] = Route.SUCCESS  # type: ignore[assignment]
+    route: Literal[Route.SUCCESS] = Route.SUCCESS
     symbol: str
     status: JobStatus
     error: str | None = None
@@ -252,7 +253,7 @@ class Verdict(_Strict):
     pbo_variants: int = 0
     score_threshold: float
     dsr_threshold: float
-    route_history: list[Route] = Field(default_factory=list)
+    route_history: list[Decided] = Field(default_factory=list)
     figures: dict[str, Figures] = Field(default_factory=dict)
     buy_and_hold_in_sample: Metrics | None = None  # the run's benchmark (kept for old readers)
     benchmark: BenchmarkInfo | None = None  # None in runs from before the benchmark gate

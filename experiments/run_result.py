@@ -18,8 +18,8 @@ from backtest.contracts import Metrics
 from experiments.records import RECORD, VARIANTS, BacktestRecord, Manifest, VariantEntry, Verdict
 from experiments.runfolder import code_file
 from gate.alpha import AlphaStats
-from gate.contracts import Route
 from gate.judge_result import JudgeResult
+from strategies.route import Decided
 
 __all__ = ["BestVariant", "RunFolderError", "RunResult", "load_run"]
 
@@ -63,7 +63,7 @@ class RunResult(BaseModel):
     n_trials: int
     n_backtests: int
     iterations: int
-    route_history: list[Route]
+    route_history: list[Decided]
     holdout_alpha: AlphaStats | None = None  # the sealed holdout, opened once for the winner
     manifest: Manifest
     judge: JudgeResult | None = None  # judge runs only: every file's verdict

@@ -10,14 +10,9 @@ from pydantic import BaseModel, Field
 from backtest.contracts import Metrics
 from gate.alpha import AlphaStats
 
-
-class Route(StrEnum):
-    SUCCESS = "SUCCESS"
-    TUNE = "TUNE"
-    FIX = "FIX"
-    REFINE = "REFINE"
-    RESEARCH = "RESEARCH"
-    ABANDON = "ABANDON"
+# The loop's one Route enum lives a floor below (a variant records the route that built it).
+from strategies.route import Decided
+from strategies.route import Route as Route
 
 
 class FailureType(StrEnum):
@@ -201,7 +196,7 @@ class Limits(BaseModel):
 
 class GateDecision(BaseModel):
     iteration: int
-    decision: Route
+    decision: Decided
     best_variant_id: str | None
     evaluations: list[VariantEvaluation]
     failure: FailureAnalysis | None = None
@@ -217,7 +212,7 @@ class IterationSummary(BaseModel):
     """One iteration as trajectory analysis and the charts see it."""
 
     iteration: int
-    route: Route  # the route this iteration's gate decided
+    route: Decided  # the route this iteration's gate decided
     best_variant_id: str | None
     family: str | None = None
     best_score: float

@@ -31,7 +31,6 @@ from gate.contracts import Route
 from gate.judge_input import job_symbols, variant_ids
 from gate.judge_result import FileVerdict, JudgeResult, JudgeStatus
 from strategies.portfolio import LABEL as PORTFOLIO
-from strategies.spec import Origin
 
 if TYPE_CHECKING:
     from gate.judge_run import Judged, JudgeOptions, Window
@@ -102,7 +101,7 @@ def _records(run: RunFolder, o: JudgeOptions, j: Judged, result: JudgeResult) ->
                 run.tracker,
                 BacktestRecord(
                     **common,
-                    route=Origin.INITIAL,
+                    route=Route.INITIAL,
                     variant_id=v.variant_id,
                     name=f.class_name,
                     family=f.scope,

@@ -38,7 +38,8 @@ from strategies.mutate import tune
 from strategies.pairs import PairChoice
 from strategies.regime import INDEX_REGIME, REGIME_STYLE
 from strategies.regime import wanted as regime_wanted
-from strategies.spec import Origin, ParamValue, PortfolioFamily, StrategySpec
+from strategies.route import Route
+from strategies.spec import ParamValue, PortfolioFamily, StrategySpec
 
 PARAMS = PORTFOLIO_PARAMS  # each family's parameters and defaults (strategies.families)
 
@@ -185,7 +186,7 @@ def portfolio_slots(families: list[str], n: int, n_symbols: int) -> int:
 def propose_portfolio_specs(
     *,
     families: list[str],
-    route: Origin | str,
+    route: Route | str,
     n: int,
     rng: random.Random,
     seen: set[str],
@@ -200,13 +201,13 @@ def propose_portfolio_specs(
     ``swarm.nodes.strategy.ScreenTuner``; with it REFINE keeps a third of the slots, from 2,
     for tuning); ``tune``'s grid moves fill what it leaves, and None is ``tune`` alone, as
     before the screen."""
-    route = Origin(route)
+    route = Route(route)
     picks = _Picks(n, seen)
-    if best is not None and route in (Origin.TUNE, Origin.FIX, Origin.REFINE):
+    if best is not None and route in (Route.TUNE, Route.FIX, Route.REFINE):
         best_id, base = best
-        if route == Origin.REFINE:
+        if route == Route.REFINE:
             _refine(picks, base, best_id, rng, tuner)
-        if route == Origin.FIX:
+        if route == Route.FIX:
             _fix(picks, base, best_id)
         if tuner is not None:
             for cand in tuner(base, n - len(picks.out), set(picks.taken)):

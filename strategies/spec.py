@@ -16,6 +16,8 @@ from typing import Literal
 from pydantic import BaseModel, Field, GetCoreSchemaHandler
 from pydantic_core import core_schema
 
+from strategies.route import Origin
+
 
 class Family(StrEnum):
     MOMENTUM = "momentum"
@@ -77,16 +79,6 @@ class PluginFamily(str):
             core_schema.str_schema(),
             serialization=core_schema.plain_serializer_function_ser_schema(str),
         )
-
-
-class Origin(StrEnum):
-    """The loop step that built a variant (a research round's number is kept apart)."""
-
-    INITIAL = "INITIAL"
-    TUNE = "TUNE"
-    FIX = "FIX"
-    REFINE = "REFINE"
-    RESEARCH = "RESEARCH"
 
 
 ParamValue = float | int | bool

@@ -32,7 +32,7 @@ from typing import Any
 from backtest.executors import make_executor
 from experiments.runfolder import RunFolder
 from gate.contracts import LoopCounters
-from strategies.spec import Origin
+from strategies.route import Route
 from swarm.config import RunConfig
 from swarm.context import RunContext
 from swarm.run_checkpoint import (  # noqa: F401 - re-exported for callers
@@ -77,7 +77,7 @@ def initial_state(ctx: RunContext) -> dict[str, Any]:
         "n_folds": len(ctx.folds),
         "iteration": 1,
         "research_round": 0,
-        "route": Origin.INITIAL,
+        "route": Route.INITIAL,
         "counters": LoopCounters(),
         "all_variants": {},
         "history": [],

@@ -37,9 +37,9 @@ from gate.contracts import (
     Veto,
 )
 from gate.ledger import TrialLedger
+from strategies.route import Origin
 from strategies.spec import (
     Family,
-    Origin,
     PipelineFamily,
     PluginFamily,
     PortfolioFamily,
@@ -132,7 +132,7 @@ class DevelopState(TypedDict, total=False):
     iteration: int  # the strategy iteration being built or evaluated (1-based)
     research_round: int  # 1 for the first research pass, +1 per RESEARCH route
     counters: LoopCounters
-    route: Origin | Route  # what built the current variants; after the router, its route
+    route: Route  # what built the current variants; after the router, its route
     feedback: list[str]  # what the gate told research / strategy development
 
     data_brief: DataBrief
@@ -169,8 +169,8 @@ class DevelopState(TypedDict, total=False):
 # The shape of the checkpointed state. A checkpoint holds the types of the code that wrote it,
 # so a run checkpointed under another schema cannot continue under this code: bump this when
 # a field changes type (1: manifests without it; 2: variants, all_variants, lookahead and the
-# research fields typed).
-STATE_SCHEMA = 2
+# research fields typed; 3: one Route enum, the Origin enum gone).
+STATE_SCHEMA = 3
 
 # What the checkpoint may restore besides plain JSON: the state's own types, nothing else.
 CHECKPOINT_TYPES: tuple[type, ...] = (
@@ -189,7 +189,6 @@ CHECKPOINT_TYPES: tuple[type, ...] = (
     HoldoutResult,
     Verdict,
     Series,
-    Origin,
     Route,
     Hint,
     Veto,

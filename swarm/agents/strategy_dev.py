@@ -22,7 +22,8 @@ from strategies.families import initial_specs
 from strategies.family_api import Proposal, Tuner
 from strategies.mutate import fix, refine, toward_more_trades, tune
 from strategies.repair import repairs
-from strategies.spec import Origin, StrategySpec
+from strategies.route import Route
+from strategies.spec import StrategySpec
 
 # propose's ``add``: a spec, its parent and why, kept when new and a slot is free.
 _Add = Callable[[StrategySpec, str | None, str], None]
@@ -51,7 +52,7 @@ def problem_of(evaluation: VariantEvaluation, min_trades: int) -> str | None:
 
 
 # Routes on which a near miss is pursued along what it missed, before the usual moves.
-REPAIR_ROUTES = frozenset({Origin.TUNE, Origin.REFINE})
+REPAIR_ROUTES = frozenset({Route.TUNE, Route.REFINE})
 
 
 def repair_slots(n: int, failure: FailureAnalysis | None) -> int:
@@ -68,7 +69,7 @@ def repair_slots(n: int, failure: FailureAnalysis | None) -> int:
 
 def repair_proposals(
     *,
-    route: Origin | str,
+    route: Route | str,
     failure: FailureAnalysis | None,
     parent: tuple[str, StrategySpec] | None,
     n: int,
@@ -80,7 +81,7 @@ def repair_proposals(
     along the categories of the criteria it fails, worst first, on TUNE and REFINE; none
     on other routes, without failing criteria or when none applies. ``why`` says
     "repair <category>: <what>"."""
-    if Origin(route) not in REPAIR_ROUTES or failure is None or parent is None or n <= 0:
+    if Route(route) not in REPAIR_ROUTES or failure is None or parent is None or n <= 0:
         return []
     categories = [c.category for c in failure.failing if c.category is not None]
     if not categories:
@@ -92,7 +93,7 @@ def repair_proposals(
 
 def propose(
     *,
-    route: Origin | str,
+    route: Route | str,
     n: int,
     rng: random.Random,
     seen: set[str],
@@ -117,10 +118,10 @@ def propose(
     ``regime_filters``: the regime filters the run's data has the index files for; REFINE
     may add them (``strategies.mutate.refine``).
     """
-    route = Origin(route)
+    route = Route(route)
     seen = set(seen)
     out: list[Proposal] = []
-    named = list(directive_families or []) if route == Origin.INITIAL else []
+    named = list(directive_families or []) if route == Route.INITIAL else []
 
     def add(spec: StrategySpec, parent: str | None, why: str) -> None:
         key = spec.trial_key()
@@ -129,20 +130,20 @@ def propose(
             out.append(Proposal(spec, parent, why))
 
     hints = failure.hints if failure else []
-    if route == Origin.FIX:
+    if route == Route.FIX:
         _fix_proposals(add, last, min_trades, rng=rng, seen=seen)
-    elif route == Origin.REFINE:
+    elif route == Route.REFINE:
         _refine_proposals(
             add, last, hints, n=n, best=best, rng=rng, seen=seen, regime_filters=regime_filters
         )
 
-    if route == Origin.TUNE and best is not None and Hint.TOO_FEW_TRADES in hints and not tuner:
+    if route == Route.TUNE and best is not None and Hint.TOO_FEW_TRADES in hints and not tuner:
         # A near miss on the trade floor: half the slots move toward more signals.
         best_id, best_spec = best
         for spec in toward_more_trades(best_spec, max(1, n // 2), rng=rng, seen=seen):
             add(spec, best_id, "tune toward more trades (near miss on the trade floor)")
 
-    if route in (Origin.TUNE, Origin.FIX, Origin.REFINE) and best is not None:
+    if route in (Route.TUNE, Route.FIX, Route.REFINE) and best is not None:
         _tune_around_best(add, out, best, n=n, tuner=tuner, rng=rng, seen=seen)
 
     if len(out) < n:  # INITIAL, RESEARCH, or nothing left to mutate: fresh diverse ideas

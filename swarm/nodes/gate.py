@@ -39,7 +39,7 @@ from gate.pursuit import pursuit_of
 from gate.routing import Budget, ResearchOutlook, advance, current_line, decide_route
 from gate.summary import summarise_iteration
 from gate.trajectory import analyse_trajectory
-from strategies.spec import Origin, StrategyVariant
+from strategies.spec import StrategyVariant
 from swarm.context import RunContext
 from swarm.families import registry
 from swarm.llm.brains import llm_failure
@@ -337,9 +337,9 @@ def failure_analysis(state: DevelopState, runtime: Runtime[RunContext]) -> dict[
     return {"failure": analysis}
 
 
-def _origin(state: DevelopState) -> Origin:
+def _origin(state: DevelopState) -> Route:
     """What built the variants under evaluation (the router has not decided yet)."""
-    return Origin(state.get("route", Origin.INITIAL))
+    return Route(state.get("route", Route.INITIAL))
 
 
 def _summary(state: DevelopState, route: Route) -> IterationSummary:

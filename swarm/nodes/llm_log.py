@@ -14,15 +14,15 @@ from datetime import UTC, datetime
 from typing import Any
 
 from experiments.records import append_record
-from strategies.spec import Origin
+from strategies.route import Route
 from swarm.context import RunContext
 
 
 def llm_logger(
-    ctx: RunContext, *, iteration: int, route: Origin | str, research_round: int | None = None
+    ctx: RunContext, *, iteration: int, route: Route | str, research_round: int | None = None
 ) -> Callable[[dict[str, Any]], None]:
     """``research_round``: set by the research half (its events' id keeps the round apart)."""
-    route = Origin(route)
+    route = Route(route)
     # The id the records had when the round was written into the route ("RESEARCH-2").
     id_route = f"{route.value}-{research_round}" if research_round is not None else route.value
 
@@ -62,7 +62,7 @@ def llm_logger(
     return log
 
 
-def log_usage(ctx: RunContext, *, iteration: int, route: Origin | str) -> None:
+def log_usage(ctx: RunContext, *, iteration: int, route: Route | str) -> None:
     """One record per iteration with the client's running call and token counts."""
     if ctx.llm is None:
         return

@@ -27,7 +27,7 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
 from langgraph.types import Send
 
-from strategies.spec import Origin
+from strategies.route import Route
 from swarm.edges import DATA_EXTRACTOR, LEADER, SUBAGENT, SYNTH
 from swarm.nodes.llm_log import llm_logger
 from swarm.research.leader_round import keep_advice, lead_round
@@ -137,7 +137,7 @@ def leader(state: DevelopState, runtime: Runtime[ResearchRuntime]) -> dict[str, 
         llm_log = llm_logger(
             ctx,
             iteration=state.get("iteration", 0),
-            route=Origin.RESEARCH,
+            route=Route.RESEARCH,
             research_round=state.get("research_round", 1),
         )
     synthesis, studies = lead_round(

@@ -22,11 +22,10 @@ from experiments.records import (
 )
 from experiments.runfolder import RunFolder, build_manifest
 from gate.contracts import GateDecision, Route, Veto
-from strategies.spec import Origin
 
 pytestmark = pytest.mark.unit
 
-COMMON = {"run_id": "r", "iteration": 1, "route": Origin.INITIAL, "recorded_at": "2026-01-01"}
+COMMON = {"run_id": "r", "iteration": 1, "route": Route.INITIAL, "recorded_at": "2026-01-01"}
 
 
 def _backtest(**kw) -> BacktestRecord:
@@ -110,7 +109,7 @@ def test_a_research_round_is_a_number_not_part_of_the_route() -> None:
     rec = RECORD.validate_python(
         {**COMMON, "route": "RESEARCH", "kind": "llm_rejected", "research_round": 2}
     )
-    assert rec.route == Origin.RESEARCH and rec.research_round == 2
+    assert rec.route == Route.RESEARCH and rec.research_round == 2
     with pytest.raises(ValidationError):
         RECORD.validate_python({**COMMON, "route": "RESEARCH-2", "kind": "llm_rejected"})
 
@@ -172,4 +171,4 @@ def test_variants_file_keeps_origin_as_an_enum() -> None:
         "code_file": "strategies/v.py",
         "spec": {"family": "trend", "name": "n", "approach": "a", "entry": "sma_cross"},
     }
-    assert VARIANTS.validate_python({"v": entry})["v"].route is Origin.TUNE
+    assert VARIANTS.validate_python({"v": entry})["v"].route is Route.TUNE

@@ -23,7 +23,8 @@ from strategies.portfolio import (
     propose_portfolio_specs,
 )
 from strategies.portfolio_code import render_portfolio
-from strategies.spec import Origin, PortfolioFamily, StrategySpec
+from strategies.route import Route
+from strategies.spec import PortfolioFamily, StrategySpec
 from strategies.validate import validate_code
 from swarm.directive import parse_directive
 
@@ -72,7 +73,7 @@ def test_proposals_by_route() -> None:
     rng = random.Random(0)
     first = propose_portfolio_specs(
         families=["cross_sectional_momentum"],
-        route=Origin.INITIAL,
+        route=Route.INITIAL,
         n=6,
         rng=rng,
         seen=set(),
@@ -83,13 +84,13 @@ def test_proposals_by_route() -> None:
     best = ("i01-v01", first[0].spec)
     seen = {p.spec.trial_key() for p in first}
     tuned = propose_portfolio_specs(
-        families=["cross_sectional_momentum"], route=Origin.TUNE, n=4, rng=rng, seen=seen, best=best
+        families=["cross_sectional_momentum"], route=Route.TUNE, n=4, rng=rng, seen=seen, best=best
     )
     assert len(tuned) == 4 and all(p.parent_id == "i01-v01" for p in tuned)
     assert not seen & {p.spec.trial_key() for p in tuned}
     refined = propose_portfolio_specs(
         families=["cross_sectional_momentum"],
-        route=Origin.REFINE,
+        route=Route.REFINE,
         n=3,
         rng=rng,
         seen=seen,
@@ -98,7 +99,7 @@ def test_proposals_by_route() -> None:
     switched = [p for p in refined if p.why.startswith("refine")]
     assert switched and all(" | refine " in p.spec.name for p in switched)
     fixed = propose_portfolio_specs(
-        families=["cross_sectional_momentum"], route=Origin.FIX, n=1, rng=rng, seen=seen, best=best
+        families=["cross_sectional_momentum"], route=Route.FIX, n=1, rng=rng, seen=seen, best=best
     )
     base = best[1].parameters
     assert fixed[0].spec.parameters["rebalance_bars"] < base["rebalance_bars"]
@@ -371,12 +372,12 @@ def test_pairs_are_proposed_only_with_a_pair() -> None:
 
     rng = random.Random(1)
     none = propose_portfolio_specs(
-        families=["pairs"], route=Origin.INITIAL, n=2, rng=rng, seen=set(), best=None
+        families=["pairs"], route=Route.INITIAL, n=2, rng=rng, seen=set(), best=None
     )
     assert all(p.spec.family != PortfolioFamily.PAIRS for p in none)
     pair = PairChoice(0, 2, 0.8, 0.01, ("AAPL", "NVDA"))
     some = propose_portfolio_specs(
-        families=["pairs"], route=Origin.INITIAL, n=2, rng=rng, seen=set(), best=None, pair=pair
+        families=["pairs"], route=Route.INITIAL, n=2, rng=rng, seen=set(), best=None, pair=pair
     )
     spec = some[0].spec
     assert spec.family == PortfolioFamily.PAIRS and "AAPL/NVDA" in spec.name

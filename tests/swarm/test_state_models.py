@@ -13,7 +13,7 @@ from backtest.lookahead import LookaheadReport
 from experiments.records import Series
 from gate.contracts import FailureAnalysis, FailureType, Hint, LoopCounters, Route
 from strategies.families import default_spec
-from strategies.spec import Family, Origin, PortfolioFamily, StrategySpec, StrategyVariant
+from strategies.spec import Family, PortfolioFamily, StrategySpec, StrategyVariant
 from swarm.nodes.backtest import PORTFOLIO, fan_out_backtests
 from swarm.nodes.research import fan_out_subagents
 from swarm.research.subagents import SUBAGENTS
@@ -43,7 +43,7 @@ def _variant(variant_id: str = "v1", spec: StrategySpec | None = None) -> Strate
     return StrategyVariant(
         variant_id=variant_id,
         iteration=2,
-        route=Origin.TUNE,
+        route=Route.TUNE,
         spec=spec or default_spec(Family.MOMENTUM),
         code="x = 1",
         code_sha256="c",
@@ -61,7 +61,7 @@ def _state_values() -> dict:
         portfolio=Series(dates=["2020-01-02"], values=[0.01]),
     )
     return {
-        "route": Origin.TUNE,
+        "route": Route.TUNE,
         "counters": LoopCounters(iteration=2, strategy_iterations=2),
         "evaluations": [Evaluation(variant_id="v1", family="trend", trial_key="k", metrics=None)],
         "best": best,
@@ -99,7 +99,7 @@ def test_models_come_back_from_the_checkpoint_as_models(caplog, checkpoint_round
     assert isinstance(values["best"], BestSoFar) and values["best"].portfolio.values == [0.01]
     assert values["failure"].hints == [Hint.MARKET_EXPOSURE]
     assert values["results"][0].result_file == "backtests/v1/A-f0.json"
-    assert values["route"] == Origin.TUNE == Route.TUNE
+    assert values["route"] == Route.TUNE
     assert values["variants"] == [_variant(), _variant("v2", PORTFOLIO_SPEC)]
     assert values["variants"][1].spec.family is PortfolioFamily.ROTATION
     entry = values["all_variants"]["v1"]

@@ -16,7 +16,7 @@ from experiments.tracker import ExperimentTracker
 from gate.contracts import FailingCriterion, FailureAnalysis, FailureType, Hint, VariantEvaluation
 from strategies.portfolio import portfolio_spec
 from strategies.regime import INDEX_REGIME, REGIME_INDICES
-from strategies.spec import Origin
+from strategies.route import Route
 from swarm.memo import RunMemo
 from swarm.state import StoredVariant
 
@@ -64,7 +64,7 @@ def _state(route: str, failure: FailureAnalysis) -> dict:
     stored = StoredVariant(
         variant_id=BEST_ID,
         iteration=1,
-        route=Origin.INITIAL,
+        route=Route.INITIAL,
         spec=BEST,
         code_sha256="0" * 64,
         code_file=f"strategies/{BEST_ID}.py",

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from experiments.tracker import ExperimentTracker
+from strategies.family_api import whole_universe
 
 TRACKED_PACKAGES = (
     "backtrader",
@@ -63,7 +64,7 @@ def result_file(variant_id: str, symbol: str, fold: int) -> str:
 def screen_file(iteration: int, scope: str = "symbol") -> str:
     """One TUNE sweep's in-sample return series (``backtest.screen.sweep.write_batch``); a portfolio
     sweep's (``scope="portfolio"``) beside the same iteration's single-symbol one."""
-    return f"screens/i{iteration:02d}{'-portfolio' if scope == 'portfolio' else ''}.npz"
+    return f"screens/i{iteration:02d}{'-portfolio' if whole_universe(scope) else ''}.npz"
 
 
 class RunFolder:

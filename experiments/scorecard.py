@@ -16,7 +16,7 @@ from typing import Any
 from gate.alpha import ALPHA_CRITERIA
 from gate.contracts import Criteria, Criterion, Veto
 from gate.criteria import attainment, criteria_from_text, is_met, rule_label
-from strategies.portfolio import SCOPE as PORTFOLIO_SCOPE
+from strategies.family_api import whole_universe
 
 # One symbol holding more than this share of the winner's time in the market is a warning:
 # the "strategy" may be a bet on that symbol.
@@ -188,7 +188,7 @@ def concentration_line(
     symbol's ``exposure_pct`` measures its share of the exposure. A portfolio-scope run
     records no per-symbol weights: that is said, not guessed.
     """
-    if scope == PORTFOLIO_SCOPE:
+    if whole_universe(scope):
         return (
             "Concentration: not measured. A portfolio strategy's per-symbol weights are not "
             "recorded in the run folder, so whether one symbol carried the result is unknown."
@@ -218,7 +218,7 @@ def trades_kind(spec: dict[str, Any] | None, n_symbols: int) -> str:
     counts every fill that reduces a position (a rebalance realises a trade), and the run
     folder keeps no fill list to count its round trips from.
     """
-    if (spec or {}).get("scope") == PORTFOLIO_SCOPE and n_symbols > 1:
+    if whole_universe((spec or {}).get("scope")) and n_symbols > 1:
         return FILLS
     return ROUND_TRIPS
 

@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from experiments.tracker import read_records
+from strategies.family_api import whole_universe
 
 Trial = tuple[dict[str, Any], float]  # (parameters, Sharpe)
 
@@ -127,7 +128,7 @@ def heatmap_of(record: dict[str, Any], chosen_key: str | None, *, best: bool) ->
         params = t.get("parameters") or {}
         if t.get("trial_key") == chosen_key and x_name in params and y_name in params:
             chosen = (float(params[x_name]), float(params[y_name]))
-    scope = " portfolio" if record.get("scope") == "portfolio" else ""
+    scope = " portfolio" if whole_universe(record.get("scope")) else ""
     title = (
         f"Screen i{int(record.get('iteration', 0)):02d}{scope}: {len(trials)} sets around "
         f"{record.get('parent_id')}\nmedian in-sample Sharpe over the two parameters that "

@@ -18,6 +18,7 @@ from pydantic import BaseModel
 
 from experiments.export import embedded_strategy
 from gate.errors import GateError
+from strategies.family_api import whole_universe
 from strategies.portfolio import LABEL as PORTFOLIO
 from strategies.validate import validate_code
 
@@ -99,7 +100,7 @@ def detect_scope(code: str) -> Scope:
 
 def job_symbols(f: StrategyFile, tickers: list[str]) -> list[str]:
     """What a file runs on: each ticker alone, or (portfolio) all at once, under the label."""
-    return [PORTFOLIO] if f.scope == "portfolio" else list(tickers)
+    return [PORTFOLIO] if whole_universe(f.scope) else list(tickers)
 
 
 def variant_ids(files: list[StrategyFile]) -> list[str]:

@@ -39,6 +39,7 @@ from gate.judge_result import (
     JudgeStatus,
 )
 from gate.ledger import TrialLedger
+from strategies.family_api import whole_universe
 from strategies.portfolio import LABEL as PORTFOLIO
 from strategies.regime import feed_name, index_symbols
 
@@ -322,7 +323,7 @@ def verdicts(o: JudgeOptions, j: Judged) -> list[FileVerdict]:
             dsr=ev.dsr,
             spa_pvalue=ev.spa_pvalue,
             cash=j.window.benchmark.is_cash,
-            trades=FILLS if f.scope == "portfolio" else ROUND_TRIPS,
+            trades=FILLS if whole_universe(f.scope) else ROUND_TRIPS,
         )
         failed = bool(FAILING.intersection(ev.veto_kinds))
         out.append(

@@ -22,6 +22,7 @@ from strategies.blocks import (
     required_params,
     unknown_blocks,
 )
+from strategies.family_api import whole_universe
 from strategies.regime import INLINE_PARAMS, regime_symbol
 from strategies.spec import StrategySpec, StrategyVariant
 
@@ -346,7 +347,7 @@ def render(spec: StrategySpec, *, bars_per_year: int = 252) -> str:
     """
     if bars_per_year < 1:
         raise ValueError(f"bars_per_year must be >= 1, got {bars_per_year}")
-    if spec.scope == "portfolio":
+    if whole_universe(spec):
         from strategies.portfolio_code import render_portfolio
 
         return render_portfolio(spec, bars_per_year=bars_per_year, class_name=class_name(spec.name))

@@ -8,6 +8,7 @@ on the same grid (which keeps trial keys comparable across iterations).
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -353,20 +354,11 @@ def block_family(spec: StrategySpec) -> Family:
 
 
 def reconcile(spec: StrategySpec) -> StrategySpec:
-    """Exactly the parameters the blocks read: keep values, add defaults, drop the unused."""
-    if isinstance(spec.family, PortfolioFamily):  # no blocks: its family's parameter set
-        return reconcile_portfolio(spec)
-    if spec.family == PipelineFamily.DECISION_PIPELINE:  # no blocks: its own parameter set
-        params = {name: spec.parameters.get(name, d) for name, d in DECISION_PARAMS.items()}
-        return spec.model_copy(  # no block edit can make a new trial of the same decisions
-            update={
-                "entry": "decision_pipeline",
-                "filters": [],
-                "exits": [],
-                "sizing": "risk_engine",
-                "parameters": snap_params(params),
-            }
-        )
+    """Exactly the parameters the blocks read: keep values, add defaults, drop the unused.
+    A family without blocks reconciles to its own parameter table (``OWN_PARAMETERS``)."""
+    own = OWN_PARAMETERS.get(spec.family.value)
+    if own is not None:
+        return own(spec)
     problems = unknown_blocks(spec.entry, spec.filters, spec.exits, spec.sizing)
     if problems:
         raise ValueError("; ".join(problems))
@@ -377,6 +369,21 @@ def reconcile(spec: StrategySpec) -> StrategySpec:
         for name, default in needed.items()
     }
     return spec.model_copy(update={"parameters": snap_params(params)})
+
+
+def reconcile_decision(spec: StrategySpec) -> StrategySpec:
+    """The decision pipeline's own parameters (defaults filled in, snapped); no block edit
+    can make a new trial of the same decisions, so it carries no blocks."""
+    params = {name: spec.parameters.get(name, d) for name, d in DECISION_PARAMS.items()}
+    return spec.model_copy(
+        update={
+            "entry": "decision_pipeline",
+            "filters": [],
+            "exits": [],
+            "sizing": "risk_engine",
+            "parameters": snap_params(params),
+        }
+    )
 
 
 def reconcile_portfolio(spec: StrategySpec) -> StrategySpec:
@@ -569,3 +576,11 @@ def known_families() -> list[str]:
         + [f.value for f in PortfolioFamily]
         + [f.value for f in PipelineFamily]
     )
+
+
+# The families without blocks, each reconciled to its own parameter table (the block
+# families, the catch-all, reconcile to what their blocks read).
+OWN_PARAMETERS: dict[str, Callable[[StrategySpec], StrategySpec]] = {
+    **{f.value: reconcile_portfolio for f in PortfolioFamily},
+    PipelineFamily.DECISION_PIPELINE.value: reconcile_decision,
+}

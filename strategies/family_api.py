@@ -23,6 +23,7 @@ from strategies.spec import StrategySpec
 
 if TYPE_CHECKING:
     from gate.contracts import FailureAnalysis, VariantEvaluation
+    from strategies.repair import RepairMoves
 
 Scope = Literal["symbol", "portfolio"]
 DEFAULT_PRIORITY = 100
@@ -76,7 +77,9 @@ class FamilyPlugin(Protocol):
     * ``self_proposing``: True when only this plugin proposes around its specs (the rules
       brain's block mutators and its LLM never touch them). The catch-all plugin (the block
       families) is the one that is not.
-    * ``repairable``: whether ``strategies.repair`` may reshape its specs along failing criteria.
+    * ``repairable``: whether ``strategies.repair`` may reshape its specs along failing criteria,
+      with the plugin's ``repair_moves(spec, hint, rng, regime_filters)`` (required then; e.g.
+      ``strategies.repair.block_moves``).
     * ``slots(families, n, n_symbols)``: how many of the ``n`` remaining slots it takes.
     * ``propose(ctx, n)``: ``n`` fresh proposals (none whose trial key is in ``ctx.seen``).
     * ``reconcile(spec)``: exactly the parameters its code reads.
@@ -206,7 +209,7 @@ class FamilyRegistry:
     def job_symbols(self, spec: StrategySpec, symbols: Sequence[str]) -> list[str]:
         """What a variant of ``spec`` runs on: each symbol alone, or (portfolio scope) the
         whole universe at once, under the portfolio label."""
-        return [PORTFOLIO_LABEL] if self.scope_of(spec) == "portfolio" else list(symbols)
+        return [PORTFOLIO_LABEL] if whole_universe(self.scope_of(spec)) else list(symbols)
 
     def rules_mutable(self, spec: StrategySpec) -> bool:
         """Whether the rules brain's block mutators (and its LLM revisions) may touch ``spec``:
@@ -216,6 +219,19 @@ class FamilyRegistry:
     def repairable(self, spec: StrategySpec) -> bool:
         """Whether ``strategies.repair`` may reshape ``spec`` (never an LLM's own code)."""
         return not spec.is_custom and self.for_spec(spec).repairable
+
+    def repair_moves(self, spec: StrategySpec) -> RepairMoves | None:
+        """The moves ``strategies.repair.repairs`` reshapes ``spec`` with (its plugin's
+        ``repair_moves``), or None when the spec is not repairable."""
+        if not self.repairable(spec):
+            return None
+        moves = getattr(self.for_spec(spec), "repair_moves", None)
+        if moves is None:
+            raise TypeError(
+                f"family plugin {self.for_spec(spec).name!r} is repairable but has no "
+                "repair_moves; give it one (strategies.repair.block_moves) or repairable=False"
+            )
+        return moves
 
     def reconcile(self, spec: StrategySpec) -> StrategySpec:
         """``spec`` reconciled by its plugin."""
@@ -248,6 +264,13 @@ class FamilyRegistry:
             check = getattr(plugin, "preflight", None)
             if check is not None:
                 check(config)
+
+
+def whole_universe(scope: str | StrategySpec | None) -> bool:
+    """Whether a scope (or a spec's) runs on the whole universe at once ("portfolio"), not on
+    each symbol alone: the one place a scope is compared, so a new scope changes one line."""
+    value = scope.scope if isinstance(scope, StrategySpec) else scope
+    return value == "portfolio"
 
 
 def own_best(

@@ -209,7 +209,7 @@ def neighbourhood(
 def inert_params(spec: StrategySpec) -> frozenset[str]:
     """Tunable parameters a portfolio spec's code never reads: ``target_vol`` without the
     volatility target. Moving one makes a new trial key with the parent's very trades."""
-    if spec.scope == "portfolio" and not spec.parameters.get("vol_target", False):
+    if spec.parameters.get("vol_target") is False:  # the switch off (portfolio families)
         return frozenset({"target_vol"})
     return frozenset()
 

@@ -16,7 +16,9 @@ from pydantic import ValidationError
 
 from backtest.cli_args import OneLineParser, refuse
 from strategies.codegen import render
-from strategies.spec import PipelineFamily, StrategySpec
+from strategies.families import OWN_PARAMETERS
+from strategies.family_api import whole_universe
+from strategies.spec import StrategySpec
 
 
 def _bad(argument: str, message: str) -> NoReturn:
@@ -45,9 +47,10 @@ def render_spec(spec: StrategySpec, *, bars_per_year: int = 252) -> str:
         raise ValueError(
             "custom code is not rendered from its spec: take `code` from variants.json"
         )
-    if spec.family == PipelineFamily.DECISION_PIPELINE:
+    # A family without blocks that is not a portfolio's: its code embeds its decisions.
+    if spec.family.value in OWN_PARAMETERS and not whole_universe(spec):
         raise ValueError(
-            "decision_pipeline code embeds its decisions: take `code` from variants.json"
+            f"{spec.family.value} code embeds its decisions: take `code` from variants.json"
         )
     return render(spec, bars_per_year=bars_per_year)
 

@@ -11,8 +11,9 @@ each category has its moves:
 * cost drag: slower signals, less turnover;
 * weak exits (win rate, profit factor): trailing, ATR and time stops.
 
-A single-symbol block spec moves with ``strategies.mutate.HINT_MOVES``; a portfolio spec
-(``strategies.portfolio``) with ``PORTFOLIO_MOVES`` here. Every move returns a new spec and what
+A single-symbol block spec moves with ``strategies.mutate.HINT_MOVES`` (``block_moves``); a
+portfolio spec (``strategies.portfolio``) with ``PORTFOLIO_MOVES`` here (``portfolio_moves``).
+Each family's plugin names its moves (``repair_moves``); this module never asks a spec's kind. Every move returns a new spec and what
 it changed, or None when it does not apply (a switch already on, a family without that
 parameter, a value at the edge of its grid); values are snapped to ``PARAM_SPACE``.
 Pure: nothing here imports ``swarm``.
@@ -23,15 +24,19 @@ from __future__ import annotations
 import random
 from collections.abc import Callable, Collection, Sequence
 
-from strategies.decision_family import is_decision_spec
 from strategies.families import PARAM_SPACE, reconcile
 from strategies.mutate import HINT_MOVES, Move, root_name
-from strategies.portfolio import APPROACH, is_portfolio_spec
+from strategies.portfolio import APPROACH
 from strategies.regime import REGIME_FILTERS
 from strategies.spec import ParamValue, PortfolioFamily, StrategySpec
 
 # (spec, the regime filters the run's data has) -> (changed spec, what changed) or None.
 PortfolioMove = Callable[[StrategySpec, Collection[str]], tuple[StrategySpec, str] | None]
+# (spec, hint, rng, the run's regime filters) -> each move's result, in priority order: a
+# family's repair moves (``FamilyPlugin.repair_moves``).
+RepairMoves = Callable[
+    [StrategySpec, str, random.Random, Collection[str]], list[tuple[StrategySpec, str] | None]
+]
 
 FASTER = 0.67  # a rebalance interval x this: faster signals, more trades
 SLOWER = 1.5  # x this: slower signals, less turnover
@@ -181,16 +186,31 @@ def _block_moves(hint: str, regime_filters: Collection[str]) -> list[Move]:
     return own
 
 
-def _candidates(
+def block_moves(
     spec: StrategySpec, hint: str, rng: random.Random, regime_filters: Collection[str]
+) -> list[tuple[StrategySpec, str] | None]:
+    """A single-symbol block spec's moves along ``hint`` (``strategies.mutate.HINT_MOVES``,
+    the run's regime filters where the hint wants them), applied in order."""
+    return [move(spec, rng) for move in _block_moves(hint, regime_filters)]
+
+
+def portfolio_moves(
+    spec: StrategySpec, hint: str, rng: random.Random, regime_filters: Collection[str]
+) -> list[tuple[StrategySpec, str] | None]:
+    """A portfolio spec's moves along ``hint`` (``PORTFOLIO_MOVES``), applied in order."""
+    return [move(spec, regime_filters) for move in PORTFOLIO_MOVES.get(hint, ())]
+
+
+def _candidates(
+    spec: StrategySpec,
+    hint: str,
+    moves: RepairMoves,
+    rng: random.Random,
+    regime_filters: Collection[str],
 ) -> list[StrategySpec]:
     """Every move of ``hint`` that applies to ``spec``, reconciled and named, in order."""
     out: list[StrategySpec] = []
-    if is_portfolio_spec(spec):
-        results = [move(spec, regime_filters) for move in PORTFOLIO_MOVES.get(hint, ())]
-    else:
-        results = [move(spec, rng) for move in _block_moves(hint, regime_filters)]
-    for result in results:
+    for result in moves(spec, hint, rng, regime_filters):
         if result is None:
             continue
         changed, what = result
@@ -205,6 +225,7 @@ def repairs(
     spec: StrategySpec,
     failing_hints: Sequence[str],
     *,
+    moves: RepairMoves,
     rng: random.Random,
     seen: Collection[str],
     regime_filters: Collection[str] = (),
@@ -214,13 +235,13 @@ def repairs(
     so every failing criterion gets its best repair early. None has a trial key in ``seen``
     or another's; ``seen`` is not modified.
 
-    ``regime_filters``: the regime filters whose index files the run's data has; only those
-    may be added. An LLM's own code and the decision pipeline get none (their proposers
-    revise them)."""
-    if spec.is_custom or is_decision_spec(spec):
+    ``moves``: the spec's family's moves (its plugin's ``repair_moves``: ``block_moves`` or
+    ``portfolio_moves``). ``regime_filters``: the regime filters whose index files the run's
+    data has; only those may be added. An LLM's own code gets none (its proposer revises it)."""
+    if spec.is_custom:
         return []
     hints = list(dict.fromkeys(str(h) for h in failing_hints))
-    lanes = [_candidates(spec, h, rng, regime_filters) for h in hints]
+    lanes = [_candidates(spec, h, moves, rng, regime_filters) for h in hints]
     taken = set(seen) | {reconcile(spec).trial_key()}
     out: list[StrategySpec] = []
     for rank in range(max((len(lane) for lane in lanes), default=0)):

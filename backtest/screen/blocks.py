@@ -21,8 +21,11 @@ import numpy as np
 from backtest.screen import fills as sf
 from backtest.screen import indicators as ind
 from strategies.blocks import ENTRIES, EXITS, FILTERS, SIZINGS, required_params
+from strategies.family_api import whole_universe
 from strategies.regime import REGIME_FILTERS
 from strategies.spec import Family, StrategySpec
+
+SUPPORTED = frozenset(Family)  # the block families: one symbol timed by catalogue blocks
 
 # Parameters backtrader uses as periods: an int is required (a float period fails in backtrader).
 INT_PARAMS = frozenset(
@@ -308,7 +311,7 @@ def check_supported(spec: StrategySpec) -> None:
     """Raise ``Unsupported`` naming the first thing the screen cannot reproduce."""
     if spec.is_custom:
         raise Unsupported("custom code", "code written outside the block catalogue")
-    if getattr(spec, "scope", "symbol") != "symbol" or not isinstance(spec.family, Family):
+    if whole_universe(spec) or spec.family not in SUPPORTED:
         raise Unsupported(f"family {spec.family}", "only single-symbol block families")
     for f in spec.filters:
         if f in REGIME_FILTERS:  # never approximated: the screen holds one symbol's bars

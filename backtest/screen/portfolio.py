@@ -181,8 +181,6 @@ def check_supported(spec: StrategySpec) -> None:
     """Raise ``Unsupported`` naming what the portfolio screen cannot reproduce."""
     if spec.is_custom:
         raise Unsupported("custom code", "code written outside the block catalogue")
-    if not isinstance(spec.family, PortfolioFamily) or spec.scope != "portfolio":
-        raise Unsupported(f"family {spec.family}", "not a portfolio family")
     if spec.family not in SUPPORTED:
         raise Unsupported(f"family {spec.family.value}", "no portfolio screen for this family")
     for f in reconcile_portfolio(spec).filters:

@@ -54,6 +54,7 @@ from backtest.screen.equity import BooksEquity
 from backtest.screen.indicators import IndicatorZeroDivision
 from backtest.trade_list import FillRow, Trade, pair_fills
 from strategies.codegen import is_short_enabled
+from strategies.family_api import whole_universe
 from strategies.spec import StrategySpec
 
 
@@ -394,7 +395,7 @@ def main(argv: list[str] | None = None) -> int:
     from backtest.run import portfolio_metrics
 
     frames, fold, costs, ppy, _ = load_window("backtest.screen", args, tickers)
-    if getattr(spec, "scope", "symbol") == "portfolio":  # the universe at once: one result
+    if whole_universe(getattr(spec, "scope", "symbol")):  # the universe at once: one result
         try:
             universe = sp.PortfolioWindow.from_frames(frames, fold)
         except ValueError as exc:

@@ -21,7 +21,7 @@ from gate.failure import FAR_ATTAINMENT
 from strategies.families import initial_specs
 from strategies.family_api import Proposal, Tuner
 from strategies.mutate import fix, refine, toward_more_trades, tune
-from strategies.repair import repairs
+from strategies.repair import RepairMoves, repairs
 from strategies.route import Route
 from strategies.spec import StrategySpec
 
@@ -72,6 +72,7 @@ def repair_proposals(
     route: Route | str,
     failure: FailureAnalysis | None,
     parent: tuple[str, StrategySpec] | None,
+    moves: RepairMoves | None,
     n: int,
     rng: random.Random,
     seen: Collection[str],
@@ -79,15 +80,20 @@ def repair_proposals(
 ) -> list[Proposal]:
     """Up to ``n`` repairs of ``parent`` (the variant the failure analysis read, any scope)
     along the categories of the criteria it fails, worst first, on TUNE and REFINE; none
-    on other routes, without failing criteria or when none applies. ``why`` says
-    "repair <category>: <what>"."""
+    on other routes, without failing criteria or when none applies. ``moves``: the parent's
+    family's repair moves (``FamilyRegistry.repair_moves``; None: not repairable, its own
+    proposer revises it). ``why`` says "repair <category>: <what>"."""
     if Route(route) not in REPAIR_ROUTES or failure is None or parent is None or n <= 0:
+        return []
+    if moves is None:
         return []
     categories = [c.category for c in failure.failing if c.category is not None]
     if not categories:
         return []
     parent_id, spec = parent
-    fixed = repairs(spec, categories, rng=rng, seen=seen, regime_filters=regime_filters)
+    fixed = repairs(
+        spec, categories, moves=moves, rng=rng, seen=seen, regime_filters=regime_filters
+    )
     return [Proposal(s, parent_id, s.name.split(" | ", 1)[1]) for s in fixed[:n]]
 
 

@@ -15,23 +15,17 @@ calls, cache hits, reviews) go to progress lines and to ``decision_pipeline.json
 from __future__ import annotations
 
 import json
-import random
 from typing import Any
 
 import pandas as pd
 
 from experiments.runfolder import holdout_code_file
-from gate.contracts import VariantEvaluation
-from gate.evaluate import rank_key
 from strategies.codegen import code_sha256
 from strategies.decision_family import (
     FAMILY,
-    RULES_INERT_PARAMS,
     is_decision_spec,
-    propose_decision_specs,
     render_decision_strategy,
 )
-from strategies.family_api import Proposal
 from strategies.spec import StrategySpec
 from swarm.analyze.nodes import Brain
 from swarm.analyze.pipeline import DecisionCache
@@ -62,33 +56,6 @@ def decision_slots(families: list[str], n: int) -> int:
     if not wanted(families):
         return 0
     return n if set(families) == {FAMILY.value} else max(1, n // 2)
-
-
-def decision_proposals(
-    families: list[str],
-    n: int,
-    *,
-    route: str,
-    rng: random.Random,
-    seen: set[str],
-    best: tuple[str, StrategySpec] | None,
-    last: list[tuple[VariantEvaluation, StrategySpec]],
-    llm: Any = None,
-) -> list[Proposal]:
-    """This family's proposals: around its own best (the run's best if it is one, else the
-    best-scored of the last iteration), or fresh ones. Without ``llm`` (the rules brain) no
-    proposal moves ``debate_rounds``: it would change no decision."""
-    slots = decision_slots(families, n)
-    if not slots:
-        return []
-    own = best if best is not None and is_decision_spec(best[1]) else None
-    if own is None:
-        mine = [(ev, spec) for ev, spec in last if is_decision_spec(spec)]
-        if mine:
-            ev, spec = max(mine, key=lambda p: rank_key(p[0]))
-            own = (ev.variant_id, spec)
-    frozen = RULES_INERT_PARAMS if llm is None else ()
-    return propose_decision_specs(route=route, n=slots, rng=rng, seen=seen, best=own, frozen=frozen)
 
 
 def replayer_for(ctx: Any) -> DecisionReplayer:

@@ -11,6 +11,7 @@ from typing import Any
 from strategies.codegen import render
 from strategies.families import reconcile
 from strategies.family_api import Proposal, ProposalContext, Scope
+from strategies.repair import block_moves
 from strategies.spec import Family, StrategySpec
 from swarm.agents.strategy_dev import propose
 from swarm.families import REGISTRY
@@ -22,6 +23,7 @@ class BlockFamilies:
     scope: Scope = "symbol"
     self_proposing = False
     repairable = True
+    repair_moves = staticmethod(block_moves)
 
     def slots(self, families: Sequence[str], n: int, n_symbols: int) -> int:
         """Block families take every slot left."""

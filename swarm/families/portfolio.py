@@ -11,6 +11,7 @@ from strategies.families import reconcile_portfolio
 from strategies.family_api import Proposal, ProposalContext, Scope
 from strategies.pairs import PairChoice, best_pair
 from strategies.portfolio import portfolio_slots, propose_portfolio_specs
+from strategies.repair import portfolio_moves
 from strategies.spec import PortfolioFamily, StrategySpec
 from swarm.families import REGISTRY
 
@@ -31,6 +32,7 @@ class PortfolioFamilies:
     self_proposing = True
     priority = 20
     repairable = True
+    repair_moves = staticmethod(portfolio_moves)
 
     def slots(self, families: Sequence[str], n: int, n_symbols: int) -> int:
         """Slots for the portfolio families the run names, given the universe's size."""

@@ -39,6 +39,7 @@ from gate.pursuit import pursuit_of
 from gate.routing import Budget, ResearchOutlook, advance, current_line, decide_route
 from gate.summary import summarise_iteration
 from gate.trajectory import analyse_trajectory
+from strategies.family_api import whole_universe
 from strategies.spec import StrategyVariant
 from swarm.context import RunContext
 from swarm.families import registry
@@ -239,7 +240,7 @@ def _lookahead_check(
 
     def check(ev: VariantEvaluation) -> tuple[LookaheadReport, str]:
         code = code_by_id[ev.variant_id]
-        on = PORTFOLIO if _scope(variant_by_id[ev.variant_id]) == "portfolio" else symbol
+        on = PORTFOLIO if whole_universe(_scope(variant_by_id[ev.variant_id])) else symbol
         report = check_lookahead(
             code,
             job_bars(ctx, on, code=code),

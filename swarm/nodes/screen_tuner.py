@@ -10,6 +10,7 @@ from experiments.records import ScreenedTrial, ScreenRecord, append_record
 from experiments.runfolder import screen_file
 from gate.ledger import TrialLedger
 from strategies.family_api import PORTFOLIO_LABEL as PORTFOLIO
+from strategies.family_api import whole_universe
 from strategies.mutate import neighbourhood
 from strategies.spec import StrategySpec
 from swarm.context import RunContext
@@ -17,8 +18,6 @@ from swarm.state import DevelopState
 
 if TYPE_CHECKING:
     from backtest.screen import Sweep
-
-SCOPE = "portfolio"
 
 
 def screens(cfg: Any, plugin: Any, parent: tuple[str, StrategySpec] | None) -> bool:
@@ -73,7 +72,7 @@ class ScreenTuner:
         universe = (self.scope, tuple(ctx.symbols))
         windows = ctx.memo.screen_windows
         if universe not in windows:
-            if self.scope == SCOPE:  # one job per fold on the whole universe, feeds in order
+            if whole_universe(self.scope):  # one job per fold on the whole universe, feeds in order
                 frames = job_bars(ctx, PORTFOLIO)
                 windows[universe] = portfolio_windows_for(frames, ctx.folds)
             else:
@@ -100,7 +99,7 @@ class ScreenTuner:
         from backtest.screen import Unsupported, screen_sets
 
         ctx, cfg = self.ctx, self.ctx.config
-        portfolio = self.scope == SCOPE
+        portfolio = whole_universe(self.scope)
         label = "portfolio screen" if portfolio else "screen"
         try:
             windows = self._windows()  # the Backtrader jobs' bars and folds, built once
@@ -151,7 +150,7 @@ class ScreenTuner:
                 parent_id=self.parent_id,
                 scope=self.scope,
                 symbols=ctx.symbols,
-                symbol=PORTFOLIO if self.scope == SCOPE else None,
+                symbol=PORTFOLIO if whole_universe(self.scope) else None,
                 n_sets=len(sweep.sets),
                 n_symbols=sweep.n_symbols,
                 n_folds=sweep.n_folds,
@@ -173,7 +172,7 @@ class ScreenTuner:
         )
         ctx.progress.stage(
             "screen",
-            f"screened {len(sweep.sets)} {'portfolio ' if self.scope == SCOPE else ''}sets on "
+            f"screened {len(sweep.sets)} {'portfolio ' if whole_universe(self.scope) else ''}sets on "
             f"{sweep.n_symbols} symbols x {sweep.n_folds} "
             f"folds in {sweep.seconds:.1f} s, confirming top {len(self.confirmed)}",
         )

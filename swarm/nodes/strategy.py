@@ -197,13 +197,14 @@ def _repaired(reg, cfg, route, failure, all_variants, best, rng, seen, regime_fi
     """The analysed near miss's repairs along its failing criteria, as proposals (none when
     there is no repairable parent)."""
     parent = _repair_parent(failure, all_variants, best)
-    parent = parent if parent is not None and reg.repairable(parent[1]) else None
+    moves = reg.repair_moves(parent[1]) if parent is not None else None
     return [
         Proposal(p.spec, p.parent_id, p.why)
         for p in repair_proposals(
             route=route,
             failure=failure,
             parent=parent,
+            moves=moves,
             n=repair_slots(cfg.variants, failure),
             rng=rng,
             seen=seen,

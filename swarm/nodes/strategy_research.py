@@ -14,7 +14,13 @@ from __future__ import annotations
 from typing import Any
 
 from gate.evaluate import rank_key
-from strategies.family_api import FamilyRegistry, Proposal, ProposalContext, own_best
+from strategies.family_api import (
+    FamilyRegistry,
+    Proposal,
+    ProposalContext,
+    own_best,
+    whole_universe,
+)
 from swarm.errors import UserInputError
 
 SLOTS_EACH = 1
@@ -33,7 +39,7 @@ def research_proposals(
         if left - len(out) - SLOTS_EACH < KEEP_FOR_BLOCKS:
             break
         plugin = _plugin(reg, kind)
-        if plugin is None or (plugin.scope == "portfolio" and pctx.n_symbols < 2):
+        if plugin is None or (whole_universe(plugin.scope) and pctx.n_symbols < 2):
             continue
         try:
             check = getattr(plugin, "preflight", None)

@@ -26,10 +26,10 @@ from strategies.decision_family import (
     decision_spec,
     render_decision_strategy,
 )
+from strategies.family_api import ProposalContext
 from strategies.validate import validate_code
 from swarm.analyze.contracts import Action, Status
 from swarm.analyze.family import (
-    decision_proposals,
     holdout_variant,
     pipeline_code,
     with_holdout_code,
@@ -38,6 +38,7 @@ from swarm.analyze.pipeline import decide
 from swarm.analyze.replay import DecisionReplayer, core_config
 from swarm.analyze.review import recall_reviews
 from swarm.analyze.review_batch import TAG_FIELD, DecisionReviewer
+from swarm.families import registry
 from swarm.memo import RunMemo
 
 CAPITAL = 100_000.0
@@ -286,15 +287,14 @@ def test_debate_rounds_can_move_a_rules_decision(aapl):
 @pytest.mark.unit
 def test_with_the_rules_brain_proposals_move_debate_rounds_too():
     assert RULES_INERT_PARAMS == ()
-    props = decision_proposals(
-        ["decision_pipeline"],
-        7,
+    pctx = ProposalContext(
         route="INITIAL",
         rng=random.Random(0),
         seen=set(),
-        best=None,
-        last=[],
+        families=["decision_pipeline"],
+        n_symbols=1,
     )
+    props = registry().for_kind("decision_pipeline").propose(pctx, 7)  # no run: the rules brain
     assert decision_spec().parameters["debate_rounds"] == 2  # an opening and a rebuttal
     assert any(p.spec.parameters["debate_rounds"] == 1 for p in props)
 

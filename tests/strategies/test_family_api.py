@@ -7,6 +7,7 @@ from pydantic import ValidationError
 
 from strategies.families import known_families
 from strategies.family_api import PORTFOLIO_LABEL, FamilyPlugin, FamilyRegistry
+from strategies.repair import block_moves, portfolio_moves
 from strategies.spec import Family, PluginFamily, PortfolioFamily, StrategySpec
 from swarm.families import registered, registry
 
@@ -72,6 +73,20 @@ def test_job_symbols_and_rules_mutability_come_from_the_plugin():
     assert not reg.rules_mutable(_spec("trend", source_sha="ab" * 8))  # an LLM's own code
     assert not reg.rules_mutable(xs) and reg.repairable(xs)
     assert not reg.repairable(_spec("decision_pipeline"))
+    # The repairs' moves are the plugin's: this module never asks a spec's kind.
+    assert reg.repair_moves(xs) is portfolio_moves
+    assert reg.repair_moves(_spec("trend")) is block_moves
+    assert reg.repair_moves(_spec("decision_pipeline")) is None
+    assert reg.repair_moves(_spec("trend", source_sha="ab" * 8)) is None
+
+
+def test_a_repairable_plugin_without_moves_is_a_clear_error():
+    reg = FamilyRegistry()
+    reg.register(Stub("rest", ["toy_rest"], own=False))
+    stub = reg.for_kind("toy_rest")
+    stub.repairable = True
+    with pytest.raises(TypeError, match="repair_moves"):
+        reg.repair_moves(_spec("toy_rest"))
 
 
 def test_registration_rules():

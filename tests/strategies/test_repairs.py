@@ -12,9 +12,10 @@ from strategies.families import PARAM_SPACE, default_spec
 from strategies.mutate import HINT_MOVES, LOOKBACKS
 from strategies.portfolio import portfolio_spec
 from strategies.regime import INDEX_REGIME, VIX_REGIME
-from strategies.repair import PORTFOLIO_MOVES, repairs
+from strategies.repair import PORTFOLIO_MOVES, portfolio_moves, repairs
 from strategies.spec import Family, PortfolioFamily
 from strategies.validate import validate_code
+from swarm.families import REGISTRY
 
 pytestmark = pytest.mark.unit
 
@@ -22,7 +23,19 @@ XS = PortfolioFamily.CROSS_SECTIONAL_MOMENTUM
 
 
 def _repairs(spec, hints, seen=(), regime_filters=()):
-    return repairs(spec, hints, rng=random.Random(0), seen=set(seen), regime_filters=regime_filters)
+    """The repairs the lab makes: with the moves the spec's family plugin names (none for a
+    family that is not repairable, or for an LLM's own code)."""
+    moves = REGISTRY.repair_moves(spec)
+    if moves is None:
+        return []
+    return repairs(
+        spec,
+        hints,
+        moves=moves,
+        rng=random.Random(0),
+        seen=set(seen),
+        regime_filters=regime_filters,
+    )
 
 
 def _notes(specs):
@@ -200,6 +213,7 @@ def test_never_a_seen_spec_nor_a_duplicate_and_seen_is_not_modified() -> None:
     out = repairs(
         best,
         ["drawdown", "drawdown"],
+        moves=portfolio_moves,
         rng=random.Random(0),
         seen=seen,
         regime_filters=(INDEX_REGIME,),

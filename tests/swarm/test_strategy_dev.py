@@ -240,6 +240,7 @@ def _failing_drawdown(best_id: str = "xs", attainment: float = 0.555) -> Failure
 def test_a_drawdown_near_miss_is_repaired_along_the_drawdown_first(route):
     from strategies.portfolio import portfolio_spec
     from strategies.regime import INDEX_REGIME
+    from strategies.repair import portfolio_moves
     from swarm.agents.strategy_dev import repair_proposals
 
     best = portfolio_spec("cross_sectional_momentum")
@@ -247,6 +248,7 @@ def test_a_drawdown_near_miss_is_repaired_along_the_drawdown_first(route):
         route=route,
         failure=_failing_drawdown(),
         parent=("xs", best),
+        moves=portfolio_moves,
         n=3,
         rng=random.Random(1),
         seen={best.trial_key()},
@@ -264,10 +266,11 @@ def test_a_drawdown_near_miss_is_repaired_along_the_drawdown_first(route):
 @pytest.mark.parametrize("route", ["INITIAL", "FIX", "RESEARCH"])
 def test_no_repairs_off_the_tune_and_refine_routes_or_without_failing_criteria(route):
     from strategies.portfolio import portfolio_spec
+    from strategies.repair import portfolio_moves
     from swarm.agents.strategy_dev import repair_proposals
 
     best = portfolio_spec("cross_sectional_momentum")
-    common = dict(parent=("xs", best), n=3, rng=random.Random(1), seen=set())
+    common = dict(parent=("xs", best), moves=portfolio_moves, n=3, rng=random.Random(1), seen=set())
     assert repair_proposals(route=route, failure=_failing_drawdown(), **common) == []
     no_list = _failing_drawdown().model_copy(update={"failing": []})
     assert repair_proposals(route="TUNE", failure=no_list, **common) == []

@@ -18,7 +18,8 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from experiments.records import VARIANTS, Manifest, Verdict
+from backtest.contracts import CostModel
+from experiments.records import VARIANTS, Figures, Manifest, VariantEntry, Verdict
 from experiments.scorecard import (
     ROUND_TRIPS,
     TRADE_LABELS,
@@ -28,6 +29,7 @@ from experiments.scorecard import (
     other_vetoes,
     trades_kind,
 )
+from strategies.family_api import whole_universe
 from strategies.regime import index_symbols
 
 RUNNER = '''
@@ -160,7 +162,7 @@ class ExportError(Exception):
 
 
 def standalone_source(
-    code: str, class_name: str, *, costs: dict[str, float], banner: list[str] | None = None
+    code: str, class_name: str | None, *, costs: CostModel, banner: list[str] | None = None
 ) -> str:
     """The variant's code with the runner; ``banner`` (a non-winner's) heads it as comments."""
     top = "".join(f"# {line}\n" for line in banner or [])
@@ -168,9 +170,9 @@ def standalone_source(
         f"\n\nSTRATEGY = {class_name}\n"
         # The index series the strategy reads by name (a regime filter's): extra --data files.
         f"INDEX_FEEDS = {tuple(index_symbols(code))!r}\n"
-        f"CASH = {float(costs.get('cash', 100_000.0))!r}\n"
-        f"COMMISSION_PCT = {float(costs.get('commission_pct', 0.1))!r}\n"
-        f"SLIPPAGE_PCT = {float(costs.get('slippage_pct', 0.05))!r}\n"
+        f"CASH = {float(costs.cash)!r}\n"
+        f"COMMISSION_PCT = {float(costs.commission_pct)!r}\n"
+        f"SLIPPAGE_PCT = {float(costs.slippage_pct)!r}\n"
     )
     return top + code.rstrip() + "\n" + header + RUNNER
 
@@ -195,25 +197,30 @@ def embedded_strategy(source: str) -> str | None:
 def write_export(
     dest: Path,
     *,
-    variant: dict[str, Any],
-    class_name: str,
-    costs: dict[str, float],
-    figures: dict[str, Any],
+    variant: VariantEntry,
+    class_name: str | None,
+    costs: CostModel,
+    figures: dict[str, Figures],
     lineage: list[str],
     run_dir: Path,
     banner: list[str] | None = None,
     trades: str = ROUND_TRIPS,
 ) -> Path:
-    """``banner``: ``scorecard.not_a_winner``'s lines for a variant that did not win (None
+    """Write ``variant`` (as variants.json holds it, with its code) into ``dest``: strategy.py,
+    params.json and a README of ``figures`` (per window, as verdict.json holds them).
+
+    ``banner``: ``scorecard.not_a_winner``'s lines for a variant that did not win (None
     for the winner); ``trades``: what its trade count counts (``scorecard.trades_kind``)."""
+    if variant.code is None:
+        raise ExportError(f"--variant: {variant.variant_id} has no source in variants.json")
     dest.mkdir(parents=True, exist_ok=True)
     _write(
         dest / "strategy.py",
-        standalone_source(variant["code"], class_name, costs=costs, banner=banner),
+        standalone_source(variant.code, class_name, costs=costs, banner=banner),
     )
     _write(
         dest / "params.json",
-        json.dumps(variant["spec"]["parameters"], indent=2, sort_keys=True) + "\n",
+        json.dumps(variant.spec.parameters, indent=2, sort_keys=True) + "\n",
     )
     _write(dest / "README.md", _readme(variant, figures, lineage, run_dir, costs, banner, trades))
     return dest
@@ -226,18 +233,26 @@ def _write(path: Path, text: str) -> None:
     os.replace(tmp, path)
 
 
-def _readme(variant, figures, lineage, run_dir, costs, banner, trades) -> str:
+def _readme(
+    variant: VariantEntry,
+    figures: dict[str, Figures],
+    lineage: list[str],
+    run_dir: Path,
+    costs: CostModel,
+    banner: list[str] | None,
+    trades: str,
+) -> str:
     """The exported folder's README: what the strategy is, how to run it, the lab's figures
     and the commands that reproduce its holdout."""
-    spec = variant["spec"]
+    spec = variant.spec
     lines = [
-        f"# {spec['name']} ({variant['variant_id']})",
+        f"# {spec.name} ({variant.variant_id})",
         "",
         *([f"> **{banner[0]}**", *(f"> {line}" for line in banner[1:]), ""] if banner else []),
-        f"Family: {spec['family']}. {spec['approach']}",
+        f"Family: {spec.family}. {spec.approach}",
         "",
-        f"Found by the strategy lab in run `{Path(run_dir).name}`, iteration {variant['iteration']}, "
-        f"route {variant['route']}. Lineage (oldest first): {' -> '.join(lineage)}.",
+        f"Found by the strategy lab in run `{Path(run_dir).name}`, iteration {variant.iteration}, "
+        f"route {variant.route}. Lineage (oldest first): {' -> '.join(lineage)}.",
         "",
         *_run_it_lines(variant, costs),
         "",
@@ -263,8 +278,9 @@ def _readme(variant, figures, lineage, run_dir, costs, banner, trades) -> str:
     return "\n".join(lines)
 
 
-def _run_it_lines(variant: dict, costs: dict) -> list[str]:
+def _run_it_lines(variant: VariantEntry, costs: CostModel) -> list[str]:
     """How to run the exported strategy: its --data files (an index last) and the lab's costs."""
+    indices = index_symbols(variant.code or "")
     return [
         "## Run it",
         "",
@@ -276,44 +292,44 @@ def _run_it_lines(variant: dict, costs: dict) -> list[str]:
                 "A portfolio strategy: one `--data` per symbol, in the universe's order (the",
                 "feeds are aligned on the dates every file has, as the lab feeds them).",
             ]
-            if variant["spec"].get("scope") == "portfolio"
+            if whole_universe(variant.spec)
             else ["    python strategy.py --data AAPL.csv"]
         ),
         *(
             [
                 "",
                 "It reads an index it never trades (a regime filter): add "
-                + ", ".join(f"`--data {s}.csv`" for s in index_symbols(variant["code"]))
+                + ", ".join(f"`--data {s}.csv`" for s in indices)
                 + " last, after the traded symbol(s).",
             ]
-            if index_symbols(variant["code"])
+            if indices
             else []
         ),
         "",
         "Add `--from`/`--to` to select bars and `--trade-start DATE` to keep earlier bars for",
         "indicator warm-up only, as the lab does. Costs default to what the lab used: "
-        f"commission {costs.get('commission_pct')}% and slippage {costs.get('slippage_pct')}% per side."
+        f"commission {costs.commission_pct}% and slippage {costs.slippage_pct}% per side."
         + (
-            f" The lab also charged a borrow fee of {costs.get('borrow_pct')}% a year on shorts "
+            f" The lab also charged a borrow fee of {costs.borrow_pct}% a year on shorts "
             "(backtest/borrow.py), which this plain-backtrader runner does not: its short "
             "trades look that much cheaper here."
-            if costs.get("borrow_pct")
+            if costs.borrow_pct
             else ""
         ),
     ]
 
 
-def _figures_lines(figures: dict) -> list[str]:
+def _figures_lines(figures: dict[str, Figures]) -> list[str]:
     """One table row per window the lab recorded, or why there is none or no holdout."""
     lines: list[str] = []
     for window, row in figures.items():
-        m, bh = row.get("metrics") or {}, row.get("buy_and_hold") or {}
-        a = row.get("alpha") or {}
+        m, bh, a = row.metrics, row.buy_and_hold, row.alpha
         lines.append(
-            f"| {window} | {_f(m.get('sharpe'))} | {_f(m.get('cagr_pct'))} | "
-            f"{_f(m.get('max_drawdown_pct'))} | {_f(m.get('win_rate_pct'))} | "
-            f"{m.get('n_trades', '–')} | {_f(bh.get('sharpe'))} | "
-            f"{_f(a.get('alpha_annual_pct'))} | {_f(a.get('beta'))} | {_f(a.get('t_stat'))} |"
+            f"| {window} | {_f(m.sharpe if m else None)} | {_f(m.cagr_pct if m else None)} | "
+            f"{_f(m.max_drawdown_pct if m else None)} | {_f(m.win_rate_pct if m else None)} | "
+            f"{m.n_trades if m else '–'} | {_f(bh.sharpe if bh else None)} | "
+            f"{_f(a.alpha_annual_pct if a else None)} | {_f(a.beta if a else None)} | "
+            f"{_f(a.t_stat if a else None)} |"
         )
     if not figures:
         lines.append("| (no figures recorded: the variant produced no result) |" + " |" * 9)
@@ -325,10 +341,14 @@ def _figures_lines(figures: dict) -> list[str]:
     return lines
 
 
-def _reproduce_lines(figures: dict) -> list[str]:
-    """The command per symbol that reprints the holdout's final value (none without one)."""
+def _reproduce_lines(figures: dict[str, Figures]) -> list[str]:
+    """The command per symbol that reprints the holdout's final value (none without one).
+
+    ``Figures.reproduce`` is the holdout's re-run recipe: from, trade_start, to and per symbol
+    its ``--data`` file(s) and the final value."""
     lines: list[str] = []
-    repro = (figures.get("holdout") or {}).get("reproduce")
+    held = figures.get("holdout")
+    repro = held.reproduce if held else None
     if repro:
         lines += [
             "",
@@ -347,7 +367,7 @@ def _reproduce_lines(figures: dict) -> list[str]:
     return lines
 
 
-def _f(x: Any) -> str:
+def _f(x: float | None) -> str:
     return "–" if x is None else f"{x:.2f}"
 
 
@@ -362,22 +382,18 @@ def lineage_of(variant_id: str, parents: Mapping[str, str | None]) -> list[str]:
     return list(reversed(chain))
 
 
-def variant_figures(
-    variant_id: str, variant: dict[str, Any], verdict: dict[str, Any]
-) -> dict[str, Any]:
+def variant_figures(variant: VariantEntry, verdict: Verdict) -> dict[str, Figures]:
     """The figures recorded for a variant: the winner's (in-sample and holdout, when the holdout
     was opened), otherwise its own in-sample aggregate against the run's in-sample benchmark."""
-    if variant_id == verdict.get("best_variant") and verdict.get("figures"):
-        return verdict["figures"]
-    own = variant.get("in_sample") or {}
-    if not own.get("metrics"):
+    if variant.variant_id == verdict.best_variant and verdict.figures:
+        return verdict.figures
+    own = variant.in_sample
+    if own is None or own.metrics is None:
         return {}
     return {
-        "in-sample": {
-            "metrics": own["metrics"],
-            "buy_and_hold": verdict.get("buy_and_hold_in_sample"),
-            "alpha": own.get("alpha"),
-        }
+        "in-sample": Figures(
+            metrics=own.metrics, buy_and_hold=verdict.buy_and_hold_in_sample, alpha=own.alpha
+        )
     }
 
 
@@ -394,15 +410,17 @@ def export_from_run(run_dir: Path, to: Path, variant_id: str | None = None) -> P
         )
     # Read through the models the run wrote them with (python -m experiments.check does too).
     try:
-        variants = VARIANTS.dump_python(VARIANTS.validate_json(state_file.read_text()), mode="json")
-        verdict = Verdict.model_validate_json(verdict_file.read_text()).model_dump(mode="json")
+        variants = VARIANTS.validate_json(state_file.read_text())
+        verdict = Verdict.model_validate_json(verdict_file.read_text())
         manifest = Manifest.model_validate_json((run_dir / "manifest.json").read_text())
+        # The manifest keeps the config as JSON (older runs' too): only its costs are read.
+        costs = CostModel.model_validate(manifest.config["costs"])
     except ValidationError as exc:
         raise ExportError(
             f"RUN_DIR: {run_dir} does not match the run-folder models ({exc.errors()[0]['loc']}: "
             f"{exc.errors()[0]['msg']}); `python -m experiments.check {run_dir}` names the record"
         ) from exc
-    variant_id = variant_id or verdict.get("best_variant")
+    variant_id = variant_id or verdict.best_variant
     if not variant_id:
         raise ExportError(f"--variant: run {run_dir.name} has no winner; pass --variant ID")
     if variant_id not in variants:
@@ -410,41 +428,38 @@ def export_from_run(run_dir: Path, to: Path, variant_id: str | None = None) -> P
             f"--variant: {variant_id} is not in this run (e.g. {', '.join(list(variants)[:3])})"
         )
     variant = variants[variant_id]
-    figures = variant_figures(variant_id, variant, verdict)
-    trades = trades_kind(variant["spec"], len(manifest.config.get("tickers") or []))
+    trades = trades_kind(variant.spec, len(manifest.config.get("tickers") or []))
     return write_export(
         Path(to),
         variant=variant,
-        class_name=variant["class_name"],
-        costs=manifest.config["costs"],
-        figures=figures,
-        lineage=lineage_of(variant_id, {k: v.get("parent_id") for k, v in variants.items()}),
+        class_name=variant.class_name,
+        costs=costs,
+        figures=variant_figures(variant, verdict),
+        lineage=lineage_of(variant_id, {k: v.parent_id for k, v in variants.items()}),
         run_dir=run_dir,
-        banner=_banner(variant_id, variant, verdict, manifest.config, trades),
+        banner=_banner(variant, verdict, manifest.config, trades),
         trades=trades,
     )
 
 
 def _banner(
-    variant_id: str,
-    variant: dict[str, Any],
-    verdict: dict[str, Any],
-    config: dict[str, Any],
-    trades: str,
+    variant: VariantEntry, verdict: Verdict, config: dict[str, Any], trades: str
 ) -> list[str] | None:
-    """NOT A WINNER and the bars this variant failed, from its own in-sample figures."""
-    own = variant.get("in_sample") or {}
+    """NOT A WINNER and the bars this variant failed, from its own in-sample figures;
+    ``config`` is the manifest's (JSON, as the run recorded it)."""
+    own = variant.in_sample
     rows = criteria_rows(
         criteria_of(config, config.get("criteria_text")),
-        metrics=own.get("metrics"),
-        alpha=own.get("alpha"),
-        score=own.get("score"),
-        dsr=own.get("dsr"),
-        spa_pvalue=verdict.get("spa_pvalue"),
-        cash=(verdict.get("benchmark") or {}).get("name") == "cash",
+        metrics=own.metrics if own else None,
+        alpha=own.alpha if own else None,
+        score=own.score if own else None,
+        dsr=own.dsr if own else None,
+        spa_pvalue=verdict.spa_pvalue,
+        cash=verdict.benchmark is not None and verdict.benchmark.name == "cash",
         trades=trades,
     )
-    return not_a_winner(verdict, variant_id, rows, other_vetoes(own.get("vetoes")))
+    vetoes = other_vetoes(own.vetoes if own else None)
+    return not_a_winner(verdict, variant.variant_id, rows, vetoes)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -13,7 +13,10 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
-from backtest.contracts import JobStatus, Metrics
+from backtest.contracts import Fold, JobStatus, Metrics
+from backtest.data.integrity import BarDefect
+from backtest.data.quality import QualityReport
+from backtest.splits import TimeSplit
 from experiments.tracker import ExperimentTracker
 from gate.alpha import AlphaStats
 from gate.contracts import GateDecision, Route, Veto
@@ -324,3 +327,27 @@ class Manifest(BaseModel):
     python: str
     platform: str
     packages: dict[str, str]
+
+
+class SymbolData(BaseModel):
+    """One symbol's data as the manifest records it (``LoadedBars.summary``)."""
+
+    source: str
+    sha256: str
+    path: str | None = None
+    n_bars: int = 0
+    quality: QualityReport | None = None
+    repairs: list[BarDefect] = Field(default_factory=list)  # what --repair changed
+
+
+class DataSummary(BaseModel):
+    """The manifest's ``data``: the split, the folds and each symbol's source and sha256, as
+    ``swarm.run_prepare.load_data`` summarises them (the report's set-up and caveats)."""
+
+    split: TimeSplit
+    folds: list[Fold] = Field(default_factory=list)
+    holdout_fold: Fold | None = None
+    periods_per_year: int | None = None
+    symbols: dict[str, SymbolData] = Field(default_factory=dict)
+    benchmark: dict[str, Any] = Field(default_factory=dict)  # the benchmark's own summary
+    indices: dict[str, SymbolData] = Field(default_factory=dict)  # a regime filter's series

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from backtest.contracts import Metrics
+from experiments.records import BenchmarkInfo, DataSummary, Figures, VariantEntry, Verdict
 from experiments.scorecard import (
     TRADE_LABELS,
+    CriterionRow,
     concentration_line,
-    criteria_of,
     criteria_rows,
     holdout_line,
     other_vetoes,
@@ -16,10 +19,18 @@ from experiments.scorecard import (
     trades_kind,
     verdict_line,
 )
-from gate.alpha import spa_look_factor
+from gate.alpha import AlphaStats, spa_look_factor
+from gate.contracts import Criteria, GateDecision, VariantEvaluation
 from gate.criteria import criteria_sources
 from gate.effective import CORRELATION_DISTANCE
 from strategies.taxonomy import within_directive
+
+if TYPE_CHECKING:  # types only: experiments is imported by swarm, never the other way
+    from swarm.config import RunConfig
+    from swarm.research.models import ResearchSynthesis
+
+# The benchmark of a run recorded before the benchmark gate.
+BUY_AND_HOLD = BenchmarkInfo(name="buy-and-hold", description="buy & hold")
 
 
 def _f(x: Any, nd: int = 2) -> str:
@@ -30,13 +41,14 @@ def _f(x: Any, nd: int = 2) -> str:
     return str(x)
 
 
-def _metrics_row(label: str, m: dict[str, Any] | None) -> str:
-    m = m or {}
+def _metrics_row(label: str, m: Metrics | None) -> str:
+    if m is None:
+        return f"| {label} | – | – | – | – | – | – | – | – | – | – |"
     return (
-        f"| {label} | {_f(m.get('sharpe'))} | {_f(m.get('sortino'))} | {_f(m.get('cagr_pct'))} | "
-        f"{_f(m.get('max_drawdown_pct'))} | {_f(m.get('win_rate_pct'))} | "
-        f"{_f(m.get('profit_factor'))} | {m.get('n_trades', '–')} | {_f(m.get('exposure_pct'))} | "
-        f"{_f(m.get('turnover_annual'))} | {_f(m.get('avg_holding_bars'), 1)} |"
+        f"| {label} | {_f(m.sharpe)} | {_f(m.sortino)} | {_f(m.cagr_pct)} | "
+        f"{_f(m.max_drawdown_pct)} | {_f(m.win_rate_pct)} | "
+        f"{_f(m.profit_factor)} | {m.n_trades} | {_f(m.exposure_pct)} | "
+        f"{_f(m.turnover_annual)} | {_f(m.avg_holding_bars, 1)} |"
     )
 
 
@@ -47,13 +59,14 @@ ALPHA_HEADER = [
 ]
 
 
-def _alpha_row(label: str, a: dict[str, Any] | None) -> str:
-    a = a or {}
+def _alpha_row(label: str, a: AlphaStats | None) -> str:
+    if a is None:
+        return f"| {label} | – | – | – | – | – | – | – |"
     return (
-        f"| {label} | {_f(a.get('alpha_annual_pct'))} | {_f(a.get('beta'))} | "
-        f"{_f(a.get('t_stat'))} | {_f(a.get('appraisal_ratio'))} | "
-        f"{_f(a.get('information_ratio'))} | {_f(a.get('excess_sharpe'))} | "
-        f"{_f(a.get('deflated_alpha'), 3)} |"
+        f"| {label} | {_f(a.alpha_annual_pct)} | {_f(a.beta)} | "
+        f"{_f(a.t_stat)} | {_f(a.appraisal_ratio)} | "
+        f"{_f(a.information_ratio)} | {_f(a.excess_sharpe)} | "
+        f"{_f(a.deflated_alpha, 3)} |"
     )
 
 
@@ -69,29 +82,37 @@ def metrics_header(trades: str = "trades") -> list[str]:
 def render_report(
     *,
     run_id: str,
-    config: dict[str, Any],
-    verdict: dict[str, Any],
-    decisions: list[dict[str, Any]],
-    synthesis: dict[str, Any] | None,
-    data: dict[str, Any],
-    best_variant: dict[str, Any] | None,
-    best_eval: dict[str, Any] | None,
-    figures: dict[str, Any],
-    criteria_text: str,
+    config: RunConfig,
+    criteria: Criteria,
+    verdict: Verdict,
+    decisions: list[GateDecision],
+    synthesis: ResearchSynthesis | None,
+    data: DataSummary,
+    best_variant: VariantEntry | None,
+    best_eval: VariantEvaluation | None,
+    figures: dict[str, Figures],
     charts: list[str] | None = None,
     n_records: int | None = None,
-    holdout_per_symbol: dict[str, dict[str, Any]] | None = None,
+    holdout_per_symbol: dict[str, Metrics] | None = None,
 ) -> str:
-    """``holdout_per_symbol``: the winner's holdout metrics per symbol (for concentration)."""
+    """The report of a run: ``config`` as it ran, ``criteria`` as the gate applied them (the
+    user's laid over the defaults), ``verdict`` as verdict.json holds it, ``best_eval`` the
+    best variant's in-sample evaluation, ``figures`` its figures per window, and
+    ``holdout_per_symbol`` the winner's holdout metrics per symbol (for concentration)."""
     charts = charts or []
-    bench = verdict.get("benchmark") or {"name": "buy-and-hold", "description": "buy & hold"}
-    cash = bench["name"] == "cash"
-    criteria = criteria_of(config, criteria_text)
-    spec = (best_variant or {}).get("spec") or {}
-    trades = trades_kind(spec, len(config.get("tickers") or []))
+    bench = verdict.benchmark or BUY_AND_HOLD
+    cash = bench.name == "cash"
+    spec = best_variant.spec if best_variant else None
+    trades = trades_kind(spec, len(config.tickers))
     rows = _criteria_rows(criteria, verdict, best_eval, cash=cash, trades=trades)
     headline = _headline(
-        verdict, criteria, best_variant, best_eval, rows, holdout_per_symbol, spec.get("scope")
+        verdict,
+        criteria,
+        best_variant,
+        best_eval,
+        rows,
+        holdout_per_symbol,
+        spec.scope if spec else None,
     )
     out = [
         f"# Strategy lab run `{run_id}`",
@@ -101,7 +122,7 @@ def render_report(
         *_verdict_lines(config, verdict),
         "",
         *_plan_block(config),
-        *_setup_section(config, verdict, data, bench, criteria_text),
+        *_setup_section(config, verdict, data, bench),
         "",
         *_route_history(decisions),
         *_research_summary(synthesis),
@@ -111,48 +132,50 @@ def render_report(
         *_best_variant_section(
             config, verdict, best_variant, best_eval, figures, rows, bench, trades
         ),
-        *_honesty_section(verdict, bench["name"], cash),
+        *_honesty_section(verdict, bench.name, cash),
         *_charts_section(charts),
-        *_caveats_section(config, data, bench["name"], cash),
+        *_caveats_section(config, data, bench.name, cash),
         *_reproduce_section(config, n_records),
     ]
     return "\n".join(out)
 
 
 def _criteria_rows(
-    criteria: Any,
-    verdict: dict[str, Any],
-    best_eval: dict[str, Any] | None,
+    criteria: Criteria,
+    verdict: Verdict,
+    best_eval: VariantEvaluation | None,
     *,
     cash: bool,
     trades: str,
-) -> list:
+) -> list[CriterionRow]:
     """The scorecard rows of the best variant's in-sample evaluation (none without one)."""
-    if not best_eval:
+    if best_eval is None:
         return []
     return criteria_rows(
         criteria,
-        metrics=best_eval.get("metrics"),
-        alpha=best_eval.get("alpha"),
-        score=best_eval.get("score"),
-        dsr=best_eval.get("dsr"),
-        spa_pvalue=best_eval.get("spa_pvalue", verdict.get("spa_pvalue")),
+        metrics=best_eval.metrics,
+        alpha=best_eval.alpha,
+        score=best_eval.score,
+        dsr=best_eval.dsr,
+        spa_pvalue=best_eval.spa_pvalue,
         cash=cash,
         trades=trades,
     )
 
 
 def _headline(
-    verdict: dict[str, Any],
-    criteria: Any,
-    best_variant: dict[str, Any] | None,
-    best_eval: dict[str, Any] | None,
-    rows: list,
-    holdout_per_symbol: dict[str, dict[str, Any]] | None,
-    scope: Any,
+    verdict: Verdict,
+    criteria: Criteria,
+    best_variant: VariantEntry | None,
+    best_eval: VariantEvaluation | None,
+    rows: list[CriterionRow],
+    holdout_per_symbol: dict[str, Metrics] | None,
+    scope: str | None,
 ) -> list[str]:
     """The verdict sentence, then the holdout's and its concentration across symbols."""
-    vetoes = other_vetoes((best_eval or {}).get("vetoes"), (best_eval or {}).get("veto_kinds"))
+    vetoes = other_vetoes(
+        best_eval.vetoes if best_eval else None, best_eval.veto_kinds if best_eval else None
+    )
     headline = [verdict_line(verdict, best_variant if best_eval else None, rows, vetoes=vetoes)]
     if (held := holdout_line(verdict, criteria)) is not None:
         headline.append(held)
@@ -161,40 +184,37 @@ def _headline(
     return headline
 
 
-def _verdict_lines(config: dict[str, Any], verdict: dict[str, Any]) -> list[str]:
+def _verdict_lines(config: RunConfig, verdict: Verdict) -> list[str]:
     """Directive, verdict, reason and the LLM masking state, in bold labels."""
     return [
-        f"**Directive:** {config['directive']}  ",
-        f"**Verdict:** {verdict['verdict']} after {verdict['iterations']} iteration(s), "
-        f"{verdict['n_backtests']} backtests, {verdict['n_trials']} trials counted.  ",
-        f"**Reason:** {verdict['reason']}",
-        *_masking_lines(verdict.get("llm_masking")),
+        f"**Directive:** {config.directive}  ",
+        f"**Verdict:** {verdict.verdict} after {verdict.iterations} iteration(s), "
+        f"{verdict.n_backtests} backtests, {verdict.n_trials} trials counted.  ",
+        f"**Reason:** {verdict.reason}",
+        *_masking_lines(verdict.llm_masking),
     ]
 
 
 def _setup_section(
-    config: dict[str, Any],
-    verdict: dict[str, Any],
-    data: dict[str, Any],
-    bench: dict[str, Any],
-    criteria_text: str,
+    config: RunConfig, verdict: Verdict, data: DataSummary, bench: BenchmarkInfo
 ) -> list[str]:
     """The set-up: universe, split, costs, benchmark, prices, memory and the gate's bars."""
-    bname = bench["name"]
+    bname = bench.name
     cash = bname == "cash"
+    split = data.split
     return [
         "## Set-up",
         "",
         f"- Directive read as: {_directive_reading(config)}",
-        f"- Universe: {', '.join(config['tickers'])} ({config['universe_source']}), timeframe "
-        f"{config['timeframe']}, {config['start']} .. {config['end']}",
-        f"- Split: in-sample {data['split']['insample_start']} .. {data['split']['insample_end']} "
-        f"in {len(data['folds'])} walk-forward folds; sealed holdout "
-        f"{data['split']['holdout_start']} .. {data['split']['holdout_end']}",
-        f"- Costs: commission {config['costs']['commission_pct']}% and slippage "
-        f"{config['costs']['slippage_pct']}% per side{_borrow_clause(config)}; market orders "
+        f"- Universe: {', '.join(config.tickers)} ({config.universe_source}), timeframe "
+        f"{config.timeframe}, {config.start} .. {config.end}",
+        f"- Split: in-sample {split.insample_start} .. {split.insample_end} "
+        f"in {len(data.folds)} walk-forward folds; sealed holdout "
+        f"{split.holdout_start} .. {split.holdout_end}",
+        f"- Costs: commission {config.costs.commission_pct}% and slippage "
+        f"{config.costs.slippage_pct}% per side{_borrow_clause(config)}; market orders "
         "fill at the next bar's open",
-        f"- Benchmark: {bench.get('description', bname)}"
+        f"- Benchmark: {bench.description}"
         + (
             " — the absolute test: market exposure counts as edge here"
             if cash
@@ -202,19 +222,15 @@ def _setup_section(
         ),
         f"- Prices: {_prices(config)}",
         f"- Research memory: {_memory(config)}",
-        f"- Gate criteria: {_criteria_sources(config, criteria_text)}; a pass also needs "
+        f"- Gate criteria: {_criteria_sources(config)}; a pass also needs "
         f"fuzzy score >= "
-        f"{verdict['score_threshold']}, deflated Sharpe >= {verdict['dsr_threshold']}"
-        + (
-            ""
-            if cash
-            else f", deflated alpha over {bname} >= {verdict.get('deflated_alpha_threshold', 0.95)}"
-        )
-        + f" and Hansen's SPA p-value over every trial <= {verdict.get('spa_threshold', 0.05)}",
+        f"{verdict.score_threshold}, deflated Sharpe >= {verdict.dsr_threshold}"
+        + ("" if cash else f", deflated alpha over {bname} >= {verdict.deflated_alpha_threshold}")
+        + f" and Hansen's SPA p-value over every trial <= {verdict.spa_threshold}",
     ]
 
 
-def _route_history(decisions: list[dict[str, Any]]) -> list[str]:
+def _route_history(decisions: list[GateDecision]) -> list[str]:
     """One table row per iteration's gate decision, then the reasons in order."""
     out = [
         "## Route history",
@@ -225,66 +241,63 @@ def _route_history(decisions: list[dict[str, Any]]) -> list[str]:
     ]
     out += [_route_row(d) for d in decisions]
     out += ["", "Reasons, in order:", ""]
-    out += [f"{d['iteration']}. {d['reasoning']}" for d in decisions]
+    out += [f"{d.iteration}. {d.reasoning}" for d in decisions]
     return out
 
 
-def _route_row(d: dict[str, Any]) -> str:
+def _route_row(d: GateDecision) -> str:
     """An iteration's row: its variants, passes and its best variant's figures."""
-    evs = d["evaluations"]
-    best = next((e for e in evs if e["variant_id"] == d["best_variant_id"]), None)
+    evs = d.evaluations
+    best = next((e for e in evs if e.variant_id == d.best_variant_id), None)
+    alpha = best.alpha if best else None
     return (
-        f"| {d['iteration']} | {len(evs)} | {sum(e['passed'] for e in evs)} | "
-        f"{d['best_variant_id'] or '–'} | {_f(best['score'] if best else None, 3)} | "
-        f"{_f((best or {}).get('progress'), 3)} | "
-        f"{_f(best['dsr'] if best else None, 3)} | "
-        f"{_f(((best or {}).get('alpha') or {}).get('beta'))} | "
-        f"{_f(((best or {}).get('alpha') or {}).get('t_stat'))} | "
-        f"{_f(((best or {}).get('alpha') or {}).get('deflated_alpha'), 3)} | "
-        f"{_f(d.get('spa_pvalue'), 3)} | "
-        f"{(d.get('failure') or {}).get('failure_type', '–')} | "
-        f"{(d.get('trajectory') or {}).get('status', '–')} | {d['decision']} |"
+        f"| {d.iteration} | {len(evs)} | {sum(e.passed for e in evs)} | "
+        f"{d.best_variant_id or '–'} | {_f(best.score if best else None, 3)} | "
+        f"{_f(best.progress if best else None, 3)} | "
+        f"{_f(best.dsr if best else None, 3)} | "
+        f"{_f(alpha.beta if alpha else None)} | "
+        f"{_f(alpha.t_stat if alpha else None)} | "
+        f"{_f(alpha.deflated_alpha if alpha else None, 3)} | "
+        f"{_f(d.spa_pvalue, 3)} | "
+        f"{d.failure.failure_type if d.failure else '–'} | "
+        f"{d.trajectory.status if d.trajectory else '–'} | {d.decision} |"
     )
 
 
-def _research_summary(synthesis: dict[str, Any] | None) -> list[str]:
+def _research_summary(synthesis: ResearchSynthesis | None) -> list[str]:
     """The research synthesis in a paragraph (nothing without one)."""
-    if not synthesis:
+    if synthesis is None:
         return []
     out = [
         "",
         "## Research summary",
         "",
-        f"Regime **{synthesis['regime']}**, signal {synthesis['signal']:+.2f}, confidence "
-        f"{synthesis['confidence']:.2f} over the domains with data ({synthesis['quality']} "
+        f"Regime **{synthesis.regime}**, signal {synthesis.signal:+.2f}, confidence "
+        f"{synthesis.confidence:.2f} over the domains with data ({synthesis.quality} "
         "quality)"
-        + (
-            f", coverage {synthesis['coverage']:.2f} of domains"
-            if synthesis.get("coverage") is not None
-            else ""
-        )
-        + (" — research degraded" if synthesis.get("degraded") else "")
+        + f", coverage {synthesis.coverage:.2f} of domains"
+        + (" — research degraded" if synthesis.degraded else "")
         + ". Recommended families: "
-        + ", ".join(synthesis.get("recommended_families", []))
+        + ", ".join(synthesis.recommended_families)
         + ".",
         "",
-        synthesis.get("summary", ""),
+        synthesis.summary,
         "",
     ]
-    if synthesis.get("gaps"):
-        out += ["Gaps: " + "; ".join(synthesis["gaps"]) + ".", ""]
+    if synthesis.gaps:
+        out += ["Gaps: " + "; ".join(synthesis.gaps) + ".", ""]
     out += ["Details: `research/research.md`, `research/data_brief.md`."]
     return out
 
 
 def _best_variant_section(
-    config: dict[str, Any],
-    verdict: dict[str, Any],
-    best_variant: dict[str, Any] | None,
-    best_eval: dict[str, Any] | None,
-    figures: dict[str, Any],
-    rows: list,
-    bench: dict[str, Any],
+    config: RunConfig,
+    verdict: Verdict,
+    best_variant: VariantEntry | None,
+    best_eval: VariantEvaluation | None,
+    figures: dict[str, Figures],
+    rows: list[CriterionRow],
+    bench: BenchmarkInfo,
     trades: str,
 ) -> list[str]:
     """The best variant: its code and lineage, scorecard, figures per window and the holdout."""
@@ -318,93 +331,92 @@ def _best_variant_section(
 
 
 def _best_variant_intro(
-    config: dict[str, Any],
-    verdict: dict[str, Any],
-    best_variant: dict[str, Any],
-    best_eval: dict[str, Any],
+    config: RunConfig,
+    verdict: Verdict,
+    best_variant: VariantEntry,
+    best_eval: VariantEvaluation,
 ) -> list[str]:
     """What the best variant is, where its code is, and its score at selection."""
-    spec = best_variant["spec"]
-    named = config.get("styles") or config.get("preferred_families") or []
+    spec, vid = best_variant.spec, best_variant.variant_id
+    named = config.styles or config.preferred_families
     outside = (
         f" — **outside the directive** (it asked for {', '.join(named)})"
-        if not within_directive(spec, named)
+        # within_directive reads a spec's JSON form (variants.json's)
+        if not within_directive(spec.model_dump(mode="json"), named)
         else ""
     )
     return [
-        f"`{best_variant['variant_id']}` — {spec['name']} ({spec['family']}): "
-        f"{spec['approach']}{outside}",
+        f"`{vid}` — {spec.name} ({spec.family}): {spec.approach}{outside}",
         "",
-        f"Code: [`strategies/{best_variant['variant_id']}.py`]"
-        f"(strategies/{best_variant['variant_id']}.py) (lineage: parent "
-        f"`{best_variant.get('parent_id') or '–'}`, route {best_variant.get('route', '–')}, "
-        f"iteration {best_variant.get('iteration', '–')}); parameters: "
-        + ", ".join(f"{k}={v}" for k, v in sorted(spec["parameters"].items())),
+        f"Code: [`strategies/{vid}.py`](strategies/{vid}.py) (lineage: parent "
+        f"`{best_variant.parent_id or '–'}`, route {best_variant.route}, "
+        f"iteration {best_variant.iteration}); parameters: "
+        + ", ".join(f"{k}={v}" for k, v in sorted(spec.parameters.items())),
         "",
-        f"Fuzzy score {_f(best_eval['score'], 3)} (graded progress "
-        f"{_f(best_eval.get('progress'), 3)}); deflated Sharpe {_f(best_eval['dsr'], 3)} at "
-        f"selection ({_f(verdict.get('best_dsr_all_trials'), 3)} over all {verdict['n_trials']} "
+        f"Fuzzy score {_f(best_eval.score, 3)} (graded progress "
+        f"{_f(best_eval.progress, 3)}); deflated Sharpe {_f(best_eval.dsr, 3)} at "
+        f"selection ({_f(verdict.best_dsr_all_trials, 3)} over all {verdict.n_trials} "
         "trials); fold Sharpes "
-        + ", ".join(_f(s) for s in best_eval.get("fold_sharpes", []))
-        + (f"; vetoes: {'; '.join(best_eval['vetoes'])}" if best_eval.get("vetoes") else ""),
+        + ", ".join(_f(s) for s in best_eval.fold_sharpes)
+        + (f"; vetoes: {'; '.join(best_eval.vetoes)}" if best_eval.vetoes else ""),
         "",
     ]
 
 
 def _figures_tables(
-    verdict: dict[str, Any], figures: dict[str, Any], bench: dict[str, Any]
+    verdict: Verdict, figures: dict[str, Figures], bench: BenchmarkInfo
 ) -> list[str]:
     """The metrics rows per window (strategy and benchmark), then the alpha table if any."""
-    bname = bench["name"]
+    bname = bench.name
     out = []
     for window, row in figures.items():
-        out.append(_metrics_row(f"{window} (strategy)", row.get("metrics")))
-        out.append(_metrics_row(f"{window} ({bname})", row.get("buy_and_hold")))
+        out.append(_metrics_row(f"{window} (strategy)", row.metrics))
+        out.append(_metrics_row(f"{window} ({bname})", row.buy_and_hold))
     if not figures:
-        out.append(_metrics_row(f"in-sample ({bname})", verdict.get("buy_and_hold_in_sample")))
-    if any(row.get("alpha") for row in figures.values()):
-        out += ["", f"Against {bench.get('description', bname)}:", "", *ALPHA_HEADER]
-        out += [_alpha_row(w, row.get("alpha")) for w, row in figures.items()]
+        out.append(_metrics_row(f"in-sample ({bname})", verdict.buy_and_hold_in_sample))
+    if any(row.alpha for row in figures.values()):
+        out += ["", f"Against {bench.description}:", "", *ALPHA_HEADER]
+        out += [_alpha_row(w, row.alpha) for w, row in figures.items()]
     return out
 
 
-def _honesty_section(verdict: dict[str, Any], bname: str, cash: bool) -> list[str]:
+def _honesty_section(verdict: Verdict, bname: str, cash: bool) -> list[str]:
     """Trials counted, deflation, PBO and the reality check: what the search paid for looking."""
-    pbo = verdict.get("pbo")
+    pbo = verdict.pbo
+    best_alpha = verdict.best_alpha
     out = [
         "",
         "## Statistical honesty",
         "",
         f"- Trials counted (every distinct variant × parameter set backtested or screened on "
-        f"this data): {verdict['n_trials']}",
+        f"this data): {verdict.n_trials}",
         *_effective_lines(verdict),
-        f"- Deflated Sharpe of the best variant: {_f(verdict.get('best_dsr'), 3)} when it was "
-        f"selected; {_f(verdict.get('best_dsr_all_trials'), 3)} deflated by all "
+        f"- Deflated Sharpe of the best variant: {_f(verdict.best_dsr, 3)} when it was "
+        f"selected; {_f(verdict.best_dsr_all_trials, 3)} deflated by all "
         f"{_deflation_n(verdict)} trials of the run",
         "- PBO (CSCV, probability that the run's in-sample choice is below the median out of "
         + (
-            f"sample): {_f(pbo, 3)} over the {verdict.get('pbo_variants') or 'n/a'} variants "
-            "the run tried"
+            f"sample): {_f(pbo, 3)} over the {verdict.pbo_variants or 'n/a'} variants the run tried"
             if pbo is not None
             else "sample): not computed (needs >= 8 variants with returns on shared dates)"
         ),
         f"- Deflated alpha of the best variant over {bname}: "
-        f"{_f((verdict.get('best_alpha') or {}).get('deflated_alpha'), 3)} when it was selected; "
-        f"{_f(verdict.get('best_deflated_alpha_all_trials'), 3)} deflated by all "
+        f"{_f(best_alpha.deflated_alpha if best_alpha else None, 3)} when it was selected; "
+        f"{_f(verdict.best_deflated_alpha_all_trials, 3)} deflated by all "
         f"{_deflation_n(verdict)} trials"
         + (" (reported only: against cash the deflated Sharpe is the test)" if cash else ""),
         f"- Reality check (Hansen's SPA, stationary bootstrap) of all "
-        f"{verdict.get('spa_trials', 0)} trials with returns against {bname}: p = "
-        f"{_f(verdict.get('spa_pvalue'), 3)} (a pass needs <= "
-        f"{verdict.get('spa_threshold', 0.05)}): the chance that the best of them looks this "
+        f"{verdict.spa_trials} trials with returns against {bname}: p = "
+        f"{_f(verdict.spa_pvalue, 3)} (a pass needs <= "
+        f"{verdict.spa_threshold}): the chance that the best of them looks this "
         "good if none beats the benchmark" + _looks(verdict),
     ]
-    ts = verdict.get("trial_sharpes") or {}
-    if ts.get("threshold") is not None:
+    ts = verdict.trial_sharpes
+    if ts.threshold is not None:
         out.append(
-            f"- Deflation threshold: the best of {ts.get('n_trials')} pure-noise trials would be "
-            f"expected to reach an annualised Sharpe of {_f(ts['threshold'])} "
-            f"(best variant: {_f(ts.get('best'))}; {ts.get('n_with_sharpe')} trials had a Sharpe)"
+            f"- Deflation threshold: the best of {ts.n_trials} pure-noise trials would be "
+            f"expected to reach an annualised Sharpe of {_f(ts.threshold)} "
+            f"(best variant: {_f(ts.best)}; {ts.n_with_sharpe} trials had a Sharpe)"
         )
     return out
 
@@ -416,9 +428,7 @@ def _charts_section(charts: list[str]) -> list[str]:
     return ["", "## Charts", "", *[f"![{Path(c).stem}]({c})" for c in charts]]
 
 
-def _caveats_section(
-    config: dict[str, Any], data: dict[str, Any], bname: str, cash: bool
-) -> list[str]:
+def _caveats_section(config: RunConfig, data: DataSummary, bname: str, cash: bool) -> list[str]:
     """What the figures cannot say: survivorship, assumed costs, data gaps, the looked-at folds."""
     return [
         "",
@@ -443,13 +453,13 @@ def _caveats_section(
     ]
 
 
-def _reproduce_section(config: dict[str, Any], n_records: int | None) -> list[str]:
+def _reproduce_section(config: RunConfig, n_records: int | None) -> list[str]:
     """How to reproduce, resume, review and export the run, and what its files hold."""
     return [
         "",
         "## Reproduce and review",
         "",
-        f"- Seed {config.get('seed')}; the config, package versions, git sha and data sha256s are "
+        f"- Seed {config.seed}; the config, package versions, git sha and data sha256s are "
         "in `manifest.json`. The same command with the same data and seed gives the same "
         "`experiments.jsonl` apart from its `recorded_at` and `run_id` fields.",
         f"- `experiments.jsonl`: {n_records if n_records is not None else 'every'} records (each "
@@ -466,22 +476,19 @@ def _reproduce_section(config: dict[str, Any], n_records: int | None) -> list[st
     ]
 
 
-def _criteria_sources(config: dict[str, Any], criteria_text: str) -> str:
+def _criteria_sources(config: RunConfig) -> str:
     """The criteria and where each came from: the user's ``--criteria``, the defaults kept
     (the asset class's among them, said why), and whether ``--criteria-replace`` dropped the
     default rules."""
-    if "criteria_replace" not in config:  # a run from before the option: the text is all
-        return f"`{criteria_text}`"
-    notes = [] if config.get("criteria_replace") else list(config.get("asset_notes") or [])
+    notes = [] if config.criteria_replace else list(config.asset_notes)
     said = _criteria_said(config)
     return said + (f" (asset-class defaults: {'; '.join(notes)})" if notes else "")
 
 
-def _criteria_said(config: dict[str, Any]) -> str:
+def _criteria_said(config: RunConfig) -> str:
     """Which criteria are the user's and which the defaults'."""
-    replace = bool(config["criteria_replace"])
-    asset = config.get("asset_criteria") or ""
-    src = criteria_sources(config.get("criteria_text"), replace=replace, defaults=asset)
+    replace = config.criteria_replace
+    src = criteria_sources(config.criteria_text, replace=replace, defaults=config.asset_criteria)
 
     def ticks(labels: list[str]) -> str:
         return ", ".join(f"`{lab}`" for lab in labels)
@@ -503,8 +510,8 @@ def _criteria_said(config: dict[str, Any]) -> str:
     return f"yours {ticks(src.user)} {how}{kept}"
 
 
-def _prices(config: dict[str, Any]) -> str:
-    if config.get("prices", "raw") == "adjusted":
+def _prices(config: RunConfig) -> str:
+    if config.prices == "adjusted":
         return (
             "adjusted (`--prices adjusted`): total return from `adj_close`, open/high/low/close "
             "scaled by the same factor, so dividends count"
@@ -515,8 +522,8 @@ def _prices(config: dict[str, Any]) -> str:
     )
 
 
-def _price_caveat(config: dict[str, Any]) -> str:
-    if config.get("prices", "raw") == "adjusted":
+def _price_caveat(config: RunConfig) -> str:
+    if config.prices == "adjusted":
         return (
             "Signals and fills use dividend-adjusted prices: past price levels are lower than "
             "the ones traded then, so fixed price levels and share counts are not historical."
@@ -528,8 +535,8 @@ def _price_caveat(config: dict[str, Any]) -> str:
     )
 
 
-def _memory(config: dict[str, Any]) -> str:
-    where = config.get("memory_dir")
+def _memory(config: RunConfig) -> str:
+    where = config.memory_dir
     if where == "off":
         return "off (`--memory-dir off`): nothing recalled, nothing stored"
     place = f"`{where}`" if where else "the user cache dir (default, shared by runs)"
@@ -539,12 +546,12 @@ def _memory(config: dict[str, Any]) -> str:
     )
 
 
-def _rejected_warning(best_eval: dict[str, Any], figures: dict[str, Any]) -> list[str]:
+def _rejected_warning(best_eval: VariantEvaluation, figures: dict[str, Figures]) -> list[str]:
     """Orders the broker refused (margin, size): the trades that did not happen are missing
     from every figure above, so a win rate can look better than the rule is."""
-    counts = {"in-sample": ((best_eval.get("metrics") or {}).get("orders_rejected") or 0)}
+    counts = {"in-sample": best_eval.metrics.orders_rejected if best_eval.metrics else 0}
     for window, row in figures.items():
-        counts[window] = (row.get("metrics") or {}).get("orders_rejected") or 0
+        counts[window] = row.metrics.orders_rejected if row.metrics else 0
     refused = {w: n for w, n in counts.items() if n}
     if not refused:
         return []
@@ -559,69 +566,61 @@ def _rejected_warning(best_eval: dict[str, Any], figures: dict[str, Any]) -> lis
     ]
 
 
-def _plan_block(config: dict[str, Any]) -> list[str]:
+def _plan_block(config: RunConfig) -> list[str]:
     """The resolved plan (swarm.plan.plan_summary) as JSON, heading the report."""
-    plan = config.get("plan")
-    if not plan:
+    if not config.plan:
         return []
-    import json
-
-    return ["## Plan", "", "```json", json.dumps(plan, indent=2), "```", ""]
+    return ["## Plan", "", "```json", json.dumps(config.plan, indent=2), "```", ""]
 
 
-def _directive_reading(config: dict[str, Any]) -> str:
-    named = config.get("preferred_families") or []
+def _directive_reading(config: RunConfig) -> str:
+    named = config.preferred_families
     families = (
         f"families {', '.join(named)} (at least half of the first iteration; the others "
         "fill the rest)"
         if named
         else "no family named (one of each family first)"
     )
-    bench = config.get("benchmark", "buy-and-hold")
     return (
-        f"{families}; universe {', '.join(config['tickers'])} ({config['universe_source']}); "
-        f"benchmark {bench}; timeframe {config['timeframe']}"
+        f"{families}; universe {', '.join(config.tickers)} ({config.universe_source}); "
+        f"benchmark {config.benchmark}; timeframe {config.timeframe}"
     )
 
 
-def _sources(data: dict[str, Any]) -> str:
-    parts = [
-        f"{s} from {d['source']} (sha256 {d['sha256'][:12]}…)" for s, d in data["symbols"].items()
-    ]
+def _sources(data: DataSummary) -> str:
+    parts = [f"{s} from {d.source} (sha256 {d.sha256[:12]}…)" for s, d in data.symbols.items()]
     return "; ".join(parts)
 
 
-def _data_caveats(data: dict[str, Any]) -> list[str]:
+def _data_caveats(data: DataSummary) -> list[str]:
     """A line per symbol whose data does not reach an edge of the requested window, and per
     bar ``--repair`` changed: the run's figures are of the data it had, not the one asked for."""
     out = []
-    for symbol, d in data["symbols"].items():
-        for line in (d.get("quality") or {}).get("coverage_warnings") or []:
+    for symbol, d in data.symbols.items():
+        for line in d.quality.coverage_warnings if d.quality else []:
             out.append(f"- Coverage: {symbol}: {line}.")
-        for r in d.get("repairs") or []:
-            where = f"line {r['line']} ({r['date']})" if r.get("line") else r["date"]
-            out.append(
-                f"- Repaired (`--repair`): {symbol} {where}: {r['detail']} -> {r['action']}."
-            )
+        for r in d.repairs:
+            where = f"line {r.line} ({r.date})" if r.line else r.date
+            out.append(f"- Repaired (`--repair`): {symbol} {where}: {r.detail} -> {r.action}.")
     return out
 
 
-def _deflation_n(verdict: dict[str, Any]) -> str:
+def _deflation_n(verdict: Verdict) -> str:
     """The trial count the deflation used, said as such."""
-    eff = verdict.get("n_trials_effective")
-    if verdict.get("deflated_by") == "effective" and eff is not None:
+    eff = verdict.n_trials_effective
+    if verdict.deflated_by == "effective" and eff is not None:
         return f"{eff} effective"
-    return str(verdict["n_trials"])
+    return str(verdict.n_trials)
 
 
-def _effective_lines(verdict: dict[str, Any]) -> list[str]:
+def _effective_lines(verdict: Verdict) -> list[str]:
     """Raw and effective trial counts, in one or two sentences."""
-    eff = verdict.get("n_trials_effective")
+    eff = verdict.n_trials_effective
     if eff is None:
         return []
-    used = "effective" if verdict.get("deflated_by") == "effective" else "raw"
+    used = "effective" if verdict.deflated_by == "effective" else "raw"
     return [
-        f"- Effective trials: {eff} of the {verdict['n_trials']} trials are genuinely different "
+        f"- Effective trials: {eff} of the {verdict.n_trials} trials are genuinely different "
         "(clusters of in-sample return series, alpha series against a benchmark, whose average "
         f"correlation is at least {1 - CORRELATION_DISTANCE:g}: neighbouring parameter sets "
         "move together and count as one). The deflated Sharpe uses "
@@ -636,7 +635,9 @@ def _effective_lines(verdict: dict[str, Any]) -> list[str]:
 
 def _masking_lines(m: dict[str, Any] | None) -> list[str]:
     """Masked or not, the cutoff, the leak counts, and the banner of an unmasked LLM run on
-    data its model may remember (issue 29). Nothing for the rules brains."""
+    data its model may remember (issue 29). Nothing for the rules brains.
+
+    ``m`` is ``Verdict.llm_masking``: the mask policy's summary, free-form by design."""
     if not m:
         return []
     state = "masked" if m.get("masked") else "NOT masked"
@@ -664,25 +665,25 @@ def _masking_lines(m: dict[str, Any] | None) -> list[str]:
     return out
 
 
-def _looks(verdict: dict) -> str:
+def _looks(verdict: Verdict) -> str:
     """How the reality check's p-value paid for being looked at every iteration."""
-    looks = int(verdict.get("spa_looks") or 1)
-    raw = verdict.get("spa_raw_pvalue")
+    looks = int(verdict.spa_looks or 1)
+    raw = verdict.spa_raw_pvalue
     if raw is None:
         return ""
     return (
         f"; looked at {looks} time(s), once per iteration, so the last look's p = {_f(raw, 4)} "
         f"counts x {spa_look_factor(looks)} (look k spends "
-        f"{verdict.get('spa_threshold', 0.05)} / (k (k + 1)))"
+        f"{verdict.spa_threshold} / (k (k + 1)))"
     )
 
 
-def _borrow_pct(config: dict[str, Any]) -> float:
-    """The run's borrow fee, percent a year (0 for runs recorded before the option)."""
-    return float(config.get("costs", {}).get("borrow_pct", 0.0) or 0.0)
+def _borrow_pct(config: RunConfig) -> float:
+    """The run's borrow fee, percent a year."""
+    return float(config.costs.borrow_pct or 0.0)
 
 
-def _borrow_clause(config: dict[str, Any]) -> str:
+def _borrow_clause(config: RunConfig) -> str:
     """The cost sentence's borrow part: the fee on shorts, or that there is none."""
     pct = _borrow_pct(config)
     if not pct:

@@ -10,13 +10,19 @@ missed, so a reader never has to recompute a verdict from a table of metrics.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from gate.alpha import ALPHA_CRITERIA
+from backtest.contracts import Metrics
+from gate.alpha import ALPHA_CRITERIA, AlphaStats
 from gate.contracts import Criteria, Criterion, Veto
 from gate.criteria import attainment, criteria_from_text, is_met, rule_label
 from strategies.family_api import whole_universe
+from strategies.spec import StrategySpec
+
+if TYPE_CHECKING:  # types only: the records import nothing of this module
+    from experiments.records import AlphaSummary, VariantEntry, Verdict
 
 # One symbol holding more than this share of the winner's time in the market is a warning:
 # the "strategy" may be a bet on that symbol.
@@ -67,8 +73,8 @@ def criteria_of(config: dict[str, Any], criteria_text: str | None) -> Criteria:
 def criteria_rows(
     criteria: Criteria,
     *,
-    metrics: dict[str, Any] | None,
-    alpha: dict[str, Any] | None,
+    metrics: Metrics | None,
+    alpha: AlphaStats | AlphaSummary | None,
     score: float | None,
     dsr: float | None,
     spa_pvalue: float | None,
@@ -81,13 +87,11 @@ def criteria_rows(
     Against cash the deflated alpha is not a bar (``gate.evaluate.alpha_ok``); an SPA
     p-value the run never computed is not one either (None: not run, not required).
     """
-    metrics = metrics or {}
-    alpha = alpha or {}
     rows = [
         _row(rule_label(c), c, _figure(c.metric, metrics, alpha), note="rule")
         for c in criteria.rules
     ]
-    n = metrics.get("n_trades")
+    n = metrics.n_trades if metrics is not None else None
     rows.append(
         _row(
             f"min trades ({trades})",
@@ -114,7 +118,8 @@ def criteria_rows(
         bar = Criterion(
             metric="deflated_alpha", op=">=", threshold=criteria.deflated_alpha_threshold
         )
-        rows.append(_row("deflated alpha", bar, _finite(alpha.get("deflated_alpha"))))
+        deflated = alpha.deflated_alpha if alpha is not None else None
+        rows.append(_row("deflated alpha", bar, _finite(deflated)))
     if spa_pvalue is not None:
         bar = Criterion(metric="spa_p", op="<=", threshold=criteria.spa_threshold)
         rows.append(_row("SPA p-value", bar, spa_pvalue, note="over every trial"))
@@ -137,17 +142,17 @@ def scorecard_table(rows: list[CriterionRow]) -> list[str]:
 
 
 def verdict_line(
-    verdict: dict[str, Any],
-    best_variant: dict[str, Any] | None,
+    verdict: Verdict,
+    best_variant: VariantEntry | None,
     rows: list[CriterionRow],
     *,
     vetoes: list[str] | None = None,
 ) -> str:
     """One plain sentence: what the run decided and, for the best variant, what it missed."""
-    decided = verdict.get("verdict", "ABANDON")
+    decided = verdict.verdict
     if not best_variant:
         return f"{decided}: no variant produced a result."
-    who = f"{best_variant['variant_id']} ({best_variant['spec']['family']})"
+    who = f"{best_variant.variant_id} ({best_variant.spec.family})"
     failed = [r for r in rows if not r.passed]
     vetoes = vetoes or []
     if decided == "SUCCESS":
@@ -159,29 +164,27 @@ def verdict_line(
     return head + "; it failed " + ", ".join(reasons) + "."
 
 
-def holdout_line(verdict: dict[str, Any], criteria: Criteria) -> str | None:
+def holdout_line(verdict: Verdict, criteria: Criteria) -> str | None:
     """On SUCCESS: did the alpha survive the sealed holdout, with its HAC t.
 
     "Confirmed" uses the in-sample ``alpha_t`` bar (2 when the run set none) and needs a
     positive alpha. None when the holdout was not opened.
     """
-    if verdict.get("verdict") != "SUCCESS":
+    if verdict.verdict != "SUCCESS":
         return None
-    ha = verdict.get("holdout_alpha")
-    if not ha:
+    ha = verdict.holdout_alpha
+    if ha is None:
         return "Holdout: no alpha figures recorded for the holdout."
     bar = next((c.threshold for c in criteria.rules if c.metric == ALPHA_T_RULE), DEFAULT_ALPHA_T)
-    t, a = _finite(ha.get("t_stat")), _finite(ha.get("alpha_annual_pct"))
-    over = (verdict.get("benchmark") or {}).get("name", "the benchmark")
+    t, a = _finite(ha.t_stat), _finite(ha.alpha_annual_pct)
+    over = verdict.benchmark.name if verdict.benchmark is not None else "the benchmark"
     figures = f"alpha {_num(a)}% a year over {over}, HAC t {_num(t)}"
     if t is not None and a is not None and t >= bar and a > 0:
         return f"Holdout: alpha confirmed ({figures} >= {_num(bar)})."
     return f"Holdout: alpha NOT confirmed ({figures}; the bar is t >= {_num(bar)} with alpha > 0)."
 
 
-def concentration_line(
-    per_symbol: dict[str, dict[str, Any]] | None, *, scope: str | None
-) -> str | None:
+def concentration_line(per_symbol: dict[str, Metrics] | None, *, scope: str | None) -> str | None:
     """A warning when one symbol holds most of the winner's time in the market.
 
     Symbol-scope variants run each symbol alone on an equal share of capital, so each
@@ -194,9 +197,9 @@ def concentration_line(
             "recorded in the run folder, so whether one symbol carried the result is unknown."
         )
     exposure = {
-        s: float(m["exposure_pct"])
+        s: float(m.exposure_pct)
         for s, m in (per_symbol or {}).items()
-        if isinstance(m, dict) and _finite(m.get("exposure_pct")) is not None
+        if _finite(m.exposure_pct) is not None
     }
     total = sum(exposure.values())
     if len(exposure) < 2 or total <= 0:
@@ -211,19 +214,19 @@ def concentration_line(
     )
 
 
-def trades_kind(spec: dict[str, Any] | None, n_symbols: int) -> str:
+def trades_kind(spec: StrategySpec | None, n_symbols: int) -> str:
     """What the lab's ``n_trades`` counts for this variant (``backtest.books``).
 
     A symbol job counts round trips (entry to flat). A portfolio job over several symbols
     counts every fill that reduces a position (a rebalance realises a trade), and the run
     folder keeps no fill list to count its round trips from.
     """
-    if whole_universe((spec or {}).get("scope")) and n_symbols > 1:
+    if spec is not None and whole_universe(spec) and n_symbols > 1:
         return FILLS
     return ROUND_TRIPS
 
 
-def other_vetoes(vetoes: list[str] | None, kinds: list[str] | None = None) -> list[str]:
+def other_vetoes(vetoes: list[str] | None, kinds: Sequence[str] | None = None) -> list[str]:
     """The veto sentences a row does not already say: too few trades has its own row.
     Without the kinds (variants.json keeps only the sentences) every sentence stays."""
     vetoes = list(vetoes or [])
@@ -233,11 +236,11 @@ def other_vetoes(vetoes: list[str] | None, kinds: list[str] | None = None) -> li
 
 
 def not_a_winner(
-    verdict: dict[str, Any], variant_id: str, rows: list[CriterionRow], vetoes: list[str]
+    verdict: Verdict, variant_id: str, rows: list[CriterionRow], vetoes: list[str]
 ) -> list[str] | None:
     """The banner for an export of a variant that is not the run's winner; None for the winner."""
-    decided = verdict.get("verdict", "ABANDON")
-    if decided == "SUCCESS" and verdict.get("best_variant") == variant_id:
+    decided = verdict.verdict
+    if decided == "SUCCESS" and verdict.best_variant == variant_id:
         return None
     failed = [r.miss() for r in rows if not r.passed] + [f"vetoed: {v}" for v in vetoes]
     why = (
@@ -268,11 +271,14 @@ def _row(name: str, c: Criterion, value: float | None, note: str = "") -> Criter
     )
 
 
-def _figure(name: str, metrics: dict[str, Any], alpha: dict[str, Any]) -> float | None:
-    """The figure a rule names, as ``gate.criteria.metric_value`` reads it, from JSON."""
+def _figure(
+    name: str, metrics: Metrics | None, alpha: AlphaStats | AlphaSummary | None
+) -> float | None:
+    """The figure a rule names, as ``gate.criteria.metric_value`` reads it (None: a figure
+    the records do not hold)."""
     if name in ALPHA_CRITERIA:
-        return _finite(alpha.get(ALPHA_CRITERIA[name]))
-    return _finite(metrics.get(name))
+        return _finite(getattr(alpha, ALPHA_CRITERIA[name], None))
+    return _finite(getattr(metrics, name, None))
 
 
 def _finite(x: Any) -> float | None:

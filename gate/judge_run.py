@@ -317,8 +317,8 @@ def verdicts(o: JudgeOptions, j: Judged) -> list[FileVerdict]:
     for f, vid, ev in zip(o.files, j.ids, j.evaluations, strict=True):
         rows = criteria_rows(
             o.criteria,
-            metrics=ev.metrics.model_dump(mode="json") if ev.metrics else None,
-            alpha=ev.alpha.model_dump(mode="json") if ev.alpha else None,
+            metrics=ev.metrics,
+            alpha=ev.alpha,
             score=ev.score,
             dsr=ev.dsr,
             spa_pvalue=ev.spa_pvalue,

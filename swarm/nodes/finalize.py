@@ -26,6 +26,7 @@ from experiments.records import (
     VARIANTS,
     AlphaSummary,
     BenchmarkInfo,
+    DataSummary,
     Figures,
     HoldoutRecord,
     HoldoutResult,
@@ -157,12 +158,10 @@ def finalize(state: DevelopState, runtime: Runtime[RunContext]) -> dict[str, Any
         vid: VariantEntry(**dict(v), code=ctx.run.read_code(vid, v.code_sha256))
         for vid, v in stored.items()
     }
-    # The winner as the export and the report read it (variants.json's JSON, no figures).
-    best_variant = (
-        variants[best_id].model_dump(mode="json", exclude={"in_sample"})
-        if best_id in variants
-        else None
-    )
+    # The winner as the export and the report read it (variants.json's entry, no figures:
+    # a copy, before _with_in_sample below sets them), and its JSON for the charts.
+    best_entry = variants[best_id].model_copy() if best_id in variants else None
+    best_variant = best_entry.model_dump(mode="json", exclude={"in_sample"}) if best_entry else None
     ledger = state.get("ledger") or TrialLedger()
     h = state.get("holdout")
     figures, windows, bh_in = _figures(ctx, best_eval, h, best_variant)
@@ -186,9 +185,9 @@ def finalize(state: DevelopState, runtime: Runtime[RunContext]) -> dict[str, Any
     if ctx.llm is not None:
         ctx.llm.write_calls(run.path("llm_calls.jsonl"))
     charts = _charts(ctx, state, verdict_json, windows, trials, best_id, best_variant)
-    if success and best_variant:
-        _export(ctx, verdict_json, best_id, best_variant, stored)
-    _report(ctx, state, verdict_json, best_eval, best_variant, charts, h)
+    if success and best_entry:
+        _export(ctx, verdict, best_entry, stored)
+    _report(ctx, state, verdict, best_eval, best_entry, charts, h)
     if windows and best_id:
         _tearsheet(ctx, best_id, best_variant, windows)
     ctx.progress.stage(
@@ -373,60 +372,54 @@ def _charts(
 
 def _export(
     ctx: RunContext,
-    verdict_json: dict[str, Any],
-    best_id: str | None,
-    best_variant: dict[str, Any],
+    verdict: Verdict,
+    best: VariantEntry,
     stored: dict[str, StoredVariant],
 ) -> None:
     """The winner's folder: its code (the holdout's when its family regenerated it), costs,
     figures and lineage."""
-    cfg, run, figures_json = ctx.config, ctx.run, verdict_json["figures"]
+    held = with_holdout_code(ctx, best.model_dump(mode="json", exclude={"in_sample"}))
     write_export(
-        run.path("winner"),
-        variant=with_holdout_code(ctx, best_variant),
-        class_name=best_variant["class_name"],
-        costs=cfg.costs.model_dump(),
-        figures=figures_json,
-        lineage=lineage_of(best_id, {vid: v.parent_id for vid, v in stored.items()}),
-        run_dir=run.root,
-        trades=trades_kind(best_variant["spec"], len(ctx.symbols)),
+        ctx.run.path("winner"),
+        variant=VariantEntry.model_validate(held),
+        class_name=best.class_name,
+        costs=ctx.config.costs,
+        figures=verdict.figures,
+        lineage=lineage_of(best.variant_id, {vid: v.parent_id for vid, v in stored.items()}),
+        run_dir=ctx.run.root,
+        trades=trades_kind(best.spec, len(ctx.symbols)),
     )
 
 
 def _report(
     ctx: RunContext,
     state: DevelopState,
-    verdict_json: dict[str, Any],
+    verdict: Verdict,
     best_eval: BestSoFar | None,
-    best_variant: dict[str, Any] | None,
+    best_variant: VariantEntry | None,
     charts: list[str],
-    h: Any,
+    h: HoldoutResult | None,
 ) -> None:
     """report.md, from the verdict and the run's records."""
-    cfg, run, figures_json = ctx.config, ctx.run, verdict_json["figures"]
-    decisions = state.get("decisions", [])
+    run = ctx.run
     run.write_text(
         "report.md",
         render_report(
             run_id=run.root.name,
+            config=ctx.config,
             # The criteria the gate used, not the text re-read: --criteria lays it over defaults.
-            config=cfg.model_dump(mode="json") | {"criteria": ctx.criteria.model_dump(mode="json")},
-            verdict=verdict_json,
-            decisions=[d.model_dump(mode="json") for d in decisions],
-            synthesis=synthesis.model_dump(mode="json")
-            if (synthesis := state.get("synthesis"))
-            else None,
-            data=ctx.memo.data_summary or {},
+            criteria=ctx.criteria,
+            verdict=verdict,
+            decisions=state.get("decisions", []),
+            synthesis=state.get("synthesis"),
+            data=DataSummary.model_validate(ctx.memo.data_summary),
             best_variant=best_variant,
-            best_eval=best_eval.model_dump(mode="json") if best_eval else None,
-            figures=figures_json,
-            criteria_text=ctx.memo.criteria_text or "",
+            best_eval=best_eval,
+            figures=verdict.figures,
             charts=charts,
             n_records=sum(1 for _ in run.tracker.records()),
             holdout_per_symbol={
-                s: m.model_dump(mode="json")
-                for s, m in (h.per_symbol if h else {}).items()
-                if isinstance(m, Metrics)
+                s: m for s, m in (h.per_symbol if h else {}).items() if isinstance(m, Metrics)
             },
         ),
     )

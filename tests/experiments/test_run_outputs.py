@@ -6,10 +6,16 @@ import json
 
 import pytest
 
+from backtest.contracts import Metrics
 from experiments.charts import plot_trajectory, plot_trial_sharpes, trajectory_panels
 from experiments.export import export_from_run, variant_figures
+from experiments.records import DataSummary, Figures, VariantEntry, Verdict
 from experiments.report import render_report
 from experiments.runfolder import build_manifest
+from gate.contracts import GateDecision, VariantEvaluation
+from gate.criteria import criteria_from_text
+from swarm.config import RunConfig
+from swarm.research.models import ResearchSynthesis
 
 pytestmark = pytest.mark.unit
 
@@ -30,6 +36,51 @@ METRICS = {
     "skew": 0.0,
     "kurtosis": 3.0,
 }
+
+
+FOLD = {"index": 0, "warmup_start": "2013-01-01", "start": "2013-01-02", "end": "2014-01-01"}
+
+
+def _render(
+    *,
+    config,
+    verdict,
+    decisions,
+    synthesis,
+    data,
+    best_variant,
+    best_eval,
+    figures,
+    criteria_text,
+    holdout_per_symbol=None,
+    **kw,
+):
+    """``render_report`` on hand-made JSON-like inputs, read through the run's models as
+    the run would hand them over (the criteria as a config without them reads its text)."""
+    evaluation = {"family": "momentum", "trial_key": "k", "metrics": None}
+    return render_report(
+        run_id="r1",
+        config=RunConfig.model_validate({"preferred_families": []} | config),
+        criteria=criteria_from_text(criteria_text, replace=config.get("criteria_replace", True)),
+        verdict=Verdict.model_validate(verdict),
+        decisions=[
+            GateDecision.model_validate(
+                d | {"evaluations": [evaluation | e for e in d["evaluations"]]}
+            )
+            for d in decisions
+        ],
+        synthesis=ResearchSynthesis.model_validate({"fact_sheets": []} | synthesis)
+        if synthesis
+        else None,
+        data=DataSummary.model_validate(data | {"folds": [FOLD for _ in data["folds"]]}),
+        best_variant=VariantEntry.model_validate(best_variant) if best_variant else None,
+        best_eval=VariantEvaluation.model_validate(evaluation | best_eval) if best_eval else None,
+        figures={w: Figures.model_validate(f) for w, f in figures.items()},
+        holdout_per_symbol={s: Metrics.model_validate(m) for s, m in holdout_per_symbol.items()}
+        if holdout_per_symbol
+        else None,
+        **kw,
+    )
 
 
 def _history():
@@ -198,7 +249,7 @@ def test_report_states_verdict_routes_research_best_variant_statistics_and_cavea
         "best_variant_id": "i01-v01-momentum-abc123",
         "decision": "ABANDON",
         "reasoning": "iteration limit reached",
-        "failure": {"failure_type": "PARAMETER_ISSUE"},
+        "failure": {"failure_type": "PARAMETER_ISSUE", "root_cause": "r", "confidence": 0.5},
         "evaluations": [
             {"variant_id": "i01-v01-momentum-abc123", "passed": False, "score": 0.3, "dsr": 0.4}
         ],
@@ -230,8 +281,7 @@ def test_report_states_verdict_routes_research_best_variant_statistics_and_cavea
         "fold_sharpes": [0.5, 0.7],
         "metrics": METRICS,
     }
-    text = render_report(
-        run_id="r1",
+    text = _render(
         config=config,
         verdict=_verdict(),
         decisions=[decision],
@@ -302,8 +352,7 @@ def _report(config_extra=None, metrics=None, figures=None) -> str:
         "fold_sharpes": [0.5],
         "metrics": metrics or METRICS,
     }
-    return render_report(
-        run_id="r1",
+    return _render(
         config=config,
         verdict=_verdict(),
         decisions=[],
@@ -351,9 +400,10 @@ def test_a_non_winner_exports_with_its_own_in_sample_figures(tmp_path):
     )
     (run / "manifest.json").write_text(json.dumps(manifest))
 
-    assert variant_figures("i02-v01-w", winner, verdict) == winner_figs
-    figs = variant_figures(other["variant_id"], other, verdict)
-    assert set(figs) == {"in-sample"} and figs["in-sample"]["buy_and_hold"]["sharpe"] == 0.9
+    typed = Verdict.model_validate(verdict)
+    assert variant_figures(VariantEntry.model_validate(winner), typed) == typed.figures
+    figs = variant_figures(VariantEntry.model_validate(other), typed)
+    assert set(figs) == {"in-sample"} and figs["in-sample"].buy_and_hold.sharpe == 0.9
 
     dest = export_from_run(run, tmp_path / "x", other["variant_id"])
     readme = (dest / "README.md").read_text()
@@ -424,8 +474,7 @@ def test_report_and_chart_show_the_graded_progress_next_to_the_fuzzy_score(tmp_p
         "seed": 4,
         "costs": {"commission_pct": 0.1, "slippage_pct": 0.05},
     }
-    text = render_report(
-        run_id="r1",
+    text = _render(
         config=config,
         verdict=_verdict(),
         decisions=[decision],
@@ -463,8 +512,7 @@ def _scored_report(verdict, best_eval, *, spec_extra=None, tickers=("AAPL",), pe
     }
     variant = _variant()
     variant["spec"] = {**variant["spec"], **(spec_extra or {})}
-    return render_report(
-        run_id="r1",
+    return _render(
         config=config,
         verdict=verdict,
         decisions=[],
@@ -543,7 +591,7 @@ def test_a_successful_report_says_whether_the_holdout_confirmed_alpha_and_warns_
     verdict = _verdict(
         verdict="SUCCESS",
         benchmark={"name": "buy-and-hold", "description": "b&h"},
-        holdout_alpha={"t_stat": 1.2, "alpha_annual_pct": 4.0},
+        holdout_alpha={"t_stat": 1.2, "alpha_annual_pct": 4.0, "benchmark": "b", "n_obs": 9},
     )
     per_symbol = {
         "AAPL": dict(METRICS, exposure_pct=80.0),

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from backtest.contracts import CostModel
 from backtest.data import synthetic_bars
 from experiments.check import check_run
 from experiments.export import embedded_strategy, standalone_source
@@ -154,7 +155,7 @@ def test_a_portfolio_class_runs_on_every_ticker_at_once(capsys, tmp_path, data_d
 def test_the_labs_exported_winner_is_accepted(capsys, tmp_path, data_dir) -> None:
     code = NO_PARAMS.replace("(bt.Strategy):\n", "(bt.Strategy):\n    params = dict(fast=5)\n")
     exported = standalone_source(
-        code, "MyCross", costs={"cash": 100_000.0}, banner=["NOT A WINNER: for the test"]
+        code, "MyCross", costs=CostModel(cash=100_000.0), banner=["NOT A WINNER: for the test"]
     )
     assert not validate_code(exported).ok  # the runner (csv, datetime) is what the lint refuses
     assert embedded_strategy(exported) is not None and embedded_strategy(code) is None

@@ -252,6 +252,7 @@ def test_an_exported_portfolio_strategy_reproduces_the_lab_s_final_value(tmp_pat
     """The export's runner takes --data once per symbol, aligns them as the lab does, and
     plain backtrader ends on the lab's final value (to 1e-6)."""
 
+    from backtest.contracts import CostModel
     from experiments.export import standalone_source
     from strategies.codegen import class_name
 
@@ -267,7 +268,7 @@ def test_an_exported_portfolio_strategy_reproduces_the_lab_s_final_value(tmp_pat
     ).result
     assert lab.status == JobStatus.OK, lab.error
     script = tmp_path / "strategy.py"
-    script.write_text(standalone_source(code, class_name(spec.name), costs={}))
+    script.write_text(standalone_source(code, class_name(spec.name), costs=CostModel()))
     data = [a for s in symbols for a in ("--data", str(daily_dir / f"{s}.csv"))]
     value = run_exported(
         str(script),

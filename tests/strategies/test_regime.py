@@ -286,6 +286,7 @@ def test_an_exported_regime_strategy_reproduces_the_lab_s_final_value(tmp_path, 
     import subprocess
     import sys
 
+    from backtest.contracts import CostModel
     from experiments.export import standalone_source
 
     aapl = read_real_bars("AAPL", "2007-01-01", "2010-12-31")
@@ -309,7 +310,7 @@ def test_an_exported_regime_strategy_reproduces_the_lab_s_final_value(tmp_path, 
         ).result
         assert lab.status == JobStatus.OK and lab.metrics.n_trades > 0, lab.error
         script = tmp_path / f"{symbol}.py"
-        source = standalone_source(code, class_name(spec.name), costs={})
+        source = standalone_source(code, class_name(spec.name), costs=CostModel())
         assert "INDEX_FEEDS = ('SPY',)" in source
         script.write_text(source)
         data = [a for s in files for a in ("--data", str(daily_dir / f"{s}.csv"))]

@@ -74,7 +74,7 @@ def test_a_crypto_run_gets_the_crypto_drawdown_cap_and_the_report_says_why() -> 
     drawdown = [c for c in criteria.rules if c.metric == "max_drawdown_pct"]
     assert [(c.op, c.threshold) for c in drawdown] == [("<=", 50.0)]
     assert config.asset_class == "crypto" and config.asset_criteria == CRYPTO_CRITERIA
-    said = _criteria_sources(config.model_dump(mode="json"), "")
+    said = _criteria_sources(config)
     assert "`max_drawdown_pct<=50`" in said and "crypto universe" in said
 
 

@@ -226,10 +226,25 @@ def test_the_judge_api_refuses_a_bad_borrow_cost(tmp_path, bad) -> None:
 
 @pytest.mark.unit
 def test_the_report_says_the_borrow_fee() -> None:
-    from experiments.report import _borrow_clause
+    from datetime import date
 
-    assert "no borrow fee" in _borrow_clause({"costs": {"commission_pct": 0.1}})
-    said = _borrow_clause({"costs": {"borrow_pct": 2.5}})
+    from backtest.contracts import CostModel
+    from experiments.report import _borrow_clause
+    from swarm.config import RunConfig
+
+    def config(**costs) -> RunConfig:
+        return RunConfig(
+            directive="x",
+            tickers=["AAPL"],
+            universe_source="--tickers",
+            preferred_families=[],
+            start=date(2020, 1, 1),
+            end=date(2021, 1, 1),
+            costs=CostModel(**costs),
+        )
+
+    assert "no borrow fee" in _borrow_clause(config(commission_pct=0.1))
+    said = _borrow_clause(config(borrow_pct=2.5))
     assert "2.5% a year" in said and "shorts" in said
 
 

@@ -7,9 +7,12 @@ import argparse
 
 import pytest
 
+from experiments.records import DataSummary, Verdict
 from experiments.report import render_report
+from gate.criteria import criteria_from_text
 from gate.judge import build_parser as judge_parser
 from swarm.calibrate import build_parser as calibrate_parser
+from swarm.config import RunConfig
 from swarm.develop import build_parser as develop_parser
 
 pytestmark = pytest.mark.unit
@@ -53,7 +56,9 @@ def _report(config_extra: dict) -> str:
             "holdout_start": "2017-01-02",
             "holdout_end": "2018-12-31",
         },
-        "folds": [{}],
+        "folds": [
+            {"index": 0, "warmup_start": "2013-01-01", "start": "2013-01-02", "end": "2014-01-01"}
+        ],
         "symbols": {"AAPL": {"source": "csv", "sha256": "f" * 64}},
     }
     config = {
@@ -79,17 +84,18 @@ def _report(config_extra: dict) -> str:
         "route_history": [],
         "figures": {},
     }
+    text = config.get("criteria_text") or ""
     return render_report(
         run_id="r1",
-        config=config,
-        verdict=verdict,
+        config=RunConfig.model_validate({"preferred_families": []} | config),
+        criteria=criteria_from_text(text, replace=config.get("criteria_replace", True)),
+        verdict=Verdict.model_validate(verdict),
         decisions=[],
         synthesis=None,
-        data=data,
+        data=DataSummary.model_validate(data),
         best_variant=None,
         best_eval=None,
         figures={},
-        criteria_text=config.get("criteria_text") or "",
     )
 
 
@@ -120,6 +126,7 @@ def test_report_line_with_replace_says_the_defaults_were_dropped() -> None:
     assert "from the defaults `score>=0.6`" in line
 
 
-def test_report_of_a_run_before_the_option_shows_its_text() -> None:
-    line = _line(_report({"criteria_text": "sharpe>=1"}))
-    assert line.startswith("- Gate criteria: `sharpe>=1`; a pass also needs")
+def test_report_of_a_run_before_the_option_says_its_text_replaced_the_defaults() -> None:
+    # --resume reads such a run's manifest with criteria_replace=True (swarm.run_resume).
+    line = _line(_report({"criteria_text": "sharpe>=1", "criteria_replace": True}))
+    assert line.startswith("- Gate criteria: yours `sharpe>=1` in place of the default rules")

@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from experiments.records import DataSummary
 from experiments.report import _data_caveats
 from swarm import run as swarm_run
 from swarm.develop import build_parser, config_from_args, main
@@ -87,7 +88,7 @@ def test_repair_is_reported_in_stderr_manifest_and_report(capsys, tmp_path) -> N
         "non_positive",
         "row dropped",
     )
-    caveats = _data_caveats(manifest["data"])
+    caveats = _data_caveats(DataSummary.model_validate(manifest["data"]))
     assert caveats == [
         "- Repaired (`--repair`): TEST line 302 (2017-02-27): close -3 not positive -> row dropped."
     ]
@@ -101,7 +102,7 @@ def test_data_starting_inside_the_window_warns_and_reaches_the_report(capsys, tm
     err = capsys.readouterr().err
     assert "[warning] TEST: data starts 2018-01-02" in err
     manifest = json.loads(prepared.run.path("manifest.json").read_text())
-    (line,) = _data_caveats(manifest["data"])
+    (line,) = _data_caveats(DataSummary.model_validate(manifest["data"]))
     assert line.startswith("- Coverage: TEST: data starts 2018-01-02,")
     assert "of the requested window 2016-01-01..2020-12-31 is covered" in line
 

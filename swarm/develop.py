@@ -31,7 +31,7 @@ from swarm.api_options import namespace_of
 from swarm.cli_args import OneLineParser, add_data_arguments, add_screen_arguments
 from swarm.develop_config import config_from_args
 from swarm.errors import RunFailedError, RunInterrupted, UserInputError
-from swarm.llm.settings import CONCURRENCY_HELP
+from swarm.llm.cli_args import LLMHelp, add_llm_arguments
 
 if TYPE_CHECKING:
     from experiments.run_result import RunResult
@@ -54,7 +54,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_screen_arguments(p)
     _add_gate_and_cost_arguments(p)
     _add_execution_arguments(p)
-    _add_llm_arguments(p)
+    add_llm_arguments(p, LLM_HELP)
     _add_mode_arguments(p)
     return p
 
@@ -154,48 +154,20 @@ def _add_execution_arguments(p: argparse.ArgumentParser) -> None:
     )
 
 
-def _add_llm_arguments(p: argparse.ArgumentParser) -> None:
-    """The LLM brains: provider, models, budget, cache and masking."""
-    p.add_argument(
-        "--llm",
-        default="none",
-        help="none (default: rules brains only), openai:MODEL or openai-compatible:MODEL",
-    )
-    p.add_argument("--llm-base-url", help="OpenAI-compatible server, e.g. http://127.0.0.1:8080/v1")
-    p.add_argument(
-        "--llm-quick-model", help="model for the 15 research subagents (default: --llm's)"
-    )
-    p.add_argument(
-        "--llm-deep-model", help="model for synthesis, strategy development, failure analysis"
-    )
-    p.add_argument(
-        "--llm-structured",
-        default="auto",
-        help="structured-output method: auto (default), json_schema or function_calling",
-    )
-    p.add_argument(
-        "--max-llm-tokens", type=int, help="token budget for the run (ABANDON when spent)"
-    )
-    p.add_argument(
-        "--llm-max-output-tokens", type=int, default=512, help="per-call output limit (default 512)"
-    )
-    p.add_argument("--llm-concurrency", type=int, default=None, help=CONCURRENCY_HELP)
-    p.add_argument(
-        "--llm-cache", type=Path, help="shared record/replay cache (default: in the run)"
-    )
-    p.add_argument(
-        "--mask",
-        action=argparse.BooleanOptionalAction,
-        default=None,
-        help="mask LLM prompts (aliases, day offsets, scrubbed names); default: on when the "
-        "data starts before the model's cutoff; --no-mask: off (the report carries a banner)",
-    )
-    p.add_argument(
-        "--llm-cutoff",
-        metavar="DATE",
-        help="the model's knowledge cutoff (default: documented per model family; unknown "
-        "models are assumed to know every date)",
-    )
+LLM_HELP = LLMHelp(
+    llm="none (default: rules brains only), openai:MODEL or openai-compatible:MODEL",
+    base_url="OpenAI-compatible server, e.g. http://127.0.0.1:8080/v1",
+    quick="model for the 15 research subagents (default: --llm's)",
+    deep="model for synthesis, strategy development, failure analysis",
+    structured="structured-output method: auto (default), json_schema or function_calling",
+    budget="token budget for the run (ABANDON when spent)",
+    output="per-call output limit (default 512)",
+    cache="shared record/replay cache (default: in the run)",
+    mask="mask LLM prompts (aliases, day offsets, scrubbed names); default: on when the "
+    "data starts before the model's cutoff; --no-mask: off (the report carries a banner)",
+    cutoff="the model's knowledge cutoff (default: documented per model family; unknown "
+    "models are assumed to know every date)",
+)
 
 
 def _add_mode_arguments(p: argparse.ArgumentParser) -> None:

@@ -26,7 +26,22 @@ from typing import Any
 
 from swarm.cli_args import OneLineParser
 from swarm.errors import UserInputError
-from swarm.llm.settings import CONCURRENCY_HELP
+from swarm.llm.cli_args import LLMHelp, add_llm_arguments
+
+LLM_HELP = LLMHelp(
+    llm="none (default), openai:MODEL or openai-compatible:MODEL",
+    base_url="server URL for openai-compatible",
+    quick="model for analysts, debaters, risk team",
+    deep="model for manager, judge, reviewer, deep trader",
+    structured="auto, json_schema or function_calling",
+    budget="token budget of the analysis",
+    output="per call (default 512)",
+    cache="replay cache (default OUT/.llm-cache)",
+    mask="mask LLM prompts (aliases, day offsets, rebased prices); default: on "
+    "when the data is older than the model's cutoff; --no-mask: off",
+    cutoff="the model's knowledge cutoff (default: documented per model family; "
+    "unknown models are assumed to know every date)",
+)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -80,37 +95,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--memory-dir", default=None, help="memory folder, or 'off' (default: user cache dir)"
     )
     p.add_argument("--review", type=Path, metavar="ANALYSIS_DIR", help="review a past analysis")
-    p.add_argument(
-        "--llm", default="none", help="none (default), openai:MODEL or openai-compatible:MODEL"
-    )
-    p.add_argument("--llm-base-url", default=None, help="server URL for openai-compatible")
-    p.add_argument(
-        "--llm-quick-model", default=None, help="model for analysts, debaters, risk team"
-    )
-    p.add_argument(
-        "--llm-deep-model", default=None, help="model for manager, judge, reviewer, deep trader"
-    )
-    p.add_argument("--llm-structured", default="auto", help="auto, json_schema or function_calling")
-    p.add_argument("--max-llm-tokens", type=int, default=None, help="token budget of the analysis")
-    p.add_argument("--llm-max-output-tokens", type=int, default=512, help="per call (default 512)")
-    p.add_argument("--llm-concurrency", type=int, default=None, help=CONCURRENCY_HELP)
-    p.add_argument(
-        "--llm-cache", type=Path, default=None, help="replay cache (default OUT/.llm-cache)"
-    )
-    p.add_argument(
-        "--mask",
-        action=argparse.BooleanOptionalAction,
-        default=None,
-        help="mask LLM prompts (aliases, day offsets, rebased prices); default: on "
-        "when the data is older than the model's cutoff; --no-mask: off",
-    )
-    p.add_argument(
-        "--llm-cutoff",
-        default=None,
-        metavar="DATE",
-        help="the model's knowledge cutoff (default: documented per model family; "
-        "unknown models are assumed to know every date)",
-    )
+    add_llm_arguments(p, LLM_HELP)
     p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     return p
 

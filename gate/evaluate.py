@@ -112,6 +112,7 @@ def evaluate_variants(
     benchmark_name: str = CASH,
     spa_pvalue: float | None = None,
     lookahead: LookaheadCheck | None = None,
+    series: Mapping[str, Mapping[str, float]] | None = None,
 ) -> list[VariantEvaluation]:
     """One evaluation per ``(variant_id, family, trial_key)``, in input order; the one place
     a pass is decided.
@@ -127,6 +128,8 @@ def evaluate_variants(
     ``lookahead`` checks each variant that passes everything else, in input order (the
     check is costly, so only those); a report that is biased, unchecked or an integrity
     error puts it out (``lookahead_veto``). None: no check (tests of the rest).
+    ``series``: each variant's portfolio returns by date (``gate.aggregate.portfolio_series``)
+    when the caller has them already (the gate node's run series): computed once a variant.
     """
     scorer = scorer or FuzzyScorer(criteria)
     by_variant: dict[str, list[BacktestResult]] = {}
@@ -145,6 +148,7 @@ def evaluate_variants(
             benchmark_name,
             periods_per_year,
             spa_pvalue,
+            None if series is None else series.get(variant_id),
         )
         evals.append(e)
         metrics, alpha = e.metrics, e.alpha
@@ -173,6 +177,7 @@ def _evaluation(
     benchmark_name: str,
     periods_per_year: int,
     spa_pvalue: float | None,
+    by_date: Mapping[str, float] | None = None,
 ) -> VariantEvaluation:
     """One variant's evaluation from its jobs: metrics, errors, vetoes, criteria met, alpha
     (score, DSR and the pass come later, once every variant is in the ledger)."""
@@ -194,7 +199,7 @@ def _evaluation(
         None if broken is None else f"{broken.symbol}/fold{broken.fold}: {broken.error}",
         None if bust is None else f"{bust.symbol}/fold{bust.fold} {bust.error}",
     )
-    alpha = _alpha(jobs, metrics, benchmark, benchmark_name, periods_per_year)
+    alpha = _alpha(jobs, metrics, benchmark, benchmark_name, periods_per_year, by_date)
     return VariantEvaluation(
         variant_id=variant_id,
         family=family,
@@ -266,10 +271,11 @@ def _alpha(
     benchmark: Mapping[str, float] | None,
     name: str,
     periods_per_year: int,
+    by_date: Mapping[str, float] | None = None,
 ) -> AlphaStats | None:
     if metrics is None:
         return None
-    series = portfolio_series(jobs)
+    series = portfolio_series(jobs) if by_date is None else by_date
     return aligned_stats(series, benchmark, name=name, periods_per_year=periods_per_year)
 
 

@@ -40,7 +40,7 @@ from experiments.records import (
 from experiments.report import render_report
 from experiments.scorecard import trades_kind
 from experiments.tearsheet import INPUTS, tearsheet_inputs, write_tearsheet
-from gate.aggregate import aggregate_variant
+from gate.aggregate import aggregate_variant, portfolio_series
 from gate.alpha import aligned_stats, deflated_alpha
 from gate.contracts import Route
 from gate.evaluate import deflated_sharpe_of
@@ -52,7 +52,7 @@ from swarm.analyze.family import holdout_note, with_holdout_code
 from swarm.context import RunContext
 from swarm.families import registry
 from swarm.nodes.backtest import PORTFOLIO, data_sha256, job_bars, job_symbols
-from swarm.nodes.gate import portfolio_series
+from swarm.nodes.gate import dated_returns
 from swarm.nodes.variants import with_code
 from swarm.regime_data import reproduce_data
 from swarm.state import BestSoFar, DevelopState, StoredVariant
@@ -94,7 +94,7 @@ def holdout(state: DevelopState, runtime: Runtime[RunContext]) -> dict[str, Any]
     metrics, _, _ = aggregate_variant(ok, periods_per_year=ctx.periods_per_year)
     bh_rets = ctx.benchmark.window_returns(fold.start, fold.end, costs=cfg.costs)
     bh = returns_metrics(bh_rets, periods_per_year=ctx.periods_per_year)
-    rets = portfolio_series(results)
+    rets = dated_returns(portfolio_series(results))
     alpha = aligned_stats(
         dict(zip(index_keys(rets.index), rets.tolist(), strict=True)),
         None if ctx.benchmark.is_cash else {str(k): float(v) for k, v in bh_rets.items()},

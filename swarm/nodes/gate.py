@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import UTC, date, datetime
 from typing import Any
 
@@ -19,8 +19,7 @@ from experiments.records import (
     Series,
     append_record,
 )
-from gate.aggregate import aggregate_variant
-from gate.aggregate import portfolio_series as variant_series
+from gate.aggregate import aggregate_variant, portfolio_series
 from gate.alpha import run_spa, spa_look_factor, spa_over_looks
 from gate.contracts import (
     FailureAnalysis,
@@ -60,9 +59,9 @@ from swarm.research.rounds import research_outlook
 from swarm.state import BestSoFar, DevelopState, Evaluation, SpaResult
 
 
-def portfolio_series(results: list[BacktestResult]) -> pd.Series:
-    """The equal-weight portfolio's per-period returns, indexed by date."""
-    by_date = variant_series(results)
+def dated_returns(by_date: Mapping[str, float]) -> pd.Series:
+    """A variant's portfolio returns (``gate.aggregate.portfolio_series``) as a Series on a
+    DatetimeIndex."""
     return pd.Series(list(by_date.values()), index=pd.to_datetime(list(by_date)), dtype=float)
 
 
@@ -106,9 +105,10 @@ def gate(state: DevelopState, runtime: Runtime[RunContext]) -> dict[str, Any]:
         # Not computable (too few shared dates) is not evidence: no pass on it.
         spa_pvalue=1.0 if spa_p is None else spa_p,
         lookahead=_lookahead_check(ctx, variants, lookahead),
+        series=series,
     )
     evaluations = [Evaluation(**dict(e)) for e in evaluated]
-    best = _best_so_far(ctx, state.get("best"), evaluations, results)
+    best = _best_so_far(ctx, state.get("best"), evaluations, series)
     # PBO over every variant the run has tried (>= 8 on shared dates; None before that).
     pbo = run_pbo(series)
     _report(ctx, state, evaluations, ledger, look=look, raw_p=raw_p, spa_p=spa_p, trials=spa_trials)
@@ -152,7 +152,10 @@ def _reality_check(ctx: RunContext, state: DevelopState, series: dict, bench):
 
 
 def _best_so_far(
-    ctx: RunContext, best: BestSoFar | None, evaluations: list[Evaluation], results: list
+    ctx: RunContext,
+    best: BestSoFar | None,
+    evaluations: list[Evaluation],
+    series: Mapping[str, Mapping[str, float]],
 ) -> BestSoFar | None:
     """The best variant so far: the kept one (graded anew if from before the graded measure)
     or this iteration's top, with its portfolio returns, when it ranks higher."""
@@ -162,7 +165,7 @@ def _best_so_far(
         best = best.model_copy(update={"progress": graded})
     top = best_evaluation(evaluations)
     if top is not None and (best is None or best_evaluation([best, top]) is top):
-        rets = portfolio_series([r for r in results if r.variant_id == top.variant_id])
+        rets = dated_returns(series[top.variant_id])  # the run series, computed once
         best = BestSoFar(
             **dict(top), portfolio=Series(dates=index_keys(rets.index), values=rets.tolist())
         )
@@ -210,13 +213,13 @@ def _run_series(
     """
     cache = ctx.memo.variant_series
     for vid in current:
-        cache[vid] = variant_series([r for r in results if r.variant_id == vid])
+        cache[vid] = portfolio_series([r for r in results if r.variant_id == vid])
     for vid in state.get("all_variants", {}):
         if vid in cache:
             continue
         folder = ctx.run.path(f"backtests/{vid}")
         files = sorted(folder.glob("*.json")) if folder.is_dir() else []
-        cache[vid] = variant_series(
+        cache[vid] = portfolio_series(
             [BacktestResult.model_validate_json(f.read_text(encoding="utf-8")) for f in files]
         )
     return cache

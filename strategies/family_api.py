@@ -14,7 +14,7 @@ family is one new module there (or anywhere) that calls ``registry.register(MyFa
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import date
 from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
@@ -23,11 +23,16 @@ from strategies.spec import StrategySpec
 
 if TYPE_CHECKING:
     from gate.contracts import FailureAnalysis, VariantEvaluation
-    from strategies.repair import RepairMoves
 
 Scope = Literal["symbol", "portfolio"]
 DEFAULT_PRIORITY = 100
 PORTFOLIO_LABEL = "PORTFOLIO"  # the ``symbol`` of a portfolio-scope job and its results
+
+# A repairable family's moves (``FamilyPlugin.repair_moves``): (spec, hint, rng, the run's
+# regime filters) -> each move's result (changed spec, what changed) or None, in priority order.
+RepairMoves = Callable[
+    [StrategySpec, str, random.Random, Collection[str]], list[tuple[StrategySpec, str] | None]
+]
 
 # Parameter sets around a parent: (parent, how many, trial keys to avoid) -> specs. The rules
 # brain's grid moves by default; the strategy node passes the screen (``backtest.screen``).

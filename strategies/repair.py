@@ -25,6 +25,7 @@ import random
 from collections.abc import Callable, Collection, Sequence
 
 from strategies.families import PARAM_SPACE, reconcile
+from strategies.family_api import RepairMoves
 from strategies.mutate import HINT_MOVES, Move, root_name
 from strategies.portfolio import APPROACH
 from strategies.regime import REGIME_FILTERS
@@ -32,11 +33,6 @@ from strategies.spec import ParamValue, PortfolioFamily, StrategySpec
 
 # (spec, the regime filters the run's data has) -> (changed spec, what changed) or None.
 PortfolioMove = Callable[[StrategySpec, Collection[str]], tuple[StrategySpec, str] | None]
-# (spec, hint, rng, the run's regime filters) -> each move's result, in priority order: a
-# family's repair moves (``FamilyPlugin.repair_moves``).
-RepairMoves = Callable[
-    [StrategySpec, str, random.Random, Collection[str]], list[tuple[StrategySpec, str] | None]
-]
 
 FASTER = 0.67  # a rebalance interval x this: faster signals, more trades
 SLOWER = 1.5  # x this: slower signals, less turnover

@@ -19,9 +19,9 @@ from gate.contracts import FailureAnalysis, Hint, VariantEvaluation, Veto
 from gate.evaluate import MAX_ERROR_RATE, rank_key
 from gate.failure import FAR_ATTAINMENT
 from strategies.families import initial_specs
-from strategies.family_api import Proposal, Tuner
+from strategies.family_api import Proposal, RepairMoves, Tuner
 from strategies.mutate import fix, refine, toward_more_trades, tune
-from strategies.repair import RepairMoves, repairs
+from strategies.repair import repairs
 from strategies.route import Route
 from strategies.spec import StrategySpec
 

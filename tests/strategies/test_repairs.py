@@ -15,7 +15,7 @@ from strategies.regime import INDEX_REGIME, VIX_REGIME
 from strategies.repair import PORTFOLIO_MOVES, portfolio_moves, repairs
 from strategies.spec import Family, PortfolioFamily
 from strategies.validate import validate_code
-from swarm.families import REGISTRY
+from swarm.families import registry
 
 pytestmark = pytest.mark.unit
 
@@ -25,7 +25,7 @@ XS = PortfolioFamily.CROSS_SECTIONAL_MOMENTUM
 def _repairs(spec, hints, seen=(), regime_filters=()):
     """The repairs the lab makes: with the moves the spec's family plugin names (none for a
     family that is not repairable, or for an LLM's own code)."""
-    moves = REGISTRY.repair_moves(spec)
+    moves = registry().repair_moves(spec)
     if moves is None:
         return []
     return repairs(

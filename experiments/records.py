@@ -14,8 +14,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
 from backtest.contracts import Fold, JobStatus, Metrics
-from backtest.data.integrity import BarDefect
-from backtest.data.quality import QualityReport
+from backtest.data import BarDefect, QualityReport
 from backtest.splits import TimeSplit
 from experiments.tracker import ExperimentTracker
 from gate.alpha import AlphaStats

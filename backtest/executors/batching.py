@@ -162,8 +162,11 @@ class Batcher:
         window_s: float = 0.01,
         max_wait_s: float = 0.25,
         max_batch: int = MAX_BATCH,
+        share: bool = True,
     ) -> None:
         self.workers = workers
+        # False: the chunks keep the callers' frames (the Ray backend ships each once).
+        self._share = share
         self._dispatch = dispatch
         self._on_error = on_error
         self._window = window_s
@@ -234,7 +237,8 @@ class Batcher:
             for group, start, stop in plan:
                 key, items = groups[group]
                 chunk = items[start:stop]
-                jobs = share_windows([job for job, _ in chunk])
+                jobs = [job for job, _ in chunk]
+                jobs = share_windows(jobs) if self._share else jobs
                 self._dispatch(
                     [(job, outer) for job, (_, outer) in zip(jobs, chunk, strict=True)],
                     policies[key],

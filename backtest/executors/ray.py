@@ -13,11 +13,11 @@ from backtest.errors import BacktestError
 from backtest.executors.base import BaseExecutor, outcome_error
 from backtest.executors.batching import Batcher
 from backtest.executors.ray_loopback import LOOPBACK, is_loopback, loopback_kept
+from backtest.executors.ray_shipping import Bars, shipped_batch_task
 from backtest.sandbox import (
     DEFAULT_POLICY,
     SandboxOutcome,
     SandboxPolicy,
-    sandbox_batch_task,
     sandbox_task,
 )
 
@@ -76,8 +76,11 @@ class RayBackend(BaseExecutor):
         with contextlib.suppress(Exception):  # a cluster: plan chunks for all its CPUs
             self.workers = max(1, int(ray.cluster_resources().get("CPU", self.workers)))
         self._remote = ray.remote(num_cpus=1, max_retries=1)(sandbox_task)
-        self._remote_batch = ray.remote(num_cpus=1, max_retries=1)(sandbox_batch_task)
-        self._batcher = Batcher(self.workers, self._submit_batch, outcome_error)
+        self._remote_batch = ray.remote(num_cpus=1, max_retries=1)(shipped_batch_task)
+        # Each frame goes to the object store once for the backend's life (ray_shipping);
+        # the chunks keep the callers' frames so that each is recognised.
+        self.bars = Bars(ray)
+        self._batcher = Batcher(self.workers, self._submit_batch, outcome_error, share=False)
         self._closed = False
 
     def _submit(
@@ -89,9 +92,9 @@ class RayBackend(BaseExecutor):
             return outer
         policy = policy or self.policy
         if not trace:
-            self._batcher.add(job, policy, outer)  # the batcher's thread cuts the windows
+            self._batcher.add(job, policy, outer)  # the batcher's thread packs the chunks
             return outer
-        job = trim_bars(job)
+        job = trim_bars(job)  # a traced run's bars are often its own (the lookahead cuts)
         try:
             inner = self._remote.remote(job, policy, trace).future()
         except Exception as exc:
@@ -104,7 +107,8 @@ class RayBackend(BaseExecutor):
         self, items: list[tuple[BacktestJob, Future[SandboxOutcome]]], policy: SandboxPolicy
     ) -> None:
         try:
-            inner = self._remote_batch.remote([job for job, _ in items], policy).future()
+            packed, refs = self.bars.pack([job for job, _ in items])
+            inner = self._remote_batch.remote(packed, policy, *refs).future()
         except Exception as exc:
             for job, outer in items:
                 outer.set_result(outcome_error(job, f"{type(exc).__name__}: {exc}"))
@@ -132,5 +136,6 @@ class RayBackend(BaseExecutor):
             return
         self._batcher.close()  # pending jobs are handed to Ray before it may shut down
         self._closed = True
+        self.bars.clear()
         if self._owns and self._ray.is_initialized():
             self._ray.shutdown()

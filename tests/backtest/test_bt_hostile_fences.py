@@ -309,8 +309,14 @@ def test_windows_hold_no_future_on_ray(bars: pd.DataFrame) -> None:
     try:
         policy = SandboxPolicy(validate=False)
         backend = RayBackend(address=None, workers=1, policy=policy)
-        for res in _walk_forward(_strategy(WINDOW), bars, policy, backend):
-            assert _rows_within_window(res.error), res.error
+        try:  # the worker holds the whole frame (shipped once), each child its window only
+            for body in (WINDOW, WINDOW_BASE):
+                jobs = walk_forward_jobs(_strategy(body), bars, _folds(bars))
+                for res in backend.map(jobs):
+                    assert _rows_within_window(res.error), res.error
+            assert backend.bars.stats.frames == 1  # one symbol's bars for both payloads
+        finally:
+            backend.close()
     finally:
         ray.shutdown()
 

@@ -31,7 +31,24 @@ from strategies.codegen import render  # noqa: E402
 from strategies.families import default_spec  # noqa: E402
 from strategies.spec import Family  # noqa: E402
 
-SYMBOLS = tuple("AAPL ADBE AMD AMZN AVGO CRM CSCO GOOG IBM INTC MSFT NFLX NVDA ORCL QCOM TXN".split())
+SYMBOLS = (
+    "AAPL",
+    "ADBE",
+    "AMD",
+    "AMZN",
+    "AVGO",
+    "CRM",
+    "CSCO",
+    "GOOG",
+    "IBM",
+    "INTC",
+    "MSFT",
+    "NFLX",
+    "NVDA",
+    "ORCL",
+    "QCOM",
+    "TXN",
+)
 # Six one-year folds, each with a year of warm-up: 2 of them make 160 jobs, all 6 make 480.
 FOLDS = tuple(
     Fold(

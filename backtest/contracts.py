@@ -6,9 +6,11 @@ another process; a result never carries an exception object, only text.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
 from datetime import date
 from enum import StrEnum
+from typing import Any
 
 import pandas as pd
 from pydantic import BaseModel, Field
@@ -70,6 +72,12 @@ class BacktestJob:
         if isinstance(self.bars, dict):
             return list(self.bars.items())
         return [(self.symbol, self.bars)]
+
+    def map_bars(self, fn: Callable[[Any], Any]) -> BacktestJob:
+        """A copy with ``fn`` applied to each feed's bars (one frame, or each of a portfolio's)."""
+        if isinstance(self.bars, dict):
+            return replace(self, bars={s: fn(b) for s, b in self.bars.items()})
+        return replace(self, bars=fn(self.bars))
 
 
 class JobStatus(StrEnum):

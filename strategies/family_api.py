@@ -230,10 +230,11 @@ class FamilyRegistry:
         ``repair_moves``), or None when the spec is not repairable."""
         if not self.repairable(spec):
             return None
-        moves = getattr(self.for_spec(spec), "repair_moves", None)
+        plugin = self.for_spec(spec)
+        moves = getattr(plugin, "repair_moves", None)
         if moves is None:
             raise TypeError(
-                f"family plugin {self.for_spec(spec).name!r} is repairable but has no "
+                f"family plugin {plugin.name!r} is repairable but has no "
                 "repair_moves; give it one (strategies.repair.block_moves) or repairable=False"
             )
         return moves

@@ -22,7 +22,6 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
-from dataclasses import replace
 from datetime import date
 from typing import Any
 
@@ -136,12 +135,7 @@ def share_windows(jobs: list[BacktestJob]) -> list[BacktestJob]:
     if not sliced:
         return jobs
 
-    def bars_of(job: BacktestJob) -> pd.DataFrame | dict[str, pd.DataFrame]:
-        if isinstance(job.bars, dict):
-            return {s: sliced.get(id(f), f) for s, f in job.bars.items()}
-        return sliced.get(id(job.bars), job.bars)
-
-    return [replace(job, bars=bars_of(job)) for job in jobs]
+    return [job.map_bars(lambda f: sliced.get(id(f), f)) for job in jobs]
 
 
 class Batcher:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
@@ -51,9 +51,8 @@ class Bars:
     def __init__(self, ray: Any) -> None:
         self._ray = ray
         self._lock = threading.Lock()
-        self._shipped: OrderedDict[int, tuple[pd.DataFrame, Any]] = (
-            OrderedDict()
-        )  # id -> (frame, ref)
+        # id(frame) -> (the frame, kept so its id is not reused; its object reference)
+        self._shipped: OrderedDict[int, tuple[pd.DataFrame, Any]] = OrderedDict()
         self.stats = ShippingStats()
 
     def _ref(self, frame: pd.DataFrame) -> Any:
@@ -82,13 +81,7 @@ class Bars:
                 refs.append(self._ref(frame))
             return slots[id(frame)]
 
-        packed = []
-        for job in jobs:
-            if isinstance(job.bars, dict):
-                bars: Any = {s: slot(f) for s, f in job.bars.items()}
-            else:
-                bars = slot(job.bars)
-            packed.append(replace(job, bars=bars))
+        packed = [job.map_bars(slot) for job in jobs]
         with self._lock:
             self.stats.tasks += 1
             self.stats.jobs += len(jobs)
@@ -106,13 +99,7 @@ def unpack(jobs: list[BacktestJob], frames: tuple[pd.DataFrame, ...]) -> list[Ba
     def frame(bars: Any) -> Any:
         return frames[bars.index] if isinstance(bars, Slot) else bars
 
-    out = []
-    for job in jobs:
-        if isinstance(job.bars, dict):
-            out.append(replace(job, bars={s: frame(b) for s, b in job.bars.items()}))
-        else:
-            out.append(replace(job, bars=frame(job.bars)))
-    return out
+    return [job.map_bars(frame) for job in jobs]
 
 
 def shipped_batch_task(

@@ -268,6 +268,13 @@ class Verdict(_Strict):
     deflated_alpha_threshold: float = 0.95  # the defaults of runs that did not record them
     spa_threshold: float = 0.05
     trial_sharpes: TrialSharpes = Field(default_factory=TrialSharpes)
+    # The trial ledger across runs on the same data (experiments.dataset_ledger): "counted"
+    # (the earlier runs' trials count in the deflation), "fresh" (--fresh-ledger: not
+    # counted), "off" (--ledger-dir off); None in runs from before it.
+    ledger: Literal["counted", "fresh", "off"] | None = None
+    earlier_runs: int = 0
+    n_trials_cumulative: int | None = None  # this run's and the earlier runs' trials (raw)
+    n_trials_effective_cumulative: int | None = None
     # LLM runs (issue 29): masked or not, the cutoff used, the leak audit's counts, the
     # banner of an unmasked run on data the model may remember. None with the rules brains.
     llm_masking: dict[str, Any] | None = None

@@ -391,6 +391,7 @@ def _honesty_section(verdict: Verdict, bname: str, cash: bool) -> list[str]:
         f"- Trials counted (every distinct variant × parameter set backtested or screened on "
         f"this data): {verdict.n_trials}",
         *_effective_lines(verdict),
+        *_ledger_line(verdict),
         f"- Deflated Sharpe of the best variant: {_f(verdict.best_dsr, 3)} when it was "
         f"selected; {_f(verdict.best_dsr_all_trials, 3)} deflated by all "
         f"{_deflation_n(verdict)} trials of the run",
@@ -606,11 +607,40 @@ def _data_caveats(data: DataSummary) -> list[str]:
 
 
 def _deflation_n(verdict: Verdict) -> str:
-    """The trial count the deflation used, said as such."""
+    """The trial count the deflation used, said as such (with the earlier runs' on this data
+    when they count)."""
     eff = verdict.n_trials_effective
+    earlier = _earlier_runs(verdict)
     if verdict.deflated_by == "effective" and eff is not None:
+        if earlier:
+            return f"{verdict.n_trials_effective_cumulative} effective ({earlier})"
         return f"{eff} effective"
-    return str(verdict.n_trials)
+    return f"{verdict.n_trials_cumulative} ({earlier})" if earlier else str(verdict.n_trials)
+
+
+def _earlier_runs(verdict: Verdict) -> str:
+    """ "this run's and N earlier runs' on this data" when earlier runs count; else ""."""
+    if verdict.ledger != "counted" or not verdict.earlier_runs:
+        return ""
+    return f"this run's and {verdict.earlier_runs} earlier run(s)' on this data"
+
+
+def _ledger_line(verdict: Verdict) -> list[str]:
+    """How the trial ledger across runs on this data counted (nothing for older runs)."""
+    if verdict.ledger == "off":
+        return ["- Earlier runs on this data: not read (`--ledger-dir off`), nor this run recorded"]
+    if verdict.ledger == "fresh":
+        return [
+            "- Earlier runs on this data: **not counted** (`--fresh-ledger`): the deflation "
+            "counts this run's trials only; this run is recorded for the runs after it"
+        ]
+    if verdict.ledger != "counted":
+        return []
+    return [
+        f"- Earlier runs on this data: {verdict.earlier_runs}; trials with this run's: "
+        f"{verdict.n_trials_cumulative} ({verdict.n_trials_effective_cumulative} effective), "
+        "all counted in the deflated Sharpe and alpha (`--fresh-ledger` opts out)"
+    ]
 
 
 def _effective_lines(verdict: Verdict) -> list[str]:

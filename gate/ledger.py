@@ -28,15 +28,24 @@ draws, so the run also measures how many clusters of correlated trials it made
 ``V`` the dispersion of the clusters' representative Sharpes, under the same null cap
 (``deflation_trials`` / ``deflation_variance``); otherwise the raw count and the trials' own
 dispersion, as before. The raw count is always kept: it is what the run tried.
+
+Earlier runs on the same data (``EarlierTrials``, read from the dataset's ledger by
+``experiments.dataset_ledger``): re-running the same data with looser criteria is one more
+look at it, so the deflation counts their trials too. A key an earlier run tried counts
+once; each earlier run's trials add at most its own effective count (its clusters are not
+merged with this run's: conservative), and at most the keys this run has not tried. ``V``
+stays this run's dispersion (the earlier Sharpes are not kept). ``n_trials`` and
+``n_effective`` stay this run's own; ``deflation_trials`` is the cumulative figure.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Collection
 from pathlib import Path
 
 import numpy as np
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 
 class EffectiveTrials(BaseModel):
@@ -48,6 +57,23 @@ class EffectiveTrials(BaseModel):
     cluster_sharpes: list[float] = Field(default_factory=list)  # representatives', per period
 
 
+class EarlierTrials(BaseModel):
+    """What earlier runs on the same data tried, frozen when this run started."""
+
+    model_config = ConfigDict(frozen=True)
+
+    data_key: str
+    runs: list[str] = Field(default_factory=list)  # their run ids, oldest first
+    trial_keys: list[str] = Field(default_factory=list)  # every distinct key they tried
+    n_effective: int = Field(0, ge=0)  # the sum of their effective counts
+
+    def new_to(self, own: Collection[str]) -> tuple[int, int]:
+        """(raw, effective) trials these runs add to a run that tried the keys ``own``: keys
+        it did not try again, and at most as many clusters as those keys."""
+        raw = sum(1 for key in self.trial_keys if key not in own)
+        return raw, min(self.n_effective, raw)
+
+
 class TrialLedger(BaseModel):
     data_key: str = ""  # what "the same data" means (e.g. the dataset sha256s)
     trials: dict[str, float | None] = Field(default_factory=dict)  # key -> per-period Sharpe
@@ -57,6 +83,7 @@ class TrialLedger(BaseModel):
     variance_floor: float = Field(1e-6, gt=0)  # per-period Sharpe variance when < 2 Sharpes
     effective: EffectiveTrials | None = None  # None: not measured (raw count only)
     deflate_effective: bool = False  # the DSR uses the effective count (the run's choice)
+    earlier: EarlierTrials | None = None  # earlier runs on the same data (None: not counted)
 
     def record(
         self,
@@ -99,9 +126,16 @@ class TrialLedger(BaseModel):
             return self.n_trials
         return max(1, min(self.effective.n, self.n_trials)) if self.n_trials else 0
 
+    def cumulative_trials(self) -> tuple[int, int]:
+        """(raw, effective) trials over this run and the earlier runs on its data."""
+        raw, eff = self.earlier.new_to(self.trials) if self.earlier is not None else (0, 0)
+        return self.n_trials + raw, self.n_effective + eff
+
     def deflation_trials(self) -> int:
-        """The N of the deflated Sharpe ratio: effective or raw, as the run chose."""
-        return self.n_effective if self.deflate_effective else self.n_trials
+        """The N of the deflated Sharpe ratio: effective or raw, as the run chose, over this
+        run and the earlier runs on its data."""
+        raw, eff = self.cumulative_trials()
+        return eff if self.deflate_effective else raw
 
     def deflation_variance(self) -> float:
         """The V of the deflated Sharpe ratio, paired with ``deflation_trials``."""

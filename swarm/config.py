@@ -84,3 +84,8 @@ class RunConfig(BaseModel):
     # The DSR's trial count: "effective" (clusters of correlated trials, gate.effective) or
     # "raw" (every trial, as before the screen).
     deflate_by: Literal["effective", "raw"] = "effective"
+    # The trial ledger across runs on the same data (experiments.dataset_ledger): its folder,
+    # "off" (neither read nor recorded), or None for the user data dir. fresh_ledger: the
+    # earlier runs are not counted (this run is still recorded).
+    ledger_dir: str | None = None
+    fresh_ledger: bool = False

@@ -18,6 +18,7 @@ from backtest.executors import Executor
 from backtest.splits import TimeSplit
 from experiments.runfolder import RunFolder
 from gate.contracts import Criteria
+from gate.ledger import EarlierTrials
 from swarm.config import RunConfig
 from swarm.memo import RunMemo
 from swarm.progress import Progress
@@ -39,6 +40,11 @@ class RunContext:
     news_items: list[Any] = field(default_factory=list)
     llm: Any = None  # swarm.llm.client.LLMClient when --llm is set; None means rules brains only
     memo: RunMemo = field(default_factory=RunMemo)  # what the run computes once
+    # Earlier runs on the same data (experiments.dataset_ledger), frozen when the run started;
+    # None when they are not counted (--fresh-ledger, --ledger-dir off, or a resumed run,
+    # whose checkpointed ledger already holds them).
+    earlier: EarlierTrials | None = None
+    data_key: str = ""  # the run's dataset in that ledger ("" on a resume: computed again)
 
     @property
     def symbols(self) -> list[str]:

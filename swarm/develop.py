@@ -152,6 +152,18 @@ def _add_execution_arguments(p: argparse.ArgumentParser) -> None:
         help="research memory store (default: the user cache dir, shared by runs); 'off' "
         "disables it. Memory is an input: exact reproduction needs the same memory state",
     )
+    p.add_argument(
+        "--ledger-dir",
+        help="the trial ledger across runs (default: the user data dir): every run on the same "
+        "data (symbols' files, window, timeframe, prices) is counted, and the deflated Sharpe "
+        "and alpha count the earlier runs' trials too; 'off' neither reads nor records it",
+    )
+    p.add_argument(
+        "--fresh-ledger",
+        action="store_true",
+        help="do not count earlier runs on this data (the report says so); the run is still "
+        "recorded for the runs after it",
+    )
 
 
 LLM_HELP = LLMHelp(

@@ -249,6 +249,8 @@ def _run_config(
         families=families,
         decision_cache_dir=args.decision_cache.resolve() if args.decision_cache else None,
         memory_dir=_memory_dir(args),
+        ledger_dir=_folder_or_off(args.ledger_dir, "--ledger-dir"),
+        fresh_ledger=bool(args.fresh_ledger),
         prices=args.prices,
         repair_data=args.repair,
         allow_universe_expansion=args.allow_universe_expansion,
@@ -321,12 +323,17 @@ def _benchmark(option: str | None, from_directive: str | None) -> str:
 
 
 def _memory_dir(args: argparse.Namespace) -> str | None:
-    value = (args.memory_dir or "").strip()
+    return _folder_or_off(args.memory_dir, "--memory-dir")
+
+
+def _folder_or_off(option: str | Path | None, name: str) -> str | None:
+    """A folder option that may be 'off': None (the default place), "off" or a resolved path."""
+    value = str(option or "").strip()  # the Python API may pass a Path
     if not value:
         return None
     if value.lower() in ("off", "none"):
         return "off"
     path = Path(value).expanduser()
     if path.exists() and not path.is_dir():
-        raise UserInputError(f"--memory-dir: {value} is a file; pass a folder or 'off'")
+        raise UserInputError(f"{name}: {value} is a file; pass a folder or 'off'")
     return str(path.resolve())

@@ -32,6 +32,7 @@ from typing import Any
 from backtest.executors import make_executor
 from experiments.runfolder import RunFolder
 from gate.contracts import LoopCounters
+from gate.ledger import TrialLedger
 from strategies.route import Route
 from swarm.config import RunConfig
 from swarm.context import RunContext
@@ -84,6 +85,8 @@ def initial_state(ctx: RunContext) -> dict[str, Any]:
         "n_backtests": 0,
         "best": None,
         "feedback": [],
+        # The earlier runs on this data count in the deflation from the first gate on.
+        "ledger": TrialLedger(data_key=ctx.data_key, earlier=ctx.earlier),
     }
 
 

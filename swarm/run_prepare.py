@@ -13,8 +13,16 @@ from backtest.benchmark import BUY_AND_HOLD, CASH, Benchmark
 from backtest.data import LoadedBars, load_bars, load_universe, periods_per_year
 from backtest.errors import BacktestError
 from backtest.splits import holdout_fold, split_holdout, walk_forward_folds
+from experiments.dataset_ledger import (
+    OFF,
+    LedgerFileError,
+    earlier_trials,
+    ledger_folder,
+    run_data_key,
+)
 from experiments.runfolder import RunFolder, build_manifest, new_run_id
 from gate.contracts import Criteria
+from gate.ledger import EarlierTrials
 from swarm.cli_args import alt_data_line
 from swarm.config import RunConfig
 from swarm.errors import UserInputError
@@ -24,6 +32,7 @@ from swarm.regime_data import load_index_series
 from swarm.state import STATE_SCHEMA
 
 MANIFEST_FILE = "manifest.json"
+EARLIER_FILE = "earlier_trials.json"  # what earlier runs on the same data tried
 MIN_BENCHMARK_OVERLAP = 60  # in-sample returns a benchmark must share with the universe
 
 
@@ -207,6 +216,8 @@ def prepare(
     data, pieces, data_summary = load_data(config)
     report_data(progress, data, config)
     kwargs = context_kwargs(config, criteria, data, pieces, data_summary)
+    kwargs["earlier"] = earlier_runs(config, data)  # a bad ledger file fails before the folder
+    kwargs["data_key"] = run_data_key(config, data)
 
     run = RunFolder.create(config.out, new_run_id(config.directive))
     run.write_json(
@@ -221,6 +232,37 @@ def prepare(
         | {"state_schema": STATE_SCHEMA},
     )
     progress.stage("run", f"run folder {run.root}")
+    _announce_ledger(config, kwargs["earlier"], run, progress)
     return Prepared(
         config=config, criteria=criteria, run=run, progress=progress, context_kwargs=kwargs
+    )
+
+
+def earlier_runs(config: RunConfig, data: dict[str, LoadedBars]) -> EarlierTrials | None:
+    """What earlier runs on this data tried; None when they are not counted."""
+    folder = ledger_folder(config.ledger_dir)
+    if folder is None or config.fresh_ledger:
+        return None
+    try:
+        return earlier_trials(folder, run_data_key(config, data))
+    except LedgerFileError as exc:
+        raise UserInputError(f"--ledger-dir: {exc}") from None
+
+
+def _announce_ledger(
+    config: RunConfig, earlier: EarlierTrials | None, run: RunFolder, progress: Progress
+) -> None:
+    """Say whether earlier runs on this data count, and keep what they tried in the run
+    folder (``earlier_trials.json``: the run reproduces from its folder)."""
+    if config.ledger_dir == OFF:
+        progress.stage("ledger", "off (--ledger-dir off): earlier runs neither read nor recorded")
+        return
+    if earlier is None:
+        progress.stage("ledger", "fresh (--fresh-ledger): earlier runs on this data not counted")
+        return
+    run.write_json(EARLIER_FILE, earlier.model_dump(mode="json"))
+    progress.stage(
+        "ledger",
+        f"{len(earlier.runs)} earlier run(s) on this data, {len(earlier.trial_keys)} trials "
+        f"({earlier.n_effective} effective): counted in the deflation",
     )

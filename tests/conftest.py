@@ -54,6 +54,29 @@ def _isolated_memory(monkeypatch, tmp_path):
     monkeypatch.setattr("swarm.memory.store.default_memory_dir", lambda: tmp_path / "memory")
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _no_ledger_in_home(tmp_path_factory):
+    """A run in a subprocess records its trials under XDG_DATA_HOME: never the user's. A test
+    whose runs must not see each other gives each its own (``lab_runs.develop_env``)."""
+    import os
+
+    before = os.environ.get("XDG_DATA_HOME")
+    os.environ["XDG_DATA_HOME"] = str(tmp_path_factory.mktemp("xdg-data"))
+    yield
+    if before is None:
+        os.environ.pop("XDG_DATA_HOME", None)
+    else:
+        os.environ["XDG_DATA_HOME"] = before
+
+
+@pytest.fixture(autouse=True)
+def _isolated_ledger(monkeypatch, tmp_path):
+    """Tests never read or write the user's trial ledger across runs (~/.local/share)."""
+    monkeypatch.setattr(
+        "experiments.dataset_ledger.default_ledger_dir", lambda: tmp_path / "ledgers"
+    )
+
+
 # Every run folder the suite makes must validate against the models that wrote it
 # (`python -m experiments.check`). A test that corrupts one on purpose opts out with
 # ``@pytest.mark.corrupts_run_folder``.

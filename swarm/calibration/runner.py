@@ -57,6 +57,9 @@ def run_config(spec: RunSpec, meta: dict[str, Any], data_dir: Path) -> tuple[Any
         # Every run on its own: the universes share symbol names (SYNA, ...), so a shared
         # memory would let earlier runs (and runs in parallel) steer later ones.
         memory_dir="off",
+        # Nothing re-runs a calibration's synthetic data, and a seed repeated in a later
+        # calibration must give the same verdict: no trial ledger across runs.
+        ledger_dir="off",
         # The desk's decisions are cached in the calibration's folder, not the user's cache.
         decision_cache_dir=(spec.out / "decisions").resolve()
         if "decision_pipeline" in spec.families

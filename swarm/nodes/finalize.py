@@ -21,6 +21,14 @@ from experiments.charts import (
     plot_trial_sharpes,
     trial_chart_counts,
 )
+from experiments.dataset_ledger import (
+    OFF,
+    LedgerFileError,
+    ledger_folder,
+    record,
+    recorded_run,
+    run_data_key,
+)
 from experiments.export import lineage_of, write_export
 from experiments.records import (
     VARIANTS,
@@ -182,6 +190,7 @@ def finalize(state: DevelopState, runtime: Runtime[RunContext]) -> dict[str, Any
     # Through the model: the file is what `python -m experiments.check` and the export read.
     run.write_json("variants.json", VARIANTS.dump_python(variants, mode="json"))
     run.write_json("verdict.json", verdict_json)
+    _record_in_ledger(ctx, verdict.verdict, ledger)
     if ctx.llm is not None:
         ctx.llm.write_calls(run.path("llm_calls.jsonl"))
     charts = _charts(ctx, state, verdict_json, windows, trials, best_id, best_variant)
@@ -293,6 +302,7 @@ def _verdict(
         n_trials=ledger.n_trials,
         n_trials_effective=ledger.n_effective,
         deflated_by="effective" if ledger.deflate_effective else "raw",
+        **_ledger_fields(cfg, ledger),
         best_dsr=best_eval.dsr if best_eval else None,
         best_score=best_eval.score if best_eval else None,
         # The same deflated_sharpe_of the gate selected with, now over every trial of the run.
@@ -494,6 +504,35 @@ def _deflated_alpha_all_trials(best_eval: BestSoFar | None, ledger: TrialLedger)
     return deflated_alpha(
         alpha, trial_variance=ledger.trial_alpha_variance(), n_trials=ledger.deflation_trials()
     )
+
+
+def _ledger_fields(cfg: Any, ledger: TrialLedger) -> dict[str, Any]:
+    """The verdict's account of the trial ledger across runs on this data."""
+    if cfg.ledger_dir == OFF:
+        return {"ledger": "off"}
+    if ledger.earlier is None:
+        return {"ledger": "fresh"}
+    raw, eff = ledger.cumulative_trials()
+    return {
+        "ledger": "counted",
+        "earlier_runs": len(ledger.earlier.runs),
+        "n_trials_cumulative": raw,
+        "n_trials_effective_cumulative": eff,
+    }
+
+
+def _record_in_ledger(ctx: RunContext, verdict: str, ledger: TrialLedger) -> None:
+    """Add this run's own trials to its dataset's ledger, for the runs after it (a resumed
+    run's entry is replaced, not added twice). A ledger that cannot be written is a warning:
+    the run's own results are already on disk."""
+    folder = ledger_folder(ctx.config.ledger_dir)
+    if folder is None:
+        return
+    key = ledger.data_key or ctx.data_key or run_data_key(ctx.config, ctx.data)
+    try:
+        record(folder, key, recorded_run(ctx.run.root.name, verdict, ledger))
+    except (OSError, LedgerFileError) as exc:
+        ctx.progress.warn(f"the trial ledger in {folder} was not updated: {exc}")
 
 
 def _trial_sharpes(

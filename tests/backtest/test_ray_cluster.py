@@ -115,6 +115,7 @@ def cluster() -> Iterator[Cluster]:
         "RAY_AUTH_MODE": "token",
         "RAY_AUTH_TOKEN": secrets.token_hex(32),
         "XDG_CACHE_HOME": str(root / "cache"),
+        "XDG_DATA_HOME": str(root / "cache"),
     }
     port = _free_port()
     common = ["--node-ip-address", "127.0.0.1", "--disable-usage-stats"]
@@ -288,14 +289,17 @@ def _run_dir(done: subprocess.CompletedProcess[str]) -> Path:
 @pytest.fixture(scope="module")
 def pool_run(tmp_path_factory: pytest.TempPathFactory, daily_dir: Path) -> Path:
     out = tmp_path_factory.mktemp("pool")
-    env = os.environ | {"XDG_CACHE_HOME": str(out / "cache")}
+    env = os.environ | {"XDG_CACHE_HOME": str(out / "cache"), "XDG_DATA_HOME": str(out / "cache")}
     return _run_dir(_develop(out, daily_dir, env, "--executor", "process"))
 
 
 def test_develop_on_the_cluster_equals_the_process_pool(
     cluster: Cluster, pool_run: Path, tmp_path: Path, daily_dir: Path
 ) -> None:
-    env = cluster.env | {"XDG_CACHE_HOME": str(tmp_path / "cache")}
+    env = cluster.env | {
+        "XDG_CACHE_HOME": str(tmp_path / "cache"),
+        "XDG_DATA_HOME": str(tmp_path / "cache"),
+    }
     done = _develop(tmp_path, daily_dir, env, "--executor", "ray", "--ray-address", cluster.address)
     got = _backtests(_run_dir(done))
     want = _backtests(pool_run)
@@ -327,7 +331,10 @@ def test_backtest_run_on_the_cluster_equals_the_process_pool(
         ]
         if executor == "ray":
             argv += ["--ray-address", cluster.address]
-        env = cluster.env | {"XDG_CACHE_HOME": str(tmp_path / executor)}
+        env = cluster.env | {
+            "XDG_CACHE_HOME": str(tmp_path / executor),
+            "XDG_DATA_HOME": str(tmp_path / executor),
+        }
         done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=600)
         assert done.returncode == 0, done.stderr[-3000:]
         results[executor] = json.loads(done.stdout)
@@ -337,7 +344,10 @@ def test_backtest_run_on_the_cluster_equals_the_process_pool(
 def test_a_killed_driver_resumes_against_the_same_cluster(
     cluster: Cluster, pool_run: Path, tmp_path: Path, daily_dir: Path
 ) -> None:
-    env = cluster.env | {"XDG_CACHE_HOME": str(tmp_path / "cache")}
+    env = cluster.env | {
+        "XDG_CACHE_HOME": str(tmp_path / "cache"),
+        "XDG_DATA_HOME": str(tmp_path / "cache"),
+    }
     proc = _develop_async(
         tmp_path, daily_dir, env, "--executor", "ray", "--ray-address", cluster.address
     )
@@ -381,7 +391,10 @@ def _wait_for_backtests(out: Path, proc: subprocess.Popen, timeout: float = 600)
 def test_a_node_lost_mid_run_loses_and_duplicates_nothing(
     cluster: Cluster, pool_run: Path, tmp_path: Path, daily_dir: Path
 ) -> None:
-    env = cluster.env | {"XDG_CACHE_HOME": str(tmp_path / "cache")}
+    env = cluster.env | {
+        "XDG_CACHE_HOME": str(tmp_path / "cache"),
+        "XDG_DATA_HOME": str(tmp_path / "cache"),
+    }
     node2 = cluster.raylet_of("node2")
     argv_extra = ("--executor", "ray", "--ray-address", cluster.address)
     proc = _develop_async(tmp_path, daily_dir, env, *argv_extra)

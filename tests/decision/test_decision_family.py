@@ -432,7 +432,8 @@ def _develop(out, cache, daily_dir, tmp_path):
         capture_output=True,
         text=True,
         timeout=900,
-        env=os.environ | {"XDG_CACHE_HOME": str(tmp_path / "xdg")},
+        env=os.environ
+        | {"XDG_CACHE_HOME": str(tmp_path / "xdg"), "XDG_DATA_HOME": str(tmp_path / "xdg")},
     )
     assert done.returncode == 0, done.stderr[-3000:]
     run = Path(done.stdout.strip().splitlines()[-1])

@@ -62,9 +62,11 @@ def develop_cmd(*args: str) -> list[str]:
 
 def develop_env(cache_home: Path) -> dict[str, str]:
     """The environment of a test run: its own user cache dir (XDG_CACHE_HOME), which holds the
-    research memory and the data cache. Memory is an input of a run, so runs that must agree
-    start from the same (empty) memory, and no test writes to the user's home."""
-    return os.environ | {"PYTHONHASHSEED": "0", "XDG_CACHE_HOME": str(cache_home)}
+    research memory and the data cache, and data dir (XDG_DATA_HOME: the trial ledger across
+    runs). Both are inputs of a run, so runs that must agree start from the same (empty)
+    memory and ledger, and no test writes to the user's home."""
+    home = str(cache_home)
+    return os.environ | {"PYTHONHASHSEED": "0", "XDG_CACHE_HOME": home, "XDG_DATA_HOME": home}
 
 
 def run_develop(

@@ -296,7 +296,11 @@ def test_a_run_writes_the_pinned_sizing_and_the_borrow_fee_into_its_folder(
         capture_output=True,
         text=True,
         timeout=900,
-        env={**__import__("os").environ, "XDG_CACHE_HOME": str(tmp_path / "cache")},
+        env={
+            **__import__("os").environ,
+            "XDG_CACHE_HOME": str(tmp_path / "cache"),
+            "XDG_DATA_HOME": str(tmp_path / "cache"),
+        },
     )
     assert proc.returncode in (0, 1), proc.stderr[-2000:]
     # the folder from --out, not stdout: this --executor serial run once exited 0 with an

@@ -111,6 +111,7 @@ def test_readme_examples_run_as_written(tmp_path, monkeypatch, daily_dir) -> Non
     (tmp_path / "shared" / "data" / "ohlcv" / "daily").symlink_to(daily_dir)
     monkeypatch.chdir(lab)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "cache"))
     namespace: dict[str, object] = {}
     for block in readme_python_blocks():
         exec(compile(block, "README.md", "exec"), namespace)

@@ -154,7 +154,7 @@ def screen_sets(
     portfolio = any(isinstance(w, PortfolioWindow) for w in windows.values())
     sums = _Sums(len(specs), len(keys))
     if batched and not portfolio and specs and windows:
-        _sum_batched(sums, specs, windows, slots, costs, bars_per_year)  # type: ignore[arg-type]
+        _sum_batched(sums, specs, windows, slots, costs, bars_per_year)
     else:
         _sum_per_set(sums, specs, windows, slots, costs, bars_per_year)
     have = sums.count > 0

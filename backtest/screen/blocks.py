@@ -365,7 +365,9 @@ def conditions(spec: StrategySpec, bars: Bars, shorts: bool) -> Conditions:
         out.hold(ATR_PERIOD, out.atr)
     ENTRY_READERS[spec.entry](spec, bars, out)
     if out.short_entry is None or not shorts:
-        out.short_entry = out.short_exit = np.zeros(out.n, dtype=bool)
+        # one all-false array per window (never written to): a batch stacks it once
+        none = bars.cached(("false",), lambda: np.zeros(out.n, dtype=bool))
+        out.short_entry = out.short_exit = none
     for f in spec.filters:
         FILTER_READERS[f](spec, bars, out)
     if spec.sizing == "volatility_target":

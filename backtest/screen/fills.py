@@ -335,3 +335,66 @@ def simulate(  # noqa: C901  (numba kernel: one compiled loop)
         positions,
         refused,
     )
+
+
+@njit(cache=True)
+def simulate_many(
+    open_: np.ndarray,
+    high: np.ndarray,
+    low: np.ndarray,
+    close: np.ndarray,
+    checks: np.ndarray,
+    check_rows: np.ndarray,
+    signals: np.ndarray,
+    signal_rows: np.ndarray,
+    series: np.ndarray,
+    series_rows: np.ndarray,
+    key_of: np.ndarray,
+    modes: np.ndarray,
+    knobs: np.ndarray,
+):
+    """Many parameter sets on one window in one call: ``simulate`` for each, so the broker's
+    rules have one implementation (``backtest.screen.batch`` builds the arguments).
+
+    The sets share condition keys (the arrays their blocks compute): key ``k``'s readiness is
+    every ``checks[check_rows[k, j]]`` non-NaN (``-1`` ends the list), its long entry, short
+    entry, long exit and short exit are ``signals[signal_rows[k, 0..3]]``, its ATR and
+    realised deviation ``series[series_rows[k, 0..1]]``. Set ``s`` has key ``key_of[s]`` and
+    the rows ``modes[s]``, ``knobs[s]``. Returns (values, n_fills): the broker's value at every
+    bar's close, one row per set, and each set's fill count.
+    """
+    n = close.size
+    n_keys = check_rows.shape[0]
+    ready = np.ones((n_keys, n), np.bool_)
+    for k in range(n_keys):
+        for j in range(check_rows.shape[1]):
+            row = check_rows[k, j]
+            if row < 0:
+                break
+            for i in range(n):
+                if np.isnan(checks[row, i]):
+                    ready[k, i] = False
+    n_sets = key_of.size
+    values = np.empty((n_sets, n))
+    n_fills = np.empty(n_sets, np.int64)
+    for s in range(n_sets):
+        k = key_of[s]
+        rows, floats = signal_rows[k], series_rows[k]
+        out = simulate(
+            open_,
+            high,
+            low,
+            close,
+            ready[k],
+            signals[rows[0]],
+            signals[rows[1]],
+            signals[rows[2]],
+            signals[rows[3]],
+            series[floats[0]],
+            series[floats[1]],
+            modes[s],
+            knobs[s],
+        )
+        values[s] = out[5]
+        n_fills[s] = out[4]
+    return values, n_fills

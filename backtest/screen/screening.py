@@ -180,26 +180,9 @@ def evaluate(
     shorts = is_short_enabled(spec)
     bars = window.bars
     cond = blocks.conditions(spec, bars, shorts)
-    p = spec.parameters
-    # Filled as lists, then one array each: item by item, numpy's setitem costs more.
-    modes = [0] * sf.N_MODES
+    modes, knobs = kernel_settings(spec, costs, bars_per_year)
     modes[sf.M_START] = max(cond.firsts)
     modes[sf.M_FIRST] = window.first
-    modes[sf.M_SHORTS] = int(shorts)
-    modes[sf.M_EXITS] = sum(blocks.EXIT_BITS[x] for x in set(spec.exits))
-    modes[sf.M_SIZING] = blocks.SIZING_CODES[spec.sizing]
-    modes[sf.M_STOP] = blocks.stop_mode(spec)
-    knobs = [0.0] * sf.N_KNOBS
-    for slot, name in _KNOB_PARAMS:
-        if name in p:
-            knobs[slot] = float(p[name])
-    knobs[sf.K_MAX_HOLD] = float(p.get("max_hold_bars", math.inf))
-    knobs[sf.K_SQRT_BPY] = math.sqrt(bars_per_year)
-    knobs[sf.K_CASH] = costs.cash
-    knobs[sf.K_RATE] = costs.commission_pct / 100.0
-    knobs[sf.K_SLIP] = costs.slippage_pct / 100.0
-    knobs[sf.K_MAX_LEVERAGE] = costs.max_gross_leverage
-    knobs[sf.K_BORROW] = per_bar_rate(costs.borrow_pct, bars_per_year)
     ready = np.isnan(cond.checks[0])  # in place: stacking the checks would copy them all
     for a in cond.checks[1:]:
         ready |= np.isnan(a)
@@ -233,6 +216,32 @@ def evaluate(
         cash=costs.cash,
         borrow=knobs[sf.K_BORROW],
     )
+
+
+def kernel_settings(
+    spec: StrategySpec, costs: CostModel, bars_per_year: int
+) -> tuple[list[int], list[float]]:
+    """``simulate``'s ``modes`` and ``knobs`` for ``spec`` (a checked one), but for the two
+    slots a window sets: ``M_START`` (the conditions' minperiod) and ``M_FIRST``."""
+    p = spec.parameters
+    # Filled as lists, then one array each: item by item, numpy's setitem costs more.
+    modes = [0] * sf.N_MODES
+    modes[sf.M_SHORTS] = int(is_short_enabled(spec))
+    modes[sf.M_EXITS] = sum(blocks.EXIT_BITS[x] for x in set(spec.exits))
+    modes[sf.M_SIZING] = blocks.SIZING_CODES[spec.sizing]
+    modes[sf.M_STOP] = blocks.stop_mode(spec)
+    knobs = [0.0] * sf.N_KNOBS
+    for slot, name in _KNOB_PARAMS:
+        if name in p:
+            knobs[slot] = float(p[name])
+    knobs[sf.K_MAX_HOLD] = float(p.get("max_hold_bars", math.inf))
+    knobs[sf.K_SQRT_BPY] = math.sqrt(bars_per_year)
+    knobs[sf.K_CASH] = costs.cash
+    knobs[sf.K_RATE] = costs.commission_pct / 100.0
+    knobs[sf.K_SLIP] = costs.slippage_pct / 100.0
+    knobs[sf.K_MAX_LEVERAGE] = costs.max_gross_leverage
+    knobs[sf.K_BORROW] = per_bar_rate(costs.borrow_pct, bars_per_year)
+    return modes, knobs
 
 
 _KNOB_PARAMS = (

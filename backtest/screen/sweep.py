@@ -34,6 +34,7 @@ import numpy as np
 import pandas as pd
 
 from backtest.contracts import CostModel, Fold
+from backtest.screen import batch
 from backtest.screen.blocks import Unsupported, check_supported
 from backtest.screen.indicators import IndicatorZeroDivision
 from backtest.screen.portfolio import LABEL as PORTFOLIO
@@ -133,12 +134,15 @@ def screen_sets(
     bars_per_year: int,
     periods_per_year: int,
     min_trades: int = 0,
+    batched: bool = True,
 ) -> Sweep:
     """Screen every spec on every window; rank (trade floor met, Sharpe) best first.
 
     ``windows``: every symbol x fold (``windows_for``), or the universe per fold for
     portfolio-scope specs (``portfolio_windows_for``). Raises ``Unsupported`` when a spec
-    holds a block the screen cannot reproduce.
+    holds a block the screen cannot reproduce. Symbol windows are screened a window at a time,
+    every set in one compiled call (``backtest.screen.batch``); portfolio windows, or
+    ``batched=False``, set by set (the same figures, bit for bit).
     """
     started = time.perf_counter()
     keys = sorted({d for w in windows.values() for d in w.return_keys})
@@ -147,36 +151,26 @@ def screen_sets(
         wk: np.fromiter((position[d] for d in w.return_keys), dtype=np.int64)
         for wk, w in windows.items()
     }
-    n_dates = len(keys)
-    returns = np.zeros((len(specs), n_dates))
+    portfolio = any(isinstance(w, PortfolioWindow) for w in windows.values())
+    sums = _Sums(len(specs), len(keys))
+    if batched and not portfolio and specs and windows:
+        _sum_batched(sums, specs, windows, slots, costs, bars_per_year)
+    else:
+        _sum_per_set(sums, specs, windows, slots, costs, bars_per_year)
+    have = sums.count > 0
+    returns = np.where(have, sums.total / np.maximum(sums.count, 1), 0.0)
     out: list[ScreenedSet] = []
     for row, spec in enumerate(specs):
-        total = np.zeros(n_dates)
-        count = np.zeros(n_dates)
-        trades, error = 0, None
-        for wk, window in windows.items():
-            try:
-                r, n_trades = _run(spec, window, costs, bars_per_year)
-            except IndicatorZeroDivision as exc:
-                error = f"{wk[0]}/fold{wk[1]}: ZeroDivisionError: {exc}"
-                continue
-            at = slots[wk][: r.size]
-            total[at] += r
-            count[at] += 1
-            trades += n_trades
-        have = count > 0
-        port = np.where(have, total / np.maximum(count, 1), 0.0)
-        returns[row] = port
-        sr_pp = _sharpe_pp(port[have])
+        sr_pp = _sharpe_pp(returns[row][have[row]])
         out.append(
             ScreenedSet(
                 spec=spec,
                 trial_key=spec.trial_key(),
                 sharpe=None if sr_pp is None else sr_pp * math.sqrt(periods_per_year),
                 sharpe_per_period=sr_pp,
-                n_obs=int(have.sum()),
-                n_trades=trades,
-                error=error,
+                n_obs=int(have[row].sum()),
+                n_trades=int(sums.trades[row]),
+                error=sums.errors.get(row),
             )
         )
     ranked = sorted(range(len(out)), key=lambda i: _rank_key(out[i], min_trades))
@@ -190,6 +184,64 @@ def screen_sets(
         min_trades=min_trades,
         ranked=ranked,
     )
+
+
+class _Sums:
+    """Every set's returns summed per date over the windows, with their counts and trades."""
+
+    def __init__(self, n_sets: int, n_dates: int) -> None:
+        self.total = np.zeros((n_sets, n_dates))
+        self.count = np.zeros((n_sets, n_dates))
+        self.trades = np.zeros(n_sets, dtype=np.int64)
+        self.errors: dict[int, str] = {}  # set -> its last failed window
+
+    def add(self, row: int, at: np.ndarray, r: np.ndarray) -> None:
+        """One set's returns on one window (``at``: the window's date slots)."""
+        at = at[: r.size]
+        self.total[row, at] += r
+        self.count[row, at] += 1
+
+
+def _sum_per_set(sums: _Sums, specs, windows, slots, costs, bars_per_year) -> None:
+    """Set by set, window by window (``evaluate`` or the portfolio screen for each pair)."""
+    for row, spec in enumerate(specs):
+        for wk, window in windows.items():
+            try:
+                r, n_trades = _run(spec, window, costs, bars_per_year)
+            except IndicatorZeroDivision as exc:
+                sums.errors[row] = f"{wk[0]}/fold{wk[1]}: ZeroDivisionError: {exc}"
+                continue
+            sums.add(row, slots[wk], r)
+            sums.trades[row] += n_trades
+
+
+def _sum_batched(sums: _Sums, specs, windows, slots, costs, bars_per_year) -> None:
+    """Window by window, every set in one compiled call; the windows in the same order as
+    ``_sum_per_set``, so each date's sum adds the same returns in the same order."""
+    prepared = batch.prepare(specs, costs, bars_per_year)
+    for wk, window in windows.items():
+        run = batch.run_window(prepared, window)
+        for row, why in run.errors.items():
+            sums.errors[row] = f"{wk[0]}/fold{wk[1]}: ZeroDivisionError: {why}"
+        at = slots[wk]
+        if run.whole.size == len(specs):
+            cols = _span(at)  # a slice when the window's dates are adjacent: no gather
+            sums.total[:, cols] += run.returns
+            sums.count[:, cols] += 1
+        elif run.whole.size:
+            cells = np.ix_(run.whole, at)
+            sums.total[cells] += run.returns
+            sums.count[cells] += 1
+        for row, r in run.ragged.items():
+            sums.add(row, at, r)
+        sums.trades += run.trades
+
+
+def _span(at: np.ndarray) -> slice | np.ndarray:
+    """``at`` as a slice when it is a run of adjacent slots (the same columns, in order)."""
+    if at.size and at[-1] - at[0] == at.size - 1 and (at.size < 2 or (np.diff(at) == 1).all()):
+        return slice(int(at[0]), int(at[-1]) + 1)
+    return at
 
 
 def _n_symbols(windows: dict) -> int:

@@ -22,7 +22,7 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Mapping
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
@@ -141,7 +141,7 @@ def cpcv_paths(
     return paths, chosen
 
 
-def _unavailable(base: dict, reason: str) -> CpcvResult:
+def _unavailable(base: dict[str, Any], reason: str) -> CpcvResult:
     return CpcvResult(**base, reason=reason)
 
 
@@ -163,7 +163,7 @@ def run_cpcv(
         raise ValueError(
             f"purge must be >= 0 and embargo_frac in [0, 1), got {purge}, {embargo_frac}"
         )
-    base = {
+    base: dict[str, Any] = {
         "n_groups": n_groups,
         "n_test_groups": n_test_groups,
         "purge_bars": purge,
@@ -174,7 +174,8 @@ def run_cpcv(
         return _unavailable(base, f"needs >= {MIN_VARIANTS} variants with returns, has {len(ids)}")
     m = common_matrix([dict(series[v]) for v in ids])
     t = m.shape[0]
-    base |= {"n_variants": len(ids), "n_dates": t, "embargo_bars": math.ceil(embargo_frac * t)}
+    embargo = math.ceil(embargo_frac * t)
+    base |= {"n_variants": len(ids), "n_dates": t, "embargo_bars": embargo}
     if t < n_groups * MIN_GROUP_BARS:
         return _unavailable(
             base,
@@ -183,18 +184,18 @@ def run_cpcv(
         )
     edges = group_edges(t, n_groups)
     fewest = min(
-        int(train_mask(edges, c, purge, base["embargo_bars"]).sum())
+        int(train_mask(edges, c, purge, embargo).sum())
         for c in split_groups(n_groups, n_test_groups)
     )
     if fewest < MIN_TRAIN_BARS:
         return _unavailable(
             base,
-            f"the purge ({purge} bars) and embargo ({base['embargo_bars']}) leave a split "
+            f"the purge ({purge} bars) and embargo ({embargo}) leave a split "
             f"{fewest} training bars of {t} (needs >= {MIN_TRAIN_BARS}): fewer groups or a "
             "longer window",
         )
     paths, chosen = cpcv_paths(
-        m, n_groups=n_groups, n_test_groups=n_test_groups, purge=purge, embargo=base["embargo_bars"]
+        m, n_groups=n_groups, n_test_groups=n_test_groups, purge=purge, embargo=embargo
     )
     sharpes = _sharpe(paths, axis=1) * math.sqrt(periods_per_year)
     return CpcvResult(

@@ -36,6 +36,7 @@ EMBARGO_FRAC = 0.01
 MIN_VARIANTS = 2  # one variant involves no choice to validate
 MIN_GROUP_BARS = 20  # a group's Sharpe needs some bars
 MIN_TRAIN_BARS = 20  # nor can a choice be made on fewer training bars
+MAX_SPLITS = 1000  # C(N, k) grows fast (C(16, 8) = 12870); each split re-selects over every trial
 _STD_FLOOR = 1e-15
 
 
@@ -71,6 +72,11 @@ def check_settings(n_groups: int, n_test_groups: int) -> str | None:
         return f"the number of groups must be at least 2, got {n_groups}"
     if not 1 <= n_test_groups < n_groups:
         return f"the test groups must be between 1 and {n_groups - 1} (groups - 1), got {n_test_groups}"
+    if (n := math.comb(n_groups, n_test_groups)) > MAX_SPLITS:
+        return (
+            f"{n_groups} groups with {n_test_groups} tested make {n} splits, over the "
+            f"{MAX_SPLITS} this computes: fewer groups or test groups (e.g. 6 and 2)"
+        )
     return None
 
 
@@ -209,4 +215,17 @@ def run_cpcv(
         p5=float(np.percentile(sharpes, 5)),
         share_negative=float(np.mean(sharpes < 0.0)),
         chosen=[ids[i] for i in chosen],
+    )
+
+
+def cpcv_summary(r: CpcvResult) -> str:
+    """One line on the paths: how often the search's choice lost out of sample, the median
+    and 5th percentile (the report's reading and the gate's progress line)."""
+    if r.reason is not None:
+        return f"CPCV not computed: {r.reason}"
+    return (
+        f"the search's choice had a negative out-of-sample Sharpe on {r.share_negative:.0%} of "
+        f"the {r.n_paths} paths (median {r.median:.2f}, 5th percentile {r.p5:.2f}, annualised; "
+        f"{r.n_splits} splits of {r.n_groups} groups, {r.n_test_groups} tested, over "
+        f"{r.n_variants} variants)"
     )

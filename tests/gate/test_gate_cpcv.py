@@ -128,6 +128,7 @@ def test_bad_settings_raise():
     assert check_settings(6, 2) is None
     assert "at least 2" in (check_settings(1, 1) or "")
     assert "between 1 and 5" in (check_settings(6, 6) or "")
+    assert "12870 splits" in (check_settings(16, 8) or "")
     with pytest.raises(ValueError, match="between 1 and 3"):
         run_cpcv({}, n_groups=4, n_test_groups=0)
     with pytest.raises(ValueError, match="purge"):

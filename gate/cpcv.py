@@ -224,7 +224,8 @@ def cpcv_summary(r: CpcvResult) -> str:
     if r.reason is not None:
         return f"CPCV not computed: {r.reason}"
     return (
-        f"the search's choice had a negative out-of-sample Sharpe on {r.share_negative:.0%} of "
+        f"the search's choice had a negative out-of-sample Sharpe on "
+        f"{100 * (r.share_negative or 0.0):.0f} % of "
         f"the {r.n_paths} paths (median {r.median:.2f}, 5th percentile {r.p5:.2f}, annualised; "
         f"{r.n_splits} splits of {r.n_groups} groups, {r.n_test_groups} tested, over "
         f"{r.n_variants} variants)"

@@ -13,6 +13,7 @@ from gate.cpcv import (
     CpcvResult,
     check_settings,
     cpcv_paths,
+    cpcv_summary,
     group_edges,
     path_assignment,
     run_cpcv,
@@ -133,3 +134,13 @@ def test_bad_settings_raise():
         run_cpcv({}, n_groups=4, n_test_groups=0)
     with pytest.raises(ValueError, match="purge"):
         run_cpcv({}, purge=-1)
+
+
+def test_the_summary_reads_the_share_below_zero_and_says_why_not():
+    m = np.random.default_rng(5).normal(0.0, 0.01, size=(600, 6))
+    r = run_cpcv(_series(m), purge=10)
+    below = round(100 * (r.share_negative or 0.0))
+    assert cpcv_summary(r).startswith(
+        f"the search's choice had a negative out-of-sample Sharpe on {below} % of the 5 paths"
+    )
+    assert cpcv_summary(run_cpcv({})).startswith("CPCV not computed: needs >= 2 variants")

@@ -21,6 +21,8 @@ from gate.cpcv import (
     train_mask,
 )
 
+pytestmark = pytest.mark.unit
+
 
 def _series(matrix: np.ndarray, start: str = "2015-01-02") -> dict[str, dict[str, float]]:
     dates = [d.date().isoformat() for d in pd.bdate_range(start, periods=matrix.shape[0])]

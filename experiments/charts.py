@@ -1,5 +1,5 @@
 """Charts (matplotlib, Agg, PNG) for the run folder: trajectory, equity curves, trial Sharpes,
-the screen's parameter sensitivity."""
+the screen's parameter sensitivity, the CPCV paths' Sharpes."""
 
 from __future__ import annotations
 
@@ -320,6 +320,43 @@ def plot_trial_sharpes(
         ax.legend(loc="best", fontsize=8)
     else:
         ax.text(0.5, 0.5, "no trial produced a Sharpe ratio", ha="center", transform=ax.transAxes)
+    fig.tight_layout()
+    return _save(fig, path)
+
+
+def plot_cpcv_sharpes(
+    sharpes: Sequence[float],
+    *,
+    path: Path,
+    median: float | None = None,
+    p5: float | None = None,
+    in_sample_best: float | None = None,
+    unit: str = "annualised",
+) -> Path:
+    """One bar per CPCV path (``gate.cpcv``): the out-of-sample Sharpe of the search's choice
+    on that path, below zero in red, with the median, the 5th percentile and the chosen
+    variant's in-sample Sharpe for scale (what the selection looked like)."""
+    values = [float(s) for s in sharpes]
+    fig, ax = plt.subplots(figsize=(8, 4))
+    colours = ["tab:red" if v < 0 else "tab:blue" for v in values]
+    ax.bar(range(1, len(values) + 1), values, color=colours, alpha=0.8)
+    ax.axhline(0.0, color="black", linewidth=0.8)
+    lines = [
+        (median, "tab:green", "-", "median"),
+        (p5, "tab:orange", "--", "5th percentile"),
+        (in_sample_best, "tab:purple", ":", "best variant in sample"),
+    ]
+    for value, colour, style, label in lines:
+        if value is not None and math.isfinite(value):
+            ax.axhline(value, color=colour, linestyle=style, label=f"{label}: {value:.2f}")
+    below = sum(v < 0 for v in values)
+    ax.set_xlabel("path")
+    ax.set_ylabel(f"Sharpe ratio ({unit})")
+    ax.set_title(f"CPCV: the search's choice out of sample, {below} of {len(values)} paths below 0")
+    ax.set_xticks(range(1, len(values) + 1))
+    ax.grid(alpha=0.3, axis="y")
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(loc="best", fontsize=8)
     fig.tight_layout()
     return _save(fig, path)
 

@@ -11,7 +11,14 @@ from __future__ import annotations
 from datetime import date
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    TypeAdapter,
+    model_serializer,
+)
 
 from backtest.contracts import Fold, JobStatus, Metrics
 from backtest.data import BarDefect, QualityReport
@@ -19,6 +26,7 @@ from backtest.splits import TimeSplit
 from experiments.tracker import ExperimentTracker
 from gate.alpha import AlphaStats
 from gate.contracts import GateDecision, Route, Veto
+from gate.cpcv import CpcvResult
 from strategies.route import Decided, Origin
 from strategies.spec import StrategySpec
 
@@ -278,6 +286,17 @@ class Verdict(_Strict):
     # LLM runs (issue 29): masked or not, the cutoff used, the leak audit's counts, the
     # banner of an unmasked run on data the model may remember. None with the rules brains.
     llm_masking: dict[str, Any] | None = None
+    # --validation cpcv: the paths' Sharpe distribution of the search's choice (gate.cpcv);
+    # None, and absent from the file, when the run validated by walk-forward alone.
+    cpcv: CpcvResult | None = None
+
+    @model_serializer(mode="wrap")
+    def _without_unasked(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """A walk-forward run's verdict.json stays as it was: no ``cpcv`` key."""
+        data = handler(self)
+        if data.get("cpcv") is None:
+            data.pop("cpcv", None)
+        return data
 
 
 # --- variants.json ------------------------------------------------------------------------

@@ -21,6 +21,7 @@ from experiments.scorecard import (
 )
 from gate.alpha import AlphaStats, spa_look_factor
 from gate.contracts import Criteria, GateDecision, VariantEvaluation
+from gate.cpcv import CpcvResult, cpcv_summary
 from gate.criteria import criteria_sources
 from gate.effective import CORRELATION_DISTANCE
 from strategies.taxonomy import within_directive
@@ -133,6 +134,7 @@ def render_report(
             config, verdict, best_variant, best_eval, figures, rows, bench, trades
         ),
         *_honesty_section(verdict, bench.name, cash),
+        *_cpcv_section(verdict.cpcv),
         *_charts_section(charts),
         *_caveats_section(config, data, bench.name, cash),
         *_reproduce_section(config, n_records),
@@ -420,6 +422,32 @@ def _honesty_section(verdict: Verdict, bname: str, cash: bool) -> list[str]:
             f"(best variant: {_f(ts.best)}; {ts.n_with_sharpe} trials had a Sharpe)"
         )
     return out
+
+
+def _cpcv_section(r: CpcvResult | None) -> list[str]:
+    """CPCV of the search's choice (--validation cpcv): the paths' Sharpe distribution and
+    its reading; nothing when the run validated by walk-forward alone."""
+    if r is None:
+        return []
+    out = ["", "## CPCV", ""]
+    if r.reason is not None:
+        return [*out, f"Not computed: {r.reason}."]
+    return [
+        *out,
+        f"Combinatorial purged cross-validation of the search's choice (pick the best "
+        f"in-sample Sharpe among the {r.n_variants} variants tried) over {r.n_dates} shared "
+        f"in-sample dates: {r.n_groups} groups, {r.n_test_groups} tested per split, "
+        f"{r.n_splits} splits; training bars within {r.purge_bars} of a test group purged "
+        f"and {r.embargo_bars} more embargoed after it; {r.n_paths} paths.",
+        "",
+        "| paths | mean | median | std | 5th pct | below zero |",
+        "|---:|---:|---:|---:|---:|---:|",
+        f"| {r.n_paths} | {_f(r.mean)} | {_f(r.median)} | {_f(r.std)} | {_f(r.p5)} | "
+        f"{_f(100 * (r.share_negative or 0.0), 0)} % |",
+        "",
+        f"Each path's annualised Sharpe: {', '.join(_f(x) for x in r.path_sharpes)}. "
+        f"Reading: {cpcv_summary(r)}.",
+    ]
 
 
 def _charts_section(charts: list[str]) -> list[str]:

@@ -10,6 +10,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from backtest.contracts import CostModel
 from gate.contracts import Limits
+from gate.cpcv import N_GROUPS as CPCV_GROUPS
+from gate.cpcv import N_TEST_GROUPS as CPCV_TEST_GROUPS
 from swarm.cli_args import SCREEN_SIZE
 from swarm.llm.settings import LLMSettings
 
@@ -89,3 +91,8 @@ class RunConfig(BaseModel):
     # earlier runs are not counted (this run is still recorded).
     ledger_dir: str | None = None
     fresh_ledger: bool = False
+    # --validation: "walk-forward" (the folds alone, as always) or "cpcv", which adds the
+    # combinatorial purged CV of the search's choice (gate.cpcv) over N groups, k tested.
+    validation: Literal["walk-forward", "cpcv"] = "walk-forward"
+    cpcv_groups: int = Field(CPCV_GROUPS, ge=2)
+    cpcv_test_groups: int = Field(CPCV_TEST_GROUPS, ge=1)

@@ -53,6 +53,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_search_arguments(p)
     add_screen_arguments(p)
     _add_gate_and_cost_arguments(p)
+    _add_validation_arguments(p)
     _add_execution_arguments(p)
     add_llm_arguments(p, LLM_HELP)
     _add_mode_arguments(p)
@@ -129,6 +130,32 @@ def _add_gate_and_cost_arguments(p: argparse.ArgumentParser) -> None:
         "BLOCK:FRACTION, BLOCK fixed_fraction, fixed_risk or volatility_target, FRACTION the "
         "share of equity a position may take (0.1..0.95, steps of 0.05), e.g. "
         "fixed_fraction:0.5 (default: the search chooses; swarm.sizing)",
+    )
+
+
+def _add_validation_arguments(p: argparse.ArgumentParser) -> None:
+    """How the search's choice is validated besides the walk-forward folds."""
+    from gate.cpcv import N_GROUPS, N_TEST_GROUPS
+
+    p.add_argument(
+        "--validation",
+        default="walk-forward",
+        help="walk-forward (default: the folds alone) or cpcv: also the combinatorial purged "
+        "cross-validation of the search's choice over the run's trials (the paths' Sharpe "
+        "distribution in verdict.json, report.md and charts/cpcv_sharpes.png)",
+    )
+    p.add_argument(
+        "--cpcv-groups",
+        type=int,
+        default=N_GROUPS,
+        help=f"with --validation cpcv: contiguous groups of the in-sample dates (default {N_GROUPS})",
+    )
+    p.add_argument(
+        "--cpcv-test-groups",
+        type=int,
+        default=N_TEST_GROUPS,
+        help="with --validation cpcv: groups each split tests, 1 .. groups - 1 "
+        f"(default {N_TEST_GROUPS})",
     )
 
 

@@ -251,11 +251,30 @@ def _run_config(
         memory_dir=_memory_dir(args),
         ledger_dir=_folder_or_off(args.ledger_dir, "--ledger-dir"),
         fresh_ledger=bool(args.fresh_ledger),
+        **validation_options(args),
         prices=args.prices,
         repair_data=args.repair,
         allow_universe_expansion=args.allow_universe_expansion,
         **screen_options(args),
     )
+
+
+def validation_options(args: argparse.Namespace) -> dict[str, object]:
+    """The RunConfig fields of --validation, --cpcv-groups and --cpcv-test-groups (checked:
+    the CPCV flags need --validation cpcv, and k must be below N)."""
+    from gate.cpcv import N_GROUPS, N_TEST_GROUPS, check_settings
+
+    validation = str(args.validation).strip().lower()
+    if validation not in ("walk-forward", "cpcv"):
+        raise UserInputError(f"--validation: {args.validation!r}; use walk-forward or cpcv")
+    n, k = args.cpcv_groups, args.cpcv_test_groups
+    if validation != "cpcv" and (n, k) != (N_GROUPS, N_TEST_GROUPS):
+        raise UserInputError(
+            "--cpcv-groups/--cpcv-test-groups: they set up CPCV; add --validation cpcv"
+        )
+    if (bad := check_settings(n, k)) is not None:
+        raise UserInputError(f"--cpcv-groups/--cpcv-test-groups: {bad}")
+    return {"validation": validation, "cpcv_groups": n, "cpcv_test_groups": k}
 
 
 def _families(option: str | None, from_directive: list[str]) -> list[str]:

@@ -36,6 +36,7 @@ from gate.contracts import (
     VariantEvaluation,
     Veto,
 )
+from gate.cpcv import CpcvResult
 from gate.ledger import TrialLedger
 from strategies.route import Origin
 from strategies.spec import (
@@ -160,6 +161,7 @@ class DevelopState(TypedDict, total=False):
     lookahead: dict[str, LookaheadReport]  # per variant checked before it could pass
     pbo: float | None  # probability of backtest overfitting (CSCV) over every variant so far
     pbo_variants: int  # how many variants that PBO ranks (0 while it is not computed)
+    cpcv: CpcvResult | None  # --validation cpcv: CPCV of the search's choice over every variant
     spa: SpaResult | None
 
     holdout: HoldoutResult | None
@@ -180,6 +182,7 @@ CHECKPOINT_TYPES: tuple[type, ...] = (
     BacktestTask,
     SubagentTask,
     SpaResult,
+    CpcvResult,
     LoopCounters,
     TrialLedger,
     FailureAnalysis,

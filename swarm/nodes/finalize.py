@@ -16,6 +16,7 @@ from backtest.period_keys import index_keys
 from backtest.trade_list import trades_from_trace_fills
 from experiments.charts import (
     draw_sensitivity,
+    plot_cpcv_sharpes,
     plot_equity,
     plot_trajectory,
     plot_trial_sharpes,
@@ -67,6 +68,7 @@ from swarm.state import BestSoFar, DevelopState, StoredVariant
 
 log = logging.getLogger(__name__)
 
+CPCV_CHART = "charts/cpcv_sharpes.png"
 # What variants.json keeps of each variant's gate evaluation (with its iteration).
 IN_SAMPLE_FIELDS = tuple(f for f in InSample.model_fields if f != "iteration")
 
@@ -331,6 +333,7 @@ def _verdict(
         spa_threshold=ctx.criteria.spa_threshold,
         trial_sharpes=TrialSharpes(**{k: v for k, v in trials.items() if k != "values"}),
         llm_masking=_llm_masking(ctx),
+        cpcv=state.get("cpcv"),
     )
 
 
@@ -374,6 +377,16 @@ def _charts(
             path=run.path("charts/trial_sharpes.png"),
         )
         charts.append("charts/trial_sharpes.png")
+    cpcv = state.get("cpcv")
+    if cpcv is not None and cpcv.path_sharpes:
+        plot_cpcv_sharpes(
+            cpcv.path_sharpes,
+            path=run.path(CPCV_CHART),
+            median=cpcv.median,
+            p5=cpcv.p5,
+            in_sample_best=trials["best"],
+        )
+        charts.append(CPCV_CHART)
     # The screen's records are in the run folder; a run that screened nothing draws nothing.
     if (drawn := draw_sensitivity(run.root, (best_variant or {}).get("spec"))) is not None:
         charts.append(drawn)

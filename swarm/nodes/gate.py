@@ -29,6 +29,7 @@ from gate.contracts import (
     Route,
     VariantEvaluation,
 )
+from gate.cpcv import CpcvResult, cpcv_summary, run_cpcv
 from gate.evaluate import LookaheadCheck, best_evaluation, evaluate_variants, run_pbo
 from gate.failure import analyse_failure
 from gate.fuzzy import FuzzyScorer
@@ -111,6 +112,7 @@ def gate(state: DevelopState, runtime: Runtime[RunContext]) -> dict[str, Any]:
     best = _best_so_far(ctx, state.get("best"), evaluations, series)
     # PBO over every variant the run has tried (>= 8 on shared dates; None before that).
     pbo = run_pbo(series)
+    cpcv = _cpcv(ctx, series)
     _report(ctx, state, evaluations, ledger, look=look, raw_p=raw_p, spa_p=spa_p, trials=spa_trials)
     return {
         "evaluations": evaluations,
@@ -121,6 +123,7 @@ def gate(state: DevelopState, runtime: Runtime[RunContext]) -> dict[str, Any]:
         "n_backtests": state.get("n_backtests", 0) + len(results),
         "pbo": pbo,
         "pbo_variants": sum(1 for s in series.values() if s) if pbo is not None else 0,
+        **({"cpcv": cpcv} if cpcv is not None else {}),
         "spa": SpaResult(
             pvalue=spa_p,
             trials=spa_trials,
@@ -130,6 +133,22 @@ def gate(state: DevelopState, runtime: Runtime[RunContext]) -> dict[str, Any]:
         ),
         "lookahead": {**(state.get("lookahead") or {}), **lookahead},
     }
+
+
+def _cpcv(ctx: RunContext, series: Mapping[str, Mapping[str, float]]) -> CpcvResult | None:
+    """CPCV of the search's choice over every variant so far, with --validation cpcv (a
+    reported figure: the gate's pass does not read it); None otherwise."""
+    cfg = ctx.config
+    if cfg.validation != "cpcv":
+        return None
+    result = run_cpcv(
+        series,
+        n_groups=cfg.cpcv_groups,
+        n_test_groups=cfg.cpcv_test_groups,
+        periods_per_year=ctx.periods_per_year,
+    )
+    ctx.progress.stage("cpcv", cpcv_summary(result))
+    return result
 
 
 def _reality_check(ctx: RunContext, state: DevelopState, series: dict, bench):

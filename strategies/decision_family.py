@@ -19,6 +19,7 @@ from typing import NamedTuple
 from strategies.families import DECISION_PARAMS, reconcile
 from strategies.family_api import Proposal
 from strategies.mutate import tune
+from strategies.param_space import DEFAULT_SPACE, ParamSpace
 from strategies.spec import ParamValue, PipelineFamily, StrategySpec
 
 FAMILY = PipelineFamily.DECISION_PIPELINE
@@ -100,6 +101,7 @@ def propose_decision_specs(
     seen: set[str],
     best: tuple[str, StrategySpec] | None,
     frozen: tuple[str, ...] = (),
+    space: ParamSpace = DEFAULT_SPACE,
 ) -> list[Proposal]:
     """Up to ``n`` fresh decision-pipeline specs for the gate's route.
 
@@ -107,7 +109,8 @@ def propose_decision_specs(
     TUNE / FIX / RESEARCH: parameter moves around the best. REFINE: the other side
     (long only <-> long/short) first, a design change, then parameter moves. No proposal
     moves a ``frozen`` parameter away from its value in the spec it starts from
-    (``RULES_INERT_PARAMS`` when the brain is rules).
+    (``RULES_INERT_PARAMS`` when the brain is rules). ``space``: the user's grid
+    (``--param-space``) the parameter moves stay inside.
     """
     taken = set(seen)
     out: list[Proposal] = []
@@ -123,27 +126,37 @@ def propose_decision_specs(
             flipped = base.model_copy(update={"long_short": not base.long_short})
             side = "long/short" if flipped.long_short else "long only"
             add(_renamed(reconcile(flipped), f"refine: {side}"), best_id, f"refine: {side}")
-        for spec in _tune(base, max(0, n - len(out)), rng=rng, seen=taken, frozen=frozen):
+        for spec in _tune(
+            base, max(0, n - len(out)), rng=rng, seen=taken, frozen=frozen, space=space
+        ):
             add(_named(spec), best_id, "tune around the best so far")
     for params, long_short, note in INITIAL_MOVES:
         if not set(params) & set(frozen):
             add(decision_spec(params, long_short=long_short, note=note), None, f"new idea: {note}")
     if len(out) < n:  # every listed idea already tried: perturb the defaults
-        for spec in _tune(decision_spec(), n - len(out), rng=rng, seen=taken, frozen=frozen):
+        for spec in _tune(
+            decision_spec(), n - len(out), rng=rng, seen=taken, frozen=frozen, space=space
+        ):
             add(_named(spec), None, "perturbed defaults")
     return out
 
 
 def _tune(
-    base: StrategySpec, n: int, *, rng: random.Random, seen: set[str], frozen: tuple[str, ...]
+    base: StrategySpec,
+    n: int,
+    *,
+    rng: random.Random,
+    seen: set[str],
+    frozen: tuple[str, ...],
+    space: ParamSpace,
 ) -> list[StrategySpec]:
     """``tune`` without the moves of a ``frozen`` parameter (drawn again, a few rounds)."""
     if not frozen or n <= 0:
-        return tune(base, n, rng=rng, seen=seen)
+        return tune(base, n, rng=rng, seen=seen, space=space)
     keep = {k: base.parameters.get(k) for k in frozen}
     taken, out = set(seen), list[StrategySpec]()
     for _ in range(4):
-        for spec in tune(base, 2 * (n - len(out)), rng=rng, seen=taken):
+        for spec in tune(base, 2 * (n - len(out)), rng=rng, seen=taken, space=space):
             taken.add(spec.trial_key())
             if len(out) < n and all(spec.parameters.get(k) == v for k, v in keep.items()):
                 out.append(spec)

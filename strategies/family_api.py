@@ -19,6 +19,7 @@ from dataclasses import dataclass, field, replace
 from datetime import date
 from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
+from strategies.param_space import DEFAULT_SPACE, ParamSpace
 from strategies.spec import StrategySpec
 
 if TYPE_CHECKING:
@@ -67,6 +68,7 @@ class ProposalContext:
     tuner: Tuner | None = None  # the screen around ``own_best``, when it reproduces it
     run: Any = None  # the RunContext (bars, memo, llm, config)
     extra: dict[str, Any] = field(default_factory=dict)  # e.g. the rules brain's brief
+    space: ParamSpace = DEFAULT_SPACE  # the user's grid (--param-space) tuning moves within
 
     def with_(self, **changes: Any) -> ProposalContext:
         """A copy with ``changes`` applied."""

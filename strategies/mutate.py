@@ -15,12 +15,14 @@ from strategies.blocks import ENTRIES, SIBLINGS
 from strategies.families import (
     PARAM_SPACE,
     TEMPLATES,
+    ParamRange,
     block_family,
     jitter,
     reconcile,
     snap_params,
     spec_from_template,
 )
+from strategies.param_space import DEFAULT_SPACE, ParamSpace
 from strategies.regime import REGIME_FILTERS
 from strategies.spec import ParamValue, StrategySpec
 
@@ -80,12 +82,21 @@ def _tunable(spec: StrategySpec) -> list[str]:
 # TUNE -------------------------------------------------------------------------------------------
 
 
-def tune(spec: StrategySpec, n: int, *, rng: random.Random, seen: set[str]) -> list[StrategySpec]:
+def tune(
+    spec: StrategySpec,
+    n: int,
+    *,
+    rng: random.Random,
+    seen: set[str],
+    space: ParamSpace = DEFAULT_SPACE,
+) -> list[StrategySpec]:
     """Up to n parameter variations around ``spec``: one or two params moved by grid steps.
 
-    Moves start at one or two steps and widen as nearby keys turn out to be taken.
+    Moves start at one or two steps and widen as nearby keys turn out to be taken. ``space``:
+    the user's grid (``--param-space``); the parent is first snapped into it.
     """
-    base = reconcile(spec)
+    base = space.project(reconcile(spec))
+    family = base.family.value
     # A parameter the code never reads would make a new trial key with the parent's trades.
     names = [p for p in _tunable(base) if p not in inert_params(base)]
     taken = set(seen) | {base.trial_key()}
@@ -100,7 +111,7 @@ def tune(spec: StrategySpec, n: int, *, rng: random.Random, seen: set[str]) -> l
         k = 1 if attempt < 2 * n else rng.choice((1, 2))
         params = dict(base.parameters)
         for name in rng.sample(names, min(k, len(names))):
-            r = PARAM_SPACE[name]
+            r = _range(space, family, name)
             steps = rng.randint(1, max_steps) * rng.choice((-1, 1))
             params[name] = r.snap(float(params[name]) + steps * r.step)
         params = snap_params(params)
@@ -109,7 +120,7 @@ def tune(spec: StrategySpec, n: int, *, rng: random.Random, seen: set[str]) -> l
             continue
         cand = base.model_copy(update={"parameters": params})
         key = cand.trial_key()
-        if key in taken:
+        if key in taken or not space.contains(cand):
             continue
         taken.add(key)
         out.append(_renamed(cand, "tune " + ", ".join(changes)))
@@ -117,14 +128,20 @@ def tune(spec: StrategySpec, n: int, *, rng: random.Random, seen: set[str]) -> l
 
 
 def toward_more_trades(
-    spec: StrategySpec, n: int, *, rng: random.Random, seen: set[str]
+    spec: StrategySpec,
+    n: int,
+    *,
+    rng: random.Random,
+    seen: set[str],
+    space: ParamSpace = DEFAULT_SPACE,
 ) -> list[StrategySpec]:
     """Up to n small, directed moves that let more signals through: one grid step shorter on
     a lookback or looser on a threshold, then two such moves together.
 
     For a near miss on the trade floor: random tuning moves half its trials the wrong way.
     """
-    base = reconcile(spec)
+    base = space.project(reconcile(spec))
+    family = base.family.value
     direction = {name: -1 for name in _tunable(base) if name in LOOKBACKS}
     direction |= {name: LOOSER[name] for name in _tunable(base) if name in LOOSER}
     names = sorted(direction)
@@ -137,12 +154,12 @@ def toward_more_trades(
             break
         params = dict(base.parameters)
         for name in move:
-            r = PARAM_SPACE[name]
+            r = _range(space, family, name)
             params[name] = r.snap(float(params[name]) + direction[name] * r.step)
         params = snap_params(params)
         changes = _diff(base.parameters, params)
         cand = base.model_copy(update={"parameters": params})
-        if not changes or cand.trial_key() in taken:
+        if not changes or cand.trial_key() in taken or not space.contains(cand):
             continue
         taken.add(cand.trial_key())
         out.append(_renamed(cand, "tune toward more trades " + ", ".join(changes)))
@@ -157,6 +174,7 @@ def neighbourhood(
     seen: set[str],
     radius: int = 6,
     frozen: Collection[str] = (),
+    space: ParamSpace = DEFAULT_SPACE,
 ) -> list[StrategySpec]:
     """Up to n distinct parameter sets around ``spec``: a Latin-hypercube sample of every
     tunable parameter within ``radius`` grid steps of the parent's value (TUNE through the
@@ -170,11 +188,14 @@ def neighbourhood(
     A portfolio spec (``strategies.portfolio``) moves within the same grid (``PARAM_SPACE``,
     ``reconcile`` giving its family's parameters); ``frozen`` names parameters kept at the
     parent's value; those the spec's code does not read (``inert_params``) always are.
+    ``space``: the user's grid (``--param-space``): the parent is snapped into it first, steps
+    are its steps, and a set ordering pushes off it is dropped.
     """
     import numpy as np
     from scipy.stats import qmc
 
-    base = reconcile(spec)
+    base = space.project(reconcile(spec))
+    family = base.family.value
     names = [p for p in _tunable(base) if p not in frozen and p not in inert_params(base)]
     if not names or n <= 0:
         return []
@@ -191,19 +212,59 @@ def neighbourhood(
         for row in offsets.tolist():
             params = dict(base.parameters)
             for name, steps in zip(names, row, strict=True):
-                r = PARAM_SPACE[name]
+                r = _range(space, family, name)
                 params[name] = r.snap(float(params[name]) + steps * r.step)
             params = snap_params(params)
             changes = _diff(base.parameters, params)
             cand = base.model_copy(update={"parameters": params})
             key = cand.trial_key()
-            if not changes or key in taken:
+            if not changes or key in taken or not space.contains(cand):
                 continue
             taken.add(key)
             out.append(_renamed(cand, "screen " + ", ".join(changes)))
             if len(out) >= n:
                 break
     return out
+
+
+def search_box(
+    spec: StrategySpec,
+    *,
+    radius: int = 6,
+    frozen: Collection[str] = (),
+    space: ParamSpace = DEFAULT_SPACE,
+) -> tuple[StrategySpec, dict[str, ParamRange]]:
+    """(the parent snapped into ``space``, each parameter ``neighbourhood`` moves with the
+    grid it may take: ``radius`` of its steps either side of the parent's value, inside the
+    space). What a model-based sampler (``backtest.screen.tpe``) searches."""
+    base = space.project(reconcile(spec))
+    family = base.family.value
+    names = [p for p in _tunable(base) if p not in frozen and p not in inert_params(base)]
+    box: dict[str, ParamRange] = {}
+    for name in names:
+        r = _range(space, family, name)
+        at = r.snap(float(base.parameters[name]))
+        box[name] = ParamRange(
+            r.snap(at - radius * r.step), r.snap(at + radius * r.step), r.step, r.kind
+        )
+    return base, box
+
+
+def moved(base: StrategySpec, params: dict[str, ParamValue], note: str) -> StrategySpec | None:
+    """``base`` with ``params`` (snapped, ordered pairs kept ordered), named by what changed
+    after ``note``; None when nothing did."""
+    params = snap_params(params)
+    changes = _diff(base.parameters, params)
+    if not changes:
+        return None
+    cand = base.model_copy(update={"parameters": params})
+    return _renamed(cand, f"{note} " + ", ".join(changes))
+
+
+def _range(space: ParamSpace, family: str, name: str) -> ParamRange:
+    r = space.range_for(family, name)
+    assert r is not None, name  # _tunable keeps grid parameters only
+    return r
 
 
 def inert_params(spec: StrategySpec) -> frozenset[str]:

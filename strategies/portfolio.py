@@ -36,6 +36,7 @@ from strategies.families import PORTFOLIO_PARAMS, jitter, reconcile_portfolio
 from strategies.family_api import PORTFOLIO_LABEL, Proposal
 from strategies.mutate import tune
 from strategies.pairs import PairChoice
+from strategies.param_space import DEFAULT_SPACE, ParamSpace
 from strategies.regime import INDEX_REGIME, REGIME_STYLE
 from strategies.regime import wanted as regime_wanted
 from strategies.route import Route
@@ -193,6 +194,7 @@ def propose_portfolio_specs(
     best: tuple[str, StrategySpec] | None,
     pair: PairChoice | None = None,
     tuner: Callable[[StrategySpec, int, set[str]], list[StrategySpec]] | None = None,
+    space: ParamSpace = DEFAULT_SPACE,
 ) -> list[Proposal]:
     """``n`` fresh proposals: around the family's own best for TUNE/FIX/REFINE, otherwise
     the templates of the named families (jittered past the templates). ``pair``: the
@@ -200,7 +202,7 @@ def propose_portfolio_specs(
     ``tuner``: what fills the tuning slots around the best first (the portfolio screen,
     ``swarm.nodes.strategy.ScreenTuner``; with it REFINE keeps a third of the slots, from 2,
     for tuning); ``tune``'s grid moves fill what it leaves, and None is ``tune`` alone, as
-    before the screen."""
+    before the screen. ``space``: the user's grid (``--param-space``) ``tune`` moves within."""
     route = Route(route)
     picks = _Picks(n, seen)
     if best is not None and route in (Route.TUNE, Route.FIX, Route.REFINE):
@@ -212,7 +214,7 @@ def propose_portfolio_specs(
         if tuner is not None:
             for cand in tuner(base, n - len(picks.out), set(picks.taken)):
                 picks.add(cand, best_id, "screened around the best")
-        for cand in tune(base, n, rng=rng, seen=picks.taken):
+        for cand in tune(base, n, rng=rng, seen=picks.taken, space=space):
             picks.add(cand, best_id, "tune around the best")
     pool = _template_pool(families, pair)
     for k in range(200):

@@ -138,7 +138,7 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="develop --criteria-replace: " + CRITERIA_REPLACE_HELP,
     )
-    add_screen_arguments(p)  # develop's --screen-size / --no-screen / --deflate-by, passed on
+    add_screen_arguments(p)  # develop's screen options (--screen-size ... --sampler, --param-space)
     p.add_argument("--keep-checkpoints", action="store_true", help="keep each run's checkpoints")
     p.add_argument("--quiet", action="store_true", help="no progress on stderr")
     return p

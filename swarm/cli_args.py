@@ -195,6 +195,22 @@ def add_screen_arguments(p: argparse.ArgumentParser) -> None:
         help="the deflated Sharpe's trial count: effective (default: clusters of correlated "
         "trials) or raw (every trial)",
     )
+    p.add_argument(
+        "--sampler",
+        choices=("random", "tpe"),
+        default="random",
+        help="how the screen draws its --screen-size sets around a screenable parent: random "
+        "(default: a Latin hypercube within 6 grid steps) or tpe (Optuna's TPE on the in-sample "
+        "Sharpe, seeded from --seed, in the same box); where the screen does not apply, TUNE "
+        "moves on the grid at random either way. Every drawn set is a trial",
+    )
+    p.add_argument(
+        "--param-space",
+        type=Path,
+        metavar="FILE",
+        help="a .toml or .json file of narrower parameter ranges per family (low, high, step; "
+        "see docs/param_space.toml); tuning, the screen and mutation stay inside it",
+    )
 
 
 def screen_options(args: argparse.Namespace) -> dict[str, object]:
@@ -205,7 +221,40 @@ def screen_options(args: argparse.Namespace) -> dict[str, object]:
         )
     if args.deflate_by not in ("effective", "raw"):
         raise UserInputError(f"--deflate-by: {args.deflate_by!r}; use effective or raw")
+    screen_size = 0 if args.no_screen else args.screen_size
+    sampler = getattr(args, "sampler", "random")
+    if sampler == "tpe":
+        _check_tpe(screen_size)
     return {
-        "screen_size": 0 if args.no_screen else args.screen_size,
+        "screen_size": screen_size,
         "deflate_by": args.deflate_by,
+        "sampler": sampler,
+        "param_space": _param_space(getattr(args, "param_space", None)),
     }
+
+
+def _check_tpe(screen_size: int) -> None:
+    """TPE draws the screen's sets: it needs the screen, and Optuna installed."""
+    if screen_size == 0:
+        raise UserInputError(
+            "--sampler tpe: TPE draws the screen's sets and the screen is off; drop "
+            "--no-screen / --screen-size 0, or use --sampler random"
+        )
+    try:
+        import optuna  # noqa: F401
+    except ImportError:
+        raise UserInputError(
+            "--sampler tpe: Optuna is not installed; pip install optuna (or pip install -e .)"
+        ) from None
+
+
+def _param_space(path: Path | None):
+    """--param-space FILE read and checked (the code's grid without it)."""
+    from strategies.param_space import ParamSpace, ParamSpaceError, load_param_space
+
+    if path is None:
+        return ParamSpace()
+    try:
+        return load_param_space(path.expanduser().resolve())
+    except ParamSpaceError as exc:
+        raise UserInputError(f"--param-space: {exc}") from None

@@ -12,6 +12,7 @@ from backtest.contracts import CostModel
 from gate.contracts import Limits
 from gate.cpcv import N_GROUPS as CPCV_GROUPS
 from gate.cpcv import N_TEST_GROUPS as CPCV_TEST_GROUPS
+from strategies.param_space import ParamSpace
 from swarm.cli_args import SCREEN_SIZE
 from swarm.llm.settings import LLMSettings
 
@@ -96,3 +97,10 @@ class RunConfig(BaseModel):
     validation: Literal["walk-forward", "cpcv"] = "walk-forward"
     cpcv_groups: int = Field(CPCV_GROUPS, ge=2)
     cpcv_test_groups: int = Field(CPCV_TEST_GROUPS, ge=1)
+    # --sampler: how the screen draws its sets around a parent: "random" (a Latin hypercube,
+    # strategies.mutate.neighbourhood) or "tpe" (Optuna's TPE on the in-sample Sharpe,
+    # backtest.screen.tpe). Tuning without the screen moves on the grid either way.
+    sampler: Literal["random", "tpe"] = "random"
+    # --param-space FILE: the user's narrower grid per family and parameter, recorded in the
+    # manifest so --resume uses it (strategies.param_space); empty: the code's grid.
+    param_space: ParamSpace = Field(default_factory=ParamSpace)

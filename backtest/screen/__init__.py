@@ -24,6 +24,7 @@ from backtest.screen.sweep import (
     ScreenedSet,
     Sweep,
     batch_files,
+    combine,
     portfolio_windows_for,
     read_batch,
     screen_sets,
@@ -32,6 +33,7 @@ from backtest.screen.sweep import (
     windows_for,
     write_batch,
 )
+from backtest.screen.tpe import tpe_sweep
 
 __all__ = [
     "PortfolioWindow",
@@ -43,6 +45,7 @@ __all__ = [
     "Window",
     "batch_files",
     "books_result",
+    "combine",
     "evaluate",
     "portfolio_windows_for",
     "read_batch",
@@ -52,6 +55,7 @@ __all__ = [
     "supported",
     "supported_blocks",
     "supported_portfolio",
+    "tpe_sweep",
     "windows_for",
     "write_batch",
 ]

@@ -244,6 +244,25 @@ def _span(at: np.ndarray) -> slice | np.ndarray:
     return at
 
 
+def combine(sweeps: list[Sweep], min_trades: int) -> Sweep:
+    """One sweep of several screened on the same windows (a sampler's batches, in order),
+    ranked again as one."""
+    first = sweeps[0]
+    if any(s.dates != first.dates for s in sweeps):
+        raise ValueError("combine: the sweeps were screened on different windows")
+    sets = [s for sw in sweeps for s in sw.sets]
+    return Sweep(
+        sets=sets,
+        dates=first.dates,
+        returns=np.vstack([sw.returns for sw in sweeps]),
+        n_symbols=first.n_symbols,
+        n_folds=first.n_folds,
+        seconds=sum(sw.seconds for sw in sweeps),
+        min_trades=min_trades,
+        ranked=sorted(range(len(sets)), key=lambda i: _rank_key(sets[i], min_trades)),
+    )
+
+
 def _n_symbols(windows: dict) -> int:
     """The symbols screened: the universe's for portfolio windows."""
     universes = {len(w.symbols) for w in windows.values() if isinstance(w, PortfolioWindow)}

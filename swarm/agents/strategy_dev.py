@@ -21,6 +21,7 @@ from gate.failure import FAR_ATTAINMENT
 from strategies.families import initial_specs
 from strategies.family_api import Proposal, RepairMoves, Tuner
 from strategies.mutate import fix, refine, toward_more_trades, tune
+from strategies.param_space import DEFAULT_SPACE, ParamSpace
 from strategies.repair import repairs
 from strategies.route import Route
 from strategies.spec import StrategySpec
@@ -112,6 +113,7 @@ def propose(
     directive_families: list[str] | None = None,
     tuner: Tuner | None = None,
     regime_filters: Collection[str] = (),
+    space: ParamSpace = DEFAULT_SPACE,
 ) -> list[Proposal]:
     """``directive_families``: the families the directive named; they fill at least half of
     the first iteration (later rounds follow the research's order).
@@ -122,7 +124,8 @@ def propose(
     directed moves toward more trades are ``tune``'s alone.
 
     ``regime_filters``: the regime filters the run's data has the index files for; REFINE
-    may add them (``strategies.mutate.refine``).
+    may add them (``strategies.mutate.refine``). ``space``: the user's grid (``--param-space``)
+    tuning moves within.
     """
     route = Route(route)
     seen = set(seen)
@@ -146,11 +149,11 @@ def propose(
     if route == Route.TUNE and best is not None and Hint.TOO_FEW_TRADES in hints and not tuner:
         # A near miss on the trade floor: half the slots move toward more signals.
         best_id, best_spec = best
-        for spec in toward_more_trades(best_spec, max(1, n // 2), rng=rng, seen=seen):
+        for spec in toward_more_trades(best_spec, max(1, n // 2), rng=rng, seen=seen, space=space):
             add(spec, best_id, "tune toward more trades (near miss on the trade floor)")
 
     if route in (Route.TUNE, Route.FIX, Route.REFINE) and best is not None:
-        _tune_around_best(add, out, best, n=n, tuner=tuner, rng=rng, seen=seen)
+        _tune_around_best(add, out, best, n=n, tuner=tuner, rng=rng, seen=seen, space=space)
 
     if len(out) < n:  # INITIAL, RESEARCH, or nothing left to mutate: fresh diverse ideas
         _fresh_proposals(
@@ -208,13 +211,14 @@ def _tune_around_best(
     tuner: Tuner | None,
     rng: random.Random,
     seen: set[str],
+    space: ParamSpace,
 ) -> None:
     """The slots left filled around the best so far: the tuner's sets first, then ``tune``'s."""
     best_id, best_spec = best
     if tuner is not None:
         for spec in tuner(best_spec, max(0, n - len(out)), set(seen)):
             add(spec, best_id, "screened around the best so far")
-    for spec in tune(best_spec, max(0, n - len(out)), rng=rng, seen=seen):
+    for spec in tune(best_spec, max(0, n - len(out)), rng=rng, seen=seen, space=space):
         add(spec, best_id, "tune around the best so far")
 
 

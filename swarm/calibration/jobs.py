@@ -9,6 +9,7 @@ from dataclasses import dataclass, replace
 from datetime import date
 from pathlib import Path
 
+from strategies.param_space import ParamSpace
 from swarm.calibration.scenarios import (
     MAX_BASE_SEED,
     MAX_RUNS,
@@ -31,6 +32,8 @@ class LoopOptions:
     criteria_replace: bool = False  # --criteria-replace: criteria's rules replace the defaults
     screen_size: int | None = None  # 0 = --no-screen
     deflate_by: str | None = None
+    sampler: str | None = None  # --sampler random | tpe
+    param_space: ParamSpace | None = None  # --param-space, read and checked
 
 
 @dataclass(frozen=True)
@@ -73,6 +76,8 @@ def plan_runs(args: argparse.Namespace, out: Path) -> list[RunSpec]:
         criteria_replace=swap,
         screen_size=screen["screen_size"],
         deflate_by=screen["deflate_by"],
+        sampler=screen["sampler"],
+        param_space=screen["param_space"],
     )
     per_run = max(1, (os.cpu_count() or 1) // workers)
     base = base_universe(args)

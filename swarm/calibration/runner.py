@@ -66,7 +66,12 @@ def run_config(spec: RunSpec, meta: dict[str, Any], data_dir: Path) -> tuple[Any
         else None,
         **{
             k: v
-            for k, v in (("screen_size", opts.screen_size), ("deflate_by", opts.deflate_by))
+            for k, v in (
+                ("screen_size", opts.screen_size),
+                ("deflate_by", opts.deflate_by),
+                ("sampler", opts.sampler),
+                ("param_space", opts.param_space),
+            )
             if v is not None
         },
     )

@@ -48,6 +48,7 @@ class BlockFamilies:
             directive_families=x.get("directive_families", []),
             tuner=ctx.tuner,
             regime_filters=x.get("regime_filters", ()),
+            space=ctx.space,
         )
 
     def reconcile(self, spec: StrategySpec) -> StrategySpec:

@@ -34,7 +34,13 @@ class DecisionPipeline:
             return []
         frozen = RULES_INERT_PARAMS if ctx.run is None or ctx.run.llm is None else ()
         return propose_decision_specs(
-            route=ctx.route, n=n, rng=ctx.rng, seen=ctx.seen, best=ctx.own_best, frozen=frozen
+            route=ctx.route,
+            n=n,
+            rng=ctx.rng,
+            seen=ctx.seen,
+            best=ctx.own_best,
+            frozen=frozen,
+            space=ctx.space,
         )
 
     def reconcile(self, spec: StrategySpec) -> StrategySpec:

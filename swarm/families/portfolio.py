@@ -48,6 +48,7 @@ class PortfolioFamilies:
             best=ctx.own_best,
             n=n,
             pair=universe_pair(ctx.run) if n else None,
+            space=ctx.space,
             tuner=ctx.tuner,
         )
 

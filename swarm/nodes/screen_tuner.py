@@ -96,7 +96,7 @@ class ScreenTuner:
         return [s.spec for s in picks]
 
     def _sweep(self, parent: StrategySpec, seen: set[str]) -> bool:
-        from backtest.screen import Unsupported, screen_sets
+        from backtest.screen import Unsupported
 
         ctx, cfg = self.ctx, self.ctx.config
         portfolio = whole_universe(self.scope)
@@ -110,16 +110,8 @@ class ScreenTuner:
         # (and, for a portfolio parent, a stream apart from the same iteration's other sweep).
         seed = (cfg.seed, self.iteration, self.state.get("research_round", 1))
         seed = (*seed, 1) if portfolio else seed
-        specs = neighbourhood(parent, cfg.screen_size, seed=seed, seen=seen)
         try:
-            sweep = screen_sets(
-                specs,
-                windows,
-                costs=cfg.costs,
-                bars_per_year=ctx.periods_per_year,
-                periods_per_year=ctx.periods_per_year,
-                min_trades=ctx.criteria.min_trades,
-            )
+            sweep = self._draw(parent, seen, seed, windows)
         except Unsupported as exc:  # the universe's bars (a price <= 0): tune as before
             ctx.progress.stage("screen", f"{label} skipped: {exc}")
             return False
@@ -129,6 +121,36 @@ class ScreenTuner:
             ledger.record(s.trial_key, s.sharpe_per_period, n_obs=s.n_obs)
         self.sweep, self.ledger, self.parent_key = sweep, ledger, parent.trial_key()
         return True
+
+    def _draw(self, parent: StrategySpec, seen: set[str], seed: tuple, windows: dict) -> Sweep:
+        """The sweep's sets drawn by the run's sampler (``--sampler``) inside its space
+        (``--param-space``) and screened in-sample; raises ``Unsupported`` as the screen does."""
+        from backtest.screen import screen_sets, tpe_sweep
+
+        ctx, cfg = self.ctx, self.ctx.config
+
+        def evaluate(specs: list[StrategySpec]) -> Sweep:
+            return screen_sets(
+                specs,
+                windows,
+                costs=cfg.costs,
+                bars_per_year=ctx.periods_per_year,
+                periods_per_year=ctx.periods_per_year,
+                min_trades=ctx.criteria.min_trades,
+            )
+
+        space = cfg.param_space
+        if cfg.sampler == "tpe":  # drawn in batches, each screened and told to TPE
+            return tpe_sweep(
+                parent,
+                cfg.screen_size,
+                seed=seed,
+                seen=seen,
+                evaluate=evaluate,
+                min_trades=ctx.criteria.min_trades,
+                space=space,
+            )
+        return evaluate(neighbourhood(parent, cfg.screen_size, seed=seed, seen=seen, space=space))
 
     def flush(self) -> None:
         """Write the sweep (``screens/iNN[-portfolio].npz``) and its ``screen`` record, with

@@ -158,6 +158,7 @@ def strategy_dev(state: DevelopState, runtime: Runtime[RunContext]) -> dict[str,
         failure=failure,
         run=ctx,
         extra=_proposal_extra(ctx, order, brief, regime_filters),
+        space=cfg.param_space,
     )
     tuners: dict[str, ScreenTuner] = {}
     own = _own_families(reg, ctx, state, pctx, budget, tuners)

@@ -1,0 +1,106 @@
+"""The screen's TPE sampler (``--sampler tpe``, ``backtest.screen.tpe``) on a synthetic
+objective: the same seed draws the same sets, every set is inside the space and the box, every
+drawn set is a row of the sweep (a trial), and the draws lean toward the better region."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from backtest.screen import ScreenedSet, Sweep, tpe_sweep
+from backtest.screen.tpe import FAILED, UNDER_FLOOR, objective
+from strategies.families import spec_from_template
+from strategies.param_space import parse_param_space
+from strategies.spec import Family, StrategySpec
+
+pytest.importorskip("optuna")
+pytestmark = pytest.mark.unit
+
+PARENT = spec_from_template(Family.MOMENTUM, 0)
+SPACE = parse_param_space(
+    {"momentum": {"roc_period": {"low": 10, "high": 60}, "trend_period": {"low": 80, "high": 150}}},
+    source="s.toml",
+)
+
+
+def _evaluate(calls: list[int]):
+    """A fake screen: Sharpe peaks at roc_period 45, trend_period 120."""
+
+    def evaluate(specs: list[StrategySpec]) -> Sweep:
+        calls.append(len(specs))
+        sets = [
+            ScreenedSet(
+                spec=s,
+                trial_key=s.trial_key(),
+                sharpe=2.0
+                - abs(s.parameters["roc_period"] - 45) / 20
+                - abs(s.parameters["trend_period"] - 120) / 100,
+                sharpe_per_period=0.1,
+                n_obs=3,
+                n_trades=20,
+            )
+            for s in specs
+        ]
+        return Sweep(
+            sets=sets,
+            dates=["a", "b", "c"],
+            returns=np.zeros((len(sets), 3)),
+            n_symbols=1,
+            n_folds=1,
+            ranked=sorted(range(len(sets)), key=lambda i: -(sets[i].sharpe or 0)),
+        )
+
+    return evaluate
+
+
+def _sweep(seed, n=60, seen=(), calls=None):
+    return tpe_sweep(
+        PARENT,
+        n,
+        seed=seed,
+        seen=set(seen),
+        evaluate=_evaluate(calls if calls is not None else []),
+        min_trades=10,
+        space=SPACE,
+    )
+
+
+def test_the_same_seed_draws_the_same_sets_and_another_seed_others():
+    a, b, c = _sweep((0, 1, 1)), _sweep((0, 1, 1)), _sweep((0, 2, 1))
+    keys = [s.trial_key for s in a.sets]
+    assert keys == [s.trial_key for s in b.sets]
+    assert keys != [s.trial_key for s in c.sets]
+
+
+def test_every_drawn_set_is_a_fresh_trial_inside_the_space():
+    calls: list[int] = []
+    seen = {s.trial_key for s in _sweep((5, 1, 1), n=10).sets}
+    sweep = _sweep((0, 1, 1), n=60, seen=seen, calls=calls)
+    keys = [s.trial_key for s in sweep.sets]
+    assert len(keys) == 60 == sum(calls)  # every screened set is a row (a trial), n of them
+    assert len(set(keys)) == 60 and not set(keys) & (seen | {PARENT.trial_key()})
+    assert sweep.returns.shape == (60, 3) and sorted(sweep.ranked) == list(range(60))
+    for s in sweep.sets:
+        p = s.spec.parameters
+        assert 10 <= p["roc_period"] <= 60 and p["roc_period"] % 5 == 0
+        assert 80 <= p["trend_period"] <= 150 and p["trend_period"] % 10 == 0
+        assert SPACE.contains(s.spec)
+        assert " | screen tpe " in s.spec.name
+
+
+def test_tpe_leans_toward_the_better_region():
+    sweep = _sweep((0, 1, 1), n=80)
+    sharpes = [s.sharpe for s in sweep.sets]
+    assert np.mean(sharpes[-30:]) > np.mean(sharpes[:10])  # after the random start-up draws
+    assert sweep.top(1)[0].sharpe == max(sharpes)
+
+
+def test_the_objective_keeps_the_sweeps_order():
+    def s(sharpe, trades, error=None):
+        return ScreenedSet(PARENT, "k", sharpe, None, 1, trades, error)
+
+    assert objective(s(1.5, 20), 10) == 1.5
+    assert objective(s(3.0, 5), 10) == 3.0 - UNDER_FLOOR < objective(s(-5.0, 20), 10)
+    assert objective(s(None, 20), 10) == FAILED < objective(s(-99.0, 0), 10)
+    assert objective(s(1.0, 20, "boom"), 10) == FAILED
+    assert objective(s(1e9, 20), 10) == 100.0  # capped

@@ -405,6 +405,16 @@ def _crossover(a: np.ndarray, b: np.ndarray, first: int) -> np.ndarray:
     return out
 
 
+@njit(cache=True)
+def _crossovers(
+    values: np.ndarray, a_at: np.ndarray, b_at: np.ndarray, firsts: np.ndarray
+) -> np.ndarray:
+    out = np.empty((a_at.size, values.shape[1]))
+    for r in range(a_at.size):
+        out[r] = _crossover(values[a_at[r]], values[b_at[r]], firsts[r])
+    return out
+
+
 # ---------------------------------------------------------------------------- public API
 
 
@@ -519,3 +529,16 @@ def lowest_before(src: np.ndarray, period: int) -> np.ndarray:
 def crossover(a: np.ndarray, b: np.ndarray, first: int) -> np.ndarray:
     """CrossOver(a, b); ``first`` is the first index where both are defined."""
     return _crossover(a, b, first)
+
+
+def crossovers(
+    values: np.ndarray, a_at: np.ndarray, b_at: np.ndarray, firsts: np.ndarray
+) -> np.ndarray:
+    """``crossover(values[a_at[r]], values[b_at[r]], firsts[r])`` for every row ``r``, in one
+    compiled call (a sweep's pairs of averages, read from one stack)."""
+    return _crossovers(
+        np.ascontiguousarray(values, dtype=np.float64),
+        np.asarray(a_at, dtype=np.int64),
+        np.asarray(b_at, dtype=np.int64),
+        np.asarray(firsts, dtype=np.int64),
+    )

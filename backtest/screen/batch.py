@@ -193,7 +193,7 @@ def run_window(prepared: Prepared, window: Window) -> WindowRun:
     modes = prepared.modes[live]
     modes[:, sf.M_START] = keys.starts[key_of]
     modes[:, sf.M_FIRST] = window.first
-    values, n_fills, solvent = sf.simulate_many(
+    series, n_fills, solvent = sf.simulate_many(
         bars.open,
         bars.high,
         bars.low,
@@ -212,11 +212,11 @@ def run_window(prepared: Prepared, window: Window) -> WindowRun:
     if keys.errors:
         for s in np.flatnonzero(failed[prepared.key_of]).tolist():
             errors[s] = keys.errors[int(prepared.key_of[s])]
-    return _returns(values, solvent, live, window, prepared.cash, trades, errors)
+    return _returns(series, solvent, live, window, prepared.cash, trades, errors)
 
 
 def _returns(
-    values: np.ndarray,
+    series: np.ndarray,
     solvent: np.ndarray,
     live: np.ndarray,
     window: Window,
@@ -224,20 +224,15 @@ def _returns(
     trades: np.ndarray,
     errors: dict[int, str],
 ) -> WindowRun:
-    """``BooksEquity.returns`` of every row: at once where the value before the fold's first
-    bar is on record and no set goes bankrupt, else row by row by the books' rules."""
+    """``BooksEquity.returns`` of every row of ``simulate_many``'s series: its returns where
+    the value before the fold's first bar is on record and the set stays solvent, else row by
+    row by the books' rules."""
     first = window.first
     # from the fold's first bar the equity starts at the cash: the books' rules for every row
     whole = solvent if first else np.zeros(len(live), dtype=bool)
-    broke = ~whole
-    ragged = {
-        int(live[r]): _Books(window, values[r], cash).returns() for r in np.flatnonzero(broke)
-    }
-    if broke.any():
-        values, live = values[~broke], live[~broke]
-    if first == 0:
-        returns = np.zeros((0, len(window.return_keys)))
-    else:
-        returns = values[:, first:] / values[:, first - 1 : -1]
-        returns -= 1.0  # in place: the same subtraction, one matrix fewer
+    broke = np.flatnonzero(~whole)
+    ragged = {int(live[r]): _Books(window, series[r], cash).returns() for r in broke}
+    if broke.size:
+        series, live = series[whole], live[whole]
+    returns = series[:, first:]  # a view: the kernel wrote the returns in place (none if 0)
     return WindowRun(whole=live, returns=returns, ragged=ragged, trades=trades, errors=errors)

@@ -244,14 +244,13 @@ def _cross(kind: str) -> Callable[[list[StrategySpec], Bars, Conditions], None]:
         pairs, pair_at = _index(list(zip(f.at.tolist(), s.at.tolist(), strict=True)))
         first_of = np.empty(len(pairs), dtype=np.int64)
         first_of[pair_at] = both
-        cross = ind.crossovers(averages, [a for a, _ in pairs], [b for _, b in pairs], first_of)
-        _cross_signals(Rows(cross, pair_at), out)
+        up, down = ind.crossings(averages, [a for a, _ in pairs], [b for _, b in pairs], first_of)
+        _cross_signals(Rows(up, pair_at), Rows(down, pair_at), out)
 
     return read
 
 
-def _cross_signals(cross: Rows, out: Conditions) -> None:
-    up, down = Rows(cross.values > 0, cross.at), Rows(cross.values < 0, cross.at)
+def _cross_signals(up: Rows, down: Rows, out: Conditions) -> None:
     out.long_entry, out.long_exit = up, down
     out.short_entry, out.short_exit = down, up
 
@@ -273,7 +272,8 @@ def _macd(specs: list[StrategySpec], bars: Bars, out: Conditions) -> None:
     both = np.array([g[2] for g in got], dtype=np.int64)[at]
     out.hold(both, Rows(np.stack([g[0] for g in got]), at), Rows(np.stack([g[1] for g in got]), at))
     out.hold(both + 1)
-    _cross_signals(Rows(np.stack([g[3] for g in got]), at), out)
+    cross = np.stack([g[3] for g in got])
+    _cross_signals(Rows(cross > 0, at), Rows(cross < 0, at), out)
 
 
 def _rsi(specs: list[StrategySpec], bars: Bars, out: Conditions) -> None:

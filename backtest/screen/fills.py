@@ -364,9 +364,11 @@ def simulate_many(
 
     ``simulate``'s array arguments arrive stacked, a row per distinct array: set ``s`` reads
     ``ready[rows[s, R_READY]]``, ``long_entry[rows[s, R_LONG_ENTRY]]`` and so on (``R_*``),
-    with the rows ``modes[s]``, ``knobs[s]``. Returns (values, n_fills, solvent): the broker's
-    value at every bar's close, one row per set, each set's fill count, and whether its value
-    stays positive from the fold's first bar (``M_FIRST``) on.
+    with the rows ``modes[s]``, ``knobs[s]``. Returns (series, n_fills, solvent): one row per
+    set, each set's fill count, and whether its value stays positive from the fold's first bar
+    (``M_FIRST``) on. A set's row is the broker's value at every bar's close, but for a solvent
+    set with ``M_FIRST > 0``: from ``M_FIRST`` on, its returns (``v[i] / v[i - 1] - 1.0``,
+    what ``BooksEquity.returns`` computes then), so no second matrix is built.
     """
     n = close.size
     n_sets = rows.shape[0]
@@ -391,12 +393,16 @@ def simulate_many(
             knobs[s],
         )
         v = out[5]
-        values[s] = v
+        first = modes[s, M_FIRST]
         n_fills[s] = out[4]
         ok = True
-        for i in range(modes[s, M_FIRST], n):
+        for i in range(first, n):
             if not v[i] > 0.0:
                 ok = False
                 break
         solvent[s] = ok
+        values[s] = v
+        if ok and first > 0:
+            for i in range(first, n):
+                values[s, i] = v[i] / v[i - 1] - 1.0
     return values, n_fills, solvent

@@ -93,12 +93,14 @@ class _Stack:
         self.size = 0
 
     def add(self, rows: blocks.Rows | None, fallback: np.ndarray) -> np.ndarray:
-        """Each key's row in the stack (``fallback`` when the group has no such array)."""
-        values, at = (fallback[None, :], None) if rows is None else (rows.values, rows.at)
+        """Each key's row in the stack (``fallback``'s one row when the group has no such
+        array: every key reads it)."""
+        if rows is None:
+            rows = blocks.shared(fallback, 1)
         offset = self.size
-        self.parts.append(values)
-        self.size += len(values)
-        return offset + (0 if at is None else at)
+        self.parts.append(rows.values)
+        self.size += len(rows.values)
+        return offset + rows.at
 
     def matrix(self, n: int, dtype: type) -> np.ndarray:
         """The stack (a placeholder row when every key failed: no set reads it)."""
@@ -193,15 +195,22 @@ def run_window(prepared: Prepared, window: Window) -> WindowRun:
     modes = prepared.modes[live]
     modes[:, sf.M_START] = keys.starts[key_of]
     modes[:, sf.M_FIRST] = window.first
+    m = [
+        stack.matrix(len(bars), np.bool_ if col < sf.R_ATR else np.float64)
+        for col, stack in enumerate(keys.stacks)
+    ]
     series, n_fills, solvent = sf.simulate_many(
         bars.open,
         bars.high,
         bars.low,
         bars.close,
-        *(
-            stack.matrix(len(bars), np.bool_ if col < sf.R_ATR else np.float64)
-            for col, stack in enumerate(keys.stacks)
-        ),
+        m[0],
+        m[1],
+        m[2],
+        m[3],
+        m[4],
+        m[5],
+        m[6],
         keys.rows[key_of],
         modes,
         prepared.knobs[live],

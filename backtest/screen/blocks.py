@@ -15,6 +15,8 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
+from typing import Any
 
 import numpy as np
 
@@ -111,7 +113,7 @@ def _index(keys: list) -> tuple[list, np.ndarray]:
     return list(where), np.array(at, dtype=np.int64)
 
 
-def _distinct(keys: list, compute: Callable[[object], np.ndarray]) -> Rows:
+def _distinct(keys: list, compute: Callable[[Any], np.ndarray]) -> Rows:
     """``compute(key)`` once per distinct key, stacked: the rows of ``keys``."""
     distinct, at = _index(keys)
     return Rows(np.stack([compute(key) for key in distinct]), at)
@@ -233,7 +235,7 @@ def _cross(kind: str) -> Callable[[list[StrategySpec], Bars, Conditions], None]:
         slow = np.array(_ints(specs, "slow_period"), dtype=np.int64)
         periods, at = _index(fast.tolist() + slow.tolist())
         averages = np.stack(
-            [bars.cached((kind, p), lambda p=p: average(bars.close, p)) for p in periods]
+            [bars.cached((kind, p), partial(average, bars.close, p)) for p in periods]
         )
         f = Rows(averages, at[: out.k])
         s = Rows(averages, at[out.k :])
@@ -244,7 +246,12 @@ def _cross(kind: str) -> Callable[[list[StrategySpec], Bars, Conditions], None]:
         pairs, pair_at = _index(list(zip(f.at.tolist(), s.at.tolist(), strict=True)))
         first_of = np.empty(len(pairs), dtype=np.int64)
         first_of[pair_at] = both
-        up, down = ind.crossings(averages, [a for a, _ in pairs], [b for _, b in pairs], first_of)
+        up, down = ind.crossings(
+            averages,
+            np.array([a for a, _ in pairs], dtype=np.int64),
+            np.array([b for _, b in pairs], dtype=np.int64),
+            first_of,
+        )
         _cross_signals(Rows(up, pair_at), Rows(down, pair_at), out)
 
     return read
@@ -268,7 +275,7 @@ def _macd(specs: list[StrategySpec], bars: Bars, out: Conditions) -> None:
         return line, signal, both, ind.crossover(line, signal, both)
 
     distinct, at = _index(keys)
-    got = [bars.cached(("macd", *key), lambda key=key: compute(*key)) for key in distinct]
+    got = [bars.cached(("macd", *key), partial(compute, *key)) for key in distinct]
     both = np.array([g[2] for g in got], dtype=np.int64)[at]
     out.hold(both, Rows(np.stack([g[0] for g in got]), at), Rows(np.stack([g[1] for g in got]), at))
     out.hold(both + 1)
@@ -288,8 +295,7 @@ def _bbands(specs: list[StrategySpec], bars: Bars) -> tuple[Rows, Rows, Rows, np
     keys = [(_int(spec, "bb_period"), _num(spec, "bb_width")) for spec in specs]
     distinct, at = _index(keys)
     got = [
-        bars.cached(("bbands", *key), lambda key=key: ind.bollinger(bars.close, *key))
-        for key in distinct
+        bars.cached(("bbands", *key), partial(ind.bollinger, bars.close, *key)) for key in distinct
     ]
     mid, top, bot = (Rows(np.stack([g[j] for g in got]), at) for j in range(3))
     return mid, top, bot, np.array([p for p, _ in keys], dtype=np.int64) - 1
@@ -487,7 +493,7 @@ def conditions(specs: list[StrategySpec], bars: Bars, shorts: bool) -> Condition
     if out.short_entry is None or not shorts:
         # one all-false array per window (never written to)
         none = bars.cached(("false",), lambda: np.zeros(out.n, dtype=bool))
-        out.short_entry = out.short_exit = shared(none, out.k)  # type: ignore[arg-type]
+        out.short_entry = out.short_exit = shared(none, out.k)
     for f in spec.filters:
         FILTER_READERS[f](specs, bars, out)
     if spec.sizing == "volatility_target":

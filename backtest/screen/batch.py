@@ -14,7 +14,7 @@ arrays are the per-set path's, so the values, fills and returns are bit for bit 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -47,10 +47,11 @@ def condition_key(spec: StrategySpec) -> tuple:
 
 @dataclass
 class Prepared:
-    """The sets of a sweep, checked once: their condition keys and kernel rows."""
+    """The sets of a sweep, checked once: their condition keys, groups and kernel rows."""
 
     specs: list[StrategySpec]  # one spec per condition key (the first set that has it)
     key_of: np.ndarray  # each set's key index
+    groups: list[list[int]]  # keys sharing their blocks (``blocks.conditions`` stacks them)
     modes: np.ndarray  # sets x ``N_MODES`` (``M_START`` and ``M_FIRST`` set per window)
     knobs: np.ndarray  # sets x ``N_KNOBS``
     cash: float
@@ -60,6 +61,7 @@ def prepare(specs: list[StrategySpec], costs: CostModel, bars_per_year: int) -> 
     """Check every set (``Unsupported`` names the first the screen cannot reproduce) and build
     its kernel rows."""
     keys: dict[tuple, int] = {}
+    groups: dict[tuple, list[int]] = {}
     firsts: list[StrategySpec] = []
     key_of, modes, knobs = [], [], []
     for spec in specs:
@@ -67,6 +69,7 @@ def prepare(specs: list[StrategySpec], costs: CostModel, bars_per_year: int) -> 
         key = condition_key(spec)
         if key not in keys:
             keys[key] = len(firsts)
+            groups.setdefault(key[:-1], []).append(len(firsts))  # all but the parameters
             firsts.append(spec)
         key_of.append(keys[key])
         m, k = kernel_settings(spec, costs, bars_per_year)
@@ -75,76 +78,88 @@ def prepare(specs: list[StrategySpec], costs: CostModel, bars_per_year: int) -> 
     return Prepared(
         specs=firsts,
         key_of=np.array(key_of, dtype=np.int64),
+        groups=list(groups.values()),
         modes=np.array(modes, dtype=np.int64).reshape(len(specs), sf.N_MODES),
         knobs=np.array(knobs, dtype=np.float64).reshape(len(specs), sf.N_KNOBS),
         cash=costs.cash,
     )
 
 
-class _Rows:
-    """Arrays stacked once each (by identity: the window's cache hands out the same array)."""
+class _Stack:
+    """Stacked arrays from several groups: one matrix, each group's rows offset."""
 
     def __init__(self) -> None:
-        self.arrays: list[np.ndarray] = []
-        self._at: dict[int, int] = {}
+        self.parts: list[np.ndarray] = []
+        self.size = 0
 
-    def row(self, array: np.ndarray) -> int:
-        at = self._at.get(id(array))
-        if at is None:
-            at = self._at[id(array)] = len(self.arrays)
-            self.arrays.append(array)
-        return at
+    def add(self, rows: blocks.Rows | None, fallback: np.ndarray) -> np.ndarray:
+        """Each key's row in the stack (``fallback``'s one row when the group has no such
+        array: every key reads it)."""
+        if rows is None:
+            rows = blocks.shared(fallback, 1)
+        offset = self.size
+        self.parts.append(rows.values)
+        self.size += len(rows.values)
+        return offset + rows.at
 
-    def stack(self, n: int, dtype: type) -> np.ndarray:
-        return np.stack(self.arrays) if self.arrays else np.zeros((1, n), dtype=dtype)
+    def matrix(self, n: int, dtype: type) -> np.ndarray:
+        """The stack (a placeholder row when every key failed: no set reads it)."""
+        if not self.parts:
+            return np.zeros((1, n), dtype=dtype)
+        return self.parts[0] if len(self.parts) == 1 else np.concatenate(self.parts)
 
 
 @dataclass
 class _Keys:
     """The window's conditions of every key, as ``simulate_many``'s arguments."""
 
-    checks: _Rows = field(default_factory=_Rows)
-    signals: _Rows = field(default_factory=_Rows)
-    series: _Rows = field(default_factory=_Rows)
-    check_rows: list[list[int]] = field(default_factory=list)
-    signal_rows: list[list[int]] = field(default_factory=list)
-    series_rows: list[list[int]] = field(default_factory=list)
-    starts: list[int] = field(default_factory=list)
-    errors: dict[int, str] = field(default_factory=dict)  # key -> the division by zero
+    stacks: list[_Stack]  # one per ``R_*`` column
+    rows: np.ndarray  # keys x ``N_ROWS``
+    starts: np.ndarray  # each key's ``M_START``
+    errors: dict[int, str]  # key -> the division by zero
+
+
+def _grouped(
+    prepared: Prepared, bars: blocks.Bars, group: list[int], errors: dict[int, str]
+) -> list[tuple[list[int], blocks.Conditions]]:
+    """The group's conditions; on a division by zero, key by key (the failing keys: their
+    error), as the per-set path meets it."""
+    specs = [prepared.specs[k] for k in group]
+    try:
+        return [(group, blocks.conditions(specs, bars, is_short_enabled(specs[0])))]
+    except IndicatorZeroDivision as exc:
+        if len(group) == 1:
+            errors[group[0]] = str(exc)
+            return []
+    return [part for k in group for part in _grouped(prepared, bars, [k], errors)]
 
 
 def _conditions(prepared: Prepared, window: Window) -> _Keys:
-    """Each key's conditions on ``window`` (a key whose indicator divides by zero: its error)."""
-    bars, out = window.bars, _Keys()
+    """Every key's conditions on ``window``, a group of keys at a time."""
+    bars = window.bars
     zeros = np.zeros(len(bars))
-    for k, spec in enumerate(prepared.specs):
-        try:
-            cond = blocks.conditions(spec, bars, is_short_enabled(spec))
-        except IndicatorZeroDivision as exc:
-            out.errors[k] = str(exc)
-            cond = None
-        if cond is None:  # a placeholder row: no set of this key is run
-            out.check_rows.append([])
-            out.signal_rows.append([out.signals.row(np.zeros(len(bars), dtype=bool))] * 4)
-            out.series_rows.append([out.series.row(zeros)] * 2)
-            out.starts.append(0)
-            continue
-        out.check_rows.append([out.checks.row(a) for a in cond.checks])
-        four = (cond.long_entry, cond.short_entry, cond.long_exit, cond.short_exit)
-        out.signal_rows.append([out.signals.row(a) for a in four])  # type: ignore[arg-type]
-        atr = zeros if cond.atr is None else cond.atr
-        sd = zeros if cond.realised_sd is None else cond.realised_sd
-        out.series_rows.append([out.series.row(atr), out.series.row(sd)])
-        out.starts.append(max(cond.firsts))
-    return out
-
-
-def _padded(rows: list[list[int]]) -> np.ndarray:
-    """A ragged list of row indices as a matrix, ``-1`` after each list's end."""
-    width = max((len(r) for r in rows), default=0) or 1
-    out = np.full((len(rows), width), -1, dtype=np.int64)
-    for k, r in enumerate(rows):
-        out[k, : len(r)] = r
+    n_keys = len(prepared.specs)
+    out = _Keys(
+        stacks=[_Stack() for _ in range(sf.N_ROWS)],
+        rows=np.zeros((n_keys, sf.N_ROWS), dtype=np.int64),
+        starts=np.zeros(n_keys, dtype=np.int64),
+        errors={},
+    )
+    for group in prepared.groups:
+        for keys, cond in _grouped(prepared, bars, group, out.errors):
+            start, ready = cond.readiness()
+            out.starts[keys] = start
+            arrays = (
+                ready,
+                cond.long_entry,
+                cond.short_entry,
+                cond.long_exit,
+                cond.short_exit,
+                cond.atr,
+                cond.realised_sd,
+            )
+            for col, rows in enumerate(arrays):
+                out.rows[keys, col] = out.stacks[col].add(rows, zeros)
     return out
 
 
@@ -173,24 +188,30 @@ def run_window(prepared: Prepared, window: Window) -> WindowRun:
     """Every prepared set on ``window`` through one ``simulate_many`` call."""
     bars = window.bars
     keys = _conditions(prepared, window)
-    failed = np.array([k in keys.errors for k in range(len(prepared.specs))], dtype=bool)
+    failed = np.zeros(len(prepared.specs), dtype=bool)
+    failed[list(keys.errors)] = True
     live = np.flatnonzero(~failed[prepared.key_of])
     key_of = prepared.key_of[live]
     modes = prepared.modes[live]
-    modes[:, sf.M_START] = np.array(keys.starts, dtype=np.int64)[key_of]
+    modes[:, sf.M_START] = keys.starts[key_of]
     modes[:, sf.M_FIRST] = window.first
-    values, n_fills = sf.simulate_many(
+    m = [
+        stack.matrix(len(bars), np.bool_ if col < sf.R_ATR else np.float64)
+        for col, stack in enumerate(keys.stacks)
+    ]
+    series, n_fills, solvent = sf.simulate_many(
         bars.open,
         bars.high,
         bars.low,
         bars.close,
-        keys.checks.stack(len(bars), np.float64),
-        _padded(keys.check_rows),
-        keys.signals.stack(len(bars), np.bool_),
-        _padded(keys.signal_rows),
-        keys.series.stack(len(bars), np.float64),
-        _padded(keys.series_rows),
-        key_of,
+        m[0],
+        m[1],
+        m[2],
+        m[3],
+        m[4],
+        m[5],
+        m[6],
+        keys.rows[key_of],
         modes,
         prepared.knobs[live],
     )
@@ -200,30 +221,27 @@ def run_window(prepared: Prepared, window: Window) -> WindowRun:
     if keys.errors:
         for s in np.flatnonzero(failed[prepared.key_of]).tolist():
             errors[s] = keys.errors[int(prepared.key_of[s])]
-    return _returns(values, live, window, prepared.cash, trades, errors)
+    return _returns(series, solvent, live, window, prepared.cash, trades, errors)
 
 
 def _returns(
-    values: np.ndarray,
+    series: np.ndarray,
+    solvent: np.ndarray,
     live: np.ndarray,
     window: Window,
     cash: float,
     trades: np.ndarray,
     errors: dict[int, str],
 ) -> WindowRun:
-    """``BooksEquity.returns`` of every row: at once where the value before the fold's first
-    bar is on record and no set goes bankrupt, else row by row by the books' rules."""
+    """``BooksEquity.returns`` of every row of ``simulate_many``'s series: its returns where
+    the value before the fold's first bar is on record and the set stays solvent, else row by
+    row by the books' rules."""
     first = window.first
     # from the fold's first bar the equity starts at the cash: the books' rules for every row
-    whole = (values[:, first:] > 0.0).all(axis=1) if first else np.zeros(len(live), dtype=bool)
-    broke = ~whole
-    ragged = {
-        int(live[r]): _Books(window, values[r], cash).returns() for r in np.flatnonzero(broke)
-    }
-    if broke.any():
-        values, live = values[~broke], live[~broke]
-    if first == 0:
-        returns = np.zeros((0, len(window.return_keys)))
-    else:
-        returns = values[:, first:] / values[:, first - 1 : -1] - 1.0
+    whole = solvent if first else np.zeros(len(live), dtype=bool)
+    broke = np.flatnonzero(~whole)
+    ragged = {int(live[r]): _Books(window, series[r], cash).returns() for r in broke}
+    if broke.size:
+        series, live = series[whole], live[whole]
+    returns = series[:, first:]  # a view: the kernel wrote the returns in place (none if 0)
     return WindowRun(whole=live, returns=returns, ragged=ragged, trades=trades, errors=errors)

@@ -15,6 +15,8 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
+from typing import Any
 
 import numpy as np
 
@@ -86,29 +88,114 @@ class Bars:
         return self.cached(("atr", ATR_PERIOD), lambda: ind.atr(self.high, self.low, self.close))
 
 
+@dataclass(frozen=True)
+class Rows:
+    """One array per spec of a group, stacked: spec ``k``'s is ``values[at[k]]``. Specs that
+    share an array share its row, so an expression over ``values`` computes it once."""
+
+    values: np.ndarray  # the distinct arrays x bars
+    at: np.ndarray  # int64: each spec's row
+
+    def of(self, k: int) -> np.ndarray:
+        """Spec ``k``'s array (a view of its row)."""
+        return self.values[self.at[k]]
+
+
+def shared(array: np.ndarray, k: int) -> Rows:
+    """``array`` for each of ``k`` specs: one row, no copy."""
+    return Rows(array[None, :], np.zeros(k, dtype=np.int64))
+
+
+def _index(keys: list) -> tuple[list, np.ndarray]:
+    """(the distinct keys in first-seen order, each key's position among them)."""
+    where: dict = {}
+    at = [where.setdefault(key, len(where)) for key in keys]
+    return list(where), np.array(at, dtype=np.int64)
+
+
+def _distinct(keys: list, compute: Callable[[Any], np.ndarray]) -> Rows:
+    """``compute(key)`` once per distinct key, stacked: the rows of ``keys``."""
+    distinct, at = _index(keys)
+    return Rows(np.stack([compute(key) for key in distinct]), at)
+
+
+def _compare(op: Callable, rows: Rows, thresholds: np.ndarray) -> Rows:
+    """``op(array, threshold)`` of each spec, once per distinct (array, threshold)."""
+    distinct, at = _index(list(zip(rows.at.tolist(), thresholds.tolist(), strict=True)))
+    row = np.array([r for r, _ in distinct], dtype=np.int64)
+    thr = np.array([t for _, t in distinct], dtype=np.float64)
+    return Rows(op(rows.values[row], thr[:, None]), at)
+
+
+def _and(a: Rows, b: Rows) -> Rows:
+    """``a & b`` of each spec, once per distinct pair of rows."""
+    distinct, at = _index(list(zip(a.at.tolist(), b.at.tolist(), strict=True)))
+    ra = np.array([r for r, _ in distinct], dtype=np.int64)
+    rb = np.array([r for _, r in distinct], dtype=np.int64)
+    return Rows(a.values[ra] & b.values[rb], at)
+
+
+def _nan_lead(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(each row's count of leading NaN, whether a NaN follows its first value)."""
+    nan = np.isnan(values)
+    lead = np.where(nan.all(axis=1), values.shape[1], nan.argmin(axis=1))
+    return lead, nan.sum(axis=1) > lead
+
+
 @dataclass
 class Conditions:
-    """What the blocks contribute: the signals, the values ``_ready`` checks, minperiods."""
+    """What the blocks contribute for a group of specs sharing their blocks, one row each: the
+    signals, the values ``_ready`` checks, minperiods (``conditions``)."""
 
     n: int
-    long_entry: np.ndarray | None = None
-    short_entry: np.ndarray | None = None
-    long_exit: np.ndarray | None = None
-    short_exit: np.ndarray | None = None
-    checks: list[np.ndarray] = field(default_factory=list)  # must be non-NaN to trade
-    firsts: list[int] = field(default_factory=list)  # each indicator's first value's index
-    atr: np.ndarray | None = None  # the shared ATR(14), when the spec creates it
-    realised_sd: np.ndarray | None = None  # volatility_target's realised deviation
+    k: int  # the specs
+    long_entry: Rows | None = None
+    short_entry: Rows | None = None
+    long_exit: Rows | None = None
+    short_exit: Rows | None = None
+    checks: list[Rows] = field(default_factory=list)  # must be non-NaN to trade
+    firsts: list[np.ndarray] = field(default_factory=list)  # each indicator's first index
+    atr: Rows | None = None  # the shared ATR(14), when the specs create it
+    realised_sd: Rows | None = None  # volatility_target's realised deviation
 
-    def hold(self, first: int, *arrays: np.ndarray) -> None:
+    def hold(self, first: int | np.ndarray, *arrays: Rows) -> None:
         """Record an indicator's first valid index and the arrays that must be non-NaN to trade."""
-        self.firsts.append(first)
+        self.firsts.append(np.broadcast_to(np.asarray(first, dtype=np.int64), (self.k,)))
         self.checks.extend(arrays)
 
-    def also(self, long_ok: np.ndarray, short_ok: np.ndarray) -> None:
+    def also(self, long_ok: Rows, short_ok: Rows) -> None:
         """AND a filter into the entries."""
-        self.long_entry = self.long_entry & long_ok
-        self.short_entry = self.short_entry & short_ok
+        self.long_entry = _and(self.long_entry, long_ok)  # type: ignore[arg-type]
+        self.short_entry = _and(self.short_entry, short_ok)  # type: ignore[arg-type]
+
+    def readiness(self) -> tuple[np.ndarray, Rows]:
+        """(each spec's first bar of ``next``, its readiness): ``simulate``'s ``M_START`` and
+        ``ready``. Where the checks' NaN are only leading ones, readiness is the bar after the
+        last of them, folded into the start, and the ready row is all true; a spec whose
+        checks hold a later NaN gets its exact row (every check non-NaN)."""
+        start = np.max(np.stack(self.firsts), axis=0)
+        holed = np.zeros(self.k, dtype=bool)
+        for rows in self.checks:
+            lead, holes = _nan_lead(rows.values)
+            start = np.maximum(start, lead[rows.at])
+            holed |= holes[rows.at]
+        masks = [np.ones(self.n, dtype=bool)]
+        at = np.zeros(self.k, dtype=np.int64)
+        for k in np.flatnonzero(holed).tolist():
+            nan = np.zeros(self.n, dtype=bool)
+            for rows in self.checks:
+                nan |= np.isnan(rows.of(k))
+            at[k] = len(masks)
+            masks.append(~nan)
+        return start, Rows(np.stack(masks), at)
+
+
+def _ints(specs: list[StrategySpec], name: str) -> list[int]:
+    return [_int(spec, name) for spec in specs]
+
+
+def _nums(specs: list[StrategySpec], name: str) -> np.ndarray:
+    return np.array([_num(spec, name) for spec in specs], dtype=np.float64)
 
 
 def _int(spec: StrategySpec, name: str) -> int:
@@ -126,104 +213,137 @@ def _num(spec: StrategySpec, name: str) -> float:
 
 
 # ---------------------------------------------------------------------------- entries
+# Each reader sets the group's conditions from every spec's parameters at once.
 
 
-def _roc(spec: StrategySpec, bars: Bars, out: Conditions) -> None:
-    period, thr = _int(spec, "roc_period"), _num(spec, "roc_threshold")
-    roc = bars.cached(("roc", period), lambda: ind.roc(bars.close, period))
-    out.hold(period, roc)
-    out.long_entry, out.long_exit = roc > thr, roc < 0.0
-    out.short_entry, out.short_exit = roc < -thr, roc > 0.0
+def _roc(specs: list[StrategySpec], bars: Bars, out: Conditions) -> None:
+    periods = _ints(specs, "roc_period")
+    thr = _nums(specs, "roc_threshold")
+    roc = _distinct(periods, lambda p: bars.cached(("roc", p), lambda: ind.roc(bars.close, p)))
+    out.hold(np.array(periods), roc)
+    out.long_entry = _compare(np.greater, roc, thr)
+    out.long_exit = _compare(np.less, roc, np.zeros(out.k))
+    out.short_entry = _compare(np.less, roc, -thr)
+    out.short_exit = _compare(np.greater, roc, np.zeros(out.k))
 
 
-def _cross(kind: str) -> Callable[[StrategySpec, Bars, Conditions], None]:
+def _cross(kind: str) -> Callable[[list[StrategySpec], Bars, Conditions], None]:
     average = ind.sma if kind == "sma" else ind.ema
 
-    def read(spec: StrategySpec, bars: Bars, out: Conditions) -> None:
-        fast, slow = _int(spec, "fast_period"), _int(spec, "slow_period")
-        f = bars.cached((kind, fast), lambda: average(bars.close, fast))
-        s = bars.cached((kind, slow), lambda: average(bars.close, slow))
-        both = max(fast, slow) - 1
-        cross = bars.cached((kind + "_cross", fast, slow), lambda: ind.crossover(f, s, both))
+    def read(specs: list[StrategySpec], bars: Bars, out: Conditions) -> None:
+        fast = np.array(_ints(specs, "fast_period"), dtype=np.int64)
+        slow = np.array(_ints(specs, "slow_period"), dtype=np.int64)
+        periods, at = _index(fast.tolist() + slow.tolist())
+        averages = np.stack(
+            [bars.cached((kind, p), partial(average, bars.close, p)) for p in periods]
+        )
+        f = Rows(averages, at[: out.k])
+        s = Rows(averages, at[out.k :])
+        both = np.maximum(fast, slow) - 1
         out.hold(fast - 1, f)
         out.hold(slow - 1, s)
         out.hold(both + 1)
-        _cross_signals(cross, out)
+        pairs, pair_at = _index(list(zip(f.at.tolist(), s.at.tolist(), strict=True)))
+        first_of = np.empty(len(pairs), dtype=np.int64)
+        first_of[pair_at] = both
+        up, down = ind.crossings(
+            averages,
+            np.array([a for a, _ in pairs], dtype=np.int64),
+            np.array([b for _, b in pairs], dtype=np.int64),
+            first_of,
+        )
+        _cross_signals(Rows(up, pair_at), Rows(down, pair_at), out)
 
     return read
 
 
-def _cross_signals(cross: np.ndarray, out: Conditions) -> None:
-    up, down = cross > 0, cross < 0
+def _cross_signals(up: Rows, down: Rows, out: Conditions) -> None:
     out.long_entry, out.long_exit = up, down
     out.short_entry, out.short_exit = down, up
 
 
-def _macd(spec: StrategySpec, bars: Bars, out: Conditions) -> None:
-    me1, me2, sig = (_int(spec, k) for k in ("macd_fast", "macd_slow", "macd_signal"))
+def _macd(specs: list[StrategySpec], bars: Bars, out: Conditions) -> None:
+    keys = [
+        tuple(_int(spec, k) for k in ("macd_fast", "macd_slow", "macd_signal")) for spec in specs
+    ]
 
-    def compute():
+    def compute(me1: int, me2: int, sig: int):
         line = ind.ema(bars.close, me1) - ind.ema(bars.close, me2)
         line_first = max(me1, me2) - 1
         signal = ind.ema(line, sig, start=line_first)
         both = line_first + sig - 1
         return line, signal, both, ind.crossover(line, signal, both)
 
-    line, signal, both, cross = bars.cached(("macd", me1, me2, sig), compute)
-    out.hold(both, line, signal)
+    distinct, at = _index(keys)
+    got = [bars.cached(("macd", *key), partial(compute, *key)) for key in distinct]
+    both = np.array([g[2] for g in got], dtype=np.int64)[at]
+    out.hold(both, Rows(np.stack([g[0] for g in got]), at), Rows(np.stack([g[1] for g in got]), at))
     out.hold(both + 1)
-    _cross_signals(cross, out)
+    cross = np.stack([g[3] for g in got])
+    _cross_signals(Rows(cross > 0, at), Rows(cross < 0, at), out)
 
 
-def _rsi(spec: StrategySpec, bars: Bars, out: Conditions) -> None:
-    period = _int(spec, "rsi_period")
-    low, high = _num(spec, "rsi_oversold"), _num(spec, "rsi_exit")
-    rsi = bars.cached(("rsi", period), lambda: ind.rsi_safe(bars.close, period))
-    out.hold(period, rsi)
-    out.long_entry, out.long_exit = rsi < low, rsi > high
+def _rsi(specs: list[StrategySpec], bars: Bars, out: Conditions) -> None:
+    periods = _ints(specs, "rsi_period")
+    rsi = _distinct(periods, lambda p: bars.cached(("rsi", p), lambda: ind.rsi_safe(bars.close, p)))
+    out.hold(np.array(periods), rsi)
+    out.long_entry = _compare(np.less, rsi, _nums(specs, "rsi_oversold"))
+    out.long_exit = _compare(np.greater, rsi, _nums(specs, "rsi_exit"))
 
 
-def _bbands(spec: StrategySpec, bars: Bars) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
-    period, width = _int(spec, "bb_period"), _num(spec, "bb_width")
-    mid, top, bot = bars.cached(
-        ("bbands", period, width), lambda: ind.bollinger(bars.close, period, width)
-    )
-    return mid, top, bot, period - 1
+def _bbands(specs: list[StrategySpec], bars: Bars) -> tuple[Rows, Rows, Rows, np.ndarray]:
+    keys = [(_int(spec, "bb_period"), _num(spec, "bb_width")) for spec in specs]
+    distinct, at = _index(keys)
+    got = [
+        bars.cached(("bbands", *key), partial(ind.bollinger, bars.close, *key)) for key in distinct
+    ]
+    mid, top, bot = (Rows(np.stack([g[j] for g in got]), at) for j in range(3))
+    return mid, top, bot, np.array([p for p, _ in keys], dtype=np.int64) - 1
 
 
-def _bb_reversion(spec: StrategySpec, bars: Bars, out: Conditions) -> None:
-    mid, _, bot, first = _bbands(spec, bars)
+def _bb_reversion(specs: list[StrategySpec], bars: Bars, out: Conditions) -> None:
+    mid, _, bot, first = _bbands(specs, bars)
     out.hold(first, bot, mid)
     close = bars.close
-    out.long_entry, out.long_exit = close < bot, close > mid
+    out.long_entry, out.long_exit = (
+        Rows(close < bot.values, bot.at),
+        Rows(close > mid.values, mid.at),
+    )
 
 
-def _bb_breakout(spec: StrategySpec, bars: Bars, out: Conditions) -> None:
-    mid, top, bot, first = _bbands(spec, bars)
+def _bb_breakout(specs: list[StrategySpec], bars: Bars, out: Conditions) -> None:
+    mid, top, bot, first = _bbands(specs, bars)
     out.hold(first, top, mid, bot)
     close = bars.close
-    out.long_entry, out.long_exit = close > top, close < mid
-    out.short_entry, out.short_exit = close < bot, close > mid
+    out.long_entry, out.long_exit = (
+        Rows(close > top.values, top.at),
+        Rows(close < mid.values, mid.at),
+    )
+    out.short_entry = Rows(close < bot.values, bot.at)
+    out.short_exit = Rows(close > mid.values, mid.at)
 
 
-def _donchian(spec: StrategySpec, bars: Bars, out: Conditions) -> None:
-    period, exit_period = _int(spec, "donchian_period"), _int(spec, "donchian_exit_period")
-    upper = bars.cached(("highest", period), lambda: ind.highest_before(bars.high, period))
-    lower = bars.cached(("lowest", period), lambda: ind.lowest_before(bars.low, period))
-    exit_low = bars.cached(
-        ("lowest", exit_period), lambda: ind.lowest_before(bars.low, exit_period)
-    )
-    exit_high = bars.cached(
-        ("highest", exit_period), lambda: ind.highest_before(bars.high, exit_period)
-    )
-    out.hold(period, upper, lower)
-    out.hold(exit_period, exit_low, exit_high)
+def _donchian(specs: list[StrategySpec], bars: Bars, out: Conditions) -> None:
+    periods = _ints(specs, "donchian_period")
+    exits = _ints(specs, "donchian_exit_period")
+
+    def channel(name: str, src: np.ndarray, edge: Callable, keys: list[int]) -> Rows:
+        return _distinct(keys, lambda p: bars.cached((name, p), lambda: edge(src, p)))
+
+    upper = channel("highest", bars.high, ind.highest_before, periods)
+    lower = channel("lowest", bars.low, ind.lowest_before, periods)
+    exit_low = channel("lowest", bars.low, ind.lowest_before, exits)
+    exit_high = channel("highest", bars.high, ind.highest_before, exits)
+    out.hold(np.array(periods), upper, lower)
+    out.hold(np.array(exits), exit_low, exit_high)
     close = bars.close
-    out.long_entry, out.long_exit = close > upper, close < exit_low
-    out.short_entry, out.short_exit = close < lower, close > exit_high
+    out.long_entry = Rows(close > upper.values, upper.at)
+    out.long_exit = Rows(close < exit_low.values, exit_low.at)
+    out.short_entry = Rows(close < lower.values, lower.at)
+    out.short_exit = Rows(close > exit_high.values, exit_high.at)
 
 
-ENTRY_READERS: dict[str, Callable[[StrategySpec, Bars, Conditions], None]] = {
+ENTRY_READERS: dict[str, Callable[[list[StrategySpec], Bars, Conditions], None]] = {
     "roc_momentum": _roc,
     "sma_cross": _cross("sma"),
     "ema_cross": _cross("ema"),
@@ -237,15 +357,15 @@ ENTRY_READERS: dict[str, Callable[[StrategySpec, Bars, Conditions], None]] = {
 # ---------------------------------------------------------------------------- filters
 
 
-def _trend_sma(spec: StrategySpec, bars: Bars, out: Conditions) -> None:
-    period = _int(spec, "trend_period")
-    trend = bars.cached(("sma", period), lambda: ind.sma(bars.close, period))
-    out.hold(period - 1, trend)
-    out.also(bars.close > trend, bars.close < trend)
+def _trend_sma(specs: list[StrategySpec], bars: Bars, out: Conditions) -> None:
+    periods = _ints(specs, "trend_period")
+    trend = _distinct(periods, lambda p: bars.cached(("sma", p), lambda: ind.sma(bars.close, p)))
+    out.hold(np.array(periods) - 1, trend)
+    close = bars.close
+    out.also(Rows(close > trend.values, trend.at), Rows(close < trend.values, trend.at))
 
 
-def _adx(spec: StrategySpec, bars: Bars, out: Conditions) -> None:
-    floor = _num(spec, "adx_min")
+def _adx(specs: list[StrategySpec], bars: Bars, out: Conditions) -> None:
     # ADX's own ATR: the very ATR(14) the exits or the sizing may hold, computed once
     atr = bars.cached(
         ("atr", ADX_PERIOD), lambda: ind.atr(bars.high, bars.low, bars.close, ADX_PERIOD)
@@ -254,25 +374,28 @@ def _adx(spec: StrategySpec, bars: Bars, out: Conditions) -> None:
         ("adx", ADX_PERIOD),
         lambda: ind.adx(bars.high, bars.low, bars.close, ADX_PERIOD, atr_values=atr),
     )
-    out.hold(2 * ADX_PERIOD - 1, adx)
-    ok = adx > floor
+    out.hold(2 * ADX_PERIOD - 1, shared(adx, out.k))
+    ok = _compare(np.greater, shared(adx, out.k), _nums(specs, "adx_min"))
     out.also(ok, ok)
 
 
-def _volume(spec: StrategySpec, bars: Bars, out: Conditions) -> None:
-    mult = _num(spec, "volume_mult")
+def _volume(specs: list[StrategySpec], bars: Bars, out: Conditions) -> None:
     avg = bars.cached(("volume_sma", VOLUME_PERIOD), lambda: ind.sma(bars.volume, VOLUME_PERIOD))
-    out.hold(VOLUME_PERIOD - 1, avg)
-    ok = bars.volume > avg * mult
+    out.hold(VOLUME_PERIOD - 1, shared(avg, out.k))
+    # volume > avg * mult, once per distinct multiplier
+    mult, at = _index(_nums(specs, "volume_mult").tolist())
+    ok = Rows(bars.volume > avg * np.array(mult)[:, None], at)
     out.also(ok, ok)
 
 
-def _vol_regime(spec: StrategySpec, bars: Bars, out: Conditions) -> None:
-    ok = bars.atr() < _num(spec, "atr_max_pct") * bars.close
-    out.also(ok, ok)  # the ATR itself is held through the spec's needs
+def _vol_regime(specs: list[StrategySpec], bars: Bars, out: Conditions) -> None:
+    # atr < atr_max_pct * close, once per distinct cap; the ATR is held through the needs
+    cap, at = _index(_nums(specs, "atr_max_pct").tolist())
+    ok = Rows(bars.atr() < np.array(cap)[:, None] * bars.close, at)
+    out.also(ok, ok)
 
 
-FILTER_READERS: dict[str, Callable[[StrategySpec, Bars, Conditions], None]] = {
+FILTER_READERS: dict[str, Callable[[list[StrategySpec], Bars, Conditions], None]] = {
     "trend_sma": _trend_sma,
     "adx": _adx,
     "volume_confirm": _volume,
@@ -356,28 +479,33 @@ def stop_mode(spec: StrategySpec) -> int:
     return sf.STOP_BY_TWO_ATR
 
 
-def conditions(spec: StrategySpec, bars: Bars, shorts: bool) -> Conditions:
-    """The entry (AND its filters), the entry's own exits, the readiness checks, minperiods."""
-    out = Conditions(n=len(bars))
-    out.hold(0, bars.close)
+def conditions(specs: list[StrategySpec], bars: Bars, shorts: bool) -> Conditions:
+    """The entry (AND its filters), the entry's own exits, the readiness checks, minperiods of
+    ``specs``, one row each: specs sharing their blocks, shorting alike (a sweep's sets, or one
+    spec), that differ in their parameters."""
+    spec = specs[0]
+    out = Conditions(n=len(bars), k=len(specs))
+    out.hold(0, shared(bars.close, out.k))
     if needs_atr(spec):
-        out.atr = bars.atr()
+        out.atr = shared(bars.atr(), out.k)
         out.hold(ATR_PERIOD, out.atr)
-    ENTRY_READERS[spec.entry](spec, bars, out)
+    ENTRY_READERS[spec.entry](specs, bars, out)
     if out.short_entry is None or not shorts:
-        # one all-false array per window (never written to): a batch stacks it once
+        # one all-false array per window (never written to)
         none = bars.cached(("false",), lambda: np.zeros(out.n, dtype=bool))
-        out.short_entry = out.short_exit = none
+        out.short_entry = out.short_exit = shared(none, out.k)
     for f in spec.filters:
-        FILTER_READERS[f](spec, bars, out)
+        FILTER_READERS[f](specs, bars, out)
     if spec.sizing == "volatility_target":
-        lookback = _int(spec, "vol_lookback")
+        lookbacks = _ints(specs, "vol_lookback")
 
-        def realised() -> np.ndarray:
+        def realised(lookback: int) -> np.ndarray:
             returns = bars.cached(("pct_change", 1), lambda: ind.pct_change(bars.close, 1))
             return ind.stddev(returns, lookback, start=1)
 
-        out.realised_sd = bars.cached(("realised_sd", lookback), realised)
-        out.firsts.append(1)  # the PercentChange the strategy holds
-        out.hold(lookback, out.realised_sd)
+        out.realised_sd = _distinct(
+            lookbacks, lambda b: bars.cached(("realised_sd", b), lambda: realised(b))
+        )
+        out.firsts.append(np.ones(out.k, dtype=np.int64))  # the PercentChange the strategy holds
+        out.hold(np.array(lookbacks), out.realised_sd)
     return out

@@ -337,64 +337,72 @@ def simulate(  # noqa: C901  (numba kernel: one compiled loop)
     )
 
 
+# Columns of ``simulate_many``'s ``rows``: each set's row in each stacked argument.
+R_READY, R_LONG_ENTRY, R_SHORT_ENTRY, R_LONG_EXIT, R_SHORT_EXIT, R_ATR, R_SD = range(7)
+N_ROWS = 7
+
+
 @njit(cache=True)
 def simulate_many(
     open_: np.ndarray,
     high: np.ndarray,
     low: np.ndarray,
     close: np.ndarray,
-    checks: np.ndarray,
-    check_rows: np.ndarray,
-    signals: np.ndarray,
-    signal_rows: np.ndarray,
-    series: np.ndarray,
-    series_rows: np.ndarray,
-    key_of: np.ndarray,
+    ready: np.ndarray,
+    long_entry: np.ndarray,
+    short_entry: np.ndarray,
+    long_exit: np.ndarray,
+    short_exit: np.ndarray,
+    atr: np.ndarray,
+    realised_sd: np.ndarray,
+    rows: np.ndarray,
     modes: np.ndarray,
     knobs: np.ndarray,
 ):
     """Many parameter sets on one window in one call: ``simulate`` for each, so the broker's
     rules have one implementation (``backtest.screen.batch`` builds the arguments).
 
-    The sets share condition keys (the arrays their blocks compute): key ``k``'s readiness is
-    every ``checks[check_rows[k, j]]`` non-NaN (``-1`` ends the list), its long entry, short
-    entry, long exit and short exit are ``signals[signal_rows[k, 0..3]]``, its ATR and
-    realised deviation ``series[series_rows[k, 0..1]]``. Set ``s`` has key ``key_of[s]`` and
-    the rows ``modes[s]``, ``knobs[s]``. Returns (values, n_fills): the broker's value at every
-    bar's close, one row per set, and each set's fill count.
+    ``simulate``'s array arguments arrive stacked, a row per distinct array: set ``s`` reads
+    ``ready[rows[s, R_READY]]``, ``long_entry[rows[s, R_LONG_ENTRY]]`` and so on (``R_*``),
+    with the rows ``modes[s]``, ``knobs[s]``. Returns (series, n_fills, solvent): one row per
+    set, each set's fill count, and whether its value stays positive from the fold's first bar
+    (``M_FIRST``) on. A set's row is the broker's value at every bar's close, but for a solvent
+    set with ``M_FIRST > 0``: from ``M_FIRST`` on, its returns (``v[i] / v[i - 1] - 1.0``,
+    what ``BooksEquity.returns`` computes then), so no second matrix is built.
     """
     n = close.size
-    n_keys = check_rows.shape[0]
-    ready = np.ones((n_keys, n), np.bool_)
-    for k in range(n_keys):
-        for j in range(check_rows.shape[1]):
-            row = check_rows[k, j]
-            if row < 0:
-                break
-            for i in range(n):
-                if np.isnan(checks[row, i]):
-                    ready[k, i] = False
-    n_sets = key_of.size
+    n_sets = rows.shape[0]
     values = np.empty((n_sets, n))
     n_fills = np.empty(n_sets, np.int64)
+    solvent = np.empty(n_sets, np.bool_)
     for s in range(n_sets):
-        k = key_of[s]
-        rows, floats = signal_rows[k], series_rows[k]
+        r = rows[s]
         out = simulate(
             open_,
             high,
             low,
             close,
-            ready[k],
-            signals[rows[0]],
-            signals[rows[1]],
-            signals[rows[2]],
-            signals[rows[3]],
-            series[floats[0]],
-            series[floats[1]],
+            ready[r[R_READY]],
+            long_entry[r[R_LONG_ENTRY]],
+            short_entry[r[R_SHORT_ENTRY]],
+            long_exit[r[R_LONG_EXIT]],
+            short_exit[r[R_SHORT_EXIT]],
+            atr[r[R_ATR]],
+            realised_sd[r[R_SD]],
             modes[s],
             knobs[s],
         )
-        values[s] = out[5]
+        v = out[5]
+        first = modes[s, M_FIRST]
         n_fills[s] = out[4]
-    return values, n_fills
+        ok = True
+        for i in range(first, n):
+            if not v[i] > 0.0:
+                ok = False
+                break
+        solvent[s] = ok
+        values[s] = v
+        if ok and first > 0:
+            for i in range(first, n):
+                values[s, i] = v[i] / v[i - 1] - 1.0
+    return values, n_fills, solvent

@@ -405,6 +405,21 @@ def _crossover(a: np.ndarray, b: np.ndarray, first: int) -> np.ndarray:
     return out
 
 
+@njit(cache=True)
+def _crossings(
+    values: np.ndarray, a_at: np.ndarray, b_at: np.ndarray, firsts: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    k, n = a_at.size, values.shape[1]
+    up = np.empty((k, n), np.bool_)
+    down = np.empty((k, n), np.bool_)
+    for r in range(k):
+        cross = _crossover(values[a_at[r]], values[b_at[r]], firsts[r])
+        for i in range(n):
+            up[r, i] = cross[i] > 0.0
+            down[r, i] = cross[i] < 0.0
+    return up, down
+
+
 # ---------------------------------------------------------------------------- public API
 
 
@@ -519,3 +534,17 @@ def lowest_before(src: np.ndarray, period: int) -> np.ndarray:
 def crossover(a: np.ndarray, b: np.ndarray, first: int) -> np.ndarray:
     """CrossOver(a, b); ``first`` is the first index where both are defined."""
     return _crossover(a, b, first)
+
+
+def crossings(
+    values: np.ndarray, a_at: np.ndarray, b_at: np.ndarray, firsts: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """(``crossover(...) > 0``, ``crossover(...) < 0``) of ``values[a_at[r]]`` and
+    ``values[b_at[r]]`` from ``firsts[r]``, for every row ``r`` in one compiled call: a
+    sweep's pairs of averages read from one stack, without a float matrix of the crossovers."""
+    return _crossings(
+        np.ascontiguousarray(values, dtype=np.float64),
+        np.asarray(a_at, dtype=np.int64),
+        np.asarray(b_at, dtype=np.int64),
+        np.asarray(firsts, dtype=np.int64),
+    )

@@ -179,14 +179,11 @@ def evaluate(
     blocks.check_supported(spec)
     shorts = is_short_enabled(spec)
     bars = window.bars
-    cond = blocks.conditions(spec, bars, shorts)
+    cond = blocks.conditions([spec], bars, shorts)
+    start, ready = cond.readiness()
     modes, knobs = kernel_settings(spec, costs, bars_per_year)
-    modes[sf.M_START] = max(cond.firsts)
+    modes[sf.M_START] = int(start[0])
     modes[sf.M_FIRST] = window.first
-    ready = np.isnan(cond.checks[0])  # in place: stacking the checks would copy them all
-    for a in cond.checks[1:]:
-        ready |= np.isnan(a)
-    np.logical_not(ready, out=ready)
     n = len(bars)
     # every entry block sets all four signals (mypy sees Conditions' None defaults)
     out = sf.simulate(
@@ -194,13 +191,13 @@ def evaluate(
         bars.high,
         bars.low,
         bars.close,
-        ready,
-        cond.long_entry,  # type: ignore[arg-type]
-        cond.short_entry,  # type: ignore[arg-type]
-        cond.long_exit,  # type: ignore[arg-type]
-        cond.short_exit,  # type: ignore[arg-type]
-        np.zeros(n) if cond.atr is None else cond.atr,
-        np.zeros(n) if cond.realised_sd is None else cond.realised_sd,
+        ready.of(0),
+        cond.long_entry.of(0),  # type: ignore[union-attr]
+        cond.short_entry.of(0),  # type: ignore[union-attr]
+        cond.long_exit.of(0),  # type: ignore[union-attr]
+        cond.short_exit.of(0),  # type: ignore[union-attr]
+        np.zeros(n) if cond.atr is None else cond.atr.of(0),
+        np.zeros(n) if cond.realised_sd is None else cond.realised_sd.of(0),
         np.array(modes, dtype=np.int64),
         np.array(knobs, dtype=np.float64),
     )

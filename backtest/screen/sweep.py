@@ -157,8 +157,10 @@ def screen_sets(
         _sum_batched(sums, specs, windows, slots, costs, bars_per_year)
     else:
         _sum_per_set(sums, specs, windows, slots, costs, bars_per_year)
-    have = sums.count > 0
-    returns = np.where(have, sums.total / np.maximum(sums.count, 1), 0.0)
+    count = sums.counts()
+    have = count > 0
+    # the mean where a date has returns, else 0.0 (one matrix: no temporaries)
+    returns = np.divide(sums.total, count, out=np.zeros_like(sums.total), where=have)
     out: list[ScreenedSet] = []
     for row, spec in enumerate(specs):
         sr_pp = _sharpe_pp(returns[row][have[row]])
@@ -194,6 +196,11 @@ class _Sums:
         self.count = np.zeros((n_sets, n_dates))
         self.trades = np.zeros(n_sets, dtype=np.int64)
         self.errors: dict[int, str] = {}  # set -> its last failed window
+        self.every = np.zeros(n_dates)  # counts a window adds to every set (kept apart)
+
+    def counts(self) -> np.ndarray:
+        """Each set's count of returns per date."""
+        return self.count + self.every
 
     def add(self, row: int, at: np.ndarray, r: np.ndarray) -> None:
         """One set's returns on one window (``at``: the window's date slots)."""
@@ -227,7 +234,7 @@ def _sum_batched(sums: _Sums, specs, windows, slots, costs, bars_per_year) -> No
         if run.whole.size == len(specs):
             cols = _span(at)  # a slice when the window's dates are adjacent: no gather
             sums.total[:, cols] += run.returns
-            sums.count[:, cols] += 1
+            sums.every[cols] += 1  # one row for every set: not a matrix pass per window
         elif run.whole.size:
             cells = np.ix_(run.whole, at)
             sums.total[cells] += run.returns

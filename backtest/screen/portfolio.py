@@ -48,12 +48,13 @@ import numpy as np
 import pandas as pd
 
 from backtest import margin
-from backtest.books import Position, broker_values, feed_frames, forward_fill
+from backtest.books import Position, feed_frames, forward_fill
 from backtest.borrow import borrow_by_bar, borrow_due, cash_by_bar, per_bar_rate
 from backtest.contracts import BacktestResult, CostModel, Fold, JobStatus
 from backtest.metrics import compute_metrics
 from backtest.period_keys import index_keys
 from backtest.screen import indicators as ind
+from backtest.screen import portfolio_kernels as kernels
 from backtest.screen.blocks import Unsupported
 from backtest.screen.equity import BooksEquity
 from backtest.trade_list import FillRow, Trade, pair_fills
@@ -71,15 +72,15 @@ class PortfolioWindow:
 
     symbols: list[str]
     index: pd.DatetimeIndex
-    open: list[list[float]]  # [symbol][bar], Python floats: the strategy's arithmetic
-    high: list[list[float]]
-    low: list[list[float]]
-    close: list[list[float]]
-    closes: np.ndarray  # bars x symbols, for the per-bar values
+    open: np.ndarray  # bars x symbols, float64
+    high: np.ndarray
+    low: np.ndarray
+    close: np.ndarray
     first: int  # the first bar on or after the fold's start: orders allowed from here
     positive: bool  # every price > 0 (else the screen does not claim backtrader's sizes)
-    # StdDev(PercentChange) per vol_lookback: a sweep screens many specs on one window
-    vols: dict[int, list[list[float]]] = field(default_factory=dict, repr=False, compare=False)
+    # StdDev(PercentChange) per vol_lookback (bars x symbols): a sweep screens many specs on
+    # one window, and its sets share these
+    vols: dict[int, np.ndarray] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
     def from_frames(
@@ -93,17 +94,15 @@ class PortfolioWindow:
         frame = named[0][1]
         if frame.empty or frame.index[-1].date() < fold.start:
             raise ValueError(f"no bars for the universe in {fold.start}..{fold.end}")
-        cols: dict[str, list[list[float]]] = {c: [] for c in ("open", "high", "low", "close")}
+        cols: dict[str, np.ndarray] = {}
+        for c in ("open", "high", "low", "close"):
+            cols[c] = np.ascontiguousarray(
+                np.column_stack([fed[c].to_numpy(dtype=np.float64) for _, fed in named])
+            )
         for name, fed in named:
-            values = fed.to_numpy(dtype=np.float64)
-            if not np.isfinite(values).all():
+            if not np.isfinite(fed.to_numpy(dtype=np.float64)).all():
                 raise ValueError(f"{name}: the bars hold NaN or infinite values")
-            for c in cols:
-                cols[c].append(fed[c].tolist())
         index = pd.DatetimeIndex(frame.index)
-        first = int(index.searchsorted(pd.Timestamp(fold.start), "left"))
-        closes = np.column_stack([f["close"].to_numpy(dtype=np.float64) for _, f in named])
-        prices = np.concatenate([f[list(cols)].to_numpy(dtype=np.float64) for _, f in named])
         return cls(
             symbols=[name for name, _ in named],
             index=index,
@@ -111,9 +110,8 @@ class PortfolioWindow:
             high=cols["high"],
             low=cols["low"],
             close=cols["close"],
-            closes=closes,
-            first=first,
-            positive=bool((prices > 0).all()),
+            first=int(index.searchsorted(pd.Timestamp(fold.start), "left")),
+            positive=all(bool((a > 0).all()) for a in cols.values()),
         )
 
     def __len__(self) -> int:
@@ -129,15 +127,19 @@ class PortfolioWindow:
         """The period keys of the returns from the fold's start (``index_keys``, once)."""
         return index_keys(self.index[self.first :])
 
-    def vol(self, lookback: int) -> list[list[float]]:
-        """``StdDev(PercentChange(close, 1), lookback)`` of every symbol (cached per lookback);
-        raises ``IndicatorZeroDivision`` on a close of 0.0, as backtrader would."""
+    @functools.cached_property
+    def changes(self) -> list[np.ndarray]:
+        """``PercentChange(close, 1)`` of every symbol; raises ``IndicatorZeroDivision`` on a
+        close of 0.0, as backtrader would (every strategy builds it, whatever it reads)."""
+        return [ind.pct_change(self.close[:, j], 1) for j in range(self.close.shape[1])]
+
+    def vol(self, lookback: int) -> np.ndarray:
+        """``StdDev(PercentChange(close, 1), lookback)`` of every symbol, bars x symbols
+        (cached per lookback)."""
         if lookback not in self.vols:
-            out = []
-            for close in self.close:
-                returns = ind.pct_change(np.asarray(close, dtype=np.float64), 1)
-                out.append(ind.stddev(returns, lookback, start=1).tolist())
-            self.vols[lookback] = out
+            self.vols[lookback] = np.column_stack(
+                [ind.stddev(returns, lookback, start=1) for returns in self.changes]
+            )
         return self.vols[lookback]
 
 
@@ -198,13 +200,14 @@ def _param(params: dict[str, Any], name: str) -> Any:
 
 
 class _Strategy:
-    """The generated ``targets`` of ``_BODY`` (``strategies.portfolio_code``), per rebalance."""
+    """The generated ``targets`` of ``_BODY`` (``strategies.portfolio_code``), per rebalance:
+    the universe ranked once per set (``portfolio_kernels.rank_ends``), only its ends kept."""
 
-    def __init__(self, spec: StrategySpec, window: PortfolioWindow, bars_per_year: int) -> None:
+    def __init__(
+        self, spec: StrategySpec, window: PortfolioWindow, bars_per_year: int, bars: np.ndarray
+    ) -> None:
         p = spec.parameters
         rotation = spec.family == PortfolioFamily.ROTATION
-        self.lookback = _param(p, "xs_lookback")
-        self.skip = _param(p, "xs_skip")
         self.top_n = 1 if rotation else _param(p, "xs_top_n")
         self.shorts = False if rotation else bool(spec.long_short)
         self.cash_filter = _param(p, "cash_filter") if rotation else False
@@ -212,47 +215,36 @@ class _Strategy:
         self.vol_target = _param(p, "vol_target")
         self.target_vol = _param(p, "target_vol")
         self.gross = _param(p, "gross")
-        self.rebalance = _param(p, "rebalance_bars")
-        self.vol_lookback = _param(p, "vol_lookback")
         self.bars_per_year = int(bars_per_year)
-        self.close = window.close
-        self.vol = window.vol(self.vol_lookback)
-
-    def momentum(self, j: int, t: int) -> float:
-        span = self.lookback + self.skip
-        if t + 1 <= span:  # len(d) <= span
-            return math.nan
-        past = self.close[j][t - span]
-        recent = self.close[j][t - self.skip]
-        if not past > 0:
-            return math.nan
-        return recent / past - 1.0
+        window.changes  # noqa: B018  (raises on a close of 0.0, as backtrader's __init__)
+        # the volatilities only when a weight reads them (the same floats, built once a window)
+        reads_vol = self.inverse_vol or self.vol_target
+        self.vol = window.vol(_param(p, "vol_lookback")) if reads_vol else None
+        self.k = max(1, self.top_n)
+        self.at = {int(t): i for i, t in enumerate(bars)}
+        self.count, self.best, self.worst, self.top = kernels.rank_ends(
+            window.close, bars, _param(p, "xs_lookback"), _param(p, "xs_skip"), self.k
+        )
 
     def targets(self, t: int) -> dict[int, float] | None:
-        ranked = []
-        for j in range(len(self.close)):
-            score = self.momentum(j, t)
-            if not math.isnan(score):
-                ranked.append((score, j))
-        if len(ranked) < 2:
+        """The target weight of each feed at rebalance bar ``t`` (None: keep what is held)."""
+        i = self.at[t]
+        m = int(self.count[i])
+        if m < 2:
             return None
-        ranked.sort(reverse=True)
         shorts = self.shorts
-        n = max(1, min(self.top_n, len(ranked) // 2 if shorts else len(ranked) - 1))
-        longs, lows = [], []
-        for rank, (_, j) in enumerate(ranked):
-            if rank < n:
-                longs.append(j)
-            if shorts and rank >= len(ranked) - n:
-                lows.append(j)
-        if self.cash_filter and ranked[0][0] < 0:
+        n = max(1, min(self.top_n, m // 2 if shorts else m - 1))
+        longs = [int(j) for j in self.best[i, :n]]
+        kept = min(m, self.k)  # the worst kept, in rank order, from the front
+        lows = [int(j) for j in self.worst[i, kept - n : kept]] if shorts else []
+        if self.cash_filter and self.top[i] < 0:
             longs = []
         weights: dict[int, float] = {}
         budget = self.gross / 2.0 if shorts else self.gross
         for sign, group in ((1.0, longs), (-1.0, lows)):
             raw = []
             for j in group:
-                v = self.vol[j][t]
+                v = self._vol(t, j)
                 raw.append(1.0 / v if self.inverse_vol and v > 0 else 1.0)
             total = sum(raw)
             for j, r in zip(group, raw, strict=True):
@@ -260,7 +252,7 @@ class _Strategy:
         if self.vol_target and weights:
             est = 0.0
             for j, w in weights.items():
-                v = self.vol[j][t]
+                v = self._vol(t, j)
                 est += abs(w) * (v if v > 0 else 0.0)
             est *= math.sqrt(self.bars_per_year)
             if est > 0:
@@ -268,12 +260,18 @@ class _Strategy:
                 weights = {j: w * scale for j, w in weights.items()}
         return weights
 
+    def _vol(self, t: int, j: int) -> float:
+        return 1.0 if self.vol is None else float(self.vol[t, j])
 
-def _value(cash: float, positions: list[Position], close: list[list[float]], t: int) -> float:
-    """The broker's ``_get_value`` at bar ``t``'s close (positions in feed order)."""
+
+def _value(cash: float, positions: dict[int, Position], close: np.ndarray, t: int) -> float:
+    """The broker's ``_get_value`` at bar ``t``'s close: the held positions in feed order (a
+    flat feed adds exactly 0.0, so it is not visited)."""
     total = 0.0
-    for j, pos in enumerate(positions):
-        c = close[j][t]
+    row = close[t]
+    for j in sorted(positions):
+        pos = positions[j]
+        c = float(row[j])
         dvalue = pos.size * c
         unrealised = pos.size * (c - pos.price) * 1.0
         if dvalue > 0:
@@ -281,6 +279,14 @@ def _value(cash: float, positions: list[Position], close: list[list[float]], t: 
         else:
             total += dvalue
     return cash + total
+
+
+def _rebalance_bars(strat_start: int, rebalance: int, n: int) -> np.ndarray:
+    """The bars where ``next`` rebalances: from the first bar >= ``strat_start`` where
+    ``len(self) % rebalance == 0``, every ``rebalance`` bars, before the last bar (an order
+    there never fills)."""
+    first = strat_start + (-(strat_start + 1)) % rebalance
+    return np.arange(first, n - 1, rebalance, dtype=np.int64)
 
 
 def evaluate(
@@ -296,23 +302,22 @@ def evaluate(
     costs = costs or CostModel()
     check_supported(spec)
     spec = reconcile_portfolio(spec)  # what render_portfolio renders
-    strat = _Strategy(spec, window, bars_per_year)  # raises on a close of 0.0, as backtrader
+    n = len(window)
+    p = spec.parameters
+    start = max(_param(p, "vol_lookback"), window.first)  # the strategy's minperiod, the gate
+    bars = _rebalance_bars(start, _param(p, "rebalance_bars"), n)
+    strat = _Strategy(spec, window, bars_per_year, bars)  # raises on a close of 0.0
     if not window.positive:  # e.g. a last close of 0.0: backtrader's sizing would divide by it
         raise Unsupported("bars", "a price of 0.0 or below")
     rate, slip = costs.commission_pct / 100.0, costs.slippage_pct / 100.0
     borrow = per_bar_rate(costs.borrow_pct, bars_per_year)
     close = window.close
-    k, n = len(window.symbols), len(window)
-    run = _Run(cash=costs.cash, positions=[Position() for _ in range(k)])
-    start = max(strat.vol_lookback, window.first)  # the strategy's minperiod, and the gate
-    rb = strat.rebalance
-    r = start + (-(start + 1)) % rb  # the first bar >= start where len(self) % rb == 0
-    while r < n - 1:  # an order on the last bar never fills
+    run = _Run(cash=costs.cash, positions={})
+    for r in bars.tolist():
         if borrow:  # the fees up to the rebalance bar: its value at the close carries them
             run.cash, run.accrued = _borrow_debited(run, close, borrow, r), r + 1
         orders = _rebalance(strat, r, run.cash, run.positions, close)
         t = r + 1  # the broker's next bar: it runs before the strategy's next rebalance
-        r += rb
         if not orders:
             continue
         if borrow:  # the broker debits the fee of bar t before checking the orders
@@ -323,9 +328,18 @@ def evaluate(
         filled = False
         for j, size in accepted:
             filled = _fill(run, window, j, size, t, rate, slip, costs.max_gross_leverage) or filled
+        # a flat position is Position() again (its price reset to 0.0): only the held stay
+        run.positions = {j: q for j, q in run.positions.items() if q.size}
         if filled:
+            held = sorted(run.positions)
             run.marks.append(
-                (t, run.cash, [p.size for p in run.positions], [p.price for p in run.positions])
+                (
+                    t,
+                    run.cash,
+                    held,
+                    [run.positions[j].size for j in held],
+                    [run.positions[j].price for j in held],
+                )
             )
     values, in_market, paid = _books_values(window, costs, run.marks, n, borrow)
     return PortfolioEvaluation(
@@ -343,31 +357,37 @@ def evaluate(
     )
 
 
+# The state after a bar with fills: (bar, cash, held feeds in feed order, sizes, prices).
+Mark = tuple[int, float, list[int], list[float], list[float]]
+
+
 @dataclass
 class _Run:
-    """The broker's state while ``evaluate`` runs: cash, positions, the fee accrual, the
-    fills so far, the realised pnls, the state after each bar with fills, refused orders."""
+    """The broker's state while ``evaluate`` runs: cash, the positions held (any other feed is
+    flat: ``Position()``), the fee accrual, the fills so far, the realised pnls, the
+    state after each bar with fills, refused orders."""
 
     cash: float
-    positions: list[Position]
+    positions: dict[int, Position]  # the held ones (a flat one is dropped after its bar)
     accrued: int = 1  # the first bar whose borrow fee is not yet debited
     fill_bars: list[int] = field(default_factory=list)
     fill_symbols: list[int] = field(default_factory=list)
     fill_sizes: list[float] = field(default_factory=list)
     fill_prices: list[float] = field(default_factory=list)
     pnls: list[float] = field(default_factory=list)
-    marks: list[tuple[int, float, list[float], list[float]]] = field(default_factory=list)
+    marks: list[Mark] = field(default_factory=list)
     refused: int = 0
 
 
-def _borrow_debited(run: _Run, close: list[list[float]], borrow: float, upto: int) -> float:
+def _borrow_debited(run: _Run, close: np.ndarray, borrow: float, upto: int) -> float:
     """The cash with the fees of bars ``run.accrued`` to ``upto`` debited (positions held
-    since)."""
+    since; a flat or long feed owes nothing)."""
     cash = run.cash
-    sizes = [p.size for p in run.positions]
-    if any(x < 0.0 for x in sizes):
+    shorts = sorted(j for j, p in run.positions.items() if p.size < 0.0)
+    if shorts:
+        sizes = [run.positions[j].size for j in shorts]
         for i in range(run.accrued, upto + 1):
-            cash -= borrow_due(sizes, [close[j][i - 1] for j in range(len(sizes))], borrow)
+            cash -= borrow_due(sizes, close[i - 1, shorts].tolist(), borrow)
     return cash
 
 
@@ -375,8 +395,8 @@ def _check_submitted(
     orders: list[tuple[int, float]],
     t: int,
     cash: float,
-    positions: list[Position],
-    close: list[list[float]],
+    positions: dict[int, Position],
+    close: np.ndarray,
     rate: float,
 ) -> tuple[list[tuple[int, float]], int]:
     """backtrader's ``check_submitted``: pseudo-execution at the created price with a running
@@ -386,8 +406,9 @@ def _check_submitted(
     accepted = []
     refused = 0
     for j, size in orders:
-        created = close[j][t - 1]
-        clone = clones.setdefault(j, Position(positions[j].size, positions[j].price))
+        created = float(close[t - 1, j])
+        held = positions.get(j) or Position()
+        clone = clones.setdefault(j, Position(held.size, held.price))
         opened, closed = clone.update(size, created)
         if closed:
             closedvalue = -closed * created
@@ -412,14 +433,44 @@ def _check_submitted(
 
 def _fill_price(window: PortfolioWindow, j: int, t: int, size: float, slip: float) -> float:
     """The fill price at bar ``t``'s open, slipped against the order and capped by the bar."""
-    o = window.open[j][t]
+    o = float(window.open[t, j])
     if size > 0:
         price = o * (1 + slip) if slip else o
-        price = price if price <= window.high[j][t] else window.high[j][t]
+        high = float(window.high[t, j])
+        price = price if price <= high else high
     else:
         price = o * (1 - slip) if slip else o
-        price = price if price >= window.low[j][t] else window.low[j][t]
+        low = float(window.low[t, j])
+        price = price if price >= low else low
     return price
+
+
+def _beyond_margin(
+    run: _Run,
+    window: PortfolioWindow,
+    j: int,
+    size: float,
+    t: int,
+    price: float,
+    comm: float,
+    max_gross_leverage: float,
+) -> bool:
+    """Whether the initial margin refuses the opening part of ``size`` on feed ``j``: the
+    exposure over the held feeds and ``j`` in feed order (a flat feed adds exactly 0.0)."""
+    pos = run.positions[j]
+    if not margin.opens(pos.size, size):
+        return False
+    feeds = sorted({j, *run.positions})
+    gross, equity = margin.exposure_after(
+        run.cash,
+        [run.positions[k].size for k in feeds],
+        window.open[t, feeds].tolist(),
+        feeds.index(j),
+        size,
+        price,
+        comm,
+    )
+    return margin.margin_refuses(gross, equity, max_gross_leverage)
 
 
 def _fill(
@@ -434,21 +485,11 @@ def _fill(
 ) -> bool:
     """Execute an accepted order at bar ``t``'s open as the broker does (a cover always; the
     opening part unless beyond the margin or the cash); whether anything filled."""
-    opens, positions = window.open, run.positions
     price = _fill_price(window, j, t, size, slip)
-    pos = positions[j]
+    pos = run.positions.setdefault(j, Position())
     # the broker's initial margin refuses the opening part (a cover still fills)
-    beyond = margin.opens(pos.size, size) and margin.margin_refuses(
-        *margin.exposure_after(
-            run.cash,
-            [p.size for p in positions],
-            [opens[k][t] for k in range(len(positions))],
-            j,
-            size,
-            price,
-            abs(size) * rate * price,
-        ),
-        max_gross_leverage,
+    beyond = _beyond_margin(
+        run, window, j, size, t, price, abs(size) * rate * price, max_gross_leverage
     )
     pprice_orig = pos.price
     opened, closed = Position(pos.size, pos.price).update(size, price)
@@ -495,44 +536,72 @@ def _fill(
 
 
 def _books_values(
-    window: PortfolioWindow,
-    costs: CostModel,
-    marks: list[tuple[int, float, list[float], list[float]]],
-    n: int,
-    borrow: float,
+    window: PortfolioWindow, costs: CostModel, marks: list[Mark], n: int, borrow: float
 ) -> tuple[np.ndarray, np.ndarray, float]:
     """The books' value at every close (from the state after each bar with fills), whether
     any position is held, and the borrow fees of the fold's bars."""
-    cash_at, sizes, avgs = forward_fill(marks, n, costs.cash, window.closes.shape[1])
-    closes = [window.closes[:n, d] for d in range(window.closes.shape[1])]
-    paid = 0.0
-    if borrow:
-        due = borrow_by_bar(sizes, closes, borrow)
+    width = max((len(m[2]) for m in marks), default=0)
+    mark_bars = np.array([m[0] for m in marks], dtype=np.int64)
+    feeds = np.zeros((len(marks), width), dtype=np.int64)
+    sizes, prices = np.zeros((len(marks), width)), np.zeros((len(marks), width))
+    for row, (_, _, held, size, price) in enumerate(marks):
+        feeds[row, : len(held)], sizes[row, : len(held)], prices[row, : len(held)] = (
+            held,
+            size,
+            price,
+        )
+    held_n = np.array([len(m[2]) for m in marks], dtype=np.int64)
+    cash_at = np.full(n, costs.cash)
+    if marks:
+        which = np.searchsorted(mark_bars, np.arange(n), side="right") - 1
+        cash_at[which >= 0] = np.array([m[1] for m in marks])[which[which >= 0]]
+    due = _borrow_by_bar(window, marks, n, borrow) if borrow else None
+    if due is not None:
         cash_at = cash_by_bar([(m[0], m[1]) for m in marks], due, costs.cash)
-    values, in_market = broker_values(closes, cash_at, sizes, avgs), (sizes != 0).any(axis=1)
-    if borrow:
+    values, in_market = kernels.values_from_marks(
+        window.close[:n], cash_at, mark_bars, feeds, sizes, prices, held_n
+    )
+    paid = 0.0
+    if due is not None:
         bust = margin.bankrupt_at(values, window.first)
         paid = float(due[window.first : n if bust is None else bust + 1].sum())
     return values, in_market, paid
 
 
+def _borrow_by_bar(window: PortfolioWindow, marks: list[Mark], n: int, borrow: float) -> np.ndarray:
+    """``borrow.borrow_by_bar`` over the feeds ever held (the others owe exactly nothing)."""
+    touched = sorted({j for m in marks for j in m[2]})
+    col = {j: d for d, j in enumerate(touched)}
+    dense = [(t, cash, [0.0] * len(touched), [0.0] * len(touched)) for t, cash, *_ in marks]
+    for (_, _, held, size, _), (_, _, row, _) in zip(marks, dense, strict=True):
+        for j, s in zip(held, size, strict=True):
+            row[col[j]] = s
+    _, by_bar, _ = forward_fill(dense, n, 0.0, len(touched))
+    return borrow_by_bar(by_bar, [window.close[:n, j] for j in touched], borrow)
+
+
 def _rebalance(
-    strat: _Strategy, t: int, cash: float, positions: list[Position], close: list[list[float]]
+    strat: _Strategy, t: int, cash: float, positions: dict[int, Position], close: np.ndarray
 ) -> list[tuple[int, float]]:
-    """The generated ``next`` on a rebalance bar: the orders (feed, signed size) it sends."""
+    """The generated ``next`` on a rebalance bar: the orders (feed, signed size) it sends. A
+    feed neither held nor targeted sends none (its weight and its holding are both 0.0)."""
     weights = strat.targets(t)
     if weights is None:
         return []
     value = _value(cash, positions, close, t)
     if not value > 0:
         return []
-    now = [positions[j].size * close[j][t] / value for j in range(len(positions))]
+    row = close[t]
+    feeds = sorted({*weights, *positions})
+    prices = {j: float(row[j]) for j in feeds}
+    sizes = {j: positions[j].size if j in positions else 0.0 for j in feeds}
+    now = {j: sizes[j] * prices[j] / value for j in feeds}
     orders: list[tuple[int, float]] = []
     for reduce in (True, False):
-        for j in range(len(positions)):
+        for j in feeds:
             w = weights.get(j, 0.0)
             if (w < now[j]) if reduce else (w > now[j]):
-                size = _target_order(w * value, positions[j].size, close[j][t])
+                size = _target_order(w * value, sizes[j], prices[j])
                 if size:
                     orders.append((j, size))
     return orders

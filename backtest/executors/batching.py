@@ -117,6 +117,8 @@ def share_windows(jobs: list[BacktestJob]) -> list[BacktestJob]:
     spans: dict[int, tuple[pd.DataFrame, date, date]] = {}
     for job in jobs:
         for _, frame in job.feeds():
+            if not isinstance(frame, pd.DataFrame):  # a reference (pool_frames), or malformed
+                continue
             lo, hi = job.fold.warmup_start, job.fold.end
             if id(frame) in spans:
                 _, a, b = spans[id(frame)]

@@ -26,6 +26,7 @@ the bars happens here, off it, once per chunk instead of once per job.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import heapq
 import math
@@ -245,10 +246,11 @@ class Batcher:
         if done.cancelled() or done.exception() is not None:
             return
         result = getattr(done.result(), "result", None)
-        if getattr(result, "status", None) != JobStatus.OK:
+        if result is None or getattr(result, "status", None) != JobStatus.OK:
             return  # an error's duration is its share of a broken child, not its cost
+        seconds = float(getattr(result, "duration_s", 0.0) or 0.0)
         with self._rates_lock:
-            rate = update_rate(self._rates.get(code), float(result.duration_s or 0.0), cost)
+            rate = update_rate(self._rates.get(code), seconds, cost)
             if rate is not None:
                 self._rates[code] = rate
                 self._rates.move_to_end(code)
@@ -310,9 +312,7 @@ class Batcher:
                 blocks = code_blocks(items[0][0].code)  # one code per group
                 costs.append([job_cost(job, blocks) for job, _ in items])
                 for (_, outer), cost in zip(items, costs[-1], strict=True):
-                    outer.add_done_callback(
-                        lambda f, code=code, cost=cost: self._learn(code, cost, f)
-                    )
+                    outer.add_done_callback(functools.partial(self._learn, code, cost))
             learned = self.rates()
             expected = expected_costs(costs, [learned.get(code) for (code, _), _ in groups])
             plan = plan_chunks(expected, self.workers, self._max_batch)

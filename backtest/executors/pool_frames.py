@@ -25,6 +25,7 @@ import os
 import shutil
 import tempfile
 import threading
+import weakref
 from collections import OrderedDict
 from collections.abc import Hashable
 from dataclasses import dataclass
@@ -129,6 +130,8 @@ class FrameStore:
     def _publish(self, frame: pd.DataFrame) -> FrameRef:
         if self._dir is None:
             self._dir = tempfile.mkdtemp(prefix="bt-frames-")  # 0700: the workers' uid only
+            # removed on close, or at exit for a backend never closed
+            weakref.finalize(self, shutil.rmtree, self._dir, ignore_errors=True)
         path = os.path.join(self._dir, f"{self.stats.frames}.npy")
         arrays = frame_arrays(frame)
         np.save(path, arrays, allow_pickle=False)

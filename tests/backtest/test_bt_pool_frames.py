@@ -4,6 +4,7 @@ the mapped frame is the one it would cut from the caller's frame."""
 
 from __future__ import annotations
 
+import gc
 import os
 from datetime import date
 
@@ -115,3 +116,13 @@ def test_a_file_a_chunk_in_flight_reads_outlives_its_eviction() -> None:
     assert not os.path.exists(folder)
     with pytest.raises(RuntimeError, match="closed"):
         store.pack([_job(3, a)])
+
+
+def test_a_store_never_closed_leaves_no_folder() -> None:
+    store = FrameStore()
+    _, refs = store.pack([_job(0, _frame(1))])
+    folder = os.path.dirname(refs[0].path)
+    assert os.path.isdir(folder)
+    del store
+    gc.collect()
+    assert not os.path.exists(folder)

@@ -14,7 +14,7 @@ result callback, as a run's graph does. Method:
   the pool's manager and queue feeder, result readers) over the same wall time;
 * batcher thread per job = the CPU time of the ``backtest-batcher`` thread (planning, and
   whatever the dispatch does with the bars: publishing or cutting windows, pickling the chunk)
-  over the ``map``, from ``/proc/self/task/<id>/stat`` (Linux), per job;
+  over the ``map`` (its POSIX thread CPU clock), per job;
 * streaming: when the first result arrived, and how many arrived before the last 10% of the
   wall time (a pool that returns whole chunks delivers most results late, in bursts);
 * utilisation = the jobs' own run time (``duration_s``, measured in the children) over
@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
 import sys
 import threading
@@ -73,16 +72,14 @@ def make_jobs() -> list[BacktestJob]:
 
 
 def batcher_cpu_s() -> float:
-    """CPU seconds (user + system) of the ``backtest-batcher`` thread so far; 0 before it
-    started or where ``/proc`` has no per-thread figures."""
+    """CPU seconds of the ``backtest-batcher`` thread so far (its POSIX thread CPU clock:
+    nanoseconds, where ``/proc``'s ticks are 10 ms); 0 before it started."""
     for thread in threading.enumerate():
-        if thread.name == "backtest-batcher" and thread.native_id is not None:
+        if thread.name == "backtest-batcher" and thread.ident is not None:
             try:
-                with open(f"/proc/self/task/{thread.native_id}/stat") as fh:
-                    fields = fh.read().rsplit(")", 1)[1].split()
-            except OSError:
+                return time.clock_gettime(time.pthread_getcpuclockid(thread.ident))
+            except (OSError, AttributeError):  # ended meanwhile, or no such clock here
                 return 0.0
-            return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
     return 0.0
 
 

@@ -12,6 +12,9 @@ result callback, as a run's graph does. Method:
   cost over the mean job's run time: the main thread serves one job per worker per job);
 * orchestrator CPU share = ``time.process_time()`` of this process (every thread: the batcher,
   the pool's manager and queue feeder, result readers) over the same wall time;
+* batcher thread per job = the CPU time of the ``backtest-batcher`` thread (planning, and
+  whatever the dispatch does with the bars: publishing or cutting windows, pickling the chunk)
+  over the ``map`` (its POSIX thread CPU clock), per job;
 * streaming: when the first result arrived, and how many arrived before the last 10% of the
   wall time (a pool that returns whole chunks delivers most results late, in bursts);
 * utilisation = the jobs' own run time (``duration_s``, measured in the children) over
@@ -26,6 +29,7 @@ import argparse
 import json
 import statistics
 import sys
+import threading
 import time
 from datetime import date
 from pathlib import Path
@@ -67,6 +71,18 @@ def make_jobs() -> list[BacktestJob]:
     ]
 
 
+def batcher_cpu_s() -> float:
+    """CPU seconds of the ``backtest-batcher`` thread so far (its POSIX thread CPU clock:
+    nanoseconds, where ``/proc``'s ticks are 10 ms); 0 before it started."""
+    for thread in threading.enumerate():
+        if thread.name == "backtest-batcher" and thread.ident is not None:
+            try:
+                return time.clock_gettime(time.pthread_getcpuclockid(thread.ident))
+            except (OSError, AttributeError):  # ended meanwhile, or no such clock here
+                return 0.0
+    return 0.0
+
+
 def measure(pool: ProcessPoolBackend, jobs: list[BacktestJob]) -> dict[str, float]:
     """One ``map`` of ``jobs`` on a warm pool: the figures of the module's docstring."""
     arrivals: list[float] = []
@@ -75,11 +91,12 @@ def measure(pool: ProcessPoolBackend, jobs: list[BacktestJob]) -> dict[str, floa
     def on_result(_: BacktestResult) -> None:
         arrivals.append(time.perf_counter() - t0)
 
-    thread0, proc0 = time.thread_time(), time.process_time()
+    thread0, proc0, batcher0 = time.thread_time(), time.process_time(), batcher_cpu_s()
     t0 = time.perf_counter()
     results = pool.map(jobs, on_result)
     wall = time.perf_counter() - t0
     thread, proc = time.thread_time() - thread0, time.process_time() - proc0
+    batcher = batcher_cpu_s() - batcher0
     bad = [r for r in results if r.status != JobStatus.OK]
     if bad:
         raise SystemExit(f"{len(bad)} job(s) failed: {bad[0].error}")
@@ -91,6 +108,8 @@ def measure(pool: ProcessPoolBackend, jobs: list[BacktestJob]) -> dict[str, floa
         # the same per-job cost against 16 workers' pace (one job per worker every mean job)
         "main_thread_pct_at_16": 100 * 16 * thread / busy,
         "orchestrator_cpu_pct": 100 * proc / wall,
+        "batcher_ms_per_job": 1000 * batcher / len(jobs),
+        "orchestrator_ms_per_job": 1000 * proc / len(jobs),
         "first_result_s": min(arrivals),
         "early_results_pct": 100 * sum(a < 0.9 * wall for a in arrivals) / len(arrivals),
         "utilisation_pct": 100 * busy / (pool.workers * wall),
@@ -129,7 +148,11 @@ def main() -> None:
         f"main thread per job       : {fig['main_thread_ms_per_job']:7.3f} ms"
         f"  (at 16 workers: {fig['main_thread_pct_at_16']:.2f} % of the wall)"
     )
-    print(f"orchestrator CPU share    : {fig['orchestrator_cpu_pct']:7.2f} %   (all its threads)")
+    print(f"batcher thread per job    : {fig['batcher_ms_per_job']:7.3f} ms")
+    print(
+        f"orchestrator CPU share    : {fig['orchestrator_cpu_pct']:7.2f} %   (all its threads;"
+        f" {fig['orchestrator_ms_per_job']:.3f} ms a job)"
+    )
     print(f"first result after        : {fig['first_result_s']:7.2f} s")
     print(f"results before 90% of wall: {fig['early_results_pct']:7.1f} %")
     print(

@@ -4,10 +4,21 @@ A sandboxed child costs a fork, its guards and the page faults of a fresh heap (
 much as a short backtest), so the jobs of one variant (its symbols and folds) run in the same
 child: they run the same, already validated code, so nothing crosses between codes. The
 ``Batcher`` collects what is submitted together (a graph fan-out, a map) until submissions
-pause; then, in its own thread, it estimates each job's cost (``job_cost``), ``plan_chunks``
-cuts the groups so every worker gets the same share of the *cost* (not of the job count),
-``share_windows`` gives each chunk's jobs one window per symbol (sliced once, pickled once),
-and the executor's ``dispatch`` runs each chunk. Used by the process pool and by Ray.
+pause; then, in its own thread, it estimates each job's cost (``job_cost``, scaled by the
+code's measured rate), ``plan_chunks`` cuts the groups so every worker gets the same share of
+the *cost* (not of the job count), and the executor's ``dispatch`` runs each chunk (the
+process pool publishes each frame once and its workers cut the windows,
+``backtest.executors.pool_frames``; Ray ships each frame once, ``ray_shipping``;
+``share_windows`` gives a chunk one window per frame where neither applies).
+
+Measured cost: ``job_cost`` is a static model in bar-units (bars fed, indicators). A code's
+``next()`` can cost several times another's per bar, which the model cannot see, so the
+batcher learns: every completed job reports its run time (``duration_s``), and
+``update_rate`` keeps, per code, the measured seconds per bar-unit (the mean of its first
+jobs, then a moving average). Chunks planned later (the next fan-out, the next iteration's
+folds and the holdout) use ``expected_costs``: each job's bar-units times its code's rate,
+or, for a code not measured yet, the median rate of those measured; before any measurement,
+the static model alone. Only the ratios between jobs matter to the plan.
 
 The caller's thread only hashes the code and appends to a list: everything proportional to
 the bars happens here, off it, once per chunk instead of once per job.
@@ -15,20 +26,25 @@ the bars happens here, off it, once per chunk instead of once per job.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import heapq
+import math
 import re
+import statistics
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
+from dataclasses import dataclass
 from datetime import date
 from typing import Any
 
 import pandas as pd
 
 from backtest.books import feed_frame, window_bars
-from backtest.contracts import BacktestJob, Fold
+from backtest.contracts import BacktestJob, Fold, JobStatus
 
 MAX_BATCH = 16  # jobs of one code in one sandboxed child
 
@@ -40,6 +56,11 @@ MAX_BATCH = 16  # jobs of one code in one sandboxed child
 # ~±30% between families) is left to the pool's dynamic pulling. Only ratios matter.
 BLOCK_WEIGHT = 0.05
 JOB_FIXED_BARS = 50.0
+# The measured rate of a code averages its first RATE_MEMORY jobs, then moves by 1/RATE_MEMORY
+# of each new one (a code's rate drifts little; a single slow job, e.g. a busy machine's,
+# should not reorder the plan). Rates of at most MAX_RATES codes are kept (a long run).
+RATE_MEMORY = 20
+MAX_RATES = 4096
 _INDICATOR = re.compile(r"\bbt\.(?:ind|indicators|talib)\.\w+\s*\(")
 
 Item = tuple[BacktestJob, Future[Any]]
@@ -62,13 +83,50 @@ def job_cost(job: BacktestJob, blocks: int) -> float:
     return bars * (1.0 + BLOCK_WEIGHT * blocks) + JOB_FIXED_BARS
 
 
+@dataclass(frozen=True)
+class Rate:
+    """A code's measured run time per bar-unit of ``job_cost``, over ``jobs`` completed jobs."""
+
+    seconds_per_unit: float
+    jobs: int
+
+
+def update_rate(rate: Rate | None, seconds: float, cost: float) -> Rate | None:
+    """``rate`` after one more completed job of ``cost`` bar-units that ran ``seconds``: the
+    mean of the first ``RATE_MEMORY`` jobs, then a moving average. A job without a run time
+    or cost (an error, a malformed frame) teaches nothing. Pure."""
+    if not (math.isfinite(seconds) and math.isfinite(cost) and seconds > 0 and cost > 0):
+        return rate
+    x = seconds / cost
+    if rate is None:
+        return Rate(x, 1)
+    n = min(rate.jobs + 1, RATE_MEMORY)
+    return Rate(rate.seconds_per_unit + (x - rate.seconds_per_unit) / n, rate.jobs + 1)
+
+
+def expected_costs(
+    costs: Sequence[Sequence[float]], rates: Sequence[Rate | None]
+) -> list[list[float]]:
+    """Each group's ``job_cost`` bar-units times its code's measured rate (``rates[g]``), or,
+    for a code not measured yet, the median rate of the measured ones; nothing measured: the
+    bar-units as they are (the static model). Pure: ``plan_chunks`` takes the result."""
+    known = [r.seconds_per_unit for r in rates if r is not None]
+    if not known:
+        return [list(group) for group in costs]
+    default = statistics.median(known)
+    return [
+        [c * (default if r is None else r.seconds_per_unit) for c in group]
+        for group, r in zip(costs, rates, strict=True)
+    ]
+
+
 def plan_chunks(
     costs: Sequence[Sequence[float]], workers: int, max_batch: int = MAX_BATCH
 ) -> list[tuple[int, int, int]]:
     """Cut groups of same-code jobs into sandboxed children: ``(group, start, stop)`` slices,
     in the order the pool should receive them.
 
-    ``costs[g]`` are the expected costs of group ``g``'s jobs (``job_cost``). The plan plays
+    ``costs[g]`` are the expected costs of group ``g``'s jobs (``expected_costs``). The plan plays
     the pool: idle workers pull the next chunk, so the next chunk goes to the worker that
     will be idle first (the least loaded). Groups are taken costliest first and stay whole
     where they fit that worker's share of the cost (``total / workers``); otherwise the
@@ -117,6 +175,8 @@ def share_windows(jobs: list[BacktestJob]) -> list[BacktestJob]:
     spans: dict[int, tuple[pd.DataFrame, date, date]] = {}
     for job in jobs:
         for _, frame in job.feeds():
+            if not isinstance(frame, pd.DataFrame):  # a reference (pool_frames), or malformed
+                continue
             lo, hi = job.fold.warmup_start, job.fold.end
             if id(frame) in spans:
                 _, a, b = spans[id(frame)]
@@ -172,6 +232,30 @@ class Batcher:
         self._first = self._last = 0.0  # monotonic times of the pending window
         self._thread: threading.Thread | None = None
         self._stopping = False
+        # code hash -> its measured rate (update_rate), learned from completed jobs
+        self._rates: OrderedDict[str, Rate] = OrderedDict()
+        self._rates_lock = threading.Lock()
+
+    def rates(self) -> dict[str, Rate]:
+        """The measured rates so far, by code hash (for reports and tests)."""
+        with self._rates_lock:
+            return dict(self._rates)
+
+    def _learn(self, code: str, cost: float, done: Future[Any]) -> None:
+        """A job of ``code`` and ``cost`` bar-units completed: its run time updates the rate."""
+        if done.cancelled() or done.exception() is not None:
+            return
+        result = getattr(done.result(), "result", None)
+        if result is None or getattr(result, "status", None) != JobStatus.OK:
+            return  # an error's duration is its share of a broken child, not its cost
+        seconds = float(getattr(result, "duration_s", 0.0) or 0.0)
+        with self._rates_lock:
+            rate = update_rate(self._rates.get(code), seconds, cost)
+            if rate is not None:
+                self._rates[code] = rate
+                self._rates.move_to_end(code)
+                while len(self._rates) > MAX_RATES:
+                    self._rates.popitem(last=False)
 
     def add(self, job: BacktestJob, policy: Any, outer: Future[Any]) -> None:
         """O(code length) on the caller's thread: nothing here touches the bars."""
@@ -224,10 +308,14 @@ class Batcher:
     ) -> None:
         try:
             costs = []
-            for _, items in groups:
+            for (code, _), items in groups:
                 blocks = code_blocks(items[0][0].code)  # one code per group
                 costs.append([job_cost(job, blocks) for job, _ in items])
-            plan = plan_chunks(costs, self.workers, self._max_batch)
+                for (_, outer), cost in zip(items, costs[-1], strict=True):
+                    outer.add_done_callback(functools.partial(self._learn, code, cost))
+            learned = self.rates()
+            expected = expected_costs(costs, [learned.get(code) for (code, _), _ in groups])
+            plan = plan_chunks(expected, self.workers, self._max_batch)
             for group, start, stop in plan:
                 key, items = groups[group]
                 chunk = items[start:stop]

@@ -25,7 +25,8 @@ from backtest.contracts import BacktestJob
 from backtest.engine import run_job, trim_bars
 from backtest.errors import BacktestError
 from backtest.executors.base import BaseExecutor, outcome_error
-from backtest.executors.batching import Batcher, Item
+from backtest.executors.batching import Batcher, Item, share_windows
+from backtest.executors.pool_frames import FrameRef, FrameStore
 from backtest.executors.stream import (
     InFlight,
     ResultStream,
@@ -122,6 +123,9 @@ class ProcessPoolBackend(BaseExecutor):
         self._pool: _Pool | None = None
         self._closed = False
         self._inflight = InFlight()
+        # Each frame is written once for the workers to map (pool_frames); a chunk's jobs
+        # cross the pipe as references and the worker cuts the windows.
+        self._frames = FrameStore()
         # Micro-batching (backtest.executors.batching): same-code jobs submitted together share children.
         self._batcher = (
             Batcher(
@@ -130,6 +134,7 @@ class ProcessPoolBackend(BaseExecutor):
                 outcome_error,
                 window_s=batch_window_s,
                 max_wait_s=batch_max_wait_s,
+                share=False,
             )
             if sandbox and batch_window_s > 0
             else None
@@ -190,18 +195,24 @@ class ProcessPoolBackend(BaseExecutor):
         return outer
 
     def _submit_batch(self, items: list[Item], policy: SandboxPolicy) -> None:
-        """Run a planned chunk in one task; its outcomes stream back one by one."""
+        """Run a planned chunk in one task; its outcomes stream back one by one.
+
+        The task carries the jobs with their frames as references (``pool_frames``; frames
+        that cannot be published as one window each, ``share_windows``); the retries and
+        errors keep the callers' jobs."""
         token = self._inflight.add(items)
+        refs: list[FrameRef] = []
         try:
-            pool, inner = self._pool_submit(
-                streamed_batch_task, token, [job for job, _ in items], policy
-            )
+            jobs, refs = self._frames.pack([job for job, _ in items])
+            pool, inner = self._pool_submit(streamed_batch_task, token, share_windows(jobs), policy)
         except Exception as exc:
+            self._frames.release(refs)
             for k, job in self._inflight.unsettled(token):
                 self._inflight.settle(token, k, outcome_error(job, f"{type(exc).__name__}: {exc}"))
             return
 
         def done(f: Future[list[tuple[int, SandboxOutcome]]]) -> None:
+            self._frames.release(refs)  # the task has ended: its worker read what it needed
             exc = None if f.cancelled() else f.exception()
             if f.cancelled():
                 for k, job in self._inflight.unsettled(token):
@@ -279,3 +290,4 @@ class ProcessPoolBackend(BaseExecutor):
             pool.executor.shutdown(wait=True, cancel_futures=True)
             if pool.stream is not None:  # what the workers streamed is read before we return
                 pool.stream.close()
+        self._frames.close()

@@ -21,6 +21,7 @@ from typing import Any
 from backtest.contracts import BacktestJob
 from backtest.executors.base import outcome_error
 from backtest.executors.batching import Item
+from backtest.executors.pool_frames import open_frames
 from backtest.lifeline import die_with_parent
 from backtest.sandbox import SandboxOutcome, SandboxPolicy, run_sandboxed_batch, warm_worker
 
@@ -48,14 +49,16 @@ def pool_worker_init(stream: tuple[Connection, Any] | None = None) -> None:
 def streamed_batch_task(
     token: int, jobs: list[BacktestJob], policy: SandboxPolicy
 ) -> list[tuple[int, SandboxOutcome]]:
-    """Entry point of pool workers for a chunk: each job's outcome is sent on the pool's
-    result pipe as soon as it is booked; returns the ones that could not be sent.
+    """Entry point of pool workers for a chunk (its published frames mapped, ``pool_frames``):
+    each job's outcome is sent on the pool's result pipe as soon as it is booked; returns the
+    ones that could not be sent.
 
     The worker is the trusted parent of the job's child: the child never holds the pipe
     (its descriptors are closed and the lock's semaphore made private before any strategy
     code runs; ``backtest.sandbox.child``), so what arrives on it is the worker's booking.
     """
     warm_worker()
+    jobs = open_frames(jobs)  # the published frames, mapped: the sandbox cuts each window
     sent: set[int] = set()
 
     def send(index: int, out: SandboxOutcome) -> None:

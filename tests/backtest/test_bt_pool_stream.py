@@ -160,9 +160,10 @@ def test_each_result_arrives_when_its_job_is_done_not_when_its_chunk_is(bars) ->
 
 
 @pytest.mark.integration
-def test_the_callers_thread_never_cuts_bars(bars, monkeypatch) -> None:
-    """Submitting is O(1) in the bars: windows are cut in the batcher's thread, once per
-    symbol and chunk; nothing is trimmed per job."""
+def test_the_driver_never_cuts_bars(bars, monkeypatch) -> None:
+    """Submitting is O(1) in the bars and the driver cuts no window: each symbol's frame is
+    published once for the run (``pool_frames``), every job crosses as a reference, and the
+    workers cut the windows."""
     calls: list[str] = []
     real = batching.feed_frame
 
@@ -177,9 +178,12 @@ def test_the_callers_thread_never_cuts_bars(bars, monkeypatch) -> None:
     )
     with ProcessPoolBackend(2) as pool:
         results = pool.map(jobs)
+        results += pool.map(jobs)  # a second iteration publishes nothing again
+        stats = pool._frames.stats
     assert all(r.status == JobStatus.OK for r in results)
-    assert calls and set(calls) == {"backtest-batcher"}
-    assert len(calls) <= 2 * 4  # 2 symbols per chunk, at most 4 chunks for 2 codes x 6 jobs
+    assert calls == []
+    assert stats.frames == len({id(j.bars) for j in jobs}) == 2
+    assert stats.jobs == 2 * len(jobs)
 
 
 @pytest.mark.integration

@@ -36,6 +36,7 @@ import pandas as pd
 
 from backtest.books import OHLCV
 from backtest.contracts import BacktestJob
+from backtest.sandbox import FRAMES_DIR_PREFIX
 
 # Frames kept published at once (least recently used dropped first, once no chunk in flight
 # reads it): a run has a few dozen; a caller making a new frame per job cannot fill the disk.
@@ -129,7 +130,7 @@ class FrameStore:
 
     def _publish(self, frame: pd.DataFrame) -> FrameRef:
         if self._dir is None:
-            self._dir = tempfile.mkdtemp(prefix="bt-frames-")  # 0700: the workers' uid only
+            self._dir = tempfile.mkdtemp(prefix=FRAMES_DIR_PREFIX)  # 0700: the workers' uid only
             # removed on close, or at exit for a backend never closed
             weakref.finalize(self, shutil.rmtree, self._dir, ignore_errors=True)
         path = os.path.join(self._dir, f"{self.stats.frames}.npy")

@@ -41,7 +41,12 @@ The public face of the sandbox wing; code outside it imports from here only. The
 ``backtest.sandbox.child`` (the child's confinement).
 """
 
-from backtest.sandbox.kernel_guards import kernel_capabilities, landlock_abi, seccomp_program
+from backtest.sandbox.kernel_guards import (
+    FRAMES_DIR_PREFIX,
+    kernel_capabilities,
+    landlock_abi,
+    seccomp_program,
+)
 from backtest.sandbox.policy import DEFAULT_POLICY, SandboxPolicy
 from backtest.sandbox.python_guards import read_roots
 from backtest.sandbox.result import OnOutcome, SandboxOutcome, error_outcome
@@ -55,6 +60,7 @@ from backtest.sandbox.warm import warm_worker
 
 __all__ = [
     "DEFAULT_POLICY",
+    "FRAMES_DIR_PREFIX",
     "OnOutcome",
     "SandboxOutcome",
     "SandboxPolicy",

@@ -13,7 +13,8 @@ What the child gets, in this order, before any strategy code is compiled:
 3. a new session (``setsid``): its own process group, which the parent kills whole, and no
    controlling terminal;
 4. the worker's multiprocessing semaphores (the pool's queue locks) replaced by private
-   copies, so nothing the child does with them reaches the worker;
+   copies, so nothing the child does with them reaches the worker, and the pool's published
+   frames (whole histories its worker maps) by zero pages;
 5. a private tmpfs on its temp dir (as root: capped bytes and files, gone with the child);
 6. rlimits, soft = hard: core 0, CPU, address space, file size, open files, real-time
    priority 0, nice 0, no locked memory or message queues, and (as root, where the count is

@@ -188,12 +188,28 @@ def private_tmpfs(path: str, *, size_mb: int, inodes: int, uid: int) -> bool:
     return True
 
 
-def shared_to_private(prefix: str = "/dev/shm/sem.") -> int:
-    """Replace this process's shared mappings of POSIX semaphores with private zero pages.
+SEMAPHORES = "/dev/shm/sem."  # multiprocessing's POSIX semaphores
+# The folder name the process pool publishes a run's whole frames under
+# (backtest.executors.pool_frames): mapped by the worker, never the child's.
+FRAMES_DIR_PREFIX = "bt-frames-"
+
+
+def host_mapping(path: str) -> bool:
+    """Whether a shared mapping of ``path`` is the host's, not the child's: a semaphore of the
+    worker's queues, or a frame file the pool published (whole bars, holdout included)."""
+    return path.startswith(SEMAPHORES) or f"/{FRAMES_DIR_PREFIX}" in path
+
+
+def shared_to_private() -> int:
+    """Replace this process's shared mappings of the host's files (``host_mapping``) with
+    private zero pages.
 
     A forked child inherits its worker's multiprocessing locks (the pool's queues) as
     shared memory: taking one, found on the stack, jammed the worker for good. After this
-    the child's lock objects point at its own copy. Returns the number of mappings replaced.
+    the child's lock objects point at its own copy. It also inherits the pool's published
+    frames, mapped by its worker: whole histories, the sealed holdout included. The child is
+    fed only a fresh copy of its window, so it needs none of them, and after this no address
+    of its own holds them. Returns the number of mappings replaced.
     """
     lib = libc()
     if lib is None:
@@ -206,12 +222,12 @@ def shared_to_private(prefix: str = "/dev/shm/sem.") -> int:
     replaced = 0
     for line in maps:
         fields = line.split(maxsplit=5)
-        if len(fields) < 6 or fields[1][3:4] != "s" or not fields[5].startswith(prefix):
+        if len(fields) < 6 or fields[1][3:4] != "s" or not host_mapping(fields[5]):
             continue
         start, end = (int(x, 16) for x in fields[0].split("-"))
         flags = _MAP_PRIVATE | _MAP_FIXED | _MAP_ANONYMOUS
         got = lib.mmap(start, end - start, _PROT_RW, flags, -1, 0)
-        _check(got == start, "remap a shared semaphore")
+        _check(got == start, f"remap a shared mapping of {fields[5]}")
         replaced += 1
     return replaced
 

@@ -126,3 +126,49 @@ def test_a_store_never_closed_leaves_no_folder() -> None:
     del store
     gc.collect()
     assert not os.path.exists(folder)
+
+
+def test_a_forked_child_keeps_no_mapping_of_the_published_frames() -> None:
+    """The worker maps whole frames (the sealed holdout included); the sandboxed child it
+    forks replaces those mappings with zero pages before anything else runs
+    (``kernel_guards.shared_to_private``), so no address of its own holds them."""
+    from backtest.sandbox import kernel_guards as kg
+
+    if kg.libc() is None:
+        pytest.skip("no libc mmap here")
+    store = FrameStore()
+    try:
+        packed, _ = store.pack([_job(0, _frame(7))])
+        (mapped,) = open_frames(packed)
+        values = mapped.bars["close"].to_numpy()
+        assert np.abs(values).sum() > 0
+        read, write = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # the child: what the sandbox does first, then look
+            code = 1
+            try:
+                replaced = kg.shared_to_private()
+                ok = replaced >= 1 and not np.abs(values).any()
+                os.write(write, b"zero" if ok else f"left {replaced}".encode())
+                code = 0
+            finally:
+                os._exit(code)
+        os.close(write)
+        said = os.read(read, 64)
+        os.close(read)
+        _, status = os.waitpid(pid, 0)
+        assert os.waitstatus_to_exitcode(status) == 0 and said == b"zero", said
+        assert np.abs(values).sum() > 0  # the worker's own mapping is untouched
+    finally:
+        gc.collect()
+        store.close()
+
+
+def test_host_mappings_are_the_semaphores_and_the_published_frames() -> None:
+    from backtest.sandbox import FRAMES_DIR_PREFIX
+    from backtest.sandbox.kernel_guards import host_mapping
+
+    assert host_mapping("/dev/shm/sem.mp-abc")
+    assert host_mapping(f"/tmp/{FRAMES_DIR_PREFIX}x1y2/0.npy")
+    assert not host_mapping("/usr/lib/python3.11/lib-dynload/_ssl.so")
+    assert not host_mapping("/tmp/other/bt-frames.npy")

@@ -70,11 +70,11 @@ def _no_ledger_in_home(tmp_path_factory):
 
 
 @pytest.fixture(autouse=True)
-def _isolated_ledger(monkeypatch, tmp_path):
-    """Tests never read or write the user's trial ledger across runs (~/.local/share)."""
-    monkeypatch.setattr(
-        "experiments.dataset_ledger.default_ledger_dir", lambda: tmp_path / "ledgers"
-    )
+def _isolated_ledger(monkeypatch, tmp_path_factory):
+    """Tests never read or write the user's trial ledger across runs (~/.local/share); each
+    test has its own, outside its tmp_path (which a test may expect to hold only its runs)."""
+    folder = tmp_path_factory.mktemp("ledgers")
+    monkeypatch.setattr("experiments.dataset_ledger.default_ledger_dir", lambda: folder)
 
 
 # Every run folder the suite makes must validate against the models that wrote it

@@ -48,6 +48,8 @@ def _args(daily_dir: Path, out: Path, *extra: str) -> list[str]:
         "--criteria",
         "sharpe>=0.8,min_trades>=10,dsr>=0.5",
         "--criteria-replace",
+        "--ledger-dir",  # the runs of a test compare: none counts another's trials
+        "off",
         "--offline",
         "--memory-dir",
         "off",

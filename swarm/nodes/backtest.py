@@ -21,6 +21,7 @@ from langgraph.types import Send
 
 from backtest.contracts import BacktestJob, BacktestResult
 from backtest.executors import error_result
+from backtest.job_timeout import scaled_timeout
 from experiments.runfolder import result_file
 from strategies.portfolio import LABEL as PORTFOLIO
 from strategies.spec import StrategySpec
@@ -109,15 +110,17 @@ def backtest(task: BacktestTask, runtime: Runtime[RunContext]) -> dict[str, list
     variant_id, symbol = task.variant_id, task.symbol
     code = ctx.run.read_code(variant_id, task.code_sha256)
     missing = missing_indices(ctx, code)
+    bars = job_bars(ctx, symbol, code=code)  # the holdout stays sealed
     job = BacktestJob(
         job_id=job_id(task.iteration, variant_id, symbol, fold.index),
         variant_id=variant_id,
         code=code,
         symbol=symbol,
-        bars=job_bars(ctx, symbol, code=code),  # the holdout stays sealed
+        bars=bars,
         fold=fold,
         costs=ctx.config.costs,
         periods_per_year=ctx.periods_per_year,
+        timeout_s=scaled_timeout(bars),  # a wide universe's job needs longer
     )
     if missing:  # the code reads an index the run lacks: say which file, not KeyError
         result = error_result(job, missing_message(ctx, missing))

@@ -12,6 +12,7 @@ from langgraph.runtime import Runtime
 
 from backtest.benchmark import returns_metrics
 from backtest.contracts import BacktestJob, JobStatus, Metrics
+from backtest.job_timeout import scaled_timeout
 from backtest.period_keys import index_keys
 from backtest.trade_list import trades_from_trace_fills
 from experiments.charts import (
@@ -92,10 +93,11 @@ def holdout(state: DevelopState, runtime: Runtime[RunContext]) -> dict[str, Any]
             code=variant["code"],
             symbol=symbol,
             # a portfolio winner: every symbol at once; a regime filter's index feed added
-            bars=job_bars(ctx, symbol, holdout=True, code=variant["code"]),
+            bars=(bars := job_bars(ctx, symbol, holdout=True, code=variant["code"])),
             fold=fold,
             costs=cfg.costs,
             periods_per_year=ctx.periods_per_year,
+            timeout_s=scaled_timeout(bars),
         )
         for symbol in job_symbols(entry.spec, ctx.symbols)
     ]
@@ -483,10 +485,11 @@ def _best_trades(ctx: RunContext, variant: dict[str, Any]) -> list[dict[str, Any
             variant_id=variant["variant_id"],
             code=code,
             symbol=symbol,
-            bars=job_bars(ctx, symbol, code=code),
+            bars=(bars := job_bars(ctx, symbol, code=code)),
             fold=fold,
             costs=ctx.config.costs,
             periods_per_year=ctx.periods_per_year,
+            timeout_s=scaled_timeout(bars),
         )
         for symbol in symbols
         for fold in ctx.folds

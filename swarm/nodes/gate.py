@@ -10,6 +10,7 @@ import pandas as pd
 from langgraph.runtime import Runtime
 
 from backtest.contracts import BacktestResult, JobStatus
+from backtest.job_timeout import scaled_timeout
 from backtest.lookahead import LookaheadReport, check_lookahead
 from backtest.period_keys import index_keys
 from experiments.records import (
@@ -263,9 +264,11 @@ def _lookahead_check(
     def check(ev: VariantEvaluation) -> tuple[LookaheadReport, str]:
         code = code_by_id[ev.variant_id]
         on = PORTFOLIO if whole_universe(_scope(variant_by_id[ev.variant_id])) else symbol
+        bars = job_bars(ctx, on, code=code)
         report = check_lookahead(
             code,
-            job_bars(ctx, on, code=code),
+            bars,
+            timeout_s=scaled_timeout(bars),  # the scored job's own limit
             fold=fold,
             costs=ctx.config.costs,
             executor=ctx.executor,

@@ -162,8 +162,9 @@ def screen_sets(
     # the mean where a date has returns, else 0.0 (one matrix: no temporaries)
     returns = np.divide(sums.total, count, out=np.zeros_like(sums.total), where=have)
     out: list[ScreenedSet] = []
+    sharpes = sharpes_pp(returns, have)
     for row, spec in enumerate(specs):
-        sr_pp = _sharpe_pp(returns[row][have[row]])
+        sr_pp = sharpes[row]
         out.append(
             ScreenedSet(
                 spec=spec,
@@ -282,6 +283,29 @@ def _sharpe_pp(rets: np.ndarray) -> float | None:
         return None
     std = float(rets.std(ddof=1))
     return float(rets.mean()) / std if std > 1e-15 else None
+
+
+def sharpes_pp(returns: np.ndarray, have: np.ndarray) -> list[float | None]:
+    """``_sharpe_pp`` of each row's dates with returns (``have``), the same floats: the rows
+    that share the first row's dates (every set of a batched sweep without a failed window)
+    in one reduction over a contiguous block, whose per-row sums are the 1-D ones; the
+    others row by row."""
+    n = returns.shape[0]
+    out: list[float | None] = [None] * n
+    if n == 0:
+        return out
+    same = np.flatnonzero((have == have[0]).all(axis=1))
+    cols = np.flatnonzero(have[0])
+    rest = np.ones(n, dtype=bool)
+    if same.size > 1 and cols.size >= 2:
+        block = np.ascontiguousarray(returns[np.ix_(same, cols)])
+        means, stds = block.mean(axis=1), block.std(axis=1, ddof=1)
+        for row, mean, std in zip(same.tolist(), means.tolist(), stds.tolist(), strict=True):
+            out[row] = mean / std if std > 1e-15 else None
+        rest[same] = False
+    for row in np.flatnonzero(rest).tolist():
+        out[row] = _sharpe_pp(returns[row][have[row]])
+    return out
 
 
 def _rank_key(s: ScreenedSet, min_trades: int) -> tuple[int, int, float, str]:

@@ -137,3 +137,18 @@ def test_random_neighbourhoods_are_the_same(
     costs = CostModel(commission_pct=commission, slippage_pct=slippage, cash=cash, borrow_pct=1.0)
     some = {key: w for key, w in wins.items() if key[1] != 1}
     _same(specs, some, costs=costs)
+
+
+@pytest.mark.parametrize("n_dates", [2, 3, 8, 9, 127, 129, 2520, 7561])
+@pytest.mark.parametrize("n_sets", [1, 2, 300])
+def test_the_sweeps_sharpes_in_one_reduction_are_the_row_by_row_floats(n_sets, n_dates) -> None:
+    from backtest.screen.sweep import _sharpe_pp, sharpes_pp
+
+    rng = np.random.default_rng(n_sets * 10_000 + n_dates)
+    returns = rng.standard_normal((n_sets, n_dates)) * rng.uniform(1e-4, 1e-1)
+    have = np.tile(rng.uniform(size=n_dates) > 0.1, (n_sets, 1))
+    if n_sets > 2:
+        have[1, :3] = False  # a set with a failed window: its own dates
+        returns[2] = 0.0  # a flat set: no Sharpe
+    want = [_sharpe_pp(returns[i][have[i]]) for i in range(n_sets)]
+    assert sharpes_pp(returns, have) == want

@@ -33,8 +33,9 @@ N does):
 * ``ms/set``   - the same per parameter set;
 * ``jit s``    - the numba JIT warm-up, excluded from ``screen s``;
 * ``BT s``     - wall seconds of the Backtrader confirmation (``execute``, books included);
-                 ``!`` marks a run longer than a lab job's default timeout
-                 (``BacktestJob.timeout_s``), where the develop loop's job would time out;
+                 ``!`` marks a run longer than the lab's wall limit for that job
+                 (``backtest.job_timeout.scaled_timeout``: 120 s up to 500,000 symbol-bars,
+                 proportionally more beyond), where the develop loop's job would time out;
 * ``RSS MB``   - the process's peak resident memory at the end (``getrusage(RUSAGE_SELF)``).
 
 A second table splits the phases: generating and writing the universe, reading it back,
@@ -68,6 +69,7 @@ sys.path.insert(0, str(ROOT))
 from backtest.contracts import BacktestJob, CostModel, Fold  # noqa: E402
 from backtest.data import load_universe  # noqa: E402
 from backtest.engine import execute, trim_bars  # noqa: E402
+from backtest.job_timeout import scaled_timeout  # noqa: E402
 from backtest.screen import (  # noqa: E402
     portfolio_windows_for,
     screen_sets,
@@ -170,6 +172,7 @@ def one(n: int, years: float, n_sets: int, timeout: float, long_short: bool) -> 
     started = time.perf_counter()
     run = execute(job)
     out["bt_s"] = round(time.perf_counter() - started, 3)
+    out["lab_timeout_s"] = round(scaled_timeout(frames), 1)
     out["rss_bt_mb"] = peak_rss_mb()
     result = run.result
     out["bt_status"] = result.status.value
@@ -224,7 +227,7 @@ def print_tables(rows: list[dict]) -> None:
         if "error" in r:
             print(f"{r['n_symbols']:>5}  failed: {r['error']} after {r['process_s']} s")
             continue
-        late = "!" if r["bt_s"] > LAB_TIMEOUT_S else " "
+        late = "!" if r["bt_s"] > r.get("lab_timeout_s", LAB_TIMEOUT_S) else " "
         print(
             f"{r['n_symbols']:>5} {_growth(rows, k, 'n_symbols'):>5}  {r['bars_per_symbol']:>8}"
             f"  {r['screen_s']:>8.2f} {_growth(rows, k, 'screen_s'):>5}"
@@ -232,7 +235,12 @@ def print_tables(rows: list[dict]) -> None:
             f"  {r['jit_s']:>6.2f}  {r['bt_s']:>7.2f}{late} {_growth(rows, k, 'bt_s'):>5}"
             f"  {r['peak_rss_mb']:>7.0f} {_growth(rows, k, 'peak_rss_mb'):>5}"
         )
-    print(f"(! BT longer than a lab job's default timeout, {LAB_TIMEOUT_S:g} s)")
+    limits = ", ".join(
+        f"{r['n_symbols']}: {r.get('lab_timeout_s', LAB_TIMEOUT_S):g} s"
+        for r in rows
+        if "error" not in r
+    )
+    print(f"(! BT longer than the lab's wall limit for the job; limits {limits})")
     print()
     head = (
         f"{'N':>5}  {'gen s':>6} {'load s':>6} {'window s':>8}"

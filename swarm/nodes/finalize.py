@@ -526,8 +526,8 @@ def _ledger_fields(cfg: Any, ledger: TrialLedger) -> dict[str, Any]:
     """The verdict's account of the trial ledger across runs on this data."""
     if cfg.ledger_dir == OFF:
         return {"ledger": "off"}
-    if ledger.earlier is None:
-        return {"ledger": "fresh"}
+    if ledger.earlier is None:  # opted out, or a run started before the ledger existed
+        return {"ledger": "fresh"} if cfg.fresh_ledger else {}
     raw, eff = ledger.cumulative_trials()
     return {
         "ledger": "counted",

@@ -23,12 +23,12 @@ from backtest.screen import blocks
 from backtest.screen import fills as sf
 from backtest.screen.equity import BooksEquity
 from backtest.screen.indicators import IndicatorZeroDivision
-from backtest.screen.screening import _KNOB_PARAMS, Window, kernel_settings
+from backtest.screen.screening import KNOB_PARAMS, Window, kernel_settings
 from strategies.codegen import is_short_enabled
 from strategies.spec import StrategySpec
 
 # Parameters only ``simulate``'s knobs read: sets differing in these alone share conditions.
-KNOB_ONLY = frozenset({name for _, name in _KNOB_PARAMS} | {"max_hold_bars"})
+KNOB_ONLY = frozenset({name for _, name in KNOB_PARAMS} | {"max_hold_bars"})
 
 
 def condition_key(spec: StrategySpec) -> tuple:

@@ -228,7 +228,7 @@ def kernel_settings(
     modes[sf.M_SIZING] = blocks.SIZING_CODES[spec.sizing]
     modes[sf.M_STOP] = blocks.stop_mode(spec)
     knobs = [0.0] * sf.N_KNOBS
-    for slot, name in _KNOB_PARAMS:
+    for slot, name in KNOB_PARAMS:
         if name in p:
             knobs[slot] = float(p[name])
     knobs[sf.K_MAX_HOLD] = float(p.get("max_hold_bars", math.inf))
@@ -241,7 +241,7 @@ def kernel_settings(
     return modes, knobs
 
 
-_KNOB_PARAMS = (
+KNOB_PARAMS = (
     (sf.K_STOP_LOSS, "stop_loss_pct"),
     (sf.K_TAKE_PROFIT, "take_profit_pct"),
     (sf.K_ATR_MULT, "atr_stop_mult"),

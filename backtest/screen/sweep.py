@@ -277,7 +277,7 @@ def _n_symbols(windows: dict) -> int:
     return max(universes) if universes else len({s for s, _ in windows})
 
 
-def _sharpe_pp(rets: np.ndarray) -> float | None:
+def sharpe_pp(rets: np.ndarray) -> float | None:
     """The per-period Sharpe as ``backtest.metrics.compute_metrics`` defines it."""
     if rets.size < 2:
         return None
@@ -286,7 +286,7 @@ def _sharpe_pp(rets: np.ndarray) -> float | None:
 
 
 def sharpes_pp(returns: np.ndarray, have: np.ndarray) -> list[float | None]:
-    """``_sharpe_pp`` of each row's dates with returns (``have``), the same floats: the rows
+    """``sharpe_pp`` of each row's dates with returns (``have``), the same floats: the rows
     that share the first row's dates (every set of a batched sweep without a failed window)
     in one reduction over a contiguous block, whose per-row sums are the 1-D ones; the
     others row by row."""
@@ -304,7 +304,7 @@ def sharpes_pp(returns: np.ndarray, have: np.ndarray) -> list[float | None]:
             out[row] = mean / std if std > 1e-15 else None
         rest[same] = False
     for row in np.flatnonzero(rest).tolist():
-        out[row] = _sharpe_pp(returns[row][have[row]])
+        out[row] = sharpe_pp(returns[row][have[row]])
     return out
 
 

@@ -142,7 +142,7 @@ def test_random_neighbourhoods_are_the_same(
 @pytest.mark.parametrize("n_dates", [2, 3, 8, 9, 127, 129, 2520, 7561])
 @pytest.mark.parametrize("n_sets", [1, 2, 300])
 def test_the_sweeps_sharpes_in_one_reduction_are_the_row_by_row_floats(n_sets, n_dates) -> None:
-    from backtest.screen.sweep import _sharpe_pp, sharpes_pp
+    from backtest.screen.sweep import sharpe_pp, sharpes_pp
 
     rng = np.random.default_rng(n_sets * 10_000 + n_dates)
     returns = rng.standard_normal((n_sets, n_dates)) * rng.uniform(1e-4, 1e-1)
@@ -150,5 +150,5 @@ def test_the_sweeps_sharpes_in_one_reduction_are_the_row_by_row_floats(n_sets, n
     if n_sets > 2:
         have[1, :3] = False  # a set with a failed window: its own dates
         returns[2] = 0.0  # a flat set: no Sharpe
-    want = [_sharpe_pp(returns[i][have[i]]) for i in range(n_sets)]
+    want = [sharpe_pp(returns[i][have[i]]) for i in range(n_sets)]
     assert sharpes_pp(returns, have) == want

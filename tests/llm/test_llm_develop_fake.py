@@ -43,6 +43,8 @@ def _develop(tmp_path, daily_dir, monkeypatch, *, mode="good", out="runs", extra
             "--quiet",
             "--memory-dir",
             "off",
+            "--ledger-dir",  # a replay: the second run must see the first one's facts
+            "off",
             "--out",
             str(tmp_path / out),
             "--llm",

@@ -50,6 +50,8 @@ def test_llm_none_develop_runs_are_the_same_with_and_without_mask(tmp_path, dail
                 "--quiet",
                 "--memory-dir",
                 "off",
+                "--ledger-dir",  # three runs compared: none counts another's trials
+                "off",
                 "--out",
                 str(out),
                 *flag,

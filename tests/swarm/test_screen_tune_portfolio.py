@@ -28,6 +28,7 @@ from experiments.tracker import ExperimentTracker, read_records
 from gate.aggregate import aggregate_variant
 from strategies.families import PARAM_SPACE, reconcile_portfolio
 from strategies.mutate import inert_params, neighbourhood
+from strategies.param_space import DEFAULT_SPACE
 from strategies.portfolio import (
     SCOPE,
     is_portfolio_spec,
@@ -57,7 +58,13 @@ def _ctx(tmp: Path, *, seed: int = 7, screen_size: int = 24, min_trades: int = 1
     root.mkdir(parents=True, exist_ok=True)
     stages: list[str] = []
     return SimpleNamespace(
-        config=SimpleNamespace(screen_size=screen_size, seed=seed, costs=COSTS),
+        config=SimpleNamespace(
+            screen_size=screen_size,
+            seed=seed,
+            costs=COSTS,
+            param_space=DEFAULT_SPACE,
+            sampler="random",
+        ),
         symbols=list(SYMBOLS),
         folds=FOLDS,
         memo=RunMemo(),

@@ -14,6 +14,7 @@ import pytest
 import swarm.nodes.strategy as strategy_node
 from experiments.tracker import ExperimentTracker
 from gate.contracts import FailingCriterion, FailureAnalysis, FailureType, Hint, VariantEvaluation
+from strategies.param_space import DEFAULT_SPACE
 from strategies.portfolio import portfolio_spec
 from strategies.regime import INDEX_REGIME, REGIME_INDICES
 from strategies.route import Route
@@ -43,6 +44,8 @@ def _ctx(root: Path, *, indices: tuple[str, ...], variants: int = VARIANTS):
             screen_size=0,
             sizing=None,
             limits=SimpleNamespace(max_iterations=10),
+            param_space=DEFAULT_SPACE,
+            sampler="random",
         ),
         symbols=["AAA", "BBB", "CCC", "DDD"],
         llm=None,

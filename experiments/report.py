@@ -133,7 +133,7 @@ def render_report(
         *_best_variant_section(
             config, verdict, best_variant, best_eval, figures, rows, bench, trades
         ),
-        *_honesty_section(verdict, bench.name, cash),
+        *_honesty_section(verdict, bench.name, cash, sampler=config.sampler),
         *_cpcv_section(verdict.cpcv),
         *_charts_section(charts),
         *_caveats_section(config, data, bench.name, cash),
@@ -382,7 +382,9 @@ def _figures_tables(
     return out
 
 
-def _honesty_section(verdict: Verdict, bname: str, cash: bool) -> list[str]:
+def _honesty_section(
+    verdict: Verdict, bname: str, cash: bool, *, sampler: str = "random"
+) -> list[str]:
     """Trials counted, deflation, PBO and the reality check: what the search paid for looking."""
     pbo = verdict.pbo
     best_alpha = verdict.best_alpha
@@ -392,7 +394,7 @@ def _honesty_section(verdict: Verdict, bname: str, cash: bool) -> list[str]:
         "",
         f"- Trials counted (every distinct variant × parameter set backtested or screened on "
         f"this data): {verdict.n_trials}",
-        *_effective_lines(verdict),
+        *_effective_lines(verdict, sampler),
         *_ledger_line(verdict),
         f"- Deflated Sharpe of the best variant: {_f(verdict.best_dsr, 3)} when it was "
         f"selected; {_f(verdict.best_dsr_all_trials, 3)} deflated by all "
@@ -671,8 +673,9 @@ def _ledger_line(verdict: Verdict) -> list[str]:
     ]
 
 
-def _effective_lines(verdict: Verdict) -> list[str]:
-    """Raw and effective trial counts, in one or two sentences."""
+def _effective_lines(verdict: Verdict, sampler: str = "random") -> list[str]:
+    """Raw and effective trial counts, in one or two sentences (and why a TPE run's
+    deflation counts every trial)."""
     eff = verdict.n_trials_effective
     if eff is None:
         return []
@@ -687,6 +690,12 @@ def _effective_lines(verdict: Verdict) -> list[str]:
             ", and the dispersion of the clusters' Sharpes as its variance."
             if used == "effective"
             else "."
+        )
+        + (
+            " TPE (`--sampler tpe`) crowds its draws where earlier draws scored well, so "
+            "clustering them would understate the search: its default is every trial."
+            if sampler == "tpe" and used == "raw"
+            else ""
         )
     ]
 

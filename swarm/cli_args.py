@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 from datetime import date
 from pathlib import Path
+from typing import Literal
 
 from swarm.errors import UserInputError
 
@@ -191,9 +192,11 @@ def add_screen_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--deflate-by",
-        default="effective",
-        help="the deflated Sharpe's trial count: effective (default: clusters of correlated "
-        "trials) or raw (every trial)",
+        default=None,
+        help="the deflated Sharpe's trial count: effective (clusters of correlated trials; the "
+        "default with --sampler random) or raw (every trial; the default with --sampler tpe, "
+        "whose draws crowd where earlier draws scored well, so clustering them would "
+        "understate the search)",
     )
     p.add_argument(
         "--sampler",
@@ -219,7 +222,7 @@ def screen_options(args: argparse.Namespace) -> dict[str, object]:
         raise UserInputError(
             f"--screen-size: {args.screen_size} must be between 0 and 20000 (0 = --no-screen)"
         )
-    if args.deflate_by not in ("effective", "raw"):
+    if args.deflate_by not in (None, "effective", "raw"):
         raise UserInputError(f"--deflate-by: {args.deflate_by!r}; use effective or raw")
     screen_size = 0 if args.no_screen else args.screen_size
     sampler = getattr(args, "sampler", "random")
@@ -227,10 +230,19 @@ def screen_options(args: argparse.Namespace) -> dict[str, object]:
         _check_tpe(screen_size)
     return {
         "screen_size": screen_size,
-        "deflate_by": args.deflate_by,
+        "deflate_by": args.deflate_by or default_deflation(sampler),
         "sampler": sampler,
         "param_space": _param_space(getattr(args, "param_space", None)),
     }
+
+
+def default_deflation(sampler: str) -> Literal["effective", "raw"]:
+    """The DSR's trial count when ``--deflate-by`` is not given. Random draws spread over the
+    box, so clusters of correlated trials measure the search. TPE crowds its draws where
+    earlier draws scored well: on a calibration null its clusters were a third of random's at
+    the same seed (56-66 against 181 of ~3,400 trials) and one null's DSR passed 0.95 by
+    them, so a TPE run is deflated by every trial it drew."""
+    return "raw" if sampler == "tpe" else "effective"
 
 
 def _check_tpe(screen_size: int) -> None:

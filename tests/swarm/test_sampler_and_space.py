@@ -10,6 +10,7 @@ import json
 import pytest
 
 from experiments.tracker import read_records
+from swarm.cli_args import default_deflation
 from swarm.config import RunConfig
 from swarm.develop import build_parser, config_from_args, main
 from swarm.errors import UserInputError
@@ -71,6 +72,22 @@ def test_help_lists_the_samplers_and_tpe_needs_the_screen():
     assert config.sampler == "random" and config.param_space.ranges == {}
 
 
+@pytest.mark.unit
+def test_a_tpe_run_is_deflated_by_every_trial_unless_told_otherwise():
+    pytest.importorskip("optuna")
+    assert default_deflation("random") == "effective" and default_deflation("tpe") == "raw"
+    base = ["--directive", "x", "--tickers", "AAPL"]
+
+    def deflated_by(*extra: str) -> str:
+        return config_from_args(build_parser().parse_args([*base, *extra]))[0].deflate_by
+
+    assert deflated_by() == "effective"
+    assert deflated_by("--sampler", "tpe") == "raw"
+    assert deflated_by("--sampler", "tpe", "--deflate-by", "effective") == "effective"
+    assert deflated_by("--deflate-by", "raw") == "raw"
+    assert "default with --sampler tpe" in " ".join(build_parser().format_help().split())
+
+
 @pytest.mark.e2e
 @pytest.mark.slow
 def test_a_tpe_run_inside_a_user_space(tmp_path, daily_dir):
@@ -112,3 +129,7 @@ def test_a_tpe_run_inside_a_user_space(tmp_path, daily_dir):
     verdict = json.loads((run / "verdict.json").read_text())
     screened = {t["trial_key"] for rec in screens for t in rec["trials"]}
     assert verdict["n_trials"] >= len(screened) + 3  # every drawn set counts, and the seeds
+    # TPE's draws crowd, so its default deflation counts every trial, and the report says why
+    assert verdict["deflated_by"] == "raw"
+    report = " ".join((run / "report.md").read_text().split())
+    assert "The deflated Sharpe uses the raw count. TPE (`--sampler tpe`) crowds" in report

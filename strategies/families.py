@@ -8,11 +8,19 @@ on the same grid (which keeps trial keys comparable across iterations).
 from __future__ import annotations
 
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from strategies.blocks import FILTERS, required_params, unknown_blocks
+from strategies.blocks import (
+    ENTRIES,
+    EXITS,
+    FILTERS,
+    SIBLINGS,
+    SIZINGS,
+    required_params,
+    unknown_blocks,
+)
 from strategies.regime import INDEX_REGIME, REGIME_FILTERS, wanted
 from strategies.spec import Family, ParamValue, PipelineFamily, PortfolioFamily, StrategySpec
 
@@ -584,3 +592,27 @@ OWN_PARAMETERS: dict[str, Callable[[StrategySpec], StrategySpec]] = {
     **{f.value: reconcile_portfolio for f in PortfolioFamily},
     PipelineFamily.DECISION_PIPELINE.value: reconcile_decision,
 }
+
+
+def tunable(names: Iterable[str]) -> frozenset[str]:
+    """The names among ``names`` that move on the grid (``PARAM_SPACE``, tunable)."""
+    return frozenset(n for n in names if n in PARAM_SPACE and PARAM_SPACE[n].tunable)
+
+
+def block_grid_parameters(family: str) -> frozenset[str]:
+    """The tunable grid parameters a block family's specs can carry: its templates' entries and
+    their siblings, and every filter, exit and sizing block (which mutation may add)."""
+    block = next((f for f in TEMPLATES if f.value == family), None)
+    if block is None:
+        return frozenset()
+    entries = {t.entry for t in TEMPLATES[block]}
+    entries |= {s for e in list(entries) for s in SIBLINGS.get(e, ())}
+    names = {k for e in entries if e in ENTRIES for k in ENTRIES[e].params}
+    for table in (FILTERS, EXITS, SIZINGS):
+        names |= {k for b in table.values() for k in b.params}
+    return tunable(names)
+
+
+def portfolio_grid_parameters(family: str) -> frozenset[str]:
+    """The tunable grid parameters of a portfolio family's specs."""
+    return tunable(k for f, p in PORTFOLIO_PARAMS.items() if f.value == family for k in p)

@@ -101,6 +101,8 @@ class FamilyPlugin(Protocol):
     ``code_through(run, spec, day)`` is the spec's source with the alternative data known by
     the close of ``day`` (the families that embed a data table; through the in-sample end it
     is ``code``): the lookahead check gives each truncated run the table cut at its last bar.
+    An optional ``grid_parameters(kind)`` names the tunable grid parameters (``PARAM_SPACE``)
+    a spec of ``kind`` can carry: what a ``--param-space`` file may narrow for that family.
     """
 
     name: str
@@ -249,6 +251,20 @@ class FamilyRegistry:
         """The variant dict the sealed holdout runs, as ``variant``'s plugin makes it."""
         spec = StrategySpec.model_validate(variant["spec"])
         return self.for_spec(spec).holdout_variant(run, variant)
+
+    def grid_parameters(self) -> dict[str, frozenset[str]]:
+        """Each family's tunable grid parameters, what ``--param-space`` may narrow (its
+        plugin's optional ``grid_parameters(kind)``), by family name; families without any
+        (their parameters are not on the grid) are left out."""
+        out: dict[str, frozenset[str]] = {}
+        for plugin in self._plugins:
+            grid = getattr(plugin, "grid_parameters", None)
+            if grid is None:
+                continue
+            for kind in plugin.kinds:
+                if names := grid(kind):
+                    out[kind] = frozenset(names)
+        return dict(sorted(out.items()))
 
     def code_at(self, run: Any, spec: StrategySpec) -> Callable[[date], str] | None:
         """Day -> ``spec``'s source with the alternative data known by that day's close (its

@@ -21,22 +21,19 @@ from __future__ import annotations
 import json
 import math
 import tomllib
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from strategies.blocks import ENTRIES, EXITS, FILTERS, SIBLINGS, SIZINGS
 from strategies.families import (
-    DECISION_PARAMS,
     ORDERED_PAIRS,
     PARAM_SPACE,
-    PORTFOLIO_PARAMS,
-    TEMPLATES,
     ParamRange,
     snap_params,
 )
-from strategies.spec import PipelineFamily, StrategySpec
+from strategies.spec import StrategySpec
 
 KEYS = ("low", "high", "step", "kind")
 SUFFIXES = (".toml", ".json")
@@ -87,37 +84,9 @@ class ParamSpace(BaseModel):
 DEFAULT_SPACE = ParamSpace()
 
 
-def family_parameters(family: str) -> frozenset[str]:
-    """The tunable grid parameters a family's specs can carry (its templates' entries and
-    their siblings, and every filter, exit and sizing block, which mutation may add); empty
-    for a name the grid does not tune."""
-    if family == PipelineFamily.DECISION_PIPELINE.value:
-        names: set[str] = set(DECISION_PARAMS)
-    elif family in {f.value for f in PORTFOLIO_PARAMS}:
-        names = {k for f, p in PORTFOLIO_PARAMS.items() if f.value == family for k in p}
-    else:
-        block = next((f for f in TEMPLATES if f.value == family), None)
-        if block is None:
-            return frozenset()
-        entries = {t.entry for t in TEMPLATES[block]}
-        entries |= {s for e in list(entries) for s in SIBLINGS.get(e, ())}
-        names = {k for e in entries if e in ENTRIES for k in ENTRIES[e].params}
-        for table in (FILTERS, EXITS, SIZINGS):
-            names |= {k for b in table.values() for k in b.params}
-    return frozenset(n for n in names if n in PARAM_SPACE and PARAM_SPACE[n].tunable)
-
-
-def grid_families() -> list[str]:
-    """Every family whose parameters move on the grid, in a stable order."""
-    return [
-        *(f.value for f in TEMPLATES),
-        *(f.value for f in PORTFOLIO_PARAMS),
-        PipelineFamily.DECISION_PIPELINE.value,
-    ]
-
-
-def load_param_space(path: Path) -> ParamSpace:
-    """Read and check a ``--param-space`` file (``ParamSpaceError`` on any problem)."""
+def load_param_space(path: Path, grid: Mapping[str, frozenset[str]]) -> ParamSpace:
+    """Read and check a ``--param-space`` file against ``grid``, each family's tunable
+    parameters (``FamilyRegistry.grid_parameters()``); ``ParamSpaceError`` on any problem."""
     if path.suffix.lower() not in SUFFIXES:
         raise ParamSpaceError(f"{path}: use a .toml or .json file (see docs/param_space.toml)")
     try:
@@ -128,12 +97,13 @@ def load_param_space(path: Path) -> ParamSpace:
         data = tomllib.loads(text) if path.suffix.lower() == ".toml" else json.loads(text)
     except (tomllib.TOMLDecodeError, json.JSONDecodeError) as exc:
         raise ParamSpaceError(f"{path}: not valid {path.suffix[1:].upper()} ({exc})") from None
-    return parse_param_space(data, source=str(path))
+    return parse_param_space(data, source=str(path), grid=grid)
 
 
-def parse_param_space(data: Any, *, source: str) -> ParamSpace:
+def parse_param_space(data: Any, *, source: str, grid: Mapping[str, frozenset[str]]) -> ParamSpace:
     """The checked ``ParamSpace`` of a parsed file (``ParamSpaceError`` naming ``source``,
-    the family and the parameter on the first problem)."""
+    the family and the parameter on the first problem). ``grid``: each family's tunable
+    parameters, as the family plugins name them (``FamilyRegistry.grid_parameters()``)."""
     if not isinstance(data, dict) or not data:
         raise ParamSpaceError(
             f"{source}: expected one table per family, e.g. [momentum.roc_period] low = 10 "
@@ -141,10 +111,10 @@ def parse_param_space(data: Any, *, source: str) -> ParamSpace:
         )
     ranges: dict[str, dict[str, ParamRange]] = {}
     for family, table in data.items():
-        known = family_parameters(family)
+        known = grid.get(family)
         if not known:
             raise ParamSpaceError(
-                f"{source}: unknown family {family!r}; use one of {', '.join(grid_families())}"
+                f"{source}: unknown family {family!r}; use one of {', '.join(grid)}"
             )
         if not isinstance(table, dict) or not table:
             raise ParamSpaceError(

@@ -263,10 +263,11 @@ def _check_tpe(screen_size: int) -> None:
 def _param_space(path: Path | None):
     """--param-space FILE read and checked (the code's grid without it)."""
     from strategies.param_space import ParamSpace, ParamSpaceError, load_param_space
+    from swarm.families import registry
 
     if path is None:
         return ParamSpace()
     try:
-        return load_param_space(path.expanduser().resolve())
+        return load_param_space(path.expanduser().resolve(), registry().grid_parameters())
     except ParamSpaceError as exc:
         raise UserInputError(f"--param-space: {exc}") from None

@@ -49,8 +49,6 @@ KIND_ASKERS = {
     "strategies/portfolio_code.py": "the portfolio families' rendering",
     "strategies/decision_family.py": "the decision pipeline's own code",
     "swarm/analyze/family.py": "the decision pipeline's plugin helpers",
-    # TODO(plugin property): each plugin should name its tunable grid parameters itself.
-    "strategies/param_space.py": "--param-space: the grid parameters each family carries",
 }
 KIND_PREDICATE = re.compile(
     r"is_portfolio_spec\(|is_decision_spec\(|[!=]= *[\"']portfolio[\"']|[\"']portfolio[\"'] *[!=]="

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from strategies.codegen import render
-from strategies.families import reconcile
+from strategies.families import block_grid_parameters, reconcile
 from strategies.family_api import Proposal, ProposalContext, Scope
 from strategies.repair import block_moves
 from strategies.spec import Family, StrategySpec
@@ -62,6 +62,10 @@ class BlockFamilies:
     def holdout_variant(self, run: Any, variant: dict[str, Any]) -> dict[str, Any]:
         """The variant as it is: a block strategy runs on the holdout unchanged."""
         return variant
+
+    def grid_parameters(self, kind: str) -> frozenset[str]:
+        """What ``--param-space`` may narrow for ``kind``: its blocks' tunable parameters."""
+        return block_grid_parameters(kind)
 
     def screens(self, spec: StrategySpec) -> bool:
         """Whether the screen can sweep the spec's parameters."""

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from strategies.decision_family import FAMILY, RULES_INERT_PARAMS, propose_decision_specs
-from strategies.families import reconcile
+from strategies.families import DECISION_PARAMS, reconcile, tunable
 from strategies.family_api import Proposal, ProposalContext, Scope
 from strategies.spec import StrategySpec
 from swarm.analyze.family import decision_slots, holdout_variant, pipeline_code
@@ -54,6 +54,10 @@ class DecisionPipeline:
     def holdout_variant(self, run: Any, variant: dict[str, Any]) -> dict[str, Any]:
         """The variant as the holdout runs it: its code regenerated with the holdout's decisions."""
         return holdout_variant(run, variant)
+
+    def grid_parameters(self, kind: str) -> frozenset[str]:
+        """What ``--param-space`` may narrow: the pipeline's tunable parameters."""
+        return tunable(DECISION_PARAMS)
 
     def screens(self, spec: StrategySpec) -> bool:
         """Never: the pipeline's decisions are not a parameter sweep."""

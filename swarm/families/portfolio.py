@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from strategies.codegen import render
-from strategies.families import reconcile_portfolio
+from strategies.families import portfolio_grid_parameters, reconcile_portfolio
 from strategies.family_api import Proposal, ProposalContext, Scope
 from strategies.pairs import PairChoice, best_pair
 from strategies.portfolio import portfolio_slots, propose_portfolio_specs
@@ -63,6 +63,10 @@ class PortfolioFamilies:
     def holdout_variant(self, run: Any, variant: dict[str, Any]) -> dict[str, Any]:
         """The variant as it is: a portfolio strategy runs on the holdout unchanged."""
         return variant
+
+    def grid_parameters(self, kind: str) -> frozenset[str]:
+        """What ``--param-space`` may narrow for ``kind``: its tunable portfolio parameters."""
+        return portfolio_grid_parameters(kind)
 
     def screens(self, spec: StrategySpec) -> bool:
         """Whether the screen can sweep the portfolio spec's parameters."""

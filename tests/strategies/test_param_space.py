@@ -12,6 +12,7 @@ import random
 import pytest
 
 from strategies.families import spec_from_template
+from strategies.family_api import FamilyRegistry
 from strategies.mutate import neighbourhood, search_box, toward_more_trades, tune
 from strategies.param_space import (
     DEFAULT_SPACE,
@@ -21,9 +22,11 @@ from strategies.param_space import (
     parse_param_space,
 )
 from strategies.spec import Family
+from swarm.families import registry
 
 pytestmark = pytest.mark.unit
 
+GRID = registry().grid_parameters()  # each family plugin names its tunable parameters
 SPACE = {
     "momentum": {
         "roc_period": {"low": 30, "high": 60, "step": 10},
@@ -33,7 +36,7 @@ SPACE = {
 
 
 def _space() -> ParamSpace:
-    return parse_param_space(SPACE, source="s.toml")
+    return parse_param_space(SPACE, source="s.toml", grid=GRID)
 
 
 def test_a_good_space_reads_and_round_trips_through_the_manifest():
@@ -78,7 +81,7 @@ def test_a_good_space_reads_and_round_trips_through_the_manifest():
 )
 def test_each_problem_is_one_error_naming_file_family_and_parameter(data, needle):
     with pytest.raises(ParamSpaceError) as info:
-        parse_param_space(data, source="bad.toml")
+        parse_param_space(data, source="bad.toml", grid=GRID)
     msg = str(info.value)
     assert msg.startswith("bad.toml: ") and needle in msg and "\n" not in msg
 
@@ -88,7 +91,7 @@ def test_files_are_toml_or_json_by_suffix(tmp_path):
     toml.write_text("[momentum.roc_period]\nlow = 30\nhigh = 60\nstep = 10\n")
     js = tmp_path / "s.json"
     js.write_text(json.dumps({"momentum": {"roc_period": {"low": 30, "high": 60, "step": 10}}}))
-    assert load_param_space(toml).ranges == load_param_space(js).ranges
+    assert load_param_space(toml, GRID).ranges == load_param_space(js, GRID).ranges
     for name, text, needle in [
         ("s.yaml", "x", "use a .toml or .json file"),
         ("b.toml", "[momentum.roc_period\n", "not valid TOML"),
@@ -96,9 +99,9 @@ def test_files_are_toml_or_json_by_suffix(tmp_path):
     ]:
         (tmp_path / name).write_text(text)
         with pytest.raises(ParamSpaceError, match=needle):
-            load_param_space(tmp_path / name)
+            load_param_space(tmp_path / name, GRID)
     with pytest.raises(ParamSpaceError, match="cannot be read"):
-        load_param_space(tmp_path / "missing.toml")
+        load_param_space(tmp_path / "missing.toml", GRID)
 
 
 def _inside(space: ParamSpace, spec) -> bool:
@@ -142,3 +145,35 @@ def test_without_a_space_the_moves_are_exactly_those_before_it():
     # The digest of the sets the code drew before --param-space (commit ed1f8e6), per family.
     assert DEFAULT_SPACE.ranges == {}
     assert _digest() == "47de8e3f8a256e3da9ddf9293299fc1389d0ba0a73b00e9a2809703fec4a4c12"
+
+
+class _GridToy:
+    """A family that names its own tunable grid parameters (the plugin's optional method)."""
+
+    name, kinds, scope, self_proposing, repairable = "toy", ("toy_family",), "symbol", True, False
+
+    def grid_parameters(self, kind: str) -> frozenset[str]:
+        return frozenset({"roc_period"})
+
+
+class _NoGrid:
+    name, kinds, scope, self_proposing, repairable = "nogrid", ("no_grid",), "symbol", True, False
+
+
+@pytest.mark.unit
+def test_each_family_plugin_names_what_a_space_may_narrow():
+    reg = FamilyRegistry()
+    reg.register(_GridToy())
+    reg.register(_NoGrid())
+    grid = reg.grid_parameters()
+    assert grid == {"toy_family": frozenset({"roc_period"})}  # a plugin without one: none
+    space = parse_param_space(
+        {"toy_family": {"roc_period": {"low": 10, "high": 40}}}, source="t.toml", grid=grid
+    )
+    assert space.range_for("toy_family", "roc_period").high == 40
+    with pytest.raises(ParamSpaceError, match="unknown family 'momentum'; use one of toy_family"):
+        parse_param_space(
+            {"momentum": {"roc_period": {"low": 10, "high": 40}}}, source="t", grid=grid
+        )
+    # the lab's own plugins: every block, portfolio and decision family that has a grid
+    assert {"momentum", "cross_sectional_momentum", "decision_pipeline"} <= set(GRID)

@@ -12,6 +12,7 @@ from backtest.screen.tpe import FAILED, UNDER_FLOOR, objective
 from strategies.families import spec_from_template
 from strategies.param_space import parse_param_space
 from strategies.spec import Family, StrategySpec
+from swarm.families import registry
 
 pytest.importorskip("optuna")
 pytestmark = pytest.mark.unit
@@ -20,6 +21,7 @@ PARENT = spec_from_template(Family.MOMENTUM, 0)
 SPACE = parse_param_space(
     {"momentum": {"roc_period": {"low": 10, "high": 60}, "trend_period": {"low": 80, "high": 150}}},
     source="s.toml",
+    grid=registry().grid_parameters(),
 )
 
 

@@ -9,8 +9,10 @@ is on the grid. The study is seeded from the run's seed, the iteration and the r
 run draws the same sets.
 
 Every drawn set is screened and becomes one row of the sweep, so the node records each as a
-trial, as it does the random sampler's. A draw that repeats a set already drawn or tried
-(``seen``) is not a new trial: it is told its known value (or the floor) and drawn again.
+trial, as it does the random sampler's. A draw that repeats a set is not a new trial and not a
+row: one drawn earlier in this sweep is told its known value; one tried before the sweep
+(``seen``: earlier iterations, the parent) is screened for TPE alone and told its value, so the
+model learns where the earlier search found its best instead of being told that region failed.
 """
 
 from __future__ import annotations
@@ -74,26 +76,42 @@ def tpe_sweep(
     while box and done < n and asks < budget:
         trials: list[Any] = []
         specs: list[StrategySpec] = []
+        again: list[tuple[Any, StrategySpec]] = []  # drawn, but tried before: not a trial
         while len(specs) < min(BATCH, n - done) and asks < budget:
             trial, asks = study.ask(), asks + 1
             params = dict(base.parameters)
             for name, r in box.items():
                 k = trial.suggest_int(name, 0, round((r.high - r.low) / r.step))
                 params[name] = r.snap(r.low + k * r.step)
-            cand = moved(base, params, "screen tpe")
-            key = cand.trial_key() if cand is not None else base.trial_key()
-            if cand is None or key in taken or not space.contains(cand):
+            cand = moved(base, params, "screen tpe") or base
+            key = cand.trial_key()
+            if key in known or not space.contains(cand):
                 study.tell(trial, known.get(key, FAILED))
-                continue
-            taken.add(key)
-            trials.append(trial)
-            specs.append(cand)
+            elif key in taken:
+                again.append((trial, cand))
+            else:
+                taken.add(key)
+                trials.append(trial)
+                specs.append(cand)
+        if again:  # screened for TPE's sake only: the model learns what it re-drew
+            tell(study, again, evaluate([c for _, c in again]), known, min_trades)
         if not specs:
             break
         sweep = evaluate(specs)
-        for trial, s in zip(trials, sweep.sets, strict=True):
-            known[s.trial_key] = objective(s, min_trades)
-            study.tell(trial, known[s.trial_key])
+        tell(study, list(zip(trials, specs, strict=True)), sweep, known, min_trades)
         sweeps.append(sweep)
         done += len(specs)
     return combine(sweeps, min_trades) if sweeps else evaluate([])
+
+
+def tell(
+    study: Any,
+    drawn: list[tuple[Any, StrategySpec]],
+    sweep: Sweep,
+    known: dict[str, float],
+    min_trades: int,
+) -> None:
+    """Tell each drawn trial its set's objective (remembered in ``known`` by trial key)."""
+    for (trial, _), s in zip(drawn, sweep.sets, strict=True):
+        known[s.trial_key] = objective(s, min_trades)
+        study.tell(trial, known[s.trial_key])

@@ -25,11 +25,12 @@ SPACE = parse_param_space(
 )
 
 
-def _evaluate(calls: list[int]):
+def _evaluate(calls: list[int], calls_seen: frozenset[str] = frozenset()):
     """A fake screen: Sharpe peaks at roc_period 45, trend_period 120."""
 
     def evaluate(specs: list[StrategySpec]) -> Sweep:
-        calls.append(len(specs))
+        # a call of sets tried before the sweep (re-screened for TPE alone) counts negative
+        calls.append(-len(specs) if {s.trial_key() for s in specs} & calls_seen else len(specs))
         sets = [
             ScreenedSet(
                 spec=s,
@@ -61,7 +62,9 @@ def _sweep(seed, n=60, seen=(), calls=None):
         n,
         seed=seed,
         seen=set(seen),
-        evaluate=_evaluate(calls if calls is not None else []),
+        evaluate=_evaluate(
+            calls if calls is not None else [], frozenset(seen) | {PARENT.trial_key()}
+        ),
         min_trades=10,
         space=SPACE,
     )
@@ -79,7 +82,7 @@ def test_every_drawn_set_is_a_fresh_trial_inside_the_space():
     seen = {s.trial_key for s in _sweep((5, 1, 1), n=10).sets}
     sweep = _sweep((0, 1, 1), n=60, seen=seen, calls=calls)
     keys = [s.trial_key for s in sweep.sets]
-    assert len(keys) == 60 == sum(calls)  # every screened set is a row (a trial), n of them
+    assert len(keys) == 60 == sum(n for n in calls if n > 0)  # every fresh set is a row
     assert len(set(keys)) == 60 and not set(keys) & (seen | {PARENT.trial_key()})
     assert sweep.returns.shape == (60, 3) and sorted(sweep.ranked) == list(range(60))
     for s in sweep.sets:
@@ -106,3 +109,42 @@ def test_the_objective_keeps_the_sweeps_order():
     assert objective(s(None, 20), 10) == FAILED < objective(s(-99.0, 0), 10)
     assert objective(s(1.0, 20, "boom"), 10) == FAILED
     assert objective(s(1e9, 20), 10) == 100.0  # capped
+
+
+def test_a_set_tried_before_the_sweep_is_told_its_value_and_is_no_trial():
+    """TPE re-drawing a set an earlier sweep tried (or the parent) learns its real value, not
+    a failure, so the model is not pushed away from where the search found its best."""
+    tiny = parse_param_space(  # 3 x 3 x 2 x 2 x 2 = 72 sets in the box
+        {
+            "momentum": {
+                "roc_period": {"low": 40, "high": 50},
+                "trend_period": {"low": 110, "high": 130},
+                "roc_threshold": {"low": 0.02, "high": 0.025},
+                "stop_loss_pct": {"low": 0.05, "high": 0.055},
+                "max_hold_bars": {"low": 30, "high": 31},
+            }
+        },
+        source="tiny.toml",
+        grid=registry().grid_parameters(),
+    )
+    first = tpe_sweep(
+        PARENT, 40, seed=(5, 1, 1), seen=set(), evaluate=_evaluate([]), min_trades=10, space=tiny
+    )
+    seen = {s.trial_key for s in first.sets}
+    calls: list[int] = []
+    told: list[tuple[str, float]] = []
+    evaluate = _evaluate(calls, frozenset(seen) | {PARENT.trial_key()})
+
+    def spying(specs: list[StrategySpec]) -> Sweep:
+        sweep = evaluate(specs)
+        told.extend((s.trial_key, s.sharpe) for s in sweep.sets)
+        return sweep
+
+    sweep = tpe_sweep(
+        PARENT, 20, seed=(0, 1, 1), seen=seen, evaluate=spying, min_trades=10, space=tiny
+    )
+    assert len(sweep.sets) == 20
+    again = {k for k, _ in told} & (seen | {PARENT.trial_key()})
+    assert again  # the small box is crowded with earlier sets: TPE re-drew some
+    assert not again & {s.trial_key for s in sweep.sets}  # ... and none is a row (a trial)
+    assert all(v is not None and v > FAILED for k, v in told if k in again)

@@ -154,8 +154,7 @@ class FrameStore:
             ref = self._publish(frame)
         except OSError:  # no room in the temporary folder: the frame travels as before
             return frame
-        self._published[id(frame)] = (frame, ref)
-        self._evict()
+        self._published[id(frame)] = (frame, ref)  # evicted by ``pack`` once it counts readers
         return ref
 
     def _evict(self) -> None:
@@ -175,6 +174,7 @@ class FrameStore:
             refs = {b for job in packed for _, b in job.feeds() if isinstance(b, FrameRef)}
             for ref in refs:
                 self._readers[ref] = self._readers.get(ref, 0) + 1
+            self._evict()  # after: a chunk reading more frames than the cap keeps them all
             self.stats.jobs += len(jobs)
         return packed, sorted(refs, key=lambda r: r.path)
 

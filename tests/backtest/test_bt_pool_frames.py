@@ -118,6 +118,18 @@ def test_a_file_a_chunk_in_flight_reads_outlives_its_eviction() -> None:
         store.pack([_job(3, a)])
 
 
+def test_a_chunk_reading_more_frames_than_the_cap_keeps_every_file_it_reads() -> None:
+    frames = [_frame(k) for k in range(3)]
+    store = FrameStore(max_frames=2)
+    try:
+        packed, refs = store.pack([_job(k, f) for k, f in enumerate(frames)])
+        assert len(refs) == 3 and all(os.path.exists(r.path) for r in refs)  # all read now
+        store.release(refs)  # done: down to the cap, the least recently used first
+        assert [os.path.exists(r.path) for r in refs] == [False, True, True]
+    finally:
+        store.close()
+
+
 def test_a_store_never_closed_leaves_no_folder() -> None:
     store = FrameStore()
     _, refs = store.pack([_job(0, _frame(1))])

@@ -10,7 +10,7 @@ import json
 import pytest
 
 from experiments.tracker import read_records
-from swarm.cli_args import default_deflation
+from swarm.cli_args import default_deflation, default_screen_size
 from swarm.config import RunConfig
 from swarm.develop import build_parser, config_from_args, main
 from swarm.errors import UserInputError
@@ -85,6 +85,23 @@ def test_a_tpe_run_is_deflated_by_every_trial_unless_told_otherwise():
     assert deflated_by("--sampler", "tpe") == "raw"
     assert deflated_by("--sampler", "tpe", "--deflate-by", "effective") == "effective"
     assert deflated_by("--deflate-by", "raw") == "raw"
+
+
+@pytest.mark.unit
+def test_tpe_screens_fewer_sets_by_default_and_as_many_as_asked():
+    pytest.importorskip("optuna")
+    assert default_screen_size("random") == 500 and default_screen_size("tpe") == 100
+    base = ["--directive", "x", "--tickers", "AAPL"]
+
+    def size(*extra: str) -> int:
+        return config_from_args(build_parser().parse_args([*base, *extra]))[0].screen_size
+
+    assert size() == 500 and size("--sampler", "tpe") == 100
+    assert size("--sampler", "tpe", "--screen-size", "400") == 400
+    assert size("--screen-size", "64") == 64 and size("--no-screen") == 0
+    with pytest.raises(UserInputError, match="--screen-size: -1 must be between"):
+        size("--sampler", "tpe", "--screen-size", "-1")
+    assert "100 with --sampler tpe" in " ".join(build_parser().format_help().split())
     assert "default with --sampler tpe" in " ".join(build_parser().format_help().split())
 
 

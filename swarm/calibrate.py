@@ -36,6 +36,7 @@ from swarm.calibration.report import (
     run_line,
     summarise,
 )
+from swarm.calibration.resume import RECORDS, append_record, finished, plan_key
 from swarm.calibration.runner import (
     LoopResult,
     failed_record,
@@ -139,6 +140,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="develop --criteria-replace: " + CRITERIA_REPLACE_HELP,
     )
     add_screen_arguments(p)  # develop's screen options (--screen-size ... --sampler, --param-space)
+    p.add_argument(
+        "--resume",
+        action="store_true",
+        help="finish the calibration in --out: its finished runs (records.jsonl, or run folders "
+        "with a verdict on the same universe and options) are kept, the rest run",
+    )
     p.add_argument("--keep-checkpoints", action="store_true", help="keep each run's checkpoints")
     p.add_argument("--quiet", action="store_true", help="no progress on stderr")
     return p
@@ -197,6 +204,21 @@ def _say(quiet: bool, msg: str) -> None:
         print(msg, file=sys.stderr, flush=True)
 
 
+def _out_problem(args: argparse.Namespace) -> str | None:
+    """What is wrong with ``--out`` / ``--resume`` together, or None: a resume needs the
+    folder, and a folder holding records is only ever finished, never mixed with new ones."""
+    if args.resume and args.out is None:
+        return "--resume: no --out given; pass --out DIR, the folder of the calibration to finish"
+    if args.resume and not args.out.is_dir():
+        return f"--resume: {args.out} is not a folder; pass the --out of the calibration to finish"
+    if not args.resume and args.out is not None and (args.out / RECORDS).exists():
+        return (
+            f"--out: {args.out} holds a calibration's records ({RECORDS}); add --resume to "
+            "finish it, or choose another --out"
+        )
+    return None
+
+
 def main(argv: list[str] | None = None) -> int:
     """CLI: run every scenario's seeded runs, a line per run, then the rates against their targets;
     2 on bad options."""
@@ -206,10 +228,16 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    problem = _out_problem(args)
+    if problem:
+        print(f"error: {problem}", file=sys.stderr)
+        return 2
     # A temp dir by default: the synthetic data and the runs are throwaway.
     out = (args.out or Path(tempfile.mkdtemp(prefix="swarm-calibration-"))).resolve()
-    specs = _plan(args, out)
+    planned = _plan(args, out)
     out.mkdir(parents=True, exist_ok=True)
+    done = finished(planned, out) if args.resume else {}
+    specs = [s for s in planned if plan_key(s) not in done]
     os.environ.setdefault("PYTHONHASHSEED", "0")
     workers = args.workers or 1
     names = parse_kinds(args.kinds)
@@ -217,23 +245,31 @@ def main(argv: list[str] | None = None) -> int:
     _say(
         args.quiet,
         f"[calibrate] {len(specs)} runs ({args.runs} per scenario: {', '.join(names)}) "
-        f"into {out}; {workers} in parallel, {specs[0].workers} backtest process(es) each"
+        f"into {out}; {workers} in parallel, {planned[0].workers} backtest process(es) each"
         + (f"; every drift overridden to {args.drift:g}/yr" if args.drift is not None else ""),
     )
-    records: list[dict[str, Any]] = []
+    records: list[dict[str, Any]] = list(done.values())
+    if args.resume:
+        _say(args.quiet, f"[calibrate] resuming: {len(done)} of {len(planned)} runs already done")
+        for rec in records:
+            print(run_line(rec), flush=True)
+    by_run = {(s.kind, s.index): s for s in specs}
 
     def collect(rec: dict[str, Any]) -> None:
         records.append(rec)
+        append_record(out, by_run[(rec["kind"], rec["index"])], rec)
         print(run_line(rec), flush=True)
         elapsed = time.monotonic() - t0
-        left = (len(specs) - len(records)) * elapsed / len(records)
+        ran = len(records) - len(done)
+        left = (len(specs) - ran) * elapsed / ran
         _say(
             args.quiet,
-            f"[calibrate] {len(records)}/{len(specs)} done, {elapsed:.0f}s elapsed, "
+            f"[calibrate] {len(records)}/{len(planned)} done, {elapsed:.0f}s elapsed, "
             f"~{left:.0f}s left ({rec['kind']} #{rec['index']}: {rec['verdict']})",
         )
 
-    run_all(specs, workers, collect)
+    if specs:
+        run_all(specs, workers, collect)
 
     order = list(SCENARIOS)
     records.sort(key=lambda r: (r["index"], order.index(r["kind"])))

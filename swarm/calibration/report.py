@@ -61,7 +61,7 @@ def run_line(r: dict[str, Any]) -> str:
     universe's strength."""
     head = f"{r['kind']:<{_KIND_WIDTH}} #{r['index']:03d} seed {r['seed']:<7} {r['verdict']:<8}"
     if r["verdict"] == "ERROR":
-        return f"{head} {r.get('error', '')} ({r['seconds']:.0f}s)"
+        return f"{head} {r.get('error', '')} ({_secs(r)})"
     strength = r.get("strength") or {}
     kind = r.get("universe_kind")
     rule = {"reversion": "reversion", "earnings": "earnings", "earnings_null": "earnings"}.get(
@@ -76,7 +76,7 @@ def run_line(r: dict[str, Any]) -> str:
         f"DSR {_f(r['best_dsr'], '.3f')}  holdout sharpe {_f(r['holdout_sharpe']):>5}"
         f"{_benchmark_part(r)}  (universe: {rule} rule sharpe "
         f"{_f(strength.get(f'portfolio_{rule}_long_sharpe'))}, buy&hold "
-        f"{_f(strength.get('portfolio_buy_hold_sharpe'))}; {r['seconds']:.0f}s)"
+        f"{_f(strength.get('portfolio_buy_hold_sharpe'))}; {_secs(r)})"
     )
 
 
@@ -88,6 +88,11 @@ def _target_line(label: str, what: str, s: dict[str, Any], *, null: bool) -> str
         ok = s["rate"] is not None and s["rate"] >= TARGET_POWER
         target = f">= {TARGET_POWER:.0%}"
     return rate_line(label, what, s, target) + (" -> met" if ok else " -> NOT met")
+
+
+def _secs(r: dict[str, Any]) -> str:
+    """The run's wall time ("?s" for a run recovered from its folder, not timed)."""
+    return "?s" if r.get("seconds") is None else f"{r['seconds']:.0f}s"
 
 
 def summarise(

@@ -112,13 +112,32 @@ def run_loop(config: Any, criteria: Any) -> LoopResult:
     return LoopResult(0, prepared.run.root, verdict=verdict)
 
 
+def run_name(spec: RunSpec) -> str:
+    """The run's folder name under ``data/`` and ``runs/``: its scenario and index."""
+    return f"{spec.kind}-{spec.index:03d}"
+
+
 def run_one(spec: RunSpec) -> dict[str, Any]:
     """Generate one universe, run the develop loop on it, return the verdict's essentials."""
     t0 = time.monotonic()
-    name = f"{spec.kind}-{spec.index:03d}"
-    data_dir = spec.out / "data" / name
+    data_dir = spec.out / "data" / run_name(spec)
     meta = write_universe(spec.universe, data_dir)
     result = run_loop(*run_config(spec, meta, data_dir))
+    record = record_of(spec, meta, result, round(time.monotonic() - t0, 1))
+    # the loop's resume checkpoints of a finished run: large, useless here
+    if not spec.keep_checkpoints and result.run_dir and record["verdict"] != "ERROR":
+        for p in result.run_dir.glob("checkpoint*"):
+            if p.is_dir():
+                shutil.rmtree(p, ignore_errors=True)
+            else:
+                p.unlink(missing_ok=True)
+    return record
+
+
+def record_of(
+    spec: RunSpec, meta: dict[str, Any], result: LoopResult, seconds: float | None
+) -> dict[str, Any]:
+    """The verdict's essentials of one finished loop (``seconds``: None when not measured)."""
     run_dir = result.run_dir
     record: dict[str, Any] = {
         "kind": spec.kind,
@@ -129,7 +148,7 @@ def run_one(spec: RunSpec) -> dict[str, Any]:
         "exit_code": result.code,
         "run_dir": str(run_dir) if run_dir else None,
         "strength": meta["strength"],
-        "seconds": round(time.monotonic() - t0, 1),
+        "seconds": seconds,
     }
     if result.code != 0 or result.verdict is None:
         record["verdict"] = "ERROR"
@@ -159,12 +178,6 @@ def run_one(spec: RunSpec) -> dict[str, Any]:
         "spa_looks": v.get("spa_looks"),
         "benchmark": v.get("benchmark"),
     }
-    if not spec.keep_checkpoints:  # the loop's resume checkpoints: large, useless here
-        for p in run_dir.glob("checkpoint*"):
-            if p.is_dir():
-                shutil.rmtree(p, ignore_errors=True)
-            else:
-                p.unlink(missing_ok=True)
     return record
 
 

@@ -100,7 +100,6 @@ def render_report(
     user's laid over the defaults), ``verdict`` as verdict.json holds it, ``best_eval`` the
     best variant's in-sample evaluation, ``figures`` its figures per window, and
     ``holdout_per_symbol`` the winner's holdout metrics per symbol (for concentration)."""
-    charts = charts or []
     bench = verdict.benchmark or BUY_AND_HOLD
     cash = bench.name == "cash"
     spec = best_variant.spec if best_variant else None
@@ -135,7 +134,7 @@ def render_report(
         ),
         *_honesty_section(verdict, bench.name, cash, sampler=config.sampler),
         *_cpcv_section(verdict.cpcv),
-        *_charts_section(charts),
+        *_charts_section((charts or []) if config.figures else None),
         *_caveats_section(config, data, bench.name, cash),
         *_reproduce_section(config, n_records),
     ]
@@ -452,8 +451,10 @@ def _cpcv_section(r: CpcvResult | None) -> list[str]:
     ]
 
 
-def _charts_section(charts: list[str]) -> list[str]:
-    """The charts as markdown images (nothing without charts)."""
+def _charts_section(charts: list[str] | None) -> list[str]:
+    """The charts as markdown images (nothing without charts; None: --no-figures)."""
+    if charts is None:
+        return ["", "## Charts", "", "Not drawn, nor the tear sheet (`--no-figures`)."]
     if not charts:
         return []
     return ["", "## Charts", "", *[f"![{Path(c).stem}]({c})" for c in charts]]

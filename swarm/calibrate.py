@@ -146,6 +146,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="finish the calibration in --out: its finished runs (records.jsonl, or run folders "
         "with a verdict on the same universe and options) are kept, the rest run",
     )
+    p.add_argument(
+        "--figures",
+        action="store_true",
+        help="draw each run's charts and tear sheet (off by default: ~30 s a run after its "
+        "verdict, which they do not change)",
+    )
     p.add_argument("--keep-checkpoints", action="store_true", help="keep each run's checkpoints")
     p.add_argument("--quiet", action="store_true", help="no progress on stderr")
     return p

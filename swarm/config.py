@@ -92,6 +92,9 @@ class RunConfig(BaseModel):
     # earlier runs are not counted (this run is still recorded).
     ledger_dir: str | None = None
     fresh_ledger: bool = False
+    # --no-figures: no charts and no tear sheet (drawn after the verdict; ~30 s of a run). For
+    # batch runs nobody reads one by one: the calibration's.
+    figures: bool = True
     # --validation: "walk-forward" (the folds alone, as always) or "cpcv", which adds the
     # combinatorial purged CV of the search's choice (gate.cpcv) over N groups, k tested.
     validation: Literal["walk-forward", "cpcv"] = "walk-forward"

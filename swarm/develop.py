@@ -191,6 +191,12 @@ def _add_execution_arguments(p: argparse.ArgumentParser) -> None:
         help="do not count earlier runs on this data (the report says so); the run is still "
         "recorded for the runs after it",
     )
+    p.add_argument(
+        "--no-figures",
+        action="store_true",
+        help="draw no charts and no tear sheet (report.md says so): faster batch runs; the "
+        "verdict and every figure in it are the same",
+    )
 
 
 LLM_HELP = LLMHelp(

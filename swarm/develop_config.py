@@ -251,6 +251,7 @@ def _run_config(
         memory_dir=_memory_dir(args),
         ledger_dir=_folder_or_off(args.ledger_dir, "--ledger-dir"),
         fresh_ledger=bool(args.fresh_ledger),
+        figures=not getattr(args, "no_figures", False),
         **validation_options(args),
         prices=args.prices,
         repair_data=args.repair,

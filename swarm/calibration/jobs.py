@@ -46,6 +46,7 @@ class RunSpec:
     out: Path
     workers: int  # backtest processes of this run
     keep_checkpoints: bool = False
+    figures: bool = False  # each run's charts and tear sheet (--figures): no verdict reads them
     families: tuple[str, ...] = ()  # develop --families (the scenario's; empty: all)
 
 
@@ -104,6 +105,7 @@ def plan_runs(args: argparse.Namespace, out: Path) -> list[RunSpec]:
                     out=out,
                     workers=per_run,
                     keep_checkpoints=args.keep_checkpoints,
+                    figures=bool(getattr(args, "figures", False)),
                     families=scenario.families,
                 )
             )

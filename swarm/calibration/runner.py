@@ -60,6 +60,9 @@ def run_config(spec: RunSpec, meta: dict[str, Any], data_dir: Path) -> tuple[Any
         # Nothing re-runs a calibration's synthetic data, and a seed repeated in a later
         # calibration must give the same verdict: no trial ledger across runs.
         ledger_dir="off",
+        # Charts and tear sheets are drawn after the verdict, ~30 s a run, and nobody reads
+        # 180 of them: off unless --figures.
+        figures=spec.figures,
         # The desk's decisions are cached in the calibration's folder, not the user's cache.
         decision_cache_dir=(spec.out / "decisions").resolve()
         if "decision_pipeline" in spec.families

@@ -197,11 +197,16 @@ def finalize(state: DevelopState, runtime: Runtime[RunContext]) -> dict[str, Any
     _record_in_ledger(ctx, verdict.verdict, ledger)
     if ctx.llm is not None:
         ctx.llm.write_calls(run.path("llm_calls.jsonl"))
-    charts = _charts(ctx, state, verdict_json, windows, trials, best_id, best_variant)
+    figures_on = ctx.config.figures  # --no-figures: neither charts nor the tear sheet
+    charts = (
+        _charts(ctx, state, verdict_json, windows, trials, best_id, best_variant)
+        if figures_on
+        else None
+    )
     if success and best_entry:
         _export(ctx, verdict, best_entry, stored)
     _report(ctx, state, verdict, best_eval, best_entry, charts, h)
-    if windows and best_id:
+    if figures_on and windows and best_id:
         _tearsheet(ctx, best_id, best_variant, windows)
     ctx.progress.stage(
         "done",
@@ -422,10 +427,10 @@ def _report(
     verdict: Verdict,
     best_eval: BestSoFar | None,
     best_variant: VariantEntry | None,
-    charts: list[str],
+    charts: list[str] | None,
     h: HoldoutResult | None,
 ) -> None:
-    """report.md, from the verdict and the run's records."""
+    """report.md, from the verdict and the run's records (``charts`` None: --no-figures)."""
     run = ctx.run
     run.write_text(
         "report.md",

@@ -32,3 +32,9 @@ def test_screen_options_reach_the_develop_config() -> None:
 def test_bad_screen_options_exit_2(capsys) -> None:
     assert main(["--runs", "1", "--screen-size", "-3"]) == 2
     assert "--screen-size" in capsys.readouterr().err
+
+
+def test_calibration_runs_draw_no_figures_unless_asked() -> None:
+    """Charts and tear sheets come after the verdict (~30 s a run): a calibration skips them."""
+    assert _config([]).figures is False
+    assert _config(["--figures"]).figures is True

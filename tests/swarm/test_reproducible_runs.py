@@ -37,3 +37,23 @@ def test_two_runs_with_the_same_seed_write_the_same_jsonl(tmp_path_factory, dail
         assert json.loads((first / name).read_text()) == json.loads((second / name).read_text())
     va, vb = (json.loads((d / "verdict.json").read_text()) for d in (first, second))
     assert va == vb
+
+
+def test_no_figures_draws_nothing_and_changes_no_figure_of_the_verdict(
+    tmp_path_factory, daily_dir, tmp_path
+):
+    """``--no-figures`` (the calibration's runs): no charts, no tear sheet, report.md says so,
+    and the verdict is the reference run's, field for field."""
+    first, _ = shared_run(tmp_path_factory, "reference", reference_args(daily_dir))
+    second = printed_run_dir(
+        run_develop(
+            [*reference_args(daily_dir), "--no-figures", "--out", str(tmp_path / "out")],
+            cache_home=tmp_path / "cache",
+        )
+    )
+    assert (first / "tearsheet.html").exists() and list((first / "charts").glob("*.png"))
+    assert not (second / "tearsheet.html").exists() and not list((second / "charts").iterdir())
+    assert "Not drawn, nor the tear sheet (`--no-figures`)." in (second / "report.md").read_text()
+    va, vb = (json.loads((d / "verdict.json").read_text()) for d in (first, second))
+    assert va == vb
+    assert comparable(first) == comparable(second)

@@ -95,11 +95,13 @@ def aligned(
     axis = sorted({d for s in series for d in s}) if dates is None else list(dates)
     out = np.zeros((len(series), len(axis)))
     at = {d: i for i, d in enumerate(axis)}
-    for row, s in enumerate(series):
-        for d, x in s.items():
-            i = at.get(d)
-            if i is not None and x is not None and np.isfinite(x):
-                out[row, i] = float(x)
+    for row, s in enumerate(series):  # a row at a time, not a value at a time: same floats
+        if not s:
+            continue
+        cols = np.fromiter((at.get(d, -1) for d in s), dtype=np.int64, count=len(s))
+        vals = np.fromiter((np.nan if x is None else x for x in s.values()), float, len(s))
+        keep = (cols >= 0) & np.isfinite(vals)
+        out[row, cols[keep]] = vals[keep]
     return axis, out
 
 

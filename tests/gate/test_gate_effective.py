@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from backtest.contracts import Metrics
 from gate.effective import CORRELATION_DISTANCE, aligned, cluster_series, effective_count
@@ -125,3 +127,40 @@ def test_effective_deflation_uses_the_cluster_count_and_their_dispersion():
     # Never more clusters than trials.
     ledger.effective = EffectiveTrials(n=80, threshold=0.5)
     assert ledger.n_effective == 50
+
+
+def _aligned_value_by_value(series, dates=None):
+    """``aligned`` as it was first written (a value at a time): the reference it must equal."""
+    axis = sorted({d for s in series for d in s}) if dates is None else list(dates)
+    out = np.zeros((len(series), len(axis)))
+    at = {d: i for i, d in enumerate(axis)}
+    for row, s in enumerate(series):
+        for d, x in s.items():
+            i = at.get(d)
+            if i is not None and x is not None and np.isfinite(x):
+                out[row, i] = float(x)
+    return axis, out
+
+
+_VALUES = st.one_of(
+    st.none(),
+    st.floats(allow_nan=True, allow_infinity=True, width=64),
+    st.integers(-5, 5),
+    st.floats(-0.1, 0.1).map(np.float64),
+)
+
+
+@pytest.mark.unit
+@settings(max_examples=200, deadline=None)
+@given(
+    series=st.lists(
+        st.dictionaries(st.sampled_from([f"2020-01-{d:02d}" for d in range(1, 21)]), _VALUES),
+        max_size=6,
+    ),
+    dates=st.none() | st.lists(st.sampled_from([f"2020-01-{d:02d}" for d in range(5, 25)])),
+)
+def test_aligned_is_the_value_by_value_alignment_bit_for_bit(series, dates):
+    axis, got = aligned(series, dates)
+    ref_axis, ref = _aligned_value_by_value(series, dates)
+    assert axis == ref_axis and got.shape == ref.shape
+    assert got.tobytes() == ref.tobytes()

@@ -29,6 +29,7 @@ import numpy as np
 import pandas as pd
 from pydantic import BaseModel
 
+from gate.spa_exact import consistent_pvalue
 from gate.stats import deflated_sharpe_ratio
 
 SPA_REPS = 1_000
@@ -219,8 +220,6 @@ def spa_pvalue(
     t 5, and the test loses the power studentization exists to keep. A column with no
     variance (never trades) is left out: it cannot beat the benchmark.
     """
-    from arch.bootstrap import SPA
-
     m = np.asarray(models, dtype=float)
     b = np.asarray(benchmark, dtype=float)
     if m.ndim != 2 or m.shape[1] == 0 or m.shape[0] < MIN_ALIGNED_OBS or b.shape[0] != m.shape[0]:
@@ -232,16 +231,9 @@ def spa_pvalue(
     if not live.any():
         return None
     scaled = diff[:, live] / omega[live]
-    spa = SPA(
-        np.zeros(m.shape[0]),
-        -scaled,
-        block_size=block_size,
-        reps=reps,
-        bootstrap="stationary",
-        seed=seed,
-    )
-    spa.compute()
-    return float(spa.pvalues["consistent"])
+    # arch.bootstrap.SPA(np.zeros(T), -scaled, ...).pvalues["consistent"], bit for bit,
+    # without the work the gate does not read (gate.spa_exact).
+    return consistent_pvalue(-scaled, block_size=block_size, reps=reps, seed=seed)
 
 
 def hedged(models: np.ndarray, benchmark: np.ndarray) -> np.ndarray:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -143,6 +144,25 @@ def git_state(repo_dir: Path) -> dict[str, Any]:
     return {"sha": sha, "dirty": bool(status) if status is not None else None}
 
 
+# The lab's own packages: what ``source_digest`` hashes.
+SOURCE_PACKAGES = ("altdata", "backtest", "experiments", "gate", "strategies", "swarm")
+
+
+@functools.cache
+def source_digest(repo_dir: Path) -> dict[str, Any]:
+    """A sha256 over the lab's Python sources (each file's path and bytes, in path order) and
+    their count: which code made a run, also where there is no git (an archive, a snapshot, a
+    wheel). Computed once per process."""
+    h = hashlib.sha256()
+    files = sorted(
+        p for pkg in SOURCE_PACKAGES for p in (repo_dir / pkg).rglob("*.py") if p.is_file()
+    )
+    for p in files:
+        h.update(p.relative_to(repo_dir).as_posix().encode() + b"\0")
+        h.update(p.read_bytes() + b"\0")
+    return {"sha256": h.hexdigest(), "files": len(files)}
+
+
 def build_manifest(
     *, run_id: str, config: dict[str, Any], data: dict[str, Any], seed: int, argv: list[str]
 ) -> dict[str, Any]:
@@ -157,6 +177,7 @@ def build_manifest(
         "config": config,
         "data": data,
         "git": git_state(repo_dir),
+        "source": source_digest(repo_dir),
         "python": sys.version.split()[0],
         "platform": platform.platform(),
         "packages": package_versions(),

@@ -36,7 +36,7 @@ from swarm.calibration.report import (
     run_line,
     summarise,
 )
-from swarm.calibration.resume import RECORDS, append_record, finished, plan_key
+from swarm.calibration.resume import RECORDS, append_record, finished, other_source, plan_key
 from swarm.calibration.runner import (
     LoopResult,
     failed_record,
@@ -257,6 +257,9 @@ def main(argv: list[str] | None = None) -> int:
     records: list[dict[str, Any]] = list(done.values())
     if args.resume:
         _say(args.quiet, f"[calibrate] resuming: {len(done)} of {len(planned)} runs already done")
+        other = other_source(done.values())
+        if other:
+            _say(False, f"[calibrate] warning: {other}")
         for rec in records:
             print(run_line(rec), flush=True)
     by_run = {(s.kind, s.index): s for s in specs}

@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from experiments.runfolder import RunFolder, git_state
+from experiments.runfolder import RunFolder, git_state, source_digest
 from gate.contracts import Criteria
 from swarm.config import RunConfig
 from swarm.context import RunContext
@@ -68,12 +68,20 @@ def prepare_resume(run_dir: Path, *, quiet: bool = False, workers: int | None = 
     data, pieces, data_summary = load_data(config)
     report_data(progress, data, config)
     check_same_data(manifest["data"], data_summary)
-    git = git_state(Path(__file__).resolve().parents[1])
+    repo = Path(__file__).resolve().parents[1]
+    git = git_state(repo)
     if git.get("sha") != (manifest.get("git") or {}).get("sha"):
         progress.stage(
             "resume",
             f"warning: the code is at git {str(git.get('sha'))[:10]}, the run started at "
             f"{str((manifest.get('git') or {}).get('sha'))[:10]}",
+        )
+    started = (manifest.get("source") or {}).get("sha256")  # None: a run from before it
+    if started and started != source_digest(repo)["sha256"]:
+        progress.stage(
+            "resume",
+            f"warning: the lab's source (sha256 {source_digest(repo)['sha256'][:12]}) is not "
+            f"the source the run started with ({started[:12]}): its records may not agree",
         )
     run = RunFolder(run_dir)
     # Half-written files of an interrupted atomic write (tmp + rename): never read, only litter.

@@ -17,6 +17,8 @@ import dataclasses
 import hashlib
 import json
 import os
+from collections import Counter
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -120,3 +122,23 @@ def recovered(spec: RunSpec) -> dict[str, Any] | None:
         if all(config.get(f) == expected.get(f) for f in PLANNED_FIELDS):
             return record_of(spec, meta, LoopResult(0, run_dir, verdict=verdict), None)
     return None
+
+
+def other_source(records: Iterable[dict[str, Any]]) -> str | None:
+    """A warning when kept runs were made by another source than this code's (``source``:
+    the sha256 of the lab's sources in each run's manifest), else None. Not an error: a
+    refactor changes the source and no verdict; a gate change needs a new calibration."""
+    from experiments.runfolder import source_digest
+
+    here = source_digest(Path(__file__).resolve().parents[2])["sha256"]
+    others = Counter(r.get("source") for r in records if r.get("source") not in (here,))
+    if not others:
+        return None
+    shas = ", ".join(
+        f"{n} by {'unrecorded code' if sha is None else sha[:12]}" for sha, n in others.items()
+    )
+    return (
+        f"of the runs kept, {shas} (this code: {here[:12]}); their verdicts count only if that "
+        "code gives the same verdicts as this one (a refactor); after a gate, search, sandbox "
+        "or routing change, start a new --out"
+    )

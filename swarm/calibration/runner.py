@@ -4,6 +4,7 @@ go in this process or in a pool of spawned ones, each record handed on as it fin
 
 from __future__ import annotations
 
+import json
 import multiprocessing as mp
 import shutil
 import time
@@ -137,6 +138,15 @@ def run_one(spec: RunSpec) -> dict[str, Any]:
     return record
 
 
+def _source_of(run_dir: Path | None) -> str | None:
+    """The sha256 of the lab's source that made the run (its manifest's), if recorded."""
+    try:
+        manifest = json.loads((run_dir / "manifest.json").read_text(encoding="utf-8"))
+    except (TypeError, OSError, ValueError):
+        return None
+    return (manifest.get("source") or {}).get("sha256")
+
+
 def record_of(
     spec: RunSpec, meta: dict[str, Any], result: LoopResult, seconds: float | None
 ) -> dict[str, Any]:
@@ -152,6 +162,7 @@ def record_of(
         "run_dir": str(run_dir) if run_dir else None,
         "strength": meta["strength"],
         "seconds": seconds,
+        "source": _source_of(run_dir),
     }
     if result.code != 0 or result.verdict is None:
         record["verdict"] = "ERROR"

@@ -339,6 +339,13 @@ class GitState(_Strict):
     dirty: bool | None = None
 
 
+class SourceDigest(_Strict):
+    """The lab's Python sources that made the run (``experiments.runfolder.source_digest``)."""
+
+    sha256: str
+    files: int
+
+
 class Manifest(BaseModel):
     """Config, versions, data hashes: what reproduces the run (later keys are allowed)."""
 
@@ -349,6 +356,7 @@ class Manifest(BaseModel):
     config: dict[str, Any]
     data: dict[str, Any]
     git: GitState
+    source: SourceDigest | None = None  # None: a run from before it was recorded
     python: str
     platform: str
     packages: dict[str, str]

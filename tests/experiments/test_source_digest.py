@@ -45,3 +45,12 @@ def test_a_manifest_names_its_source_and_a_resume_warns_of_other_code():
     assert warning is not None
     assert "1 by ffffffffffff" in warning and "1 by unrecorded code" in warning
     assert "start a new --out" in warning
+
+
+def test_the_manifest_model_reads_the_source_and_older_manifests_without_it():
+    from experiments.records import Manifest
+
+    manifest = build_manifest(run_id="r", config={}, data={}, seed=0, argv=[])
+    assert Manifest.model_validate(manifest).source.sha256 == manifest["source"]["sha256"]
+    older = {k: v for k, v in manifest.items() if k != "source"}
+    assert Manifest.model_validate(older).source is None

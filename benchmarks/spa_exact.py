@@ -21,22 +21,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from gate.alpha import SPA_BLOCK  # noqa: E402
-from gate.spa_exact import consistent_pvalue  # noqa: E402
-
-
-def arch_pvalue(models: np.ndarray, reps: int, seed: int) -> float:
-    from arch.bootstrap import SPA
-
-    spa = SPA(
-        np.zeros(models.shape[0]),
-        models,
-        block_size=SPA_BLOCK,
-        reps=reps,
-        bootstrap="stationary",
-        seed=seed,
-    )
-    spa.compute()
-    return float(spa.pvalues["consistent"])
+from gate.spa_exact import arch_pvalue, consistent_pvalue  # noqa: E402
 
 
 def best_of(repeat: int, run) -> tuple[float, float]:
@@ -62,7 +47,9 @@ def main(argv: list[str] | None = None) -> int:
     for k in (int(x) for x in args.trials.split(",")):
         m = rng.standard_t(4, size=(args.days, k)) * rng.uniform(0.5, 2.0, size=k)
         m[:, : max(1, k // 10)] -= 0.08  # losses: a tenth of the trials do better
-        t_arch, p_arch = best_of(args.repeat, lambda m=m: arch_pvalue(m, args.reps, 7))
+        t_arch, p_arch = best_of(
+            args.repeat, lambda m=m: arch_pvalue(m, block_size=SPA_BLOCK, reps=args.reps, seed=7)
+        )
         t_fast, p_fast = best_of(
             args.repeat,
             lambda m=m: consistent_pvalue(m, block_size=SPA_BLOCK, reps=args.reps, seed=7),

@@ -18,6 +18,8 @@ p-value against ``arch`` on many shapes.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 from numba import njit
 
@@ -83,25 +85,39 @@ def _boot_maxima(ld: np.ndarray, index: np.ndarray, centre: np.ndarray) -> np.nd
     return out
 
 
+def arch_spa(models: np.ndarray, *, block_size: int, reps: int, seed: int) -> Any:
+    """``arch.bootstrap.SPA`` as the gate runs it (zero benchmark, stationary bootstrap),
+    computed: the reference ``consistent_pvalue`` reproduces."""
+    from arch.bootstrap import SPA
+
+    spa = SPA(
+        np.zeros(models.shape[0]),
+        models,
+        block_size=block_size,
+        reps=reps,
+        bootstrap="stationary",
+        seed=seed,
+    )
+    spa.compute()
+    return spa
+
+
+def arch_pvalue(models: np.ndarray, *, block_size: int, reps: int, seed: int) -> float:
+    """``arch_spa``'s consistent p-value."""
+    spa = arch_spa(models, block_size=block_size, reps=reps, seed=seed)
+    return float(spa.pvalues["consistent"])
+
+
 def consistent_pvalue(models: np.ndarray, *, block_size: int, reps: int, seed: int) -> float:
     """``arch.bootstrap.SPA(np.zeros(T), models, block_size=block_size, reps=reps,
     bootstrap="stationary", seed=seed)``'s ``pvalues["consistent"]`` (``models``: T x K
     losses, K >= 1)."""
-    from arch.bootstrap import SPA, StationaryBootstrap
+    from arch.bootstrap import StationaryBootstrap
 
     models = np.asarray(models, dtype=float)
     t, k = models.shape
     if k == 1:  # numpy sums one column pairwise: arch itself, which is cheap here
-        spa = SPA(
-            np.zeros(t),
-            models,
-            block_size=block_size,
-            reps=reps,
-            bootstrap="stationary",
-            seed=seed,
-        )
-        spa.compute()
-        return float(spa.pvalues["consistent"])
+        return arch_pvalue(models, block_size=block_size, reps=reps, seed=seed)
     ld = np.zeros((t, 1)) - models  # arch: benchmark - models, the benchmark as a column
     # arch's _compute_variance (not nested): the lag-0 term, then every lag's.
     demeaned = ld - ld.mean(axis=0)

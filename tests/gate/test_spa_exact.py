@@ -6,26 +6,13 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from arch.bootstrap import SPA, StationaryBootstrap
+from arch.bootstrap import StationaryBootstrap
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import gate.spa_exact as se
 
 pytestmark = pytest.mark.unit
-
-
-def _arch(models: np.ndarray, block: int, reps: int, seed: int) -> SPA:
-    spa = SPA(
-        np.zeros(models.shape[0]),
-        models,
-        block_size=block,
-        reps=reps,
-        bootstrap="stationary",
-        seed=seed,
-    )
-    spa.compute()
-    return spa
 
 
 def _models(t: int, k: int, seed: int, shift: float) -> np.ndarray:
@@ -47,14 +34,14 @@ def _models(t: int, k: int, seed: int, shift: float) -> np.ndarray:
 )
 def test_the_pvalue_is_archs(t, k, seed, shift, block):
     m = _models(t, k, seed, shift)
-    expected = float(_arch(m, block, 150, seed).pvalues["consistent"])
+    expected = float(se.arch_spa(m, block_size=block, reps=150, seed=seed).pvalues["consistent"])
     assert se.consistent_pvalue(m, block_size=block, reps=150, seed=seed) == expected
 
 
 @pytest.mark.parametrize(("t", "k"), [(31, 2), (97, 5), (250, 40), (1200, 7)])
 def test_the_variances_and_every_bootstrap_maximum_are_archs(t, k):
     m = _models(t, k, t + k, 0.2)
-    spa = _arch(m, 10, 120, 3)
+    spa = se.arch_spa(m, block_size=10, reps=120, seed=3)
     ld = np.zeros((t, 1)) - m
     demeaned = ld - ld.mean(axis=0)
     variances = np.sum(demeaned**2, 0) / t

@@ -52,6 +52,7 @@ class Prepared:
     specs: list[StrategySpec]  # one spec per condition key (the first set that has it)
     key_of: np.ndarray  # each set's key index
     groups: list[list[int]]  # keys sharing their blocks (``blocks.conditions`` stacks them)
+    members: list[blocks.Group]  # each group's specs, read by every window
     modes: np.ndarray  # sets x ``N_MODES`` (``M_START`` and ``M_FIRST`` set per window)
     knobs: np.ndarray  # sets x ``N_KNOBS``
     cash: float
@@ -79,6 +80,7 @@ def prepare(specs: list[StrategySpec], costs: CostModel, bars_per_year: int) -> 
         specs=firsts,
         key_of=np.array(key_of, dtype=np.int64),
         groups=list(groups.values()),
+        members=[blocks.Group([firsts[k] for k in g]) for g in groups.values()],
         modes=np.array(modes, dtype=np.int64).reshape(len(specs), sf.N_MODES),
         knobs=np.array(knobs, dtype=np.float64).reshape(len(specs), sf.N_KNOBS),
         cash=costs.cash,
@@ -120,11 +122,16 @@ class _Keys:
 
 
 def _grouped(
-    prepared: Prepared, bars: blocks.Bars, group: list[int], errors: dict[int, str]
+    prepared: Prepared,
+    bars: blocks.Bars,
+    group: list[int],
+    errors: dict[int, str],
+    specs: list[StrategySpec] | None = None,
 ) -> list[tuple[list[int], blocks.Conditions]]:
-    """The group's conditions; on a division by zero, key by key (the failing keys: their
-    error), as the per-set path meets it."""
-    specs = [prepared.specs[k] for k in group]
+    """The group's conditions (``specs``: its members, when the caller holds them); on a
+    division by zero, key by key (the failing keys: their error), as the per-set path meets
+    it."""
+    specs = specs if specs is not None else [prepared.specs[k] for k in group]
     try:
         return [(group, blocks.conditions(specs, bars, is_short_enabled(specs[0])))]
     except IndicatorZeroDivision as exc:
@@ -145,8 +152,8 @@ def _conditions(prepared: Prepared, window: Window) -> _Keys:
         starts=np.zeros(n_keys, dtype=np.int64),
         errors={},
     )
-    for group in prepared.groups:
-        for keys, cond in _grouped(prepared, bars, group, out.errors):
+    for group, members in zip(prepared.groups, prepared.members, strict=True):
+        for keys, cond in _grouped(prepared, bars, group, out.errors, members):
             start, ready = cond.readiness()
             out.starts[keys] = start
             arrays = (
@@ -168,10 +175,11 @@ class WindowRun:
     """Every set on one window: what the sweep accumulates."""
 
     whole: np.ndarray  # the sets whose returns span the window's return keys...
-    returns: np.ndarray  # ...len(whole) x the window's return keys
+    returns: np.ndarray  # ...len(whole) x the window's return keys (no rows when ``added``)
     ragged: dict[int, np.ndarray]  # every other set run -> its returns (the books' rules)
     trades: np.ndarray  # closed round trips per set (0 where it did not run)
     errors: dict[int, str]  # set -> the indicator's division by zero
+    added: bool = False  # the whole sets' returns are already in the caller's ``total``
 
 
 @dataclass(frozen=True)
@@ -184,13 +192,61 @@ class _Books(BooksEquity):
     cash: float
 
 
-def run_window(prepared: Prepared, window: Window) -> WindowRun:
-    """Every prepared set on ``window`` through one ``simulate_many`` call."""
-    bars = window.bars
+def run_window(
+    prepared: Prepared,
+    window: Window,
+    total: np.ndarray | None = None,
+    at: np.ndarray | None = None,
+) -> WindowRun:
+    """Every prepared set on ``window`` through one ``simulate_many`` call.
+
+    With ``total`` (a row per prepared set) and ``at`` (the window's return keys' columns in
+    it), the sets whose returns span the window add them to ``total[set, at]`` in the kernel,
+    as ``total[whole, at] += returns`` would (``added``): no matrix of the window's returns is
+    written and read back. A fold that starts at the window's first bar adds nothing there."""
     keys = _conditions(prepared, window)
     failed = np.zeros(len(prepared.specs), dtype=bool)
     failed[list(keys.errors)] = True
     live = np.flatnonzero(~failed[prepared.key_of])
+    adding = (
+        total is not None
+        and at is not None
+        and window.first > 0
+        and len(at) == len(window.bars) - window.first
+    )
+    trades = np.zeros(prepared.key_of.size, dtype=np.int64)
+    series, n_fills, solvent = _simulate(
+        prepared, window, keys, live, total if adding else None, at
+    )
+    trades[live] = n_fills // 2
+    errors: dict[int, str] = {}
+    if keys.errors:
+        for s in np.flatnonzero(failed[prepared.key_of]).tolist():
+            errors[s] = keys.errors[int(prepared.key_of[s])]
+    if not adding:
+        return _returns(series, solvent, live, window, prepared.cash, trades, errors)
+    broke = live[~solvent]
+    ragged: dict[int, np.ndarray] = {}
+    if broke.size:  # their values, run again (the same floats): the books' rules
+        values = _simulate(prepared, window, keys, broke, None, at)[0]
+        ragged = {
+            int(s): _Books(window, values[r], prepared.cash).returns()
+            for r, s in enumerate(broke.tolist())
+        }
+    returns = np.empty((0, len(window.bars) - window.first))
+    return WindowRun(live[solvent], returns, ragged, trades, errors, added=True)
+
+
+def _simulate(
+    prepared: Prepared,
+    window: Window,
+    keys: _Keys,
+    live: np.ndarray,
+    total: np.ndarray | None,
+    at: np.ndarray | None,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``simulate_many`` over the sets ``live`` (adding to ``total`` when given)."""
+    bars = window.bars
     key_of = prepared.key_of[live]
     modes = prepared.modes[live]
     modes[:, sf.M_START] = keys.starts[key_of]
@@ -199,7 +255,9 @@ def run_window(prepared: Prepared, window: Window) -> WindowRun:
         stack.matrix(len(bars), np.bool_ if col < sf.R_ATR else np.float64)
         for col, stack in enumerate(keys.stacks)
     ]
-    series, n_fills, solvent = sf.simulate_many(
+    if total is None:
+        total, at = np.empty((0, 0)), np.empty(0, dtype=np.int64)
+    return sf.simulate_many(
         bars.open,
         bars.high,
         bars.low,
@@ -214,14 +272,10 @@ def run_window(prepared: Prepared, window: Window) -> WindowRun:
         keys.rows[key_of],
         modes,
         prepared.knobs[live],
+        total,
+        np.asarray(at, dtype=np.int64),
+        np.asarray(live, dtype=np.int64),
     )
-    trades = np.zeros(prepared.key_of.size, dtype=np.int64)
-    trades[live] = n_fills // 2
-    errors: dict[int, str] = {}
-    if keys.errors:
-        for s in np.flatnonzero(failed[prepared.key_of]).tolist():
-            errors[s] = keys.errors[int(prepared.key_of[s])]
-    return _returns(series, solvent, live, window, prepared.cash, trades, errors)
 
 
 def _returns(

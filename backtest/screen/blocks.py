@@ -190,12 +190,35 @@ class Conditions:
         return start, Rows(np.stack(masks), at)
 
 
+class Group(list):
+    """A group's specs (``conditions``' ``specs``) that remembers what it reads from their
+    parameters: a sweep reads the same group on every window, and the parameters do not
+    change between windows (``backtest.screen.batch`` keeps one per group)."""
+
+    def __init__(self, specs: list[StrategySpec]) -> None:
+        super().__init__(specs)
+        self.memo: dict[tuple, Any] = {}
+
+
+def _memo(specs: list[StrategySpec], key: tuple, compute: Callable[[], Any]) -> Any:
+    """``compute()``, once per ``Group`` (every call on a plain list)."""
+    if not isinstance(specs, Group):
+        return compute()
+    if key not in specs.memo:
+        specs.memo[key] = compute()
+    return specs.memo[key]
+
+
 def _ints(specs: list[StrategySpec], name: str) -> list[int]:
-    return [_int(spec, name) for spec in specs]
+    return list(_memo(specs, ("int", name), lambda: [_int(spec, name) for spec in specs]))
 
 
 def _nums(specs: list[StrategySpec], name: str) -> np.ndarray:
-    return np.array([_num(spec, name) for spec in specs], dtype=np.float64)
+    return _memo(
+        specs,
+        ("num", name),
+        lambda: np.array([_num(spec, name) for spec in specs], dtype=np.float64),
+    ).copy()
 
 
 def _int(spec: StrategySpec, name: str) -> int:
@@ -231,30 +254,60 @@ def _cross(kind: str) -> Callable[[list[StrategySpec], Bars, Conditions], None]:
     average = ind.sma if kind == "sma" else ind.ema
 
     def read(specs: list[StrategySpec], bars: Bars, out: Conditions) -> None:
+        plan = _memo(specs, ("cross",), lambda: _CrossPlan.of(specs))
+        averages = np.stack(
+            [bars.cached((kind, p), partial(average, bars.close, p)) for p in plan.periods]
+        )
+        f = Rows(averages, plan.at[: out.k])
+        s = Rows(averages, plan.at[out.k :])
+        out.hold(plan.fast - 1, f)
+        out.hold(plan.slow - 1, s)
+        out.hold(plan.both + 1)
+        up, down = ind.crossings(averages, plan.pair_a, plan.pair_b, plan.first_of)
+        _cross_signals(Rows(up, plan.pair_at), Rows(down, plan.pair_at), out)
+
+    return read
+
+
+@dataclass(frozen=True)
+class _CrossPlan:
+    """What a crossover group reads from its parameters: the distinct periods, each spec's
+    pair of averages, each distinct pair's first crossing bar (the same on every window)."""
+
+    fast: np.ndarray
+    slow: np.ndarray
+    periods: list[int]
+    at: np.ndarray  # fast's rows, then slow's, in ``periods``
+    both: np.ndarray  # max(fast, slow) - 1
+    pair_a: np.ndarray
+    pair_b: np.ndarray
+    pair_at: np.ndarray
+    first_of: np.ndarray
+
+    @classmethod
+    def of(cls, specs: list[StrategySpec]) -> _CrossPlan:
         fast = np.array(_ints(specs, "fast_period"), dtype=np.int64)
         slow = np.array(_ints(specs, "slow_period"), dtype=np.int64)
         periods, at = _index(fast.tolist() + slow.tolist())
-        averages = np.stack(
-            [bars.cached((kind, p), partial(average, bars.close, p)) for p in periods]
-        )
-        f = Rows(averages, at[: out.k])
-        s = Rows(averages, at[out.k :])
+        k = len(specs)
         both = np.maximum(fast, slow) - 1
-        out.hold(fast - 1, f)
-        out.hold(slow - 1, s)
-        out.hold(both + 1)
-        pairs, pair_at = _index(list(zip(f.at.tolist(), s.at.tolist(), strict=True)))
+        pairs, pair_at = _index(list(zip(at[:k].tolist(), at[k:].tolist(), strict=True)))
         first_of = np.empty(len(pairs), dtype=np.int64)
         first_of[pair_at] = both
-        up, down = ind.crossings(
-            averages,
-            np.array([a for a, _ in pairs], dtype=np.int64),
-            np.array([b for _, b in pairs], dtype=np.int64),
-            first_of,
+        plan = cls(
+            fast=fast,
+            slow=slow,
+            periods=periods,
+            at=at,
+            both=both,
+            pair_a=np.array([a for a, _ in pairs], dtype=np.int64),
+            pair_b=np.array([b for _, b in pairs], dtype=np.int64),
+            pair_at=pair_at,
+            first_of=first_of,
         )
-        _cross_signals(Rows(up, pair_at), Rows(down, pair_at), out)
-
-    return read
+        for a in (fast, slow, at, both, plan.pair_a, plan.pair_b, pair_at, first_of):
+            a.setflags(write=False)  # shared by every window: read only
+        return plan
 
 
 def _cross_signals(up: Rows, down: Rows, out: Conditions) -> None:

@@ -145,7 +145,7 @@ N_MODES = 6
 
 
 @njit(cache=True)
-def simulate(  # noqa: C901  (numba kernel: one compiled loop)
+def simulate(
     open_: np.ndarray,
     high: np.ndarray,
     low: np.ndarray,
@@ -163,6 +163,73 @@ def simulate(  # noqa: C901  (numba kernel: one compiled loop)
     """Run the bars. Returns (fill_created, fill_bar, fill_size, fill_price, n_fills,
     values, positions, refused): the fills (signed sizes, booked prices), the broker value
     and the position at every bar's close, and how many orders the broker refused."""
+    n = close.size
+    fill_created = np.empty(n, np.int64)
+    fill_bar = np.empty(n, np.int64)
+    fill_size = np.empty(n)
+    fill_price = np.empty(n)
+    values = np.empty(n)
+    positions = np.zeros(n)
+    n_fills, refused = _run(
+        open_,
+        high,
+        low,
+        close,
+        ready,
+        long_entry,
+        short_entry,
+        long_exit,
+        short_exit,
+        atr,
+        realised_sd,
+        modes,
+        knobs,
+        values,
+        positions,
+        fill_created,
+        fill_bar,
+        fill_size,
+        fill_price,
+        True,
+    )
+    return (
+        fill_created,
+        fill_bar,
+        fill_size,
+        fill_price,
+        n_fills,
+        values,
+        positions,
+        refused,
+    )
+
+
+@njit(cache=True)
+def _run(  # noqa: C901  (numba kernel: one compiled loop)
+    open_: np.ndarray,
+    high: np.ndarray,
+    low: np.ndarray,
+    close: np.ndarray,
+    ready: np.ndarray,
+    long_entry: np.ndarray,
+    short_entry: np.ndarray,
+    long_exit: np.ndarray,
+    short_exit: np.ndarray,
+    atr: np.ndarray,
+    realised_sd: np.ndarray,
+    modes: np.ndarray,
+    knobs: np.ndarray,
+    values: np.ndarray,
+    positions: np.ndarray,
+    fill_created: np.ndarray,
+    fill_bar: np.ndarray,
+    fill_size: np.ndarray,
+    fill_price: np.ndarray,
+    record: bool,
+):
+    """``simulate``'s loop, writing the value at every close into ``values``; with
+    ``record``, the positions and the fills too (a sweep needs only the values and the
+    count). Returns (n_fills, refused)."""
     start, first, shorts = modes[M_START], modes[M_FIRST], modes[M_SHORTS] != 0
     exit_mask, sizing, stop_mode = modes[M_EXITS], modes[M_SIZING], modes[M_STOP]
     stop_loss_pct, take_profit_pct = knobs[K_STOP_LOSS], knobs[K_TAKE_PROFIT]
@@ -172,12 +239,6 @@ def simulate(  # noqa: C901  (numba kernel: one compiled loop)
     rate, slip, max_leverage = knobs[K_RATE], knobs[K_SLIP], knobs[K_MAX_LEVERAGE]
     borrow = knobs[K_BORROW]
     n = close.size
-    fill_created = np.empty(n, np.int64)
-    fill_bar = np.empty(n, np.int64)
-    fill_size = np.empty(n)
-    fill_price = np.empty(n)
-    values = np.empty(n)
-    positions = np.zeros(n)
     n_fills = 0
     refused = 0
     cash = cash0
@@ -244,10 +305,11 @@ def simulate(  # noqa: C901  (numba kernel: one compiled loop)
                     entry_price = np.nan
                     entry_bar = -1
                 if filled:
-                    fill_created[n_fills] = order_bar
-                    fill_bar[n_fills] = i
-                    fill_size[n_fills] = order
-                    fill_price[n_fills] = price
+                    if record:
+                        fill_created[n_fills] = order_bar
+                        fill_bar[n_fills] = i
+                        fill_size[n_fills] = order
+                        fill_price[n_fills] = price
                     n_fills += 1
             order = 0.0
         # -- the value at the close
@@ -260,7 +322,8 @@ def simulate(  # noqa: C901  (numba kernel: one compiled loop)
             values[i] = cash + total
         else:
             values[i] = cash + 0.0
-        positions[i] = pos
+        if record:
+            positions[i] = pos
         # -- the strategy's next()
         if i < start or not ready[i]:
             continue
@@ -325,16 +388,7 @@ def simulate(  # noqa: C901  (numba kernel: one compiled loop)
             if size > 0.0 and i >= first:
                 order = size if long_entry[i] else -size
                 order_bar = i
-    return (
-        fill_created,
-        fill_bar,
-        fill_size,
-        fill_price,
-        n_fills,
-        values,
-        positions,
-        refused,
-    )
+    return n_fills, refused
 
 
 # Columns of ``simulate_many``'s ``rows``: each set's row in each stacked argument.
@@ -358,6 +412,9 @@ def simulate_many(
     rows: np.ndarray,
     modes: np.ndarray,
     knobs: np.ndarray,
+    total: np.ndarray,
+    at: np.ndarray,
+    row_of: np.ndarray,
 ):
     """Many parameter sets on one window in one call: ``simulate`` for each, so the broker's
     rules have one implementation (``backtest.screen.batch`` builds the arguments).
@@ -369,15 +426,24 @@ def simulate_many(
     (``M_FIRST``) on. A set's row is the broker's value at every bar's close, but for a solvent
     set with ``M_FIRST > 0``: from ``M_FIRST`` on, its returns (``v[i] / v[i - 1] - 1.0``,
     what ``BooksEquity.returns`` computes then), so no second matrix is built.
+
+    With a ``total`` (else pass arrays with no rows), a solvent set with ``M_FIRST > 0`` adds
+    its returns to ``total[row_of[s], at[i - M_FIRST]]`` instead (what a sweep sums: one
+    addition per cell, as ``total[rows, at] += returns`` makes) and ``series`` has no rows: the
+    other sets' values are not kept (run them again without ``total``).
     """
     n = close.size
     n_sets = rows.shape[0]
-    values = np.empty((n_sets, n))
+    adding = total.shape[0] > 0
+    values = np.empty((0 if adding else n_sets, n))
+    scratch = np.empty(n)  # a set's values when adding: one row, reused (stays in cache)
     n_fills = np.empty(n_sets, np.int64)
     solvent = np.empty(n_sets, np.bool_)
+    unused_i, unused_f = np.empty(0, np.int64), np.empty(0)  # fills not kept
     for s in range(n_sets):
         r = rows[s]
-        out = simulate(
+        v = scratch if adding else values[s]  # the kernel writes the set's row in place
+        n_fills[s], _ = _run(
             open_,
             high,
             low,
@@ -391,18 +457,26 @@ def simulate_many(
             realised_sd[r[R_SD]],
             modes[s],
             knobs[s],
+            v,
+            unused_f,
+            unused_i,
+            unused_i,
+            unused_f,
+            unused_f,
+            False,
         )
-        v = out[5]
         first = modes[s, M_FIRST]
-        n_fills[s] = out[4]
         ok = True
         for i in range(first, n):
             if not v[i] > 0.0:
                 ok = False
                 break
         solvent[s] = ok
-        values[s] = v
-        if ok and first > 0:
+        if ok and first > 0 and adding:
             for i in range(first, n):
-                values[s, i] = v[i] / v[i - 1] - 1.0
+                total[row_of[s], at[i - first]] += v[i] / v[i - 1] - 1.0
+        elif ok and first > 0:
+            # backwards: each return reads the value before it, not yet overwritten
+            for i in range(n - 1, first - 1, -1):
+                v[i] = v[i] / v[i - 1] - 1.0
     return values, n_fills, solvent

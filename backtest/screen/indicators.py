@@ -409,14 +409,22 @@ def _crossover(a: np.ndarray, b: np.ndarray, first: int) -> np.ndarray:
 def _crossings(
     values: np.ndarray, a_at: np.ndarray, b_at: np.ndarray, firsts: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
+    # ``_crossover``'s loop with its sign written straight to the two rows (no float row)
     k, n = a_at.size, values.shape[1]
-    up = np.empty((k, n), np.bool_)
-    down = np.empty((k, n), np.bool_)
+    up = np.zeros((k, n), np.bool_)
+    down = np.zeros((k, n), np.bool_)
     for r in range(k):
-        cross = _crossover(values[a_at[r]], values[b_at[r]], firsts[r])
-        for i in range(n):
-            up[r, i] = cross[i] > 0.0
-            down[r, i] = cross[i] < 0.0
+        a, b, first = values[a_at[r]], values[b_at[r]], firsts[r]
+        if first >= n:
+            continue
+        u, dn = up[r], down[r]
+        nzd = a[first] - b[first]
+        for i in range(first + 1, n):
+            ai, bi = a[i], b[i]
+            u[i] = nzd < 0.0 and ai > bi
+            dn[i] = nzd > 0.0 and ai < bi
+            d = ai - bi
+            nzd = d if d != 0.0 else nzd  # a select, not a branch (NaN != 0.0, as ``if d``)
     return up, down
 
 

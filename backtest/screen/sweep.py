@@ -157,12 +157,14 @@ def screen_sets(
         _sum_batched(sums, specs, windows, slots, costs, bars_per_year)
     else:
         _sum_per_set(sums, specs, windows, slots, costs, bars_per_year)
-    count = sums.counts()
-    have = count > 0
-    # the mean where a date has returns, else 0.0 (one matrix: no temporaries)
-    returns = np.divide(sums.total, count, out=np.zeros_like(sums.total), where=have)
+    returns, have = sums.means()
     out: list[ScreenedSet] = []
-    sharpes = sharpes_pp(returns, have)
+    if have.ndim == 1:  # every set has returns on the same dates
+        sharpes = _sharpes_alike(returns, have)
+        n_obs = [int(have.sum())] * len(specs)
+    else:
+        sharpes = sharpes_pp(returns, have)
+        n_obs = have.sum(axis=1).tolist()
     for row, spec in enumerate(specs):
         sr_pp = sharpes[row]
         out.append(
@@ -171,7 +173,7 @@ def screen_sets(
                 trial_key=spec.trial_key(),
                 sharpe=None if sr_pp is None else sr_pp * math.sqrt(periods_per_year),
                 sharpe_per_period=sr_pp,
-                n_obs=int(have[row].sum()),
+                n_obs=int(n_obs[row]),
                 n_trades=int(sums.trades[row]),
                 error=sums.errors.get(row),
             )
@@ -194,20 +196,35 @@ class _Sums:
 
     def __init__(self, n_sets: int, n_dates: int) -> None:
         self.total = np.zeros((n_sets, n_dates))
-        self.count = np.zeros((n_sets, n_dates))
+        self._count: np.ndarray | None = None  # per-set counts, made by the first ragged add
         self.trades = np.zeros(n_sets, dtype=np.int64)
         self.errors: dict[int, str] = {}  # set -> its last failed window
         self.every = np.zeros(n_dates)  # counts a window adds to every set (kept apart)
 
-    def counts(self) -> np.ndarray:
-        """Each set's count of returns per date."""
-        return self.count + self.every
+    @property
+    def count(self) -> np.ndarray:
+        """The counts added set by set (on top of ``every``)."""
+        if self._count is None:
+            self._count = np.zeros(self.total.shape)
+        return self._count
 
     def add(self, row: int, at: np.ndarray, r: np.ndarray) -> None:
         """One set's returns on one window (``at``: the window's date slots)."""
         at = at[: r.size]
         self.total[row, at] += r
         self.count[row, at] += 1
+
+    def means(self) -> tuple[np.ndarray, np.ndarray]:
+        """(each set's mean return per date, 0.0 where it has none; where it has some): the
+        sums divided in place. ``have`` is one row for every set when no window was added set
+        by set, else a row per set."""
+        if self._count is None:
+            count, have = self.every, self.every > 0
+        else:
+            count = self._count + self.every
+            have = count > 0
+        # where a date has no return its sum is still the 0.0 it started at
+        return np.divide(self.total, count, out=self.total, where=have), have
 
 
 def _sum_per_set(sums: _Sums, specs, windows, slots, costs, bars_per_year) -> None:
@@ -228,17 +245,20 @@ def _sum_batched(sums: _Sums, specs, windows, slots, costs, bars_per_year) -> No
     ``_sum_per_set``, so each date's sum adds the same returns in the same order."""
     prepared = batch.prepare(specs, costs, bars_per_year)
     for wk, window in windows.items():
-        run = batch.run_window(prepared, window)
+        at = slots[wk]
+        # the kernel adds each whole set's returns to its row (no window matrix)
+        run = batch.run_window(prepared, window, total=sums.total, at=at)
         for row, why in run.errors.items():
             sums.errors[row] = f"{wk[0]}/fold{wk[1]}: ZeroDivisionError: {why}"
-        at = slots[wk]
         if run.whole.size == len(specs):
             cols = _span(at)  # a slice when the window's dates are adjacent: no gather
-            sums.total[:, cols] += run.returns
+            if not run.added:
+                sums.total[:, cols] += run.returns
             sums.every[cols] += 1  # one row for every set: not a matrix pass per window
         elif run.whole.size:
             cells = np.ix_(run.whole, at)
-            sums.total[cells] += run.returns
+            if not run.added:
+                sums.total[cells] += run.returns
             sums.count[cells] += 1
         for row, r in run.ragged.items():
             sums.add(row, at, r)
@@ -306,6 +326,22 @@ def sharpes_pp(returns: np.ndarray, have: np.ndarray) -> list[float | None]:
     for row in np.flatnonzero(rest).tolist():
         out[row] = sharpe_pp(returns[row][have[row]])
     return out
+
+
+def _sharpes_alike(returns: np.ndarray, have: np.ndarray) -> list[float | None]:
+    """``sharpes_pp`` when every row has returns on the dates ``have`` (one row): the same
+    floats, over ``returns`` itself when that is every date (no copy), the mean summed once."""
+    n = returns.shape[0]
+    cols = np.flatnonzero(have)
+    if n < 2 or cols.size < 2:
+        return sharpes_pp(returns, np.broadcast_to(have, returns.shape))
+    block = returns if cols.size == have.size else np.ascontiguousarray(returns[:, cols])
+    means = block.mean(axis=1)
+    # ``ndarray.std``'s own mean is this one (the same sum, divided alike): passed, not redone
+    stds = block.std(axis=1, ddof=1, mean=means[:, None])
+    return [
+        m / sd if sd > 1e-15 else None for m, sd in zip(means.tolist(), stds.tolist(), strict=True)
+    ]
 
 
 def _rank_key(s: ScreenedSet, min_trades: int) -> tuple[int, int, float, str]:

@@ -152,3 +152,49 @@ def test_the_sweeps_sharpes_in_one_reduction_are_the_row_by_row_floats(n_sets, n
         returns[2] = 0.0  # a flat set: no Sharpe
     want = [sharpe_pp(returns[i][have[i]]) for i in range(n_sets)]
     assert sharpes_pp(returns, have) == want
+
+
+def _levered(n: int) -> list:
+    """Long/short sets sized at three times the equity: some go through zero on AMD."""
+    specs = []
+    for family in Family:
+        for k in range(len(TEMPLATES[family])):
+            parent = spec_from_template(family, k, long_short=True)
+            for s in neighbourhood(parent, n, seed=(k, 3, 3), seen=set()):
+                params = {**s.parameters, "position_fraction": 3.0}
+                specs.append(s.model_copy(update={"parameters": params}))
+    return specs
+
+
+def test_sets_that_go_broke_are_the_books_figures_while_the_others_are_added_in_the_kernel():
+    frames = {s: read_real_bars(s, "2013-01-01", "2016-12-31") for s in ("AMD", "NVDA")}
+    fold = Fold(
+        index=0, warmup_start=date(2013, 1, 2), start=date(2014, 1, 2), end=date(2016, 12, 30)
+    )
+    windows = windows_for(frames, [fold])
+    costs = CostModel(max_gross_leverage=4.0)
+    specs = _levered(10)
+    prepared = prepare(specs, costs, 252)
+    window = windows[("AMD", 0)]
+    kept = run_window(prepared, window)  # the window's returns as a matrix
+    assert kept.ragged and not kept.added  # a set went through zero: the books' returns
+    at = np.arange(len(window.bars) - window.first, dtype=np.int64) + 3
+    total = np.full((len(specs), at.size + 5), 0.25)
+    added = run_window(prepared, window, total=total, at=at)
+    assert added.added and added.returns.shape[0] == 0
+    assert np.array_equal(added.whole, kept.whole) and np.array_equal(added.trades, kept.trades)
+    assert added.ragged.keys() == kept.ragged.keys()
+    assert all(np.array_equal(added.ragged[k], r) for k, r in kept.ragged.items())
+    want = np.full_like(total, 0.25)
+    want[np.ix_(kept.whole, at)] += kept.returns
+    assert np.array_equal(total, want)  # only the whole sets' cells, one addition each
+    _same(specs, windows, costs=costs)  # and the sweep is the per-set one, bit for bit
+
+
+def test_a_fold_from_the_windows_first_bar_adds_nothing_in_the_kernel(wins):
+    specs = neighbourhood(spec_from_template(Family.TREND, 0), 4, seed=(5, 5, 5), seen=set())
+    window = wins[("AAPL", 2)]  # fold 2 has no warm-up
+    assert window.first == 0
+    total = np.zeros((len(specs), len(window.bars)))
+    run = run_window(prepare(specs, COSTS, 252), window, total=total, at=np.arange(total.shape[1]))
+    assert not run.added and not total.any() and len(run.ragged) == len(specs)

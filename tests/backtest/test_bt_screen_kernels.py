@@ -170,3 +170,27 @@ def test_without_the_shortcut_every_square_and_root_is_the_c_librarys_pow() -> N
         ind._std_from(mean, meansq, 19, 2.0, 0.5, False),
         ind._std_from(mean, meansq, 19, 2.0, 0.5, True),
     )
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from([1.0, 2.0, 2.0, 3.0, float("nan")]),
+            st.sampled_from([1.0, 2.0, 2.0, 3.0, float("nan")]),
+        ),
+        min_size=1,
+        max_size=40,
+    ),
+    st.integers(0, 45),
+)
+def test_the_stacked_crossings_are_the_crossover_of_each_pair(pairs, first):
+    a = np.array([p[0] for p in pairs])
+    b = np.array([p[1] for p in pairs])
+    values = np.stack([a, b, a[::-1].copy()])
+    a_at, b_at = np.array([0, 1, 2, 0]), np.array([1, 0, 1, 2])
+    firsts = np.array([first, max(first - 3, 0), 0, first + 1])
+    up, down = ind.crossings(values, a_at, b_at, firsts)
+    for r in range(a_at.size):
+        cross = ind.crossover(values[a_at[r]], values[b_at[r]], int(firsts[r]))
+        assert np.array_equal(up[r], cross > 0.0) and np.array_equal(down[r], cross < 0.0)

@@ -144,6 +144,8 @@ def git_state(repo_dir: Path) -> dict[str, Any]:
     return {"sha": sha, "dirty": bool(status) if status is not None else None}
 
 
+# The folder that holds the lab's packages (a clone's root, or wherever they were unpacked).
+LAB_ROOT = Path(__file__).resolve().parents[1]
 # The lab's own packages: what ``source_digest`` hashes.
 SOURCE_PACKAGES = ("altdata", "backtest", "experiments", "gate", "strategies", "swarm")
 
@@ -168,7 +170,7 @@ def build_manifest(
 ) -> dict[str, Any]:
     """manifest.json's content: the config, data, seed, argv, git state, Python, platform and
     package versions."""
-    repo_dir = Path(__file__).resolve().parents[1]
+    repo_dir = LAB_ROOT
     return {
         "run_id": run_id,
         "created_at": datetime.now(UTC).isoformat(),

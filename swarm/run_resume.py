@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from experiments.runfolder import RunFolder, git_state, source_digest
+from experiments.runfolder import LAB_ROOT, RunFolder, git_state, source_digest
 from gate.contracts import Criteria
 from swarm.config import RunConfig
 from swarm.context import RunContext
@@ -68,7 +68,7 @@ def prepare_resume(run_dir: Path, *, quiet: bool = False, workers: int | None = 
     data, pieces, data_summary = load_data(config)
     report_data(progress, data, config)
     check_same_data(manifest["data"], data_summary)
-    repo = Path(__file__).resolve().parents[1]
+    repo = LAB_ROOT
     git = git_state(repo)
     if git.get("sha") != (manifest.get("git") or {}).get("sha"):
         progress.stage(

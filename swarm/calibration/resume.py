@@ -128,9 +128,9 @@ def other_source(records: Iterable[dict[str, Any]]) -> str | None:
     """A warning when kept runs were made by another source than this code's (``source``:
     the sha256 of the lab's sources in each run's manifest), else None. Not an error: a
     refactor changes the source and no verdict; a gate change needs a new calibration."""
-    from experiments.runfolder import source_digest
+    from experiments.runfolder import LAB_ROOT, source_digest
 
-    here = source_digest(Path(__file__).resolve().parents[2])["sha256"]
+    here = source_digest(LAB_ROOT)["sha256"]
     others = Counter(r.get("source") for r in records if r.get("source") not in (here,))
     if not others:
         return None

@@ -172,6 +172,7 @@ def test_without_the_shortcut_every_square_and_root_is_the_c_librarys_pow() -> N
     )
 
 
+@pytest.mark.unit
 @settings(max_examples=60, deadline=None)
 @given(
     st.lists(

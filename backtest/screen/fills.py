@@ -145,67 +145,7 @@ N_MODES = 6
 
 
 @njit(cache=True)
-def simulate(
-    open_: np.ndarray,
-    high: np.ndarray,
-    low: np.ndarray,
-    close: np.ndarray,
-    ready: np.ndarray,
-    long_entry: np.ndarray,
-    short_entry: np.ndarray,
-    long_exit: np.ndarray,
-    short_exit: np.ndarray,
-    atr: np.ndarray,
-    realised_sd: np.ndarray,
-    modes: np.ndarray,
-    knobs: np.ndarray,
-):
-    """Run the bars. Returns (fill_created, fill_bar, fill_size, fill_price, n_fills,
-    values, positions, refused): the fills (signed sizes, booked prices), the broker value
-    and the position at every bar's close, and how many orders the broker refused."""
-    n = close.size
-    fill_created = np.empty(n, np.int64)
-    fill_bar = np.empty(n, np.int64)
-    fill_size = np.empty(n)
-    fill_price = np.empty(n)
-    values = np.empty(n)
-    positions = np.zeros(n)
-    n_fills, refused = _run(
-        open_,
-        high,
-        low,
-        close,
-        ready,
-        long_entry,
-        short_entry,
-        long_exit,
-        short_exit,
-        atr,
-        realised_sd,
-        modes,
-        knobs,
-        values,
-        positions,
-        fill_created,
-        fill_bar,
-        fill_size,
-        fill_price,
-        True,
-    )
-    return (
-        fill_created,
-        fill_bar,
-        fill_size,
-        fill_price,
-        n_fills,
-        values,
-        positions,
-        refused,
-    )
-
-
-@njit(cache=True)
-def _run(  # noqa: C901  (numba kernel: one compiled loop)
+def simulate(  # noqa: C901  (numba kernel: one compiled loop)
     open_: np.ndarray,
     high: np.ndarray,
     low: np.ndarray,
@@ -227,9 +167,11 @@ def _run(  # noqa: C901  (numba kernel: one compiled loop)
     fill_price: np.ndarray,
     record: bool,
 ):
-    """``simulate``'s loop, writing the value at every close into ``values``; with
-    ``record``, the positions and the fills too (a sweep needs only the values and the
-    count). Returns (n_fills, refused)."""
+    """Run the bars, writing the broker value at every bar's close into ``values``; with
+    ``record``, the position at every close into ``positions`` and the fills (the order's
+    bar, the fill's bar, its signed size, its booked price) into the four ``fill_*`` arrays
+    (each of the bars' length); a sweep needs only the values and the count. Returns
+    (n_fills, refused): the fills made and the orders the broker refused."""
     start, first, shorts = modes[M_START], modes[M_FIRST], modes[M_SHORTS] != 0
     exit_mask, sizing, stop_mode = modes[M_EXITS], modes[M_SIZING], modes[M_STOP]
     stop_loss_pct, take_profit_pct = knobs[K_STOP_LOSS], knobs[K_TAKE_PROFIT]
@@ -443,7 +385,7 @@ def simulate_many(
     for s in range(n_sets):
         r = rows[s]
         v = scratch if adding else values[s]  # the kernel writes the set's row in place
-        n_fills[s], _ = _run(
+        n_fills[s], _ = simulate(
             open_,
             high,
             low,

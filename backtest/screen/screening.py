@@ -185,8 +185,10 @@ def evaluate(
     modes[sf.M_START] = int(start[0])
     modes[sf.M_FIRST] = window.first
     n = len(bars)
+    created, executed = np.empty(n, np.int64), np.empty(n, np.int64)
+    sizes, prices, values, positions = np.empty(n), np.empty(n), np.empty(n), np.zeros(n)
     # every entry block sets all four signals (mypy sees Conditions' None defaults)
-    out = sf.simulate(
+    n_fills, refused = sf.simulate(
         bars.open,
         bars.high,
         bars.low,
@@ -200,8 +202,14 @@ def evaluate(
         np.zeros(n) if cond.realised_sd is None else cond.realised_sd.of(0),
         np.array(modes, dtype=np.int64),
         np.array(knobs, dtype=np.float64),
+        values,
+        positions,
+        created,
+        executed,
+        sizes,
+        prices,
+        True,
     )
-    _, executed, sizes, prices, n_fills, values, positions, refused = out
     return Evaluation(
         window=window,
         fill_bars=executed[:n_fills],

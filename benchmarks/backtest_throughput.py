@@ -14,6 +14,12 @@
            (``time.thread_time()`` of the calling thread over the ``map``: what submitting
            and collecting cost the orchestrator; ``benchmarks/pool_main_thread.py`` has more).
 
+Each path's CPU seconds are printed too: raw and the in-process engine their process's; ours
+this process's (every thread) plus the pool's workers' with every process they reaped (the
+batch children and their job processes, ``/proc/PID/stat``). On a machine shared with other
+work the wall times are the load's; the CPU share of the sandbox (ours/1's CPU over the
+engine's) is what the sandbox costs, whatever the load.
+
 Overhead = ours/1 vs raw; speed-up = ours/1 vs ours/2. Each figure is the best
 of ``--repeat`` rounds (other processes on the machine add noise), with the median
 of the per-round ratios beside it. The overhead is split into its two parts: our
@@ -125,19 +131,38 @@ def time_engine(jobs: list[BacktestJob]) -> tuple[float, float]:
     return time.perf_counter() - t, time.process_time() - c
 
 
-def time_ours(jobs: list[BacktestJob], workers: int) -> tuple[float, float]:
-    """Wall seconds, and the main thread's CPU seconds over them (the workers are forkserver
-    children: their CPU is not ours to count)."""
+def tree_cpu(pids: list[int]) -> float:
+    """CPU seconds of processes and of their reaped descendants (``/proc/PID/stat``: utime,
+    stime, cutime, cstime): a worker, the batch children it reaped, their job processes."""
+    tick, total = os.sysconf("SC_CLK_TCK"), 0.0
+    for pid in pids:
+        with contextlib.suppress(OSError):
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+            total += sum(int(f) for f in fields[11:15]) / tick  # fields 14-17 of stat(5)
+    return total
+
+
+def time_ours(jobs: list[BacktestJob], workers: int) -> tuple[float, float, float, float]:
+    """Wall seconds, the main thread's CPU seconds over them, and the CPU seconds of the whole
+    run: this process's (every thread) and the workers' with everything they reaped (their
+    batch children and job processes, which end with their batch), and this process's part."""
     with ProcessPoolBackend(workers) as pool:
         # Start and warm the workers outside the timing (a run's pool lives for the run).
         list(pool.map(jobs[:workers]))
+        time.sleep(0.5)  # the warm-up's batch children reaped before the first reading
+        # the pool's worker processes (private: a benchmark's reading, not an API)
+        pids = list(pool._pool.executor._processes)  # type: ignore[union-attr]
+        cpu0, own0 = tree_cpu(pids), time.process_time()
         c, t = time.thread_time(), time.perf_counter()
         results = pool.map(jobs)
         elapsed, main_cpu = time.perf_counter() - t, time.thread_time() - c
+        own = time.process_time() - own0
+        time.sleep(0.5)  # the last batch children reaped
+        tree = tree_cpu(pids) - cpu0
     bad = [r for r in results if r.status != JobStatus.OK]
     if bad:
         raise SystemExit(f"{len(bad)} job(s) failed: {bad[0].error}")
-    return elapsed, main_cpu
+    return elapsed, main_cpu, own + tree, own
 
 
 def _best(runs: list[tuple[float, float]]) -> tuple[float, float]:
@@ -162,6 +187,10 @@ def main() -> None:
     eng, eng_cpu = _best([r[1] for r in rounds])
     one, _ = _best([r[2] for r in rounds])
     two, _ = _best([r[3] for r in rounds])
+    one_cpu = min(r[2][2] for r in rounds)
+    one_own = min(r[2][3] for r in rounds)
+    two_cpu = min(r[3][2] for r in rounds)
+    sandbox_cpu_share = _median([r[2][2] / r[1][1] for r in rounds])
     main_share = _median([r[3][1] / r[3][0] for r in rounds])
     overhead = _median([r[2][0] / r[0][0] for r in rounds])
     engine_share = _median([r[1][0] / r[0][0] for r in rounds])
@@ -175,8 +204,8 @@ def main() -> None:
     print("                               wall s   bars/s    CPU s")
     print(f"raw backtrader, 1 process    : {raw:7.2f} {n_bars / raw:8.0f} {raw_cpu:8.2f}")
     print(f"our engine in-process (no sb): {eng:7.2f} {n_bars / eng:8.0f} {eng_cpu:8.2f}")
-    print(f"ours, 1 worker (sandboxed)   : {one:7.2f} {n_bars / one:8.0f}")
-    print(f"ours, 2 workers (sandboxed)  : {two:7.2f} {n_bars / two:8.0f}")
+    print(f"ours, 1 worker (sandboxed)   : {one:7.2f} {n_bars / one:8.0f} {one_cpu:8.2f}")
+    print(f"ours, 2 workers (sandboxed)  : {two:7.2f} {n_bars / two:8.0f} {two_cpu:8.2f}")
     n = len(rounds)
     print(f"                                best   median of {n} paired rounds")
     print(
@@ -189,6 +218,15 @@ def main() -> None:
     print(
         f"  sandbox: ours/1 vs engine  : {100 * (one / eng - 1):+6.1f} %  {100 * (sandbox_share - 1):+6.1f} %"
         f"   ({1000 * (one - eng) / len(jobs):+.1f} ms per job)"
+    )
+    print(
+        f"  sandbox in CPU time        : {100 * (one_cpu / eng_cpu - 1):+6.1f} %  "
+        f"{100 * (sandbox_cpu_share - 1):+6.1f} %   ({1000 * (one_cpu - eng_cpu) / len(jobs):+.1f} "
+        "ms CPU per job: ours/1's processes, workers and what they reaped, vs the engine's)"
+    )
+    print(
+        f"    of which this process    : {1000 * one_own / len(jobs):6.1f} ms CPU per job (submitting, "
+        "checking and replaying the claimed fills, the books)"
     )
     print(
         f"speed-up 2 vs 1 workers      : {one / two:6.2f} x  {speedup:6.2f} x   (target >= 1.8 x)"

@@ -64,9 +64,13 @@ def prepare(specs: list[StrategySpec], costs: CostModel, bars_per_year: int) -> 
     keys: dict[tuple, int] = {}
     groups: dict[tuple, list[int]] = {}
     firsts: list[StrategySpec] = []
+    needed: dict[tuple, list[str]] = {}  # each shape's blocks, checked once
     key_of, modes, knobs = [], [], []
     for spec in specs:
-        blocks.check_supported(spec)
+        shape = blocks.shape(spec)
+        if shape not in needed:
+            needed[shape] = blocks.check_blocks(spec)
+        blocks.check_parameters(spec, needed[shape])
         key = condition_key(spec)
         if key not in keys:
             keys[key] = len(firsts)

@@ -13,7 +13,7 @@ indicators the strategy holds, minus one; ``Indicators.first`` records it per in
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
@@ -485,6 +485,36 @@ def supported_blocks() -> dict[str, list[str]]:
 
 def check_supported(spec: StrategySpec) -> None:
     """Raise ``Unsupported`` naming the first thing the screen cannot reproduce."""
+    check_parameters(spec, check_blocks(spec))
+
+
+def shape(spec: StrategySpec) -> tuple:
+    """Everything of ``spec`` that ``check_blocks`` reads (sets of one shape share its
+    answer)."""
+    return (
+        spec.is_custom,
+        spec.scope,
+        spec.family,
+        spec.entry,
+        tuple(spec.filters),
+        tuple(spec.exits),
+        spec.sizing,
+    )
+
+
+def check_parameters(spec: StrategySpec, needed: Iterable[str]) -> None:
+    """Raise ``Unsupported`` for the first of the blocks' ``needed`` parameters that ``spec``
+    lacks or holds an unusable value for."""
+    missing = [p for p in needed if p not in spec.parameters]
+    if missing:
+        raise Unsupported("parameters", f"missing {missing} (see families.reconcile)")
+    for name in needed:
+        (_int if name in INT_PARAMS else _num)(spec, name)
+
+
+def check_blocks(spec: StrategySpec) -> list[str]:
+    """Raise ``Unsupported`` naming the first block the screen cannot reproduce; else the
+    parameters the blocks read, in their reading order (``check_parameters``)."""
     if spec.is_custom:
         raise Unsupported("custom code", "code written outside the block catalogue")
     if whole_universe(spec) or spec.family not in SUPPORTED:
@@ -505,12 +535,7 @@ def check_supported(spec: StrategySpec) -> None:
             raise Unsupported(f"{kind} {block}", "not in the block catalogue")
         if block not in readers:
             raise Unsupported(f"{kind} {block}", "no vectorised reader for this block")
-    needed = required_params(spec.entry, spec.filters, spec.exits, spec.sizing)
-    missing = [p for p in needed if p not in spec.parameters]
-    if missing:
-        raise Unsupported("parameters", f"missing {missing} (see families.reconcile)")
-    for name in needed:
-        (_int if name in INT_PARAMS else _num)(spec, name)
+    return list(required_params(spec.entry, spec.filters, spec.exits, spec.sizing))
 
 
 def needs_atr(spec: StrategySpec) -> bool:

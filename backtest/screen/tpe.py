@@ -94,7 +94,8 @@ def tpe_sweep(
                 trials.append(trial)
                 specs.append(cand)
         if again:  # screened for TPE's sake only: the model learns what it re-drew
-            tell(study, again, evaluate([c for _, c in again]), known, min_trades)
+            once = list({c.trial_key(): c for _, c in again}.values())  # re-drawn twice: once
+            tell(study, again, evaluate(once), known, min_trades)
         if not specs:
             break
         sweep = evaluate(specs)
@@ -111,7 +112,9 @@ def tell(
     known: dict[str, float],
     min_trades: int,
 ) -> None:
-    """Tell each drawn trial its set's objective (remembered in ``known`` by trial key)."""
-    for (trial, _), s in zip(drawn, sweep.sets, strict=True):
+    """Tell each drawn trial its set's objective (remembered in ``known`` by trial key;
+    ``sweep`` screened each drawn set, once)."""
+    for s in sweep.sets:
         known[s.trial_key] = objective(s, min_trades)
-        study.tell(trial, known[s.trial_key])
+    for trial, spec in drawn:
+        study.tell(trial, known[spec.trial_key()])

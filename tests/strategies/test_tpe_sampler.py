@@ -148,3 +148,37 @@ def test_a_set_tried_before_the_sweep_is_told_its_value_and_is_no_trial():
     assert again  # the small box is crowded with earlier sets: TPE re-drew some
     assert not again & {s.trial_key for s in sweep.sets}  # ... and none is a row (a trial)
     assert all(v is not None and v > FAILED for k, v in told if k in again)
+
+
+def test_a_set_re_drawn_twice_in_a_batch_is_screened_once():
+    """Re-drawn sets are screened for TPE's sake alone: one screen each, every draw told."""
+    tiny = parse_param_space(  # 2 x 2 x 2 x 2 x 2 = 32 sets in the box: re-draws are the rule
+        {
+            "momentum": {
+                "roc_period": {"low": 45, "high": 50},
+                "trend_period": {"low": 110, "high": 120},
+                "roc_threshold": {"low": 0.02, "high": 0.025},
+                "stop_loss_pct": {"low": 0.05, "high": 0.055},
+                "max_hold_bars": {"low": 30, "high": 31},
+            }
+        },
+        source="tiny.toml",
+        grid=registry().grid_parameters(),
+    )
+    first = tpe_sweep(
+        PARENT, 24, seed=(5, 1, 1), seen=set(), evaluate=_evaluate([]), min_trades=10, space=tiny
+    )
+    seen = {s.trial_key for s in first.sets}
+    screened: list[list[str]] = []
+    evaluate = _evaluate([])
+
+    def spying(specs: list[StrategySpec]) -> Sweep:
+        screened.append([s.trial_key() for s in specs])
+        return evaluate(specs)
+
+    sweep = tpe_sweep(
+        PARENT, 6, seed=(0, 1, 1), seen=seen, evaluate=spying, min_trades=10, space=tiny
+    )
+    assert sweep.sets  # the sets left in the box
+    assert any(set(call) & seen for call in screened)  # re-draws were screened...
+    assert all(len(call) == len(set(call)) for call in screened)  # ...each once a call

@@ -111,14 +111,13 @@ def test_the_objective_keeps_the_sweeps_order():
     assert objective(s(1e9, 20), 10) == 100.0  # capped
 
 
-def test_a_set_tried_before_the_sweep_is_told_its_value_and_is_no_trial():
-    """TPE re-drawing a set an earlier sweep tried (or the parent) learns its real value, not
-    a failure, so the model is not pushed away from where the search found its best."""
-    tiny = parse_param_space(  # 3 x 3 x 2 x 2 x 2 = 72 sets in the box
+def _tiny(roc: tuple[int, int], trend: tuple[int, int]):
+    """A small box: the two periods' ranges, the other three knobs two values each."""
+    return parse_param_space(
         {
             "momentum": {
-                "roc_period": {"low": 40, "high": 50},
-                "trend_period": {"low": 110, "high": 130},
+                "roc_period": {"low": roc[0], "high": roc[1]},
+                "trend_period": {"low": trend[0], "high": trend[1]},
                 "roc_threshold": {"low": 0.02, "high": 0.025},
                 "stop_loss_pct": {"low": 0.05, "high": 0.055},
                 "max_hold_bars": {"low": 30, "high": 31},
@@ -127,6 +126,12 @@ def test_a_set_tried_before_the_sweep_is_told_its_value_and_is_no_trial():
         source="tiny.toml",
         grid=registry().grid_parameters(),
     )
+
+
+def test_a_set_tried_before_the_sweep_is_told_its_value_and_is_no_trial():
+    """TPE re-drawing a set an earlier sweep tried (or the parent) learns its real value, not
+    a failure, so the model is not pushed away from where the search found its best."""
+    tiny = _tiny((40, 50), (110, 130))  # 3 x 3 x 2 x 2 x 2 = 72 sets in the box
     first = tpe_sweep(
         PARENT, 40, seed=(5, 1, 1), seen=set(), evaluate=_evaluate([]), min_trades=10, space=tiny
     )
@@ -152,19 +157,7 @@ def test_a_set_tried_before_the_sweep_is_told_its_value_and_is_no_trial():
 
 def test_a_set_re_drawn_twice_in_a_batch_is_screened_once():
     """Re-drawn sets are screened for TPE's sake alone: one screen each, every draw told."""
-    tiny = parse_param_space(  # 2 x 2 x 2 x 2 x 2 = 32 sets in the box: re-draws are the rule
-        {
-            "momentum": {
-                "roc_period": {"low": 45, "high": 50},
-                "trend_period": {"low": 110, "high": 120},
-                "roc_threshold": {"low": 0.02, "high": 0.025},
-                "stop_loss_pct": {"low": 0.05, "high": 0.055},
-                "max_hold_bars": {"low": 30, "high": 31},
-            }
-        },
-        source="tiny.toml",
-        grid=registry().grid_parameters(),
-    )
+    tiny = _tiny((45, 50), (110, 120))  # 2 x 2 x 2 x 2 x 2 = 32 sets: re-draws are the rule
     first = tpe_sweep(
         PARENT, 24, seed=(5, 1, 1), seen=set(), evaluate=_evaluate([]), min_trades=10, space=tiny
     )

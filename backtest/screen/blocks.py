@@ -325,15 +325,17 @@ def _macd(specs: list[StrategySpec], bars: Bars, out: Conditions) -> None:
         line_first = max(me1, me2) - 1
         signal = ind.ema(line, sig, start=line_first)
         both = line_first + sig - 1
-        return line, signal, both, ind.crossover(line, signal, both)
+        up, down = ind.crossings(np.stack([line, signal]), [0], [1], [both])
+        return line, signal, both, up[0], down[0]
 
     distinct, at = _index(keys)
     got = [bars.cached(("macd", *key), partial(compute, *key)) for key in distinct]
     both = np.array([g[2] for g in got], dtype=np.int64)[at]
     out.hold(both, Rows(np.stack([g[0] for g in got]), at), Rows(np.stack([g[1] for g in got]), at))
     out.hold(both + 1)
-    cross = np.stack([g[3] for g in got])
-    _cross_signals(Rows(cross > 0, at), Rows(cross < 0, at), out)
+    _cross_signals(
+        Rows(np.stack([g[3] for g in got]), at), Rows(np.stack([g[4] for g in got]), at), out
+    )
 
 
 def _rsi(specs: list[StrategySpec], bars: Bars, out: Conditions) -> None:

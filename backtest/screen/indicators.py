@@ -388,28 +388,11 @@ def _adx(
 
 
 @njit(cache=True)
-def _crossover(a: np.ndarray, b: np.ndarray, first: int) -> np.ndarray:
-    """CrossOver: +1 / -1 / 0 from index ``first + 1``, with NonZeroDifference's memory."""
-    n = a.size
-    out = np.full(n, np.nan)
-    if first >= n:
-        return out
-    nzd = a[first] - b[first]
-    for i in range(first + 1, n):
-        up = 1.0 if (nzd < 0.0 and a[i] > b[i]) else 0.0
-        down = 1.0 if (nzd > 0.0 and a[i] < b[i]) else 0.0
-        out[i] = up - down
-        d = a[i] - b[i]
-        if d:
-            nzd = d
-    return out
-
-
-@njit(cache=True)
 def _crossings(
     values: np.ndarray, a_at: np.ndarray, b_at: np.ndarray, firsts: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
-    # ``_crossover``'s loop with its sign written straight to the two rows (no float row)
+    # CrossOver: +1 / -1 from index ``first + 1``, with NonZeroDifference's memory (the last
+    # non-zero difference), its sign written straight to the two rows
     k, n = a_at.size, values.shape[1]
     up = np.zeros((k, n), np.bool_)
     down = np.zeros((k, n), np.bool_)
@@ -539,15 +522,10 @@ def lowest_before(src: np.ndarray, period: int) -> np.ndarray:
     return out
 
 
-def crossover(a: np.ndarray, b: np.ndarray, first: int) -> np.ndarray:
-    """CrossOver(a, b); ``first`` is the first index where both are defined."""
-    return _crossover(a, b, first)
-
-
 def crossings(
     values: np.ndarray, a_at: np.ndarray, b_at: np.ndarray, firsts: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
-    """(``crossover(...) > 0``, ``crossover(...) < 0``) of ``values[a_at[r]]`` and
+    """(``CrossOver(...) > 0``, ``CrossOver(...) < 0``) of ``values[a_at[r]]`` and
     ``values[b_at[r]]`` from ``firsts[r]``, for every row ``r`` in one compiled call: a
     sweep's pairs of averages read from one stack, without a float matrix of the crossovers."""
     return _crossings(

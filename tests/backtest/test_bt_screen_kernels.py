@@ -193,5 +193,22 @@ def test_the_stacked_crossings_are_the_crossover_of_each_pair(pairs, first):
     firsts = np.array([first, max(first - 3, 0), 0, first + 1])
     up, down = ind.crossings(values, a_at, b_at, firsts)
     for r in range(a_at.size):
-        cross = ind.crossover(values[a_at[r]], values[b_at[r]], int(firsts[r]))
+        cross = _crossover(values[a_at[r]], values[b_at[r]], int(firsts[r]))
         assert np.array_equal(up[r], cross > 0.0) and np.array_equal(down[r], cross < 0.0)
+
+
+def _crossover(a: np.ndarray, b: np.ndarray, first: int) -> np.ndarray:
+    """Backtrader's CrossOver in plain Python: +1 / -1 / 0 from index ``first + 1``, with
+    NonZeroDifference's memory of the last non-zero difference (NaN before)."""
+    out = np.full(a.size, np.nan)
+    if first >= a.size:
+        return out
+    nzd = a[first] - b[first]
+    for i in range(first + 1, a.size):
+        up = 1.0 if (nzd < 0.0 and a[i] > b[i]) else 0.0
+        down = 1.0 if (nzd > 0.0 and a[i] < b[i]) else 0.0
+        out[i] = up - down
+        d = a[i] - b[i]
+        if d:
+            nzd = d
+    return out

@@ -29,6 +29,7 @@ import math
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 import talib
 from numba import njit, types
 
@@ -523,7 +524,7 @@ def lowest_before(src: np.ndarray, period: int) -> np.ndarray:
 
 
 def crossings(
-    values: np.ndarray, a_at: np.ndarray, b_at: np.ndarray, firsts: np.ndarray
+    values: np.ndarray, a_at: npt.ArrayLike, b_at: npt.ArrayLike, firsts: npt.ArrayLike
 ) -> tuple[np.ndarray, np.ndarray]:
     """(``CrossOver(...) > 0``, ``CrossOver(...) < 0``) of ``values[a_at[r]]`` and
     ``values[b_at[r]]`` from ``firsts[r]``, for every row ``r`` in one compiled call: a

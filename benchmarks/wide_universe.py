@@ -1,7 +1,7 @@
 """How the cross-sectional (portfolio) path grows with the universe: screen, Backtrader, memory.
 
     python benchmarks/wide_universe.py [--symbols-list 10,100,500] [--years 10] [--sets 1000]
-                                       [--timeout 0] [--long-short] [--json]
+                                       [--timeout 0] [--long-short] [--workers W] [--json]
     python benchmarks/wide_universe.py --symbols-list 10,20 --sets 50 --years 3   # a quick check
 
 For each N of ``--symbols-list``, in a fresh process of its own (this script again, with the
@@ -17,8 +17,9 @@ hidden ``--one N``: the memory peaks do not accumulate over N):
    tuner draws them (``strategies.mutate.neighbourhood`` around the family's default,
    ``strategies.portfolio.portfolio_spec``), screened on the universe's window
    (``backtest.screen.portfolio_windows_for`` + ``screen_sets``, what
-   ``swarm.nodes.screen_tuner`` runs, in this one process). The numba JIT (compile or cache
-   load) is paid first on a two-symbol window and timed apart.
+   ``swarm.nodes.screen_tuner`` runs, its sets split over ``--workers`` processes: this one
+   and forked children, ``backtest.screen.split``; default every core). The numba JIT
+   (compile or cache load) is paid first on a two-symbol window and timed apart.
 3. **Backtrader.** The top-ranked set rendered (``strategies.codegen.render``) and run once
    over the same window as a portfolio job (``BacktestJob`` with every symbol's bars,
    ``backtest.engine.execute`` in-process: the engine and the books, as a pool worker runs it,
@@ -31,8 +32,9 @@ N does):
 * ``bars/sym`` - bars per symbol (warm-up included);
 * ``screen s`` - wall seconds of ``screen_sets`` over every set (the windows built before it);
 * ``ms/set``   - the same per parameter set;
-* ``CPU s``    - the screen's CPU seconds (``time.process_time``; it runs on one thread): what
-                 the code costs, where ``screen s`` is what a busy machine let it have;
+* ``CPU s``    - the screen's CPU seconds, this process's (``time.process_time``) and its
+                 forked children's (``RUSAGE_CHILDREN``): what the code costs, where
+                 ``screen s`` is what a busy machine (and the cores) let it have;
 * ``jit s``    - the numba JIT warm-up, excluded from ``screen s``;
 * ``BT s``     - wall seconds of the Backtrader confirmation (``execute``, books included);
                  ``!`` marks a run longer than the lab's wall limit for that job
@@ -56,6 +58,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import pickle
 import resource
 import subprocess
@@ -97,7 +100,13 @@ def peak_rss_mb() -> float:
     return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
 
 
-def one(n: int, years: float, n_sets: int, timeout: float, long_short: bool) -> dict:
+def children_cpu_s() -> float:
+    """CPU seconds of this process's reaped children (the screen's forked chunks)."""
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return used.ru_utime + used.ru_stime
+
+
+def one(n: int, years: float, n_sets: int, timeout: float, long_short: bool, workers: int) -> dict:
     """Every phase for a universe of ``n`` symbols, in this process; the figures."""
     out: dict = {"n_symbols": n, "rss_start_mb": peak_rss_mb()}
     costs = CostModel()
@@ -148,10 +157,11 @@ def one(n: int, years: float, n_sets: int, timeout: float, long_short: bool) -> 
     started = time.perf_counter()
     windows = portfolio_windows_for(frames, [fold])
     out["windows_s"] = round(time.perf_counter() - started, 3)
-    started, cpu = time.perf_counter(), time.process_time()
-    sweep = screen_sets(specs, windows, min_trades=MIN_TRADES, **ranked)
+    started, cpu = time.perf_counter(), time.process_time() + children_cpu_s()
+    sweep = screen_sets(specs, windows, min_trades=MIN_TRADES, workers=workers, **ranked)
     out["screen_s"] = round(time.perf_counter() - started, 3)
-    out["screen_cpu_s"] = round(time.process_time() - cpu, 3)  # one thread: the code's cost
+    out["screen_cpu_s"] = round(time.process_time() + children_cpu_s() - cpu, 3)
+    out["workers"] = workers
     out["sets"] = len(specs)
     out["ms_per_set"] = round(out["screen_s"] / max(len(specs), 1) * 1e3, 3)
     out["rss_screen_mb"] = peak_rss_mb()
@@ -192,6 +202,7 @@ def run_child(n: int, args: argparse.Namespace) -> dict:
     """``one(n)`` in a fresh interpreter: its own memory peak. Its stderr passes through."""
     cmd = [sys.executable, str(Path(__file__).resolve()), "--one", str(n)]
     cmd += ["--years", str(args.years), "--sets", str(args.sets), "--timeout", str(args.timeout)]
+    cmd += ["--workers", str(args.workers)]
     cmd += ["--long-short"] if args.long_short else []
     started = time.perf_counter()
     proc = subprocess.run(cmd, stdout=subprocess.PIPE, text=True)
@@ -279,20 +290,34 @@ def main(argv: list[str] | None = None) -> int:
         f"{LAB_TIMEOUT_S:g})",
     )
     p.add_argument("--long-short", action="store_true", help="screen the long/short design")
+    p.add_argument(
+        "--workers",
+        type=int,
+        default=os.cpu_count() or 1,
+        help="processes the screen's sets are split over (default: every core)",
+    )
     p.add_argument("--json", action="store_true", help="last line: the figures as JSON")
     p.add_argument("--one", type=int, default=None, help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     if int(round(args.years * BARS_PER_YEAR)) < WARMUP_BARS + 2 * BARS_PER_YEAR // 4:
         p.error(f"--years {args.years}: too short for {WARMUP_BARS} warm-up bars and a window")
+    if args.workers < 1:
+        p.error(f"--workers {args.workers}: give 1 or more processes for the screen")
     if args.one is not None:  # the child: one universe, its figures as one JSON line
-        print(json.dumps(one(args.one, args.years, args.sets, args.timeout, args.long_short)))
+        got = one(args.one, args.years, args.sets, args.timeout, args.long_short, args.workers)
+        print(json.dumps(got))
         return 0
     sizes = [int(s) for s in args.symbols_list.split(",") if s.strip()]
     if min(sizes, default=0) < 2:
         p.error("--symbols-list: a cross-sectional universe needs at least 2 symbols")
     rows = []
     for n in sizes:
-        print(f"N={n}: {args.years:g} years, {args.sets} sets ...", file=sys.stderr, flush=True)
+        print(
+            f"N={n}: {args.years:g} years, {args.sets} sets, screen on {args.workers} "
+            "process(es) ...",
+            file=sys.stderr,
+            flush=True,
+        )
         rows.append(run_child(n, args))
     print_tables(rows)
     if args.json:

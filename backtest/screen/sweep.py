@@ -34,7 +34,7 @@ import numpy as np
 import pandas as pd
 
 from backtest.contracts import CostModel, Fold
-from backtest.screen import batch
+from backtest.screen import batch, split
 from backtest.screen.blocks import Unsupported, check_supported
 from backtest.screen.indicators import IndicatorZeroDivision
 from backtest.screen.portfolio import LABEL as PORTFOLIO
@@ -135,6 +135,7 @@ def screen_sets(
     periods_per_year: int,
     min_trades: int = 0,
     batched: bool = True,
+    workers: int = 1,
 ) -> Sweep:
     """Screen every spec on every window; rank (trade floor met, Sharpe) best first.
 
@@ -142,7 +143,8 @@ def screen_sets(
     portfolio-scope specs (``portfolio_windows_for``). Raises ``Unsupported`` when a spec
     holds a block the screen cannot reproduce. Symbol windows are screened a window at a time,
     every set in one compiled call (``backtest.screen.batch``); portfolio windows, or
-    ``batched=False``, set by set (the same figures, bit for bit).
+    ``batched=False``, set by set (the same figures, bit for bit), their sets split over up
+    to ``workers`` processes (``backtest.screen.split``: the same figures with any number).
     """
     started = time.perf_counter()
     keys = sorted({d for w in windows.values() for d in w.return_keys})
@@ -156,7 +158,7 @@ def screen_sets(
     if batched and not portfolio and specs and windows:
         _sum_batched(sums, specs, windows, slots, costs, bars_per_year)
     else:
-        _sum_per_set(sums, specs, windows, slots, costs, bars_per_year)
+        _sum_per_set(sums, specs, windows, slots, costs, bars_per_year, workers)
     returns, have = sums.means()
     out: list[ScreenedSet] = []
     if have.ndim == 1:  # every set has returns on the same dates
@@ -227,17 +229,32 @@ class _Sums:
         return np.divide(self.total, count, out=self.total, where=have), have
 
 
-def _sum_per_set(sums: _Sums, specs, windows, slots, costs, bars_per_year) -> None:
-    """Set by set, window by window (``evaluate`` or the portfolio screen for each pair)."""
-    for row, spec in enumerate(specs):
-        for wk, window in windows.items():
-            try:
-                r, n_trades = _run(spec, window, costs, bars_per_year)
-            except IndicatorZeroDivision as exc:
-                sums.errors[row] = f"{wk[0]}/fold{wk[1]}: ZeroDivisionError: {exc}"
-                continue
-            sums.add(row, slots[wk], r)
-            sums.trades[row] += n_trades
+def _sum_per_set(sums: _Sums, specs, windows, slots, costs, bars_per_year, workers=1) -> None:
+    """Set by set, window by window (``evaluate`` or the portfolio screen for each pair), the
+    sets in contiguous chunks over up to ``workers`` processes; each chunk's rows summed apart
+    (a set's sums only ever see its own returns) and copied in."""
+
+    def compute(rows: range) -> _Sums:
+        part = _Sums(len(rows), len(sums.every))
+        for i, row in enumerate(rows):
+            for wk, window in windows.items():
+                try:
+                    r, n_trades = _run(specs[row], window, costs, bars_per_year)
+                except IndicatorZeroDivision as exc:
+                    part.errors[row] = f"{wk[0]}/fold{wk[1]}: ZeroDivisionError: {exc}"
+                    continue
+                part.add(i, slots[wk], r)
+                part.trades[i] += n_trades
+        return part
+
+    parts = split.chunks(len(specs), workers)
+    for rows, part in zip(parts, split.map_chunks(compute, parts), strict=True):
+        cut = slice(rows.start, rows.stop)
+        sums.total[cut] = part.total
+        if part._count is not None:
+            sums.count[cut] = part._count
+        sums.trades[cut] = part.trades
+        sums.errors.update(part.errors)
 
 
 def _sum_batched(sums: _Sums, specs, windows, slots, costs, bars_per_year) -> None:

@@ -3,6 +3,7 @@ ones handed to Backtrader to confirm (``backtest.screen``), every screened set a
 
 from __future__ import annotations
 
+import os
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -18,6 +19,16 @@ from swarm.state import DevelopState
 
 if TYPE_CHECKING:
     from backtest.screen import Sweep
+
+
+def screen_workers(executor: str, workers: int | None, cpus: int | None) -> int:
+    """The processes a set-by-set sweep (the portfolio screen) may use on this machine: the
+    run's ``--workers`` (default: every core), but never more than this machine's cores (a Ray
+    cluster's workers are elsewhere), and one with ``--executor serial``."""
+    if executor == "serial":
+        return 1
+    here = max(1, cpus or 1)
+    return max(1, min(workers or here, here))
 
 
 def screens(cfg: Any, plugin: Any, parent: tuple[str, StrategySpec] | None) -> bool:
@@ -137,6 +148,7 @@ class ScreenTuner:
                 bars_per_year=ctx.periods_per_year,
                 periods_per_year=ctx.periods_per_year,
                 min_trades=ctx.criteria.min_trades,
+                workers=screen_workers(cfg.executor, cfg.workers, os.cpu_count()),
             )
 
         space = cfg.param_space

@@ -64,6 +64,8 @@ def _ctx(tmp: Path, *, seed: int = 7, screen_size: int = 24, min_trades: int = 1
             costs=COSTS,
             param_space=DEFAULT_SPACE,
             sampler="random",
+            executor="process",
+            workers=None,
         ),
         symbols=list(SYMBOLS),
         folds=FOLDS,
@@ -366,3 +368,14 @@ def r_key(records: list[dict], variant_id: str) -> str | None:
         ),
         None,
     )
+
+
+def test_the_portfolio_screen_uses_this_machines_cores_as_the_run_allows():
+    from swarm.nodes.screen_tuner import screen_workers
+
+    assert screen_workers("process", None, 2) == 2  # every core by default
+    assert screen_workers("process", 1, 8) == 1  # --workers 1
+    assert screen_workers("process", 16, 2) == 2  # never more than this machine has
+    assert screen_workers("ray", 64, 4) == 4  # a cluster's workers are elsewhere
+    assert screen_workers("serial", 4, 4) == 1  # in-process means one process
+    assert screen_workers("process", None, None) == 1  # the cores unknown

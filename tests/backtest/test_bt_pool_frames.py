@@ -140,6 +140,37 @@ def test_a_store_never_closed_leaves_no_folder() -> None:
     assert not os.path.exists(folder)
 
 
+def test_a_killed_drivers_folder_is_removed_by_the_next_store_and_a_live_ones_kept(
+    tmp_path, monkeypatch
+) -> None:
+    import subprocess
+    import sys
+
+    from backtest.executors import pool_frames
+
+    monkeypatch.setattr(pool_frames.tempfile, "tempdir", str(tmp_path))
+    dead = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    killed = tmp_path / f"{pool_frames.FRAMES_DIR_PREFIX}{int(dead.stdout)}-abc"
+    live = tmp_path / f"{pool_frames.FRAMES_DIR_PREFIX}{os.getppid()}-def"
+    other = tmp_path / "bt-frames-old-format"  # not ours to judge: no process id
+    for folder in (killed, live, other):
+        folder.mkdir()
+        (folder / "0.npy").write_bytes(b"x" * 100)
+    store = FrameStore()
+    try:
+        _, refs = store.pack([_job(0, _frame(1))])
+        mine = os.path.basename(os.path.dirname(refs[0].path))
+        assert mine.startswith(f"{pool_frames.FRAMES_DIR_PREFIX}{os.getpid()}-")
+        assert not killed.exists() and live.exists() and other.exists()
+    finally:
+        store.close()
+
+
 def test_a_forked_child_keeps_no_mapping_of_the_published_frames() -> None:
     """The worker maps whole frames (the sealed holdout included); the sandboxed child it
     forks replaces those mappings with zero pages before anything else runs

@@ -189,13 +189,17 @@ def llm_client_for_plan(
     masked as the run's prompts are when the run masks: the tickers the directive or
     ``--tickers`` name become aliases (mapped back in the answer), years and the corpus's
     names and sectors leave the directive."""
+    import shutil
     import tempfile
+    import weakref
 
     from swarm.llm.client import LLMClient
     from swarm.llm.cutoff import policy_for
 
     cache = settings.cache_dir or Path(tempfile.mkdtemp(prefix="swarm-plan-"))
     client = LLMClient(settings, cache_dir=cache)
+    if not settings.cache_dir:  # the one call's own folder: gone with the client
+        weakref.finalize(client, shutil.rmtree, cache, ignore_errors=True)
     policy = policy_for(settings, start)
     if policy is None or not policy.masked:
         return client

@@ -107,3 +107,20 @@ def test_a_masked_plan_sees_aliases_and_maps_the_answer_back(
     prompt = str(seen[0][-1].content)
     assert prompt.endswith("Directive: momentum on ASSET-A in [year] among the [sector]")
     assert plan.read_by == "llm" and plan.explicit_tickers == ["NVDA"]
+
+
+def test_the_plans_own_cache_folder_goes_with_its_client(tmp_path, monkeypatch):
+    import gc
+    import tempfile
+
+    from swarm.plan import llm_client_for_plan
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    model, _ = scripted(_answer())
+    monkeypatch.setattr("swarm.llm.client.default_model_factory", factory_for(model))
+    client = llm_client_for_plan(SETTINGS.model_copy(update={"cache_dir": None}))
+    made = list(tmp_path.glob("swarm-plan-*"))
+    assert len(made) == 1 and made[0].is_dir()
+    del client
+    gc.collect()
+    assert not made[0].exists()  # not one folder left in the temp dir per planned run

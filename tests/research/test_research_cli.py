@@ -334,7 +334,7 @@ def test_module_entry_point_prints_run_folder_last(daily_dir, tmp_path):
         cwd=REPO,
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=300,  # ~30 s idle; a safety net for a hang, not a speed test
     )
     assert done.returncode == 0, done.stderr
     run = Path(done.stdout.strip().splitlines()[-1])

@@ -8,18 +8,30 @@ pickled; only each chunk's result comes back, pickled on a pipe. A chunk's rows 
 computed exactly as in one process (each set's sums only ever see its own returns, in the
 windows' order), so the sweep is the same bit for bit with any number of processes.
 
-A child that fails in any way (an exception, a crash, killed) is not trusted for anything:
+A child that fails in any way (an exception, a crash, killed, or still running well after
+this process finished the same amount of work) is not trusted for anything: it is killed and
 its chunk is computed again here, which gives the same result or raises the same error with
 this process's traceback. The children die with this thread (``backtest.lifeline``), and a
 child still running when this process stops waiting (an error, Ctrl-C) is killed and reaped.
+
+Forking a process that runs other threads (the pool's, an LLM client's, ChromaDB's) is safe
+here because the child touches none of their state: it runs the screen's own numpy, numba
+and Python code and leaves with ``os._exit`` (no exit handlers, no flushing of this process's
+buffers). Its collector is off, so no finalizer of this process's garbage (a client, a
+connection) runs in it; and a child that hangs anyway (a lock another thread held at the
+fork) costs its grace period, not the run.
 """
 
 from __future__ import annotations
 
 import contextlib
+import gc
+import math
 import os
 import pickle
+import select
 import signal
+import time
 from collections.abc import Callable
 from typing import TypeVar
 
@@ -28,6 +40,7 @@ from backtest.lifeline import die_with_parent
 T = TypeVar("T")
 
 MIN_SETS = 16  # a chunk smaller than this is not worth a fork and a pickled result
+GRACE_S = 30.0  # a child's least time to finish after this process finished its own part
 
 
 def chunks(n_sets: int, workers: int, min_sets: int = MIN_SETS) -> list[range]:
@@ -38,20 +51,26 @@ def chunks(n_sets: int, workers: int, min_sets: int = MIN_SETS) -> list[range]:
     return [range(bounds[i], bounds[i + 1]) for i in range(k)]
 
 
-def map_chunks(compute: Callable[[range], T], parts: list[range]) -> list[T]:
+def map_chunks(
+    compute: Callable[[range], T], parts: list[range], grace_s: float = GRACE_S
+) -> list[T]:
     """``[compute(p) for p in parts]``: the first part here, each other in a forked child
-    while this one runs (the same results, in order)."""
+    while this one runs (the same results, in order). Once this process's part is done, the
+    children get ``grace_s`` or twice its time, whichever is longer, to send theirs."""
     if len(parts) < 2 or not hasattr(os, "fork"):
         return [compute(p) for p in parts]
     running: list[tuple[int, int]] = []  # (pid, read end) of the children not yet reaped
     try:
         for p in parts[1:]:
             running.append(_fork(compute, p))
+        started = time.monotonic()
         out = [compute(parts[0])]
+        took = time.monotonic() - started
+        deadline = time.monotonic() + max(grace_s, 2.0 * took)
         while running:
             pid, fd = running.pop(0)
             try:
-                got = _collect(pid, fd)  # closes its pipe and reaps it
+                got = _collect(pid, fd, deadline)  # closes its pipe and reaps it
             except BaseException:
                 _end(pid)
                 raise
@@ -84,6 +103,7 @@ def _fork(compute: Callable[[range], T], part: range) -> tuple[int, int]:
     if pid == 0:  # the child: compute, write, and leave without running the parent's exits
         code = 1
         try:
+            gc.disable()  # no finalizer of the parent's garbage runs here
             os.close(r)
             signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C: the parent kills it
             die_with_parent()
@@ -99,11 +119,22 @@ def _fork(compute: Callable[[range], T], part: range) -> tuple[int, int]:
     return pid, r
 
 
-def _collect(pid: int, fd: int) -> tuple[T] | None:
-    """A child's result (in a 1-tuple), or None when it did not end well."""
+def _collect(pid: int, fd: int, deadline: float) -> tuple[T] | None:
+    """A child's result (in a 1-tuple), or None when it did not end well or by ``deadline``
+    (then it is killed)."""
     chunks_: list[bytes] = []
+    poller = select.poll()
+    poller.register(fd, select.POLLIN)
     try:
-        while block := os.read(fd, 1 << 20):
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0 or not poller.poll(math.ceil(left * 1000)):
+                chunks_ = []
+                os.kill(pid, signal.SIGKILL)  # late: its part is computed here
+                break
+            block = os.read(fd, 1 << 20)
+            if not block:
+                break
             chunks_.append(block)
     except OSError:
         chunks_ = []

@@ -23,9 +23,10 @@ if TYPE_CHECKING:
 
 def screen_workers(executor: str, workers: int | None, cpus: int | None) -> int:
     """The processes a set-by-set sweep (the portfolio screen) may use on this machine: the
-    run's ``--workers`` (default: every core), but never more than this machine's cores (a Ray
-    cluster's workers are elsewhere), and one with ``--executor serial``."""
-    if executor == "serial":
+    run's ``--workers`` (default: every core), never more than this machine's cores; one with
+    ``--executor serial`` (in-process asked) or ``ray`` (a Ray driver's gRPC threads and
+    their fork handlers do not go with forking the driver)."""
+    if executor in ("serial", "ray"):
         return 1
     here = max(1, cpus or 1)
     return max(1, min(workers or here, here))

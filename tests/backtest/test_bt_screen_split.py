@@ -128,3 +128,40 @@ def test_no_child_outlives_the_call_when_this_process_stops_waiting(tmp_path: Pa
     assert len(children) == 2
     for child in children:  # killed and reaped: no process, not even a zombie
         assert not Path(f"/proc/{child}").exists()
+
+
+def test_a_child_still_running_long_after_this_process_is_killed_and_its_part_done_here():
+    parts = split.chunks(30, 3, min_sets=1)
+    pid = os.getpid()
+    started = time.monotonic()
+    got = split.map_chunks(_parent_only(pid, lambda: time.sleep(600)), parts, grace_s=0.5)
+    assert got == [[r * r for r in p] for p in parts]
+    assert time.monotonic() - started < 30  # its grace, not its sleep
+
+
+def test_no_finalizer_of_this_processs_garbage_runs_in_a_child(tmp_path: Path):
+    import gc
+
+    said = tmp_path / "finalized"
+
+    class Client:  # a connection, say: closing it from a fork would close the parent's
+        def __del__(self) -> None:
+            with said.open("a") as f:
+                f.write(f"{os.getpid()}\n")
+
+    def compute(rows: range) -> int:
+        gc.set_threshold(1)  # a child's collections as they would come, sooner
+        junk = [[{}] for _ in range(20_000)]  # enough allocations to trigger collections
+        return len(rows) + len(junk) * 0
+
+    threshold = gc.get_threshold()
+    gc.set_threshold(10**9)  # the cycle stays uncollected garbage here until after the fork
+    try:
+        a = Client()
+        a.me = a  # a reference cycle: only the collector frees it
+        del a
+        assert split.map_chunks(compute, split.chunks(3, 3, min_sets=1)) == [1, 1, 1]
+    finally:
+        gc.set_threshold(*threshold)
+    gc.collect()
+    assert said.read_text().split() == [str(os.getpid())]  # here, once; in no child

@@ -376,6 +376,6 @@ def test_the_portfolio_screen_uses_this_machines_cores_as_the_run_allows():
     assert screen_workers("process", None, 2) == 2  # every core by default
     assert screen_workers("process", 1, 8) == 1  # --workers 1
     assert screen_workers("process", 16, 2) == 2  # never more than this machine has
-    assert screen_workers("ray", 64, 4) == 4  # a cluster's workers are elsewhere
+    assert screen_workers("ray", 64, 4) == 1  # the Ray driver is not forked
     assert screen_workers("serial", 4, 4) == 1  # in-process means one process
     assert screen_workers("process", None, None) == 1  # the cores unknown

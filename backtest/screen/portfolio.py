@@ -199,6 +199,33 @@ def _param(params: dict[str, Any], name: str) -> Any:
     return float(value)
 
 
+def vol_lookback_read(spec: StrategySpec) -> int | None:
+    """The ``vol_lookback`` whose volatilities the weights of ``spec`` (reconciled) read:
+    inverse-volatility weights (not rotation's) or the volatility target; None: they read none."""
+    p = spec.parameters
+    inverse = spec.family != PortfolioFamily.ROTATION and _param(p, "inverse_vol")
+    return _param(p, "vol_lookback") if inverse or _param(p, "vol_target") else None
+
+
+def warm(specs: list[StrategySpec], window: PortfolioWindow) -> None:
+    """Build, once, the window's cached inputs that ``specs`` read (the symbols' changes,
+    the volatilities of each lookback a spec's weights read): a sweep split over forked
+    processes then shares them instead of building them in each. A window whose changes
+    divide by zero is left for each set to report."""
+    try:
+        window.changes  # noqa: B018
+    except ind.IndicatorZeroDivision:
+        return
+    for spec in specs:
+        try:
+            check_supported(spec)
+        except Unsupported:
+            continue
+        lookback = vol_lookback_read(reconcile_portfolio(spec))
+        if lookback is not None:
+            window.vol(lookback)
+
+
 class _Strategy:
     """The generated ``targets`` of ``_BODY`` (``strategies.portfolio_code``), per rebalance:
     the universe ranked once per set (``portfolio_kernels.rank_ends``), only its ends kept."""
@@ -218,8 +245,8 @@ class _Strategy:
         self.bars_per_year = int(bars_per_year)
         window.changes  # noqa: B018  (raises on a close of 0.0, as backtrader's __init__)
         # the volatilities only when a weight reads them (the same floats, built once a window)
-        reads_vol = self.inverse_vol or self.vol_target
-        self.vol = window.vol(_param(p, "vol_lookback")) if reads_vol else None
+        lookback = vol_lookback_read(spec)
+        self.vol = None if lookback is None else window.vol(lookback)
         self.k = max(1, self.top_n)
         self.at = {int(t): i for i, t in enumerate(bars)}
         self.count, self.best, self.worst, self.top = kernels.rank_ends(

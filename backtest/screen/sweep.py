@@ -41,6 +41,7 @@ from backtest.screen.portfolio import LABEL as PORTFOLIO
 from backtest.screen.portfolio import PortfolioWindow
 from backtest.screen.portfolio import check_supported as check_portfolio
 from backtest.screen.portfolio import evaluate as evaluate_portfolio
+from backtest.screen.portfolio import warm as warm_portfolio
 from backtest.screen.screening import Window, evaluate
 from strategies.spec import StrategySpec
 
@@ -248,6 +249,10 @@ def _sum_per_set(sums: _Sums, specs, windows, slots, costs, bars_per_year, worke
         return part
 
     parts = split.chunks(len(specs), workers)
+    if len(parts) > 1:  # what every set reads, built once here and shared with the forks
+        for window in windows.values():
+            if isinstance(window, PortfolioWindow):
+                warm_portfolio(specs, window)
     for rows, part in zip(parts, split.map_chunks(compute, parts), strict=True):
         cut = slice(rows.start, rows.stop)
         sums.total[cut] = part.total

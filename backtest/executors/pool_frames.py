@@ -128,7 +128,7 @@ def remove_orphans(tmp: str) -> list[str]:
     """Remove the frame folders in ``tmp`` that this user's drivers left when killed: named
     after a process that no longer exists, and owned by this user. A folder whose process id
     is alive (its driver, or a process that reused the id) is left alone. The removed paths."""
-    removed = []
+    removed: list[str] = []
     try:
         entries = list(os.scandir(tmp))
     except OSError:

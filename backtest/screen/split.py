@@ -70,7 +70,7 @@ def map_chunks(
         while running:
             pid, fd = running.pop(0)
             try:
-                got = _collect(pid, fd, deadline)  # closes its pipe and reaps it
+                got: tuple[T] | None = _collect(pid, fd, deadline)  # closes its pipe, reaps
             except BaseException:
                 _end(pid)
                 raise

@@ -74,6 +74,14 @@ def _agree(spec: StrategySpec, symbol: str, start: str, end: str, costs: CostMod
     )
     bt_result, bt_trades = _backtrader(spec, frame, fold, costs, symbol)
     res = screen(spec, Window.from_frame(frame, fold, symbol), costs=costs)
+    if bt_result.status == "bankrupt":  # the books end the run at zero: so must the screen
+        # what a sweep ranks on is the books' to the bit; the trades and turnover stay the
+        # run's (``screening.books_result``: a bankrupt set only has to rank last)
+        assert res.status == ScreenStatus.OK and res.result.status == "bankrupt", res
+        assert res.result.returns == bt_result.returns
+        assert res.result.return_dates == bt_result.return_dates
+        assert res.metrics.sharpe == bt_result.metrics.sharpe
+        return 0
     if bt_result.status != "ok":  # Backtrader failed: the screen must say error too
         assert res.status == ScreenStatus.ERROR, (bt_result.error, res)
         return 0
@@ -262,6 +270,31 @@ def test_random_specs_agree_with_backtrader_trade_for_trade(
     start = f"{first_year}-01-01"
     end = f"{first_year + years - 1}-12-31"
     _agree(spec, symbol, start, end, costs)
+
+
+@pytest.mark.integration
+def test_a_run_the_borrow_fees_bankrupt_is_bankrupt_in_the_screen_too() -> None:
+    # found by the property test above in CI: shorts at 40 % a year of borrow fees
+    spec = StrategySpec(
+        family=Family.MOMENTUM,
+        name="prop",
+        approach="property test",
+        entry="bollinger_breakout",
+        filters=["adx"],
+        exits=[],
+        sizing="volatility_target",
+        long_short=True,
+        parameters={
+            "bb_period": 10,
+            "bb_width": 1.0,
+            "adx_min": 10,
+            "target_vol": 0.05,
+            "vol_lookback": 10,
+            "position_fraction": 0.3,
+        },
+    )
+    costs = CostModel(commission_pct=0.0, slippage_pct=0.0, cash=10_000.0, borrow_pct=40.0)
+    assert _agree(spec, "AAPL", "2017-01-01", "2019-12-31", costs) == 0  # the bankrupt branch
 
 
 @pytest.mark.unit

@@ -19,6 +19,7 @@ import pytest
 from conftest import DAILY_DIR, REPO_ROOT, read_real_bars
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from screen_agreement import assert_bankrupt_as_the_books
 
 from backtest.contracts import BacktestJob, CostModel, Fold
 from backtest.engine import execute
@@ -74,13 +75,8 @@ def _agree(spec: StrategySpec, symbol: str, start: str, end: str, costs: CostMod
     )
     bt_result, bt_trades = _backtrader(spec, frame, fold, costs, symbol)
     res = screen(spec, Window.from_frame(frame, fold, symbol), costs=costs)
-    if bt_result.status == "bankrupt":  # the books end the run at zero: so must the screen
-        # what a sweep ranks on is the books' to the bit; the trades and turnover stay the
-        # run's (``screening.books_result``: a bankrupt set only has to rank last)
-        assert res.status == ScreenStatus.OK and res.result.status == "bankrupt", res
-        assert res.result.returns == bt_result.returns
-        assert res.result.return_dates == bt_result.return_dates
-        assert res.metrics.sharpe == bt_result.metrics.sharpe
+    if bt_result.status == "bankrupt":
+        assert_bankrupt_as_the_books(res, bt_result)
         return 0
     if bt_result.status != "ok":  # Backtrader failed: the screen must say error too
         assert res.status == ScreenStatus.ERROR, (bt_result.error, res)

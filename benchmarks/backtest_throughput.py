@@ -1,6 +1,6 @@
 """Backtest throughput: raw backtrader vs our sandboxed executors, on the same jobs.
 
-    .venv/bin/python benchmarks/backtest_throughput.py [--repeat 2]
+    .venv/bin/python benchmarks/backtest_throughput.py [--repeat 2] [--no-prefault]
 
 40 jobs = 5 family defaults x 4 symbols x 2 folds of real daily data
 (../shared/data/ohlcv/daily). Prints:
@@ -29,7 +29,9 @@ in-process (validation, forked limited children, pickling, JSON back). The sandb
 share is split once more: ``ours/1, jobs share a child`` runs the same sandbox with each
 batch's jobs one after the other in their batch child (``SandboxPolicy(isolate_jobs=False)``,
 never the lab's default), so ours/1 over it is what each job's process of its own costs (its
-fork, its copy-on-write faults, its exit).
+fork, its copy-on-write faults, its exit). ``--no-prefault`` runs ours/1 and ours/2 with each
+job's process taking its page faults as it runs, not copying its pages while it waits
+(``backtest.sandbox.prefault``).
 """
 
 from __future__ import annotations
@@ -183,7 +185,13 @@ def _best(runs: list[tuple[float, float]]) -> tuple[float, float]:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeat", type=int, default=2)
+    ap.add_argument(
+        "--no-prefault",
+        action="store_true",
+        help="ours/1 and ours/2 without the job processes' prefault (SandboxPolicy(prefault=False))",
+    )
     args = ap.parse_args()
+    policy = SandboxPolicy(prefault=False) if args.no_prefault else None
     jobs = make_jobs()
     n_bars = sum(len(feed_frame(j.bars, j.fold)) for j in jobs)
     raw_run(jobs[0])  # first-call warm-up, as our workers get
@@ -197,8 +205,8 @@ def main() -> None:
             (
                 time_raw(jobs),
                 time_engine(jobs),
-                time_ours(jobs, 1),
-                time_ours(jobs, 2),
+                time_ours(jobs, 1, policy),
+                time_ours(jobs, 2, policy),
                 time_ours(jobs, 1, SHARED_CHILD),
             )
         )

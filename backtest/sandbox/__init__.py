@@ -36,6 +36,7 @@ so the temporary-file quota is checked before each line is believed, not once at
 The public face of the sandbox wing; code outside it imports from here only. The entry points
 (validate, then run one job or a same-code batch; the pool's and Ray's task functions) are
 ``backtest.sandbox.runner``. The parts: ``backtest.sandbox.warm`` (the warm worker),
+``backtest.sandbox.prefault`` (the pages a job's process copies before its turn),
 ``backtest.sandbox.process`` (forking the children, the pipes, deadlines, kills, verdicts),
 ``backtest.sandbox.result`` (the outcome, and a result line checked and booked) and
 ``backtest.sandbox.child`` (the child's confinement).

@@ -41,7 +41,10 @@ What the child gets, in this order, before any strategy code is compiled:
     sent SIGKILL (or, without Landlock or without a done, has ended and the temp dir been
     emptied): its exit and the removal of its folder happen while the next job runs, which
     it cannot reach. Nothing a job leaves (threads, patched modules, hooks, freed memory,
-    files) reaches the next job, whose data was never in this child.
+    files) reaches the next job, whose data was never in this child. While it waits for its
+    turn, each job's process but the first copies the pages a backtest writes
+    (``backtest.sandbox.prefault``: the worker's own probe, made before any job), so its
+    page faults are taken off its clock.
 
 Any failure of 1-9 fails the jobs closed (one error line each, exit 1): a job never runs
 with fewer guards than asked for.
@@ -66,6 +69,7 @@ import types
 from typing import TYPE_CHECKING, Any
 
 from backtest.sandbox import kernel_guards as kg
+from backtest.sandbox.prefault import PageRanges, prefault
 from backtest.sandbox.python_guards import python_guards, read_roots
 
 if TYPE_CHECKING:
@@ -89,12 +93,15 @@ def run_child(
     cpu_s: int,
     as_limit: int,
     source: tuple[str, str] | None = None,
+    pages: PageRanges = (),
 ) -> None:
     """Confine this process, then run ``n_jobs`` jobs as they arrive on the job pipe, each in
     a forked process of its own that writes one JSON line to the result pipe; ``_exit``.
     Several jobs share a child only when they share their code. ``pipes``: the write ends of
     (result pipe, output pipe) and the read end of the job pipe. ``source``: the batch's
     strategy code and its variant id, compiled once before the first job's process forks.
+    ``pages``: what each job's process but the first copies while it waits for its turn
+    (``backtest.sandbox.prefault``; the worker's probe, never a job's).
 
     A job's line is its claim, not its result: its status and, when it ran, its fill log
     (``backtest.books.FillLog``) with the nonce the parent sent with the job. The parent
@@ -136,7 +143,7 @@ def run_child(
         for payload in payloads:
             _write_line(payload)
         if forks and n_jobs:  # each result leaves as soon as it exists: a crash keeps it
-            _run_forked(n_jobs, trace, tmpdir, _prepare_job_guards(source))
+            _run_forked(n_jobs, trace, tmpdir, _prepare_job_guards(source), pages)
         for _ in range(0 if forks else n_jobs):
             # one job (no next job to reach), no kernel guards or isolation not asked
             nonce, job = _read_job()
@@ -219,7 +226,11 @@ def _prepare_job_guards(source: tuple[str, str] | None) -> tuple[kg.PreparedFilt
 
 
 def _run_forked(
-    n_jobs: int, trace: bool, tmpdir: str, guards: tuple[kg.PreparedFilter, bool]
+    n_jobs: int,
+    trace: bool,
+    tmpdir: str,
+    guards: tuple[kg.PreparedFilter, bool],
+    pages: PageRanges = (),
 ) -> None:
     """Run the next ``n_jobs`` jobs, each in a forked process of its own, one after the other.
     A process that ended abnormally ends this child the same way (the parent's verdict reads
@@ -239,6 +250,8 @@ def _run_forked(
     (no per-job folders to confine to), or when job k's process ended without saying done,
     job k+1 goes only once job k's process is reaped and the temp dir is emptied, as
     before. Either way job k is reaped, and its folder removed, before job k+2 goes.
+    While it waits, job k+1's process copies ``pages`` (``prefault``): job 0's would wait
+    for nothing, so it copies none.
     """
     seccomp, confined = guards
     waiting: tuple[int, int, int, str] | None = _fork_job(0, trace, tmpdir, seccomp, ())
@@ -251,7 +264,9 @@ def _run_forked(
         if ending is not None:  # while job k runs: job k-1's teardown and its folder
             _reap(*ending)
             ending = None
-        waiting = _fork_job(k + 1, trace, tmpdir, seccomp, (done,)) if k + 1 < n_jobs else None
+        waiting = (
+            _fork_job(k + 1, trace, tmpdir, seccomp, (done,), pages) if k + 1 < n_jobs else None
+        )
         said = _read_done(done)
         os.close(done)
         if said and confined and waiting is not None:
@@ -329,7 +344,12 @@ def _end_like(status: int) -> None:
 
 
 def _fork_job(
-    k: int, trace: bool, tmpdir: str, seccomp: kg.PreparedFilter, inherited: tuple[int, ...]
+    k: int,
+    trace: bool,
+    tmpdir: str,
+    seccomp: kg.PreparedFilter,
+    inherited: tuple[int, ...],
+    pages: PageRanges = (),
 ) -> tuple[int, int, int, str]:
     """Fork job ``k``'s process, confined and waiting for its go: (its pid, the go pipe's
     write end, the done pipe's read end, its folder). ``inherited``: this child's
@@ -341,6 +361,7 @@ def _fork_job(
     filter refusing processes; the go awaited, then its own job read and the job pipe closed
     before any strategy code runs: the next job's nonce is not this process's to read, and
     it arrives only after this process has written its line and the parent has read it.
+    While it waits for the go it copies ``pages`` (``prefault``, until the go comes).
     Once its line is written it empties its folder and says done (this child then kills it
     and lets the next job go)."""
     folder = os.path.join(tmpdir, f"job-{k}")
@@ -367,6 +388,7 @@ def _fork_job(
             tempfile.tempdir = folder
             kg.job_landlock(ruleset)  # closes this process's copy
             seccomp.install()
+            prefault(pages, go_r)  # confined, before any job's data: the worker's page list
             go = os.read(go_r, 1)
             os.close(go_r)
             if go != b"g":  # this child ended first: no job for this process

@@ -33,6 +33,10 @@ class SandboxPolicy:
     # copy-on-write faults): nothing a job leaves reaches the next job's nonce or window.
     # False: the jobs share their batch child (a job's threads or patches then see the next).
     isolate_jobs: bool = True
+    # With isolated jobs, each job's process but the first copies the pages a backtest
+    # writes while the previous job runs (``backtest.sandbox.prefault``): the same pages,
+    # copied off the job's clock. False: each job takes its own page faults as it runs.
+    prefault: bool = True
 
 
 DEFAULT_POLICY = SandboxPolicy()

@@ -30,6 +30,7 @@ from backtest.engine import window_job
 from backtest.sandbox.child import NONCE_CHARS, run_child
 from backtest.sandbox.kernel_guards import sandbox_uid
 from backtest.sandbox.policy import SandboxPolicy
+from backtest.sandbox.prefault import written_pages
 from backtest.sandbox.result import (
     Claim,
     OnOutcome,
@@ -112,6 +113,9 @@ def _spawn(
     """Fork one confined child for ``jobs`` and collect what it writes; ``booked(k, outcome)``
     for each job whose line was checked and booked."""
     timeouts = [_timeout_of(j) for j in jobs]
+    # Probed once per worker, before this fork: the job processes' pages to copy ahead.
+    forks = policy.kernel and policy.isolate_jobs and len(jobs) > 1
+    pages = written_pages() if forks and policy.prefault else ()
     as_limit = _vm_bytes() + policy.memory_mb * (1 << 20)
     tmpdir = tempfile.mkdtemp(prefix="bt-job-")
     child = _Child(cpu_s=policy.cpu_s or math.ceil(sum(timeouts)) + 1, tmpdir=tmpdir)
@@ -134,7 +138,7 @@ def _spawn(
             os.close(job_w)
             pipes = (result_w, output_w, job_r)
             code = (jobs[0].code, jobs[0].variant_id)  # the batch's one code, no job's data
-            run_child(len(jobs), policy, trace, tmpdir, pipes, child.cpu_s, as_limit, code)
+            run_child(len(jobs), policy, trace, tmpdir, pipes, child.cpu_s, as_limit, code, pages)
         for fd in (result_w, output_w, job_r):
             os.close(fd)
             fds.remove(fd)

@@ -34,7 +34,13 @@ from backtest.executors.stream import (
     streamed_batch_task,
 )
 from backtest.lifeline import die_with_parent
-from backtest.sandbox import DEFAULT_POLICY, SandboxOutcome, SandboxPolicy, sandbox_task
+from backtest.sandbox import (
+    DEFAULT_POLICY,
+    SandboxOutcome,
+    SandboxPolicy,
+    for_workers,
+    sandbox_task,
+)
 
 WORKER_DIED = (
     "WorkerCrashed: the worker process running this job died abruptly "
@@ -144,7 +150,9 @@ class ProcessPoolBackend(BaseExecutor):
         results = ResultStream(self._ctx, self._inflight) if stream else None
         if self._task is sandbox_task:
             init: Callable[..., Any] = pool_worker_init
-            args: tuple[Any, ...] = (results.worker_args if results else None,)
+            pol = for_workers(self.policy, workers)  # jobs' processes that copy pages ahead:
+            probe = pol.kernel and pol.isolate_jobs and pol.prefault  # probe them now
+            args: tuple[Any, ...] = (results.worker_args if results else None, probe)
         else:
             init, args = die_with_parent, ()
         executor = ProcessPoolExecutor(
@@ -181,7 +189,7 @@ class ProcessPoolBackend(BaseExecutor):
         self, job: BacktestJob, trace: bool, policy: SandboxPolicy | None
     ) -> Future[SandboxOutcome]:
         outer: Future[SandboxOutcome] = Future()
-        policy = policy or self.policy
+        policy = for_workers(policy or self.policy, self.workers)
         if self._batcher is not None and not trace:
             self._batcher.add(job, policy, outer)  # the batcher's thread cuts the windows
             return outer

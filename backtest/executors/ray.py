@@ -18,6 +18,7 @@ from backtest.sandbox import (
     DEFAULT_POLICY,
     SandboxOutcome,
     SandboxPolicy,
+    for_workers,
     sandbox_task,
 )
 
@@ -90,7 +91,7 @@ class RayBackend(BaseExecutor):
         if self._closed:
             outer.set_result(outcome_error(job, "BacktestError: executor is closed"))
             return outer
-        policy = policy or self.policy
+        policy = for_workers(policy or self.policy, self.workers)
         if not trace:
             self._batcher.add(job, policy, outer)  # the batcher's thread packs the chunks
             return outer

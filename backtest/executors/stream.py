@@ -38,12 +38,15 @@ _stream: tuple[Connection, Any] | None = None  # this pool worker's (result pipe
 _HEADER = struct.Struct("<qq")  # a streamed message: (chunk token, job index), then the outcome
 
 
-def pool_worker_init(stream: tuple[Connection, Any] | None = None) -> None:
-    """Set up a pool worker: die with its parent, keep the result stream, warm the imports."""
+def pool_worker_init(
+    stream: tuple[Connection, Any] | None = None, probe_pages: bool = False
+) -> None:
+    """Set up a pool worker: die with its parent, keep the result stream, warm the imports
+    (and, when the pool's policy prefaults, probe the pages its jobs' processes copy)."""
     global _stream
     die_with_parent()  # a pool worker never outlives the forkserver it came from
     _stream = stream
-    warm_worker()
+    warm_worker(probe_pages=probe_pages)
 
 
 def streamed_batch_task(

@@ -49,6 +49,7 @@ from backtest.sandbox.kernel_guards import (
     seccomp_program,
 )
 from backtest.sandbox.policy import DEFAULT_POLICY, SandboxPolicy
+from backtest.sandbox.prefault import for_workers
 from backtest.sandbox.python_guards import read_roots
 from backtest.sandbox.result import OnOutcome, SandboxOutcome, error_outcome
 from backtest.sandbox.runner import (
@@ -66,6 +67,7 @@ __all__ = [
     "SandboxOutcome",
     "SandboxPolicy",
     "error_outcome",
+    "for_workers",
     "kernel_capabilities",
     "landlock_abi",
     "read_roots",

@@ -24,10 +24,19 @@ import os
 import select
 import signal
 import time
+from dataclasses import replace
 
 from backtest.sandbox.kernel_guards import libc
+from backtest.sandbox.policy import SandboxPolicy
 
-__all__ = ["MAX_PAGES", "PageRanges", "prefault", "probe_pages", "written_pages"]
+__all__ = [
+    "MAX_PAGES",
+    "PageRanges",
+    "for_workers",
+    "prefault",
+    "probe_pages",
+    "written_pages",
+]
 
 PageRanges = tuple[tuple[int, int], ...]  # (start address, length in bytes), page-aligned
 
@@ -38,6 +47,18 @@ _PROBE_TIMEOUT_S = 30.0
 _PAGE = os.sysconf("SC_PAGE_SIZE")
 _NOT_PROBED: PageRanges = ((-1, -1),)
 _pages: PageRanges = _NOT_PROBED  # this worker's probe, once
+
+
+def for_workers(policy: SandboxPolicy, workers: int) -> SandboxPolicy:
+    """The policy that ``workers`` jobs at a time run with: the prefault only where a core is
+    left free for it. It trades a spare core's time for the running job's: with every core
+    running a job, its copying would take a job's time (measured: a 2-worker pool on 2
+    cores +3 to +5 % wall with it, a 1-worker pool -2 %)."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cores = os.cpu_count() or 1
+    return policy if not policy.prefault or workers < cores else replace(policy, prefault=False)
 
 
 def written_pages() -> PageRanges:

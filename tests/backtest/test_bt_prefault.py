@@ -200,3 +200,19 @@ def test_a_batch_books_the_same_outcomes_with_and_without_the_prefault() -> None
             assert a.result.metrics is not None and a.result.returns
             same = {"duration_s"}  # the only field that may differ: wall time
             assert a.result.model_dump(exclude=same) == b.result.model_dump(exclude=same)
+
+
+@pytest.mark.unit
+def test_the_prefault_runs_only_where_the_workers_leave_a_core_free(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1, 2, 3})
+    policy = SandboxPolicy()
+    assert policy.prefault
+    assert pf.for_workers(policy, 1) is policy
+    assert pf.for_workers(policy, 3).prefault
+    assert not pf.for_workers(policy, 4).prefault  # every core runs a job: no copying ahead
+    assert not pf.for_workers(policy, 8).prefault
+    assert pf.for_workers(policy, 8).memory_mb == policy.memory_mb  # nothing else changes
+    off = SandboxPolicy(prefault=False)
+    assert pf.for_workers(off, 1) is off

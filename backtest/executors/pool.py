@@ -150,8 +150,9 @@ class ProcessPoolBackend(BaseExecutor):
         results = ResultStream(self._ctx, self._inflight) if stream else None
         if self._task is sandbox_task:
             init: Callable[..., Any] = pool_worker_init
-            pol = for_workers(self.policy, workers)  # jobs' processes that copy pages ahead:
-            probe = pol.kernel and pol.isolate_jobs and pol.prefault  # probe them now
+            # Batches whose jobs' processes copy their pages ahead: probe the pages now.
+            pol = for_workers(self.policy, workers)
+            probe = stream and pol.kernel and pol.isolate_jobs and pol.prefault
             args: tuple[Any, ...] = (results.worker_args if results else None, probe)
         else:
             init, args = die_with_parent, ()

@@ -388,7 +388,8 @@ def _fork_job(
             tempfile.tempdir = folder
             kg.job_landlock(ruleset)  # closes this process's copy
             seccomp.install()
-            prefault(pages, go_r)  # confined, before any job's data: the worker's page list
+            with contextlib.suppress(Exception):  # a missing copy costs time, never a job
+                prefault(pages, go_r)  # confined, before any job's data: the worker's list
             go = os.read(go_r, 1)
             os.close(go_r)
             if go != b"g":  # this child ended first: no job for this process

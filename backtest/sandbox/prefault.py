@@ -43,7 +43,7 @@ PageRanges = tuple[tuple[int, int], ...]  # (start address, length in bytes), pa
 MAX_PAGES = 1 << 15  # 128 MiB: a bound on what a job process copies ahead
 _MADV_POPULATE_WRITE = 23  # Linux >= 5.14
 _CHUNK_BYTES = 1 << 20  # copied between two looks at whether the turn has come
-_PROBE_TIMEOUT_S = 30.0
+_PROBE_TIMEOUT_S = 5.0  # the probe's run takes ~0.3 s; a stuck one costs a worker no more
 _PAGE = os.sysconf("SC_PAGE_SIZE")
 _NOT_PROBED: PageRanges = ((-1, -1),)
 _pages: PageRanges = _NOT_PROBED  # this worker's probe, once

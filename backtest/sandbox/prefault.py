@@ -6,7 +6,7 @@ backtest writes ~2,500 such pages; in a VM a fault costs 4-7 us, so ~15 ms of ev
 went to faults the in-process engine never takes (it reuses pages it already owns).
 
 ``written_pages`` learns once per warm worker which of its pages a backtest writes: a
-trusted probe, forked from the worker, runs the warm-up strategy (``warm._warm_up_run``,
+trusted probe, forked from the worker, runs the warm-up strategy (``warm.warm_up_run``,
 our own code, no job's) and reads which of its pages are now its own copies
 (``/proc/self/pagemap``: present and exclusively mapped). Each job process of a batch but
 the first, forked while the previous job runs, copies those pages with
@@ -85,9 +85,9 @@ def probe_pages() -> PageRanges:
         code = 1
         try:
             os.close(read_end)
-            from backtest.sandbox.warm import _warm_up_run
+            from backtest.sandbox.warm import warm_up_run
 
-            _warm_up_run()
+            warm_up_run()
             _write_all(write_end, _encode(_own_copies()))
             code = 0
         finally:

@@ -36,7 +36,7 @@ def warm_worker(*, probe_pages: bool = False) -> None:
 
     libc()
     read_roots()  # cached: the child may no longer read the folders it lists
-    _warm_up_run()
+    warm_up_run()
     gc.collect()
     gc.freeze()
     _warm = True
@@ -62,7 +62,7 @@ class Warm(bt.Strategy):
 """
 
 
-def _warm_up_run() -> None:
+def warm_up_run() -> None:
     """One tiny in-process backtest of our own code: backtrader's and pandas' lazy
     initialisation then happens once here instead of in every forked child."""
     import numpy as np

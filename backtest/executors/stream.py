@@ -23,7 +23,13 @@ from backtest.executors.base import outcome_error
 from backtest.executors.batching import Item
 from backtest.executors.pool_frames import open_frames
 from backtest.lifeline import die_with_parent
-from backtest.sandbox import SandboxOutcome, SandboxPolicy, run_sandboxed_batch, warm_worker
+from backtest.sandbox import (
+    SandboxOutcome,
+    SandboxPolicy,
+    run_sandboxed_batch,
+    warm_worker,
+    written_pages,
+)
 
 __all__ = [
     "InFlight",
@@ -46,7 +52,9 @@ def pool_worker_init(
     global _stream
     die_with_parent()  # a pool worker never outlives the forkserver it came from
     _stream = stream
-    warm_worker(probe_pages=probe_pages)
+    warm_worker()
+    if probe_pages:  # at the worker's start, not at its first batch
+        written_pages()
 
 
 def streamed_batch_task(

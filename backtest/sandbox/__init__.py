@@ -49,7 +49,7 @@ from backtest.sandbox.kernel_guards import (
     seccomp_program,
 )
 from backtest.sandbox.policy import DEFAULT_POLICY, SandboxPolicy
-from backtest.sandbox.prefault import for_workers
+from backtest.sandbox.prefault import for_workers, written_pages
 from backtest.sandbox.python_guards import read_roots
 from backtest.sandbox.result import OnOutcome, SandboxOutcome, error_outcome
 from backtest.sandbox.runner import (
@@ -77,4 +77,5 @@ __all__ = [
     "sandbox_task",
     "seccomp_program",
     "warm_worker",
+    "written_pages",
 ]

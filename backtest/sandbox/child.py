@@ -109,7 +109,7 @@ def run_child(
     """
     code = 0
     payloads: list[bytes] = []
-    forks = policy.kernel and policy.isolate_jobs and n_jobs > 1
+    forks = policy.forks_each_job(n_jobs)
     try:
         parent = os.getppid()
         _isolate_fds(*pipes)  # first: a failure below is reported on fd 3

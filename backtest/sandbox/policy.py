@@ -38,5 +38,10 @@ class SandboxPolicy:
     # copied off the job's clock. False: each job takes its own page faults as it runs.
     prefault: bool = True
 
+    def forks_each_job(self, n_jobs: int) -> bool:
+        """Whether a batch of ``n_jobs`` runs each job in a process of its own (forked from
+        the batch child): with the kernel guards, isolation asked and more than one job."""
+        return self.kernel and self.isolate_jobs and n_jobs > 1
+
 
 DEFAULT_POLICY = SandboxPolicy()

@@ -143,7 +143,7 @@ def _own_copies() -> list[tuple[int, int]]:
     by this process alone: in a fresh fork, the pages it wrote (or allocated) since."""
     import numpy as np
 
-    present, exclusive = np.uint64(1 << 63), np.uint64(1 << 56)
+    flags = np.uint64(1 << 63 | 1 << 56)  # present, exclusively mapped
     out: list[tuple[int, int]] = []
     total = 0
     with open("/proc/self/maps", "rb") as maps, open("/proc/self/pagemap", "rb") as pagemap:
@@ -157,9 +157,7 @@ def _own_copies() -> list[tuple[int, int]]:
                 continue
             pagemap.seek(lo // _PAGE * 8)
             entries = np.frombuffer(pagemap.read((hi - lo) // _PAGE * 8), dtype=np.uint64)
-            own = np.flatnonzero(
-                (entries & present).astype(bool) & (entries & exclusive).astype(bool)
-            )
+            own = np.flatnonzero((entries & flags) == flags)
             for run in np.split(own, np.flatnonzero(np.diff(own) != 1) + 1):
                 if run.size:
                     n = min(int(run.size), MAX_PAGES - total)

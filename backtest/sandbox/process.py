@@ -114,8 +114,7 @@ def _spawn(
     for each job whose line was checked and booked."""
     timeouts = [_timeout_of(j) for j in jobs]
     # Probed once per worker, before this fork: the job processes' pages to copy ahead.
-    forks = policy.kernel and policy.isolate_jobs and len(jobs) > 1
-    pages = written_pages() if forks and policy.prefault else ()
+    pages = written_pages() if policy.prefault and policy.forks_each_job(len(jobs)) else ()
     as_limit = _vm_bytes() + policy.memory_mb * (1 << 20)
     tmpdir = tempfile.mkdtemp(prefix="bt-job-")
     child = _Child(cpu_s=policy.cpu_s or math.ceil(sum(timeouts)) + 1, tmpdir=tmpdir)

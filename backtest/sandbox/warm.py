@@ -15,20 +15,14 @@ from backtest.sandbox.python_guards import read_roots
 _warm = False
 
 
-def warm_worker(*, probe_pages: bool = False) -> None:
+def warm_worker() -> None:
     """Import everything a job needs once, then freeze the heap for cheap forks.
 
     ``gc.freeze`` moves the imported objects out of the collector's reach, so the
-    child's garbage collections don't touch (and copy) the parent's pages. With
-    ``probe_pages`` (a pool worker whose policy prefaults) the pages a job's process copies
-    ahead are probed now, as part of the worker's start, not at its first batch.
+    child's garbage collections don't touch (and copy) the parent's pages.
     """
     global _warm
     if _warm:
-        if probe_pages:
-            from backtest.sandbox.prefault import written_pages
-
-            written_pages()
         return
     import backtest.engine  # noqa: F401  (backtrader, pandas, metrics)
     import backtest.trace  # noqa: F401
@@ -40,8 +34,6 @@ def warm_worker(*, probe_pages: bool = False) -> None:
     gc.collect()
     gc.freeze()
     _warm = True
-    if probe_pages:
-        warm_worker(probe_pages=True)
 
 
 _WARMUP_CODE = """

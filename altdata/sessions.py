@@ -38,6 +38,23 @@ def session_after(d: object) -> pd.Timestamp:
     return nyse().next_session(nyse().date_to_session(_day(d), direction="previous"))
 
 
+def first_sessions(
+    days: pd.DatetimeIndex,
+) -> tuple[pd.DatetimeIndex, list[pd.Timestamp], pd.DatetimeIndex] | None:
+    """For naive calendar days, looked up at once: the first session on or after each
+    (``session_on_or_after``), its close (UTC, ``session_close``) and the session after it
+    (``session_after``). None when a day is outside the calendar (the one-day functions then
+    say why)."""
+    cal = nyse()
+    sessions = cal.sessions
+    if len(days) == 0:
+        return sessions[:0], [], sessions[:0]
+    at = sessions.searchsorted(days, side="left")
+    if days.min() < sessions[0] or at.max() + 1 >= len(sessions):
+        return None
+    return sessions[at], cal.closes.iloc[at].tolist(), sessions[at + 1]
+
+
 def session_open(session: object) -> pd.Timestamp:
     """The open of ``session`` (UTC)."""
     return nyse().session_open(_day(session))

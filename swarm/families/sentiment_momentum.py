@@ -45,7 +45,7 @@ from strategies.sentiment_momentum import (
 from strategies.spec import StrategySpec
 from swarm.errors import UserInputError
 from swarm.families import REGISTRY
-from swarm.research.news import score_headline
+from swarm.research.tone_cache import cached_tones, default_tone_dir
 
 # The corpus tables each source reads, with their text column.
 TABLES: dict[str, tuple[tuple[str, str], ...]] = {
@@ -94,6 +94,11 @@ class SentimentMomentum:
         self._tables: dict[Path, dict[str, AltTable]] = {}
         self._series: dict[tuple[Path, tuple[str, ...], date], DailyTable] = {}
         self._warned: set[tuple[Any, ...]] = set()
+
+    def _tones(self, texts: list[str]) -> list[float]:
+        """The headline scorer's tones, kept in the user cache dir across runs
+        (``swarm.research.tone_cache``): the same floats, scored once per text list."""
+        return cached_tones(texts, default_tone_dir())
 
     def slots(self, families: Sequence[str], n: int, n_symbols: int) -> int:
         """All ``n`` when the run names only this family, half (at least one) beside others,
@@ -215,7 +220,7 @@ class SentimentMomentum:
                 if table is None:
                     missing.append(alt.missing(name))
                     continue
-                found.append(scored(table, text=text, score=score_headline, key=normalise))
+                found.append(scored(table, text=text, tones=self._tones, key=normalise))
             if found:
                 out[source] = found[0] if len(found) == 1 else merged(source, found)
         if root is None or not out:

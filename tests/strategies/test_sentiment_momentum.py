@@ -109,6 +109,36 @@ def test_an_item_known_after_the_cut_is_invisible_in_the_series_and_the_code(tmp
     assert "beats" not in code  # the child gets tones, never the texts
 
 
+def test_sessions_looked_up_at_once_are_the_one_by_one_sessions(monkeypatch):
+    """``altdata.sessions.first_sessions`` (every day at once) gives what the one-day
+    functions give, around closes, half days, weekends and holidays of 35 years; a day
+    outside the calendar takes the one-day path (which says why)."""
+    import numpy as np
+
+    import altdata.sessions as cal
+    import strategies.sentiment_momentum as sm
+
+    rng = np.random.default_rng(7)
+    base = pd.Timestamp("1990-01-02", tz="UTC").value
+    span = pd.Timestamp("2026-12-31", tz="UTC").value - base
+    moments = pd.Series(pd.to_datetime(base + rng.integers(0, span, 3000), utc=True))
+    closes = [cal.session_close(d) for d in ("2015-11-27", "2019-07-03", "2008-12-24")]
+    near = [c + pd.Timedelta(seconds=s) for c in closes for s in (-1, 0, 1)]
+    moments = pd.concat([moments, pd.Series(near)], ignore_index=True)
+    at_once = sessions(moments)
+    monkeypatch.setattr(sm, "first_sessions", lambda days: None)
+    one_by_one = sessions(moments)
+    assert at_once.tolist() == one_by_one.tolist()
+    assert at_once.nunique() > 2000  # the moments span the calendar
+    monkeypatch.undo()
+    assert cal.first_sessions(pd.DatetimeIndex(["1989-12-29"])) is None
+    assert cal.first_sessions(pd.DatetimeIndex([cal.nyse().sessions[-1]])) is None
+    first, close, after = cal.first_sessions(pd.DatetimeIndex(["2015-07-03", "2015-07-06"]))
+    assert [d.date() for d in first] == [date(2015, 7, 6)] * 2
+    assert close == [cal.session_close("2015-07-06")] * 2
+    assert [d.date() for d in after] == [date(2015, 7, 7)] * 2
+
+
 def test_sessions_agree_with_first_tradable():
     moments = pd.Series(
         pd.to_datetime(

@@ -11,7 +11,7 @@ from conftest import SHARED_DATA
 
 from experiments.check import check_run
 
-pytestmark = [pytest.mark.e2e, pytest.mark.slow]
+pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.xdist_group("e2e_develop")]
 
 REQUIRED = [
     "manifest.json",

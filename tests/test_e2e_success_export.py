@@ -13,7 +13,7 @@ import pytest
 
 from experiments.check import check_run
 
-pytestmark = [pytest.mark.e2e, pytest.mark.slow]
+pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.xdist_group("e2e_success_export")]
 
 
 @pytest.fixture(scope="module")

@@ -83,6 +83,7 @@ def test_the_budget_running_out_at_the_holdout_ends_the_run_cleanly(
             "--offline",
             "--memory-dir",
             "off",
+            "--no-figures",  # report.md is still written; no chart is asserted
             "--decision-cache",
             str(tmp_path / "decisions"),
             "--out",

@@ -132,6 +132,7 @@ def _develop(tmp_path, url: str, mask_flag: str) -> tuple[dict, list[dict]]:
             "1",
             "--offline",
             "--quiet",
+            "--no-figures",  # the verdict is the same without charts
             "--memory-dir",
             "off",
             "--decision-cache",

@@ -8,7 +8,8 @@ from __future__ import annotations
 import pytest
 from conftest import DAILY_DIR, SHARED_DATA
 from decision_fakes import DecisionChat
-from mask_scan import GICS, corpus_tickers, gics_terms, prompt_leaks
+from mask_prefilter import prompt_leaks
+from mask_scan import GICS, corpus_tickers, gics_terms
 
 import swarm.llm.client as client_mod
 
@@ -63,6 +64,7 @@ def _develop(tmp_path, monkeypatch, chat: RecordingChat, *extra: str):
             "1",
             "--offline",
             "--quiet",
+            "--no-figures",  # charts and a tear sheet send no prompt
             "--memory-dir",
             str(tmp_path / "memory"),
             "--decision-cache",

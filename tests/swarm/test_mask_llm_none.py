@@ -48,6 +48,7 @@ def test_llm_none_develop_runs_are_the_same_with_and_without_mask(tmp_path, dail
                 "1",
                 "--offline",
                 "--quiet",
+                "--no-figures",  # charts and tear sheet: none of what is compared
                 "--memory-dir",
                 "off",
                 "--ledger-dir",  # three runs compared: none counts another's trials

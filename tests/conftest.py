@@ -48,6 +48,26 @@ def shared_data() -> Path:
     return SHARED_DATA
 
 
+def tone_cache_dir() -> Path:
+    """One headline-tone cache for every test run (``swarm.research.tone_cache``): no input
+    of a run (each file is named by the digest of its texts and scorer), and scoring the
+    corpus's 54,000 texts took ~15 s of every run in a fresh cache home. Under the system's
+    temp dir, never the user's home."""
+    import os
+    import tempfile
+
+    return Path(tempfile.gettempdir()) / f"swarm-lab-tests-tones-{os.getuid()}"
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _tones_off_home():
+    """In-process runs keep headline tones in the tests' shared tone cache, never the user's
+    (``swarm.research.tone_cache``; ``lab_runs.develop_env`` links a subprocess run's to it)."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr("swarm.families.sentiment_momentum.default_tone_dir", tone_cache_dir)
+        yield
+
+
 @pytest.fixture(autouse=True)
 def _isolated_memory(monkeypatch, tmp_path):
     """Tests never read or write the user's research memory under ~/.cache."""

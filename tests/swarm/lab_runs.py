@@ -12,10 +12,13 @@ import os
 import sqlite3
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+
+from conftest import tone_cache_dir
 
 from experiments.check import check_run
 from experiments.tracker import read_records, strip_volatile
@@ -66,7 +69,31 @@ def develop_env(cache_home: Path) -> dict[str, str]:
     runs). Both are inputs of a run, so runs that must agree start from the same (empty)
     memory and ledger, and no test writes to the user's home."""
     home = str(cache_home)
-    return os.environ | {"PYTHONHASHSEED": "0", "XDG_CACHE_HOME": home, "XDG_DATA_HOME": home}
+    _share_tones(cache_home)
+    return os.environ | {
+        "PYTHONHASHSEED": "0",
+        "XDG_CACHE_HOME": home,
+        "XDG_DATA_HOME": home,
+        "NUMBA_CACHE_DIR": numba_cache_dir(),
+    }
+
+
+def _share_tones(cache_home: Path) -> None:
+    """The run's ``tones`` folder (in its own cache home) is a link to ``tone_cache_dir``."""
+    link = Path(cache_home) / "swarm-lab" / "tones"
+    if not link.is_symlink() and not link.exists():
+        tone_cache_dir().mkdir(parents=True, exist_ok=True)
+        link.parent.mkdir(parents=True, exist_ok=True)
+        link.symlink_to(tone_cache_dir(), target_is_directory=True)
+
+
+def numba_cache_dir() -> str:
+    """One numba kernel cache for every test run (``backtest.screen.numba_cache`` honours
+    NUMBA_CACHE_DIR): compiled kernels are no input of a run (numba keys them by the source
+    file and the signature and recompiles when either changes), and compiling the screen's
+    kernels afresh in each run's empty cache home took some 25 s of every run that screens.
+    Under the system's temp dir, never the user's home."""
+    return str(Path(tempfile.gettempdir()) / f"swarm-lab-tests-numba-{os.getuid()}")
 
 
 def run_develop(

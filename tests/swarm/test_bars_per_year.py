@@ -59,6 +59,11 @@ def test_volatility_target_code_declares_the_runs_bars_a_year(
         "--offline",
         "--memory-dir",
         "off",
+        # The corpus' alternative data is on stocks (scoring its tweets and headlines is most
+        # of a small run's research), and no figure is read here.
+        "--alt-data",
+        "off",
+        "--no-figures",
         "--quiet",
         "--out",
         str(tmp_path / "runs"),

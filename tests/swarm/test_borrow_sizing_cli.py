@@ -286,6 +286,11 @@ def test_a_run_writes_the_pinned_sizing_and_the_borrow_fee_into_its_folder(
             "--no-screen",
             "--memory-dir",
             "off",
+            # Neither alternative data (the research's tweets and headlines, scored each run)
+            # nor figures: the test reads the manifest, the variants and report.md's text.
+            "--alt-data",
+            "off",
+            "--no-figures",
             "--borrow-cost",
             "3",
             "--sizing",

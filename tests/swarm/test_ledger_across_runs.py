@@ -28,6 +28,9 @@ def _options(daily_dir: Path, out: Path, ledger: Path | str, seed: int, **extra)
         "max_iterations": 1,
         "variants": 3,
         "no_screen": True,
+        # Not what is counted: the research's tweets and headlines, and the figures.
+        "alt_data": "off",
+        "no_figures": True,
         "seed": seed,
         "out": out,
         **extra,
@@ -93,6 +96,7 @@ def test_a_corrupt_ledger_file_exits_2_naming_it(tmp_path, daily_dir):
         *("--tickers", "AAPL", "--data-dir", str(daily_dir), "--offline"),
         *("--start", "2015-01-01", "--end", "2016-12-31", "--memory-dir", "off"),
         *("--max-iterations", "1", "--variants", "1", "--no-screen", "--quiet"),
+        *("--alt-data", "off", "--no-figures"),
         *("--ledger-dir", str(ledger), "--out", str(tmp_path / "runs")),
     ]
     first = subprocess.run(argv, capture_output=True, text=True, timeout=600)

@@ -131,7 +131,9 @@ def test_no_screen_never_screens_and_raw_deflation_ignores_the_effective_count(
     import swarm.nodes.gate as gate_node
     import swarm.nodes.screen_tuner as strategy_node
 
-    argv = _args(daily_dir, tmp_path / "a", "--no-screen", "--deflate-by", "raw")
+    # No figures in either run: the test compares records, variants and verdicts, and
+    # figures are drawn from them after they are written.
+    argv = _args(daily_dir, tmp_path / "a", "--no-screen", "--deflate-by", "raw", "--no-figures")
 
     def refuse(*a, **k):
         raise AssertionError("--no-screen must not screen")
@@ -147,7 +149,9 @@ def test_no_screen_never_screens_and_raw_deflation_ignores_the_effective_count(
         "measure_effective",
         lambda *a, **k: EffectiveTrials(n=10**6, threshold=0.2, cluster_sharpes=[1.0, -1.0]),
     )
-    unmeasured = _run(_args(daily_dir, tmp_path / "b", "--no-screen", "--deflate-by", "raw"))
+    unmeasured = _run(
+        _args(daily_dir, tmp_path / "b", "--no-screen", "--deflate-by", "raw", "--no-figures")
+    )
     va, vb = _verdict(plain), _verdict(unmeasured)
     assert va["n_trials_effective"] <= va["n_trials"] == vb["n_trials"] == vb["n_trials_effective"]
     drop = {"n_trials_effective"}

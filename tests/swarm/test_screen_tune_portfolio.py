@@ -278,6 +278,9 @@ def test_a_universe_the_screen_cannot_price_falls_back_to_tuning(tmp_path):
 # Every slot a portfolio one: the graded ranking may put a block family first otherwise, and the
 # repairs of a block best would then take the portfolio family's tuning slot.
 XS_ONLY = ("--families", "cross_sectional_momentum")
+# Nothing below reads a chart or the tear sheet: not drawing them (QuantStats' pages, the
+# winner's folds traced again) saves a third of each run and changes no record or verdict.
+NO_FIGURES = "--no-figures"
 
 
 def _develop(daily_dir: Path, out: Path, *extra: str) -> Path:
@@ -327,7 +330,7 @@ def test_a_run_tunes_its_portfolio_parent_through_the_screen_and_no_screen_never
     screen."""
     import json
 
-    run = _develop(daily_dir, tmp_path / "on", "--screen-size", "60", *XS_ONLY)
+    run = _develop(daily_dir, tmp_path / "on", "--screen-size", "60", NO_FIGURES, *XS_ONLY)
     records = list(read_records(run / "experiments.jsonl"))
     (rec,) = [r for r in records if r["kind"] == "screen"]
     assert rec["scope"] == "portfolio" and rec["n_sets"] == 60 and rec["n_symbols"] == 5
@@ -353,7 +356,7 @@ def test_a_run_tunes_its_portfolio_parent_through_the_screen_and_no_screen_never
 
     monkeypatch.setattr(strategy_node, "neighbourhood", refuse)
     monkeypatch.setattr("backtest.screen.screen_sets", refuse)
-    plain = _develop(daily_dir, tmp_path / "off", "--no-screen", *XS_ONLY)
+    plain = _develop(daily_dir, tmp_path / "off", "--no-screen", NO_FIGURES, *XS_ONLY)
     assert not (plain / "screens").exists()
     assert json.loads((plain / "verdict.json").read_text())["n_trials"] == 10
 

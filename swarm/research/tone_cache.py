@@ -94,6 +94,6 @@ def _write(path: Path, values: np.ndarray) -> None:
 
 def default_tone_dir() -> Path:
     """``tones/`` in the lab's user cache dir."""
-    from backtest.data.cache import default_cache_dir
+    from backtest.data import default_cache_dir
 
     return default_cache_dir() / "tones"

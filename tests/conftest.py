@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import tempfile
 from pathlib import Path
 
 import pandas as pd
@@ -48,14 +50,20 @@ def shared_data() -> Path:
     return SHARED_DATA
 
 
+def numba_cache_dir() -> str:
+    """One numba kernel cache for every test run (``backtest.screen.numba_cache`` honours
+    NUMBA_CACHE_DIR): compiled kernels are no input of a run (numba keys them by the source
+    file and the signature and recompiles when either changes), and compiling the screen's
+    kernels afresh in each run's empty cache home took some 25 s of every run that screens.
+    Under the system's temp dir, never the user's home."""
+    return str(Path(tempfile.gettempdir()) / f"swarm-lab-tests-numba-{os.getuid()}")
+
+
 def tone_cache_dir() -> Path:
     """One headline-tone cache for every test run (``swarm.research.tone_cache``): no input
     of a run (each file is named by the digest of its texts and scorer), and scoring the
     corpus's 54,000 texts took ~15 s of every run in a fresh cache home. Under the system's
     temp dir, never the user's home."""
-    import os
-    import tempfile
-
     return Path(tempfile.gettempdir()) / f"swarm-lab-tests-tones-{os.getuid()}"
 
 

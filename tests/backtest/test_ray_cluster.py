@@ -26,6 +26,7 @@ from pathlib import Path
 
 import bt_strategy_sources as src
 import pytest
+from conftest import numba_cache_dir
 
 # One cluster for the module: under xdist, its tests go to one worker (--dist loadgroup).
 pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.xdist_group("ray_cluster")]
@@ -247,6 +248,11 @@ def _develop_argv(out: Path, daily_dir: Path, *extra: str) -> list[str]:
         "--offline",
         "--memory-dir",
         "off",
+        # What the cluster and the pool must agree on is the records: no figures or alt data
+        # (the same for every run here) are needed for that.
+        "--no-figures",
+        "--alt-data",
+        "off",
         "--out",
         str(out),
         *extra,
@@ -257,6 +263,7 @@ def _develop(
     out: Path, daily_dir: Path, env: dict[str, str], *extra: str, timeout: int = 900
 ) -> subprocess.CompletedProcess[str]:
     argv = _develop_argv(out, daily_dir, *extra)
+    env = env | {"NUMBA_CACHE_DIR": numba_cache_dir()}  # compiled kernels shared by the runs
     return subprocess.run(argv, env=env, capture_output=True, text=True, timeout=timeout)
 
 
@@ -366,7 +373,7 @@ def _develop_async(
     argv = _develop_argv(out, daily_dir, *extra)
     return subprocess.Popen(
         argv,
-        env=env,
+        env=env | {"NUMBA_CACHE_DIR": numba_cache_dir()},
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,

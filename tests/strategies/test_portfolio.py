@@ -318,6 +318,7 @@ def test_a_cross_sectional_edge_is_found_by_a_portfolio_variant_and_exported(tmp
             "off",
             "--seed",
             "11",
+            "--no-figures",  # the verdict and the export are the same without charts
         ]
     )
     assert code == 0

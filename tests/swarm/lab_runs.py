@@ -12,13 +12,12 @@ import os
 import sqlite3
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from conftest import tone_cache_dir
+from conftest import numba_cache_dir, tone_cache_dir
 
 from experiments.check import check_run
 from experiments.tracker import read_records, strip_volatile
@@ -85,15 +84,6 @@ def _share_tones(cache_home: Path) -> None:
         tone_cache_dir().mkdir(parents=True, exist_ok=True)
         link.parent.mkdir(parents=True, exist_ok=True)
         link.symlink_to(tone_cache_dir(), target_is_directory=True)
-
-
-def numba_cache_dir() -> str:
-    """One numba kernel cache for every test run (``backtest.screen.numba_cache`` honours
-    NUMBA_CACHE_DIR): compiled kernels are no input of a run (numba keys them by the source
-    file and the signature and recompiles when either changes), and compiling the screen's
-    kernels afresh in each run's empty cache home took some 25 s of every run that screens.
-    Under the system's temp dir, never the user's home."""
-    return str(Path(tempfile.gettempdir()) / f"swarm-lab-tests-numba-{os.getuid()}")
 
 
 def run_develop(

@@ -120,17 +120,16 @@ def sessions(known_at: pd.Series) -> pd.Series:
     closes, same, after = {}, {}, {}
     days = pd.DatetimeIndex(local.unique())
     found = first_sessions(days)  # every day's sessions at once (4,500 days: ~3 s one by one)
-    if found is not None:
+    if found is None:  # a day outside the calendar: the one-day functions say which
+        firsts = [session_on_or_after(day) for day in days]
+        first_closes = [session_close(first) for first in firsts]
+        nexts = [session_after(first) for first in firsts]
+    else:
         firsts, first_closes, nexts = found
-        for day, first, close, nxt in zip(days, firsts, first_closes, nexts, strict=True):
-            closes[day] = close
-            same[day] = date_key(first.date())
-            after[day] = date_key(nxt.date())
-    for day in days if found is None else ():
-        first = session_on_or_after(day)
-        closes[day] = session_close(first)
+    for day, first, close, nxt in zip(days, firsts, first_closes, nexts, strict=True):
+        closes[day] = close
         same[day] = date_key(first.date())
-        after[day] = date_key(session_after(first).date())
+        after[day] = date_key(nxt.date())
     close = pd.Series([closes[d] for d in local], index=known_at.index, dtype=known_at.dtype)
     return local.map(same).where(known_at <= close, local.map(after)).astype("int64")
 
@@ -149,7 +148,7 @@ def scored(
     cache, say), its story key (``key``: copies share one; default the text itself) and its
     first tradable session. The text itself is dropped here."""
     if (score is None) == (tones is None):
-        raise ValueError("scored: give score or tones, not both")
+        raise ValueError("scored: give exactly one of score (a text's tone) or tones (all at once)")
     frame = table.frame
     texts = frame[text].fillna("").astype(str)
     if tones is not None:
